@@ -1,0 +1,147 @@
+//! Opening the configured Iceberg catalog.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iceberg::{Catalog, CatalogBuilder};
+use iceberg_catalog_rest::RestCatalogBuilder;
+use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
+use sqe_worker::storage::ObjectStoreStorageFactory;
+
+use crate::config::{CatalogConfig, CatalogType};
+use crate::error::{GatewayError, Result};
+
+/// How long start-up waits for a catalog to answer before reporting it unreachable.
+const CATALOG_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The embedded default under a data directory: `catalog.db` (SQLite) and `warehouse/`.
+pub fn default_warehouse_layout(data_dir: &Path) -> (String, String) {
+    let uri = format!("sqlite://{}/catalog.db?mode=rwc", data_dir.display());
+    let warehouse = format!("file://{}/warehouse", data_dir.display());
+    (uri, warehouse)
+}
+
+/// Opens the catalog and checks that it answers, so a wrong URL or a stopped server is a
+/// start-up error naming the catalog rather than a failure of the first query.
+pub async fn connect_catalog(
+    config: &CatalogConfig,
+    storage_props: &HashMap<String, String>,
+) -> Result<Arc<dyn Catalog>> {
+    let catalog: Arc<dyn Catalog> = match config.kind {
+        CatalogType::Sql => {
+            let uri = config.uri.clone().ok_or_else(|| {
+                GatewayError::Catalog("catalog type \"sql\" needs catalog.uri".into())
+            })?;
+            let uri = sqlite_url(&uri);
+            let warehouse = config.warehouse.clone().ok_or_else(|| {
+                GatewayError::Catalog("catalog type \"sql\" needs catalog.warehouse".into())
+            })?;
+            let catalog = SqlCatalogBuilder::default()
+                .uri(uri.clone())
+                .warehouse_location(warehouse)
+                .sql_bind_style(SqlBindStyle::QMark)
+                .props(storage_props.clone())
+                .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
+                .load(config.name.clone(), HashMap::new())
+                .await
+                .map_err(|e| {
+                    GatewayError::Catalog(format!("cannot open SQL catalog at {uri}: {e}"))
+                })?;
+            Arc::new(catalog)
+        }
+        CatalogType::Rest => {
+            let url = config.catalog_url.clone().ok_or_else(|| {
+                GatewayError::Catalog("catalog type \"rest\" needs catalog.catalog_url".into())
+            })?;
+            let mut props = storage_props.clone();
+            props.insert(
+                iceberg_catalog_rest::REST_CATALOG_PROP_URI.into(),
+                url.clone(),
+            );
+            if let Some(w) = &config.warehouse {
+                props.insert(
+                    iceberg_catalog_rest::REST_CATALOG_PROP_WAREHOUSE.into(),
+                    w.clone(),
+                );
+            }
+            if let Some(token) = &config.token {
+                props.insert("token".into(), token.clone());
+            }
+            for (name, value) in &config.headers {
+                props.insert(format!("header.{name}"), value.clone());
+            }
+            let load = RestCatalogBuilder::default()
+                .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
+                .load(config.name.clone(), props);
+            let catalog = tokio::time::timeout(CATALOG_PROBE_TIMEOUT, load)
+                .await
+                .map_err(|_| {
+                    GatewayError::Catalog(format!(
+                        "REST catalog at {url} did not answer within {CATALOG_PROBE_TIMEOUT:?}"
+                    ))
+                })?
+                .map_err(|e| {
+                    GatewayError::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
+                })?;
+            Arc::new(catalog)
+        }
+    };
+    match tokio::time::timeout(CATALOG_PROBE_TIMEOUT, catalog.list_namespaces(None)).await {
+        Ok(Ok(_)) => Ok(catalog),
+        Ok(Err(e)) => Err(GatewayError::Catalog(format!(
+            "catalog '{}' is unreachable: {e}",
+            config.name
+        ))),
+        Err(_) => Err(GatewayError::Catalog(format!(
+            "catalog '{}' did not answer within {CATALOG_PROBE_TIMEOUT:?}",
+            config.name
+        ))),
+    }
+}
+
+/// Accepts a bare path as shorthand for a SQLite file, created if missing.
+fn sqlite_url(uri: &str) -> String {
+    if uri.contains("://") || uri.starts_with("sqlite:") {
+        uri.to_string()
+    } else {
+        format!("sqlite://{uri}?mode=rwc")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unreachable_rest_catalog_is_a_clear_error() {
+        let config = CatalogConfig {
+            kind: CatalogType::Rest,
+            catalog_url: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        };
+        let err = connect_catalog(&config, &HashMap::new())
+            .await
+            .err()
+            .map(|e| e.to_string());
+        let err = err.unwrap_or_default();
+        assert!(err.starts_with("catalog: "), "{err}");
+        assert!(err.contains("127.0.0.1:9"), "{err}");
+        assert!(err.contains("unreachable"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn sql_catalog_opens_in_a_fresh_directory() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let (uri, warehouse) = default_warehouse_layout(dir.path());
+        let config = CatalogConfig {
+            uri: Some(uri),
+            warehouse: Some(warehouse),
+            ..Default::default()
+        };
+        let catalog = connect_catalog(&config, &HashMap::new()).await?;
+        assert!(catalog.list_namespaces(None).await?.is_empty());
+        Ok(())
+    }
+}

@@ -1,0 +1,7 @@
+//! Iceberg catalogs: opening them from configuration, and showing them to DataFusion.
+
+mod connect;
+mod provider;
+
+pub use connect::{connect_catalog, default_warehouse_layout};
+pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};

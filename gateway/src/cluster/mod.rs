@@ -1,0 +1,5 @@
+//! The coordinator's view of its workers.
+
+mod workers;
+
+pub use workers::{PoolResolver, WorkerPool, WorkerStatus};

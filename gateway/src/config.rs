@@ -1,0 +1,651 @@
+//! `coordinator.toml` and `worker.toml`.
+//!
+//! Unknown sections and keys are errors that name the key and the file. Every key can be
+//! overridden by an environment variable `SQE_<SECTION>__<KEY>` (for example
+//! `SQE_COORDINATOR__TRINO_HTTP_PORT=8081`); the value is read as TOML when it parses as such
+//! (numbers, booleans, arrays) and as a plain string otherwise. Secrets (`worker_secret`, S3
+//! keys) can be given inline, from the environment, or from a `*_file` key; never as a flag.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::ConfigError;
+
+/// The whole `coordinator.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordinatorConfig {
+    #[serde(default)]
+    pub coordinator: CoordinatorSection,
+    #[serde(default)]
+    pub catalog: CatalogConfig,
+    #[serde(default)]
+    pub storage: StorageConfig,
+    #[serde(default)]
+    pub query_cache: QueryCacheConfig,
+    #[serde(default)]
+    pub query_history: QueryHistoryConfig,
+}
+
+/// The whole `worker.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    #[serde(default)]
+    pub worker: WorkerSection,
+    /// Accepted so one catalog section can be shared with the coordinator; workers never open
+    /// the catalog (they read only the files a plan fragment names).
+    #[serde(default)]
+    pub catalog: CatalogConfig,
+    #[serde(default)]
+    pub storage: StorageConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoordinatorSection {
+    /// Stable name of this node in `system.runtime.nodes`.
+    pub node_id: String,
+    /// Address the client endpoints bind to.
+    pub bind_address: String,
+    /// Workers the coordinator dispatches fragments to (`http://host:port`).
+    pub worker_urls: Vec<String>,
+    /// Shared secret workers and coordinator authenticate each other with.
+    pub worker_secret: Option<String>,
+    pub worker_secret_file: Option<PathBuf>,
+    /// Test networks only: allow a distributed setup without `worker_secret`.
+    pub allow_unauthenticated_workers: bool,
+    /// Arrow Flight SQL port (also where workers register).
+    pub flight_sql_port: u16,
+    /// Trino client protocol port; 0 disables it.
+    pub trino_http_port: u16,
+    /// Memory DataFusion may use on the coordinator for all queries (e.g. "2GB"); unbounded if unset.
+    pub memory_limit: Option<ByteSize>,
+    /// Bytes of data each scan partition should read; more data means more tasks (up to one per
+    /// worker), less means the scan stays on fewer workers.
+    pub scan_bytes_per_partition: ByteSize,
+    /// Threads per query on this node (DataFusion `target_partitions`); 0 = number of cores.
+    pub target_partitions: usize,
+    /// How often reachability of `worker_urls` is checked.
+    pub worker_probe_interval_secs: u64,
+}
+
+impl Default for CoordinatorSection {
+    fn default() -> Self {
+        Self {
+            node_id: "coordinator".into(),
+            bind_address: "0.0.0.0".into(),
+            worker_urls: Vec::new(),
+            worker_secret: None,
+            worker_secret_file: None,
+            allow_unauthenticated_workers: false,
+            flight_sql_port: 50051,
+            trino_http_port: 8080,
+            memory_limit: None,
+            scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
+            target_partitions: 0,
+            worker_probe_interval_secs: 5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerSection {
+    /// Stable name of this node in `system.runtime.nodes`.
+    pub node_id: Option<String>,
+    pub bind_address: String,
+    /// The gRPC port fragments are sent to.
+    pub flight_port: u16,
+    /// The URL the coordinator should use to reach this worker (default `http://<host>:<port>`).
+    pub advertise_url: Option<String>,
+    /// The coordinator's Flight SQL endpoint, where workers register and heartbeat.
+    pub coordinator_url: Option<String>,
+    pub heartbeat_interval_secs: u64,
+    /// Memory DataFusion may use on this worker for all fragments together (e.g. "512MB").
+    pub memory_limit: Option<ByteSize>,
+    pub worker_secret: Option<String>,
+    pub worker_secret_file: Option<PathBuf>,
+    pub allow_unauthenticated_workers: bool,
+    /// Version reported to coordinators; defaults to `SQE_VERSION` or the build version.
+    pub version: Option<String>,
+}
+
+impl Default for WorkerSection {
+    fn default() -> Self {
+        Self {
+            node_id: None,
+            bind_address: "0.0.0.0".into(),
+            flight_port: 50052,
+            advertise_url: None,
+            coordinator_url: None,
+            heartbeat_interval_secs: 5,
+            memory_limit: None,
+            worker_secret: None,
+            worker_secret_file: None,
+            allow_unauthenticated_workers: false,
+            version: None,
+        }
+    }
+}
+
+/// Which Iceberg catalog to use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CatalogType {
+    /// Embedded SQL catalog in a SQLite file (the default).
+    #[default]
+    Sql,
+    /// An Iceberg REST catalog (Polaris, Nessie, Lakekeeper, ...).
+    Rest,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatalogConfig {
+    #[serde(rename = "type")]
+    pub kind: CatalogType,
+    /// The catalog's name in SQL (`SELECT * FROM iceberg.tpch.nation`).
+    pub name: String,
+    /// SQL catalog: a SQLite URL (`sqlite:///path/catalog.db`) or path.
+    pub uri: Option<String>,
+    /// REST catalog: base URL of the Iceberg REST API.
+    pub catalog_url: Option<String>,
+    /// Warehouse: a location (`file:///...`, `s3://bucket/prefix`) for SQL, a name or location for REST.
+    pub warehouse: Option<String>,
+    /// REST: a static bearer token.
+    pub token: Option<String>,
+    /// REST: extra HTTP headers on every catalog request.
+    pub headers: HashMap<String, String>,
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        Self {
+            kind: CatalogType::Sql,
+            name: "iceberg".into(),
+            uri: None,
+            catalog_url: None,
+            warehouse: None,
+            token: None,
+            headers: HashMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    pub s3_endpoint: Option<String>,
+    pub s3_region: Option<String>,
+    pub s3_access_key_id: Option<String>,
+    pub s3_secret_access_key: Option<String>,
+    pub s3_secret_access_key_file: Option<PathBuf>,
+    pub s3_session_token: Option<String>,
+    /// Path-style requests (`http://endpoint/bucket/key`), as MinIO-like stores need.
+    pub s3_path_style: Option<bool>,
+}
+
+impl StorageConfig {
+    /// The Iceberg FileIO properties these settings stand for.
+    pub fn iceberg_props(&self) -> Result<HashMap<String, String>, ConfigError> {
+        let mut props = HashMap::new();
+        let mut put = |key: &str, value: Option<String>| {
+            if let Some(v) = value {
+                props.insert(key.to_string(), v);
+            }
+        };
+        put(iceberg::io::S3_ENDPOINT, self.s3_endpoint.clone());
+        put(iceberg::io::S3_REGION, self.s3_region.clone());
+        put(iceberg::io::S3_ACCESS_KEY_ID, self.s3_access_key_id.clone());
+        put(
+            iceberg::io::S3_SECRET_ACCESS_KEY,
+            secret(&self.s3_secret_access_key, &self.s3_secret_access_key_file)?,
+        );
+        put(iceberg::io::S3_SESSION_TOKEN, self.s3_session_token.clone());
+        put(
+            iceberg::io::S3_PATH_STYLE_ACCESS,
+            self.s3_path_style.map(|b| b.to_string()),
+        );
+        Ok(props)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueryCacheConfig {
+    pub enabled: bool,
+    pub max_size: ByteSize,
+    pub ttl_secs: u64,
+}
+
+impl Default for QueryCacheConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_size: ByteSize(128 * 1024 * 1024),
+            ttl_secs: 300,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueryHistoryConfig {
+    pub enabled: bool,
+    pub max_entries: usize,
+    pub ttl_secs: u64,
+}
+
+impl Default for QueryHistoryConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_entries: 10_000,
+            ttl_secs: 1800,
+        }
+    }
+}
+
+/// A byte count written as a number or as `"512MB"`, `"2GiB"`, `"64k"` (units are powers of
+/// 1024, as in Trino's data sizes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub usize);
+
+impl ByteSize {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let number: f64 = number
+            .parse()
+            .map_err(|_| format!("'{text}' is not a size (use e.g. 512MB, 2GB or a byte count)"))?;
+        let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            "t" | "tb" | "tib" => 1 << 40,
+            other => return Err(format!("unknown size unit '{other}' in '{text}'")),
+        };
+        let bytes = number * multiplier as f64;
+        if !bytes.is_finite() || bytes < 0.0 || bytes > usize::MAX as f64 {
+            return Err(format!("size '{text}' is out of range"));
+        }
+        Ok(Self(bytes as usize))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bytes(u64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Bytes(n) => Ok(ByteSize(n as usize)),
+            Raw::Text(t) => ByteSize::parse(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Reads a secret given inline or as a file (trailing newline trimmed).
+pub fn secret(
+    inline: &Option<String>,
+    file: &Option<PathBuf>,
+) -> Result<Option<String>, ConfigError> {
+    match (inline, file) {
+        (Some(_), Some(path)) => Err(ConfigError::Invalid(format!(
+            "a secret is given both inline and as file {}; give one",
+            path.display()
+        ))),
+        (Some(v), None) => Ok(Some(v.clone())),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map(|s| Some(s.trim_end_matches(['\n', '\r']).to_string()))
+            .map_err(|e| {
+                ConfigError::Invalid(format!("cannot read secret file {}: {e}", path.display()))
+            }),
+        (None, None) => Ok(None),
+    }
+}
+
+const COORDINATOR_SECTIONS: &[&str] = &[
+    "coordinator",
+    "catalog",
+    "storage",
+    "query_cache",
+    "query_history",
+];
+const WORKER_SECTIONS: &[&str] = &["worker", "catalog", "storage"];
+
+impl CoordinatorConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = read(path)?;
+        Self::from_toml(&text, &path.display().to_string(), &env_vars())
+    }
+
+    pub fn from_toml(
+        text: &str,
+        origin: &str,
+        env: &[(String, String)],
+    ) -> Result<Self, ConfigError> {
+        let config: Self = parse_with_env(text, origin, env, COORDINATOR_SECTIONS)?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    /// The worker secret from the file or environment, if any.
+    pub fn worker_secret(&self) -> Result<Option<String>, ConfigError> {
+        secret(
+            &self.coordinator.worker_secret,
+            &self.coordinator.worker_secret_file,
+        )
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        for url in &self.coordinator.worker_urls {
+            validate_url(url, "coordinator.worker_urls", origin)?;
+        }
+        let distributed = !self.coordinator.worker_urls.is_empty();
+        if distributed
+            && !self.coordinator.allow_unauthenticated_workers
+            && self.worker_secret()?.is_none()
+        {
+            return Err(ConfigError::MissingWorkerSecret {
+                origin: origin.to_string(),
+                section: "coordinator",
+            });
+        }
+        if self.coordinator.trino_http_port != 0
+            && self.coordinator.trino_http_port == self.coordinator.flight_sql_port
+        {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: coordinator.trino_http_port and coordinator.flight_sql_port are both {}",
+                self.coordinator.flight_sql_port
+            )));
+        }
+        self.catalog.validate(origin)?;
+        self.storage.iceberg_props()?;
+        Ok(())
+    }
+}
+
+impl WorkerConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = read(path)?;
+        Self::from_toml(&text, &path.display().to_string(), &env_vars())
+    }
+
+    pub fn from_toml(
+        text: &str,
+        origin: &str,
+        env: &[(String, String)],
+    ) -> Result<Self, ConfigError> {
+        let config: Self = parse_with_env(text, origin, env, WORKER_SECTIONS)?;
+        if let Some(url) = &config.worker.coordinator_url {
+            validate_url(url, "worker.coordinator_url", origin)?;
+        }
+        if let Some(url) = &config.worker.advertise_url {
+            validate_url(url, "worker.advertise_url", origin)?;
+        }
+        if !config.worker.allow_unauthenticated_workers && config.worker_secret()?.is_none() {
+            return Err(ConfigError::MissingWorkerSecret {
+                origin: origin.to_string(),
+                section: "worker",
+            });
+        }
+        config.storage.iceberg_props()?;
+        Ok(config)
+    }
+
+    pub fn worker_secret(&self) -> Result<Option<String>, ConfigError> {
+        secret(&self.worker.worker_secret, &self.worker.worker_secret_file)
+    }
+}
+
+impl CatalogConfig {
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        if self.name.trim().is_empty() {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: catalog.name must not be empty"
+            )));
+        }
+        match self.kind {
+            CatalogType::Sql => {
+                if self.catalog_url.is_some() {
+                    return Err(ConfigError::Invalid(format!(
+                        "{origin}: catalog.catalog_url is for type = \"rest\"; this catalog is type = \"sql\""
+                    )));
+                }
+            }
+            CatalogType::Rest => {
+                let url = self.catalog_url.as_deref().ok_or_else(|| {
+                    ConfigError::Invalid(format!(
+                        "{origin}: catalog type \"rest\" needs catalog.catalog_url"
+                    ))
+                })?;
+                validate_url(url, "catalog.catalog_url", origin)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn validate_url(url: &str, key: &str, origin: &str) -> Result<(), ConfigError> {
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        _ => Err(ConfigError::Invalid(format!(
+            "{origin}: {key} has '{url}', which is not an http(s)://host:port URL"
+        ))),
+    }
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn env_vars() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("SQE_"))
+        .collect()
+}
+
+/// Parses TOML, applies `SQE_SECTION__KEY` overrides for the sections this file has, then
+/// deserializes strictly.
+fn parse_with_env<T: DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    env: &[(String, String)],
+    sections: &[&str],
+) -> Result<T, ConfigError> {
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+    let mut applied = Vec::new();
+    for (name, value) in env {
+        let Some((section, key)) = name
+            .strip_prefix("SQE_")
+            .and_then(|rest| rest.split_once("__"))
+        else {
+            continue;
+        };
+        let section = section.to_ascii_lowercase();
+        if !sections.contains(&section.as_str()) {
+            continue;
+        }
+        let entry = table
+            .entry(section.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let toml::Value::Table(section_table) = entry else {
+            return Err(ConfigError::Parse {
+                origin: origin.to_string(),
+                message: format!("[{section}] is not a table"),
+            });
+        };
+        section_table.insert(key.to_ascii_lowercase(), env_value(value));
+        applied.push(name.clone());
+    }
+    let origin = if applied.is_empty() {
+        origin.to_string()
+    } else {
+        format!(
+            "{origin} (with environment overrides {})",
+            applied.join(", ")
+        )
+    };
+    T::deserialize(table).map_err(|e| ConfigError::Parse {
+        origin,
+        message: e.to_string(),
+    })
+}
+
+fn env_value(raw: &str) -> toml::Value {
+    format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn coordinator(text: &str, env: &[(&str, &str)]) -> Result<CoordinatorConfig, ConfigError> {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        CoordinatorConfig::from_toml(text, "coordinator.toml", &env)
+    }
+
+    #[test]
+    fn seed_shape_parses() -> Result<(), ConfigError> {
+        let c = coordinator(
+            r#"
+            [coordinator]
+            worker_urls = ["http://worker-1:50052", "http://worker-2:50052"]
+            allow_unauthenticated_workers = true
+            [query_cache]
+            enabled = true
+            max_size = "128MB"
+            ttl_secs = 300
+            [query_history]
+            max_entries = 10000
+            ttl_secs = 1800
+            "#,
+            &[],
+        )?;
+        assert_eq!(c.coordinator.worker_urls.len(), 2);
+        assert_eq!(c.query_cache.max_size, ByteSize(128 << 20));
+        let w = WorkerConfig::from_toml(
+            r#"
+            [worker]
+            flight_port = 50052
+            coordinator_url = "http://coordinator:50051"
+            heartbeat_interval_secs = 5
+            memory_limit = "512MB"
+            allow_unauthenticated_workers = true
+            "#,
+            "worker.toml",
+            &[],
+        )?;
+        assert_eq!(w.worker.memory_limit, Some(ByteSize(512 << 20)));
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_file() {
+        let err = coordinator("[coordinator]\nworker_url = []\n", &[])
+            .err()
+            .map(|e| e.to_string());
+        let err = err.unwrap_or_default();
+        assert!(err.contains("coordinator.toml"), "{err}");
+        assert!(err.contains("unknown field `worker_url`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_section_is_an_error() {
+        let err = coordinator("[coordinatr]\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown field `coordinatr`"), "{err}");
+    }
+
+    #[test]
+    fn distributed_without_secret_refuses() {
+        let err = coordinator("[coordinator]\nworker_urls = [\"http://w:1\"]\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("worker_secret"), "{err}");
+        assert!(err.contains("allow_unauthenticated_workers"), "{err}");
+        // A secret from the environment satisfies it.
+        let ok = coordinator(
+            "[coordinator]\nworker_urls = [\"http://w:1\"]\n",
+            &[("SQE_COORDINATOR__WORKER_SECRET", "s3cr3t")],
+        );
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn env_overrides_are_typed() -> Result<(), ConfigError> {
+        let c = coordinator(
+            "[coordinator]\ntrino_http_port = 8080\n",
+            &[
+                ("SQE_COORDINATOR__TRINO_HTTP_PORT", "8081"),
+                ("SQE_CATALOG__WAREHOUSE", "file:///tmp/wh"),
+                ("SQE_WORKER__FLIGHT_PORT", "1"),
+                ("SQE_VERSION", "ignored"),
+            ],
+        )?;
+        assert_eq!(c.coordinator.trino_http_port, 8081);
+        assert_eq!(c.catalog.warehouse.as_deref(), Some("file:///tmp/wh"));
+        Ok(())
+    }
+
+    #[test]
+    fn bad_env_override_says_where_it_came_from() {
+        let err = coordinator("", &[("SQE_COORDINATOR__FLIGHT_SQL_PORT", "not-a-port")])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("SQE_COORDINATOR__FLIGHT_SQL_PORT"), "{err}");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(ByteSize::parse("512MB"), Ok(ByteSize(512 << 20)));
+        assert_eq!(ByteSize::parse("1.5g"), Ok(ByteSize(3 << 29)));
+        assert_eq!(ByteSize::parse("100"), Ok(ByteSize(100)));
+        assert!(ByteSize::parse("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn rest_catalog_needs_url() {
+        let err = coordinator("[catalog]\ntype = \"rest\"\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("catalog_url"), "{err}");
+        let err = coordinator("[catalog]\ntype = \"hive\"\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown variant `hive`"), "{err}");
+    }
+}

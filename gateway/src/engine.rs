@@ -1,0 +1,723 @@
+//! Planning and running SQL statements against the Iceberg catalog, distributed when workers
+//! are reachable.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{AsArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use datafusion::catalog::{CatalogProvider, CatalogProviderList, MemoryCatalogProviderList};
+use datafusion::common::{SchemaReference, TableReference};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::provider_as_source;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::{
+    SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
+};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{
+    DdlStatement, DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp,
+};
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use datafusion::prelude::SessionConfig;
+use datafusion_distributed::{
+    DistributedExec, DistributedExt, DistributedMetricsFormat, SessionStateBuilderExt,
+    display_plan_ascii, rewrite_distributed_plan_with_metrics,
+};
+use futures::TryStreamExt;
+
+use iceberg::spec::Schema as IcebergSchema;
+use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
+use sqe_worker::codec::SqeCodec;
+use sqe_worker::scan::IcebergTaskEstimator;
+use sqe_worker::table::IcebergTableProvider;
+use sqe_worker::types::iceberg_schema_for;
+
+use crate::catalog::IcebergCatalogProvider;
+use crate::cluster::{PoolResolver, WorkerPool};
+use crate::error::{GatewayError, Result};
+
+/// How long catalog names may be cached between statements.
+const NAME_CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// Engine-wide settings from the coordinator's configuration.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// The name of the Iceberg catalog in SQL.
+    pub catalog_name: String,
+    /// Threads per query (DataFusion `target_partitions`); 0 = number of cores.
+    pub target_partitions: usize,
+    /// Bytes per scan partition; decides how many tasks a scan is split into.
+    pub scan_bytes_per_partition: usize,
+    /// Memory pool limit for all queries on the coordinator.
+    pub memory_limit: Option<usize>,
+    /// The coordinator's `[storage]` as Iceberg properties.
+    pub storage_props: HashMap<String, String>,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            catalog_name: "iceberg".into(),
+            target_partitions: 0,
+            scan_bytes_per_partition: 16 * 1024 * 1024,
+            memory_limit: None,
+            storage_props: HashMap::new(),
+        }
+    }
+}
+
+/// Per-client defaults for name resolution.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSettings {
+    pub catalog: Option<String>,
+    pub schema: Option<String>,
+}
+
+/// What kind of statement was prepared; protocols report DDL and DML differently from queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind {
+    Query,
+    Insert,
+    CreateTableAs,
+    CreateTable,
+    CreateSchema,
+    DropTable,
+    DropSchema,
+}
+
+impl StatementKind {
+    /// The Trino `updateType` of the statement; `None` for queries.
+    pub fn update_type(self) -> Option<&'static str> {
+        match self {
+            StatementKind::Query => None,
+            StatementKind::Insert => Some("INSERT"),
+            StatementKind::CreateTableAs => Some("CREATE TABLE AS"),
+            StatementKind::CreateTable => Some("CREATE TABLE"),
+            StatementKind::CreateSchema => Some("CREATE SCHEMA"),
+            StatementKind::DropTable => Some("DROP TABLE"),
+            StatementKind::DropSchema => Some("DROP SCHEMA"),
+        }
+    }
+}
+
+/// The result of running a statement.
+pub enum Outcome {
+    /// Rows, streamed as the plan produces them.
+    Rows(SendableRecordBatchStream),
+    /// DDL or DML done; DML reports the rows it wrote.
+    Updated { rows: Option<u64> },
+}
+
+/// A planned statement, ready to run once.
+pub struct Prepared {
+    kind: StatementKind,
+    schema: SchemaRef,
+    action: Action,
+}
+
+enum Action {
+    Plan {
+        plan: Arc<dyn ExecutionPlan>,
+        task_ctx: Arc<TaskContext>,
+    },
+    CreateTableAs {
+        ident: TableIdent,
+        table_ref: TableReference,
+        input: LogicalPlan,
+        if_not_exists: bool,
+        state: Box<SessionState>,
+    },
+    CreateTable {
+        ident: TableIdent,
+        schema: IcebergSchema,
+        if_not_exists: bool,
+    },
+    CreateSchema {
+        namespace: NamespaceIdent,
+        if_not_exists: bool,
+    },
+    DropTable {
+        ident: TableIdent,
+        if_exists: bool,
+    },
+    DropSchema {
+        namespace: NamespaceIdent,
+        if_exists: bool,
+        cascade: bool,
+    },
+    ExplainAnalyze {
+        plan: Arc<dyn ExecutionPlan>,
+        task_ctx: Arc<TaskContext>,
+    },
+}
+
+impl Prepared {
+    pub fn kind(&self) -> StatementKind {
+        self.kind
+    }
+
+    /// The schema of the rows an [`Outcome::Rows`] will carry (for DDL/DML, one `rows` column).
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    /// The physical plan, for queries and INSERT.
+    pub fn plan(&self) -> Option<&Arc<dyn ExecutionPlan>> {
+        match &self.action {
+            Action::Plan { plan, .. } => Some(plan),
+            _ => None,
+        }
+    }
+}
+
+/// The coordinator's query engine.
+pub struct Engine {
+    settings: EngineSettings,
+    provider: Arc<IcebergCatalogProvider>,
+    workers: Arc<WorkerPool>,
+    codec: SqeCodec,
+    runtime: Arc<RuntimeEnv>,
+    names_refreshed: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+fn rows_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "rows",
+        DataType::UInt64,
+        true,
+    )]))
+}
+
+impl Engine {
+    pub async fn new(
+        settings: EngineSettings,
+        catalog: Arc<dyn Catalog>,
+        workers: Arc<WorkerPool>,
+    ) -> Result<Arc<Self>> {
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(limit) = settings.memory_limit {
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        let runtime = runtime.build_arc()?;
+        let provider = Arc::new(IcebergCatalogProvider::new(
+            catalog,
+            settings.storage_props.clone(),
+            None,
+        ));
+        provider.refresh().await?;
+        let codec = SqeCodec::new(settings.storage_props.clone());
+        Ok(Arc::new(Self {
+            settings,
+            provider,
+            workers,
+            codec,
+            runtime,
+            names_refreshed: Mutex::new(Some(Instant::now())),
+        }))
+    }
+
+    pub fn workers(&self) -> &Arc<WorkerPool> {
+        &self.workers
+    }
+
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        self.provider.catalog()
+    }
+
+    pub fn catalog_name(&self) -> &str {
+        &self.settings.catalog_name
+    }
+
+    async fn refresh_names(&self, force: bool) -> Result<()> {
+        let stale = self
+            .names_refreshed
+            .lock()
+            .map(|t| t.is_none_or(|t| t.elapsed() > NAME_CACHE_TTL))
+            .unwrap_or(true);
+        if force || stale {
+            self.provider.refresh().await?;
+            if let Ok(mut t) = self.names_refreshed.lock() {
+                *t = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+
+    /// A DataFusion session for one statement. It plans distributed when at least one worker
+    /// is reachable, and for the coordinator alone otherwise.
+    pub fn session_state(&self, session: &SessionSettings) -> Result<SessionState> {
+        let mut config = SessionConfig::new()
+            .with_information_schema(true)
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(
+                session
+                    .catalog
+                    .as_deref()
+                    .unwrap_or(&self.settings.catalog_name),
+                session.schema.as_deref().unwrap_or("default"),
+            );
+        if self.settings.target_partitions > 0 {
+            config = config.with_target_partitions(self.settings.target_partitions);
+        }
+        let catalogs = MemoryCatalogProviderList::new();
+        catalogs.register_catalog(
+            self.settings.catalog_name.clone(),
+            Arc::clone(&self.provider) as Arc<dyn CatalogProvider>,
+        );
+        let builder = SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(config)
+            .with_runtime_env(Arc::clone(&self.runtime))
+            .with_catalog_list(Arc::new(catalogs));
+        let builder = if self.workers.reachable_urls().is_empty() {
+            builder
+        } else {
+            builder
+                .with_distributed_worker_resolver(PoolResolver(Arc::clone(&self.workers)))
+                .with_distributed_user_codec(self.codec.clone())
+                .with_distributed_task_estimator(IcebergTaskEstimator)
+                .with_distributed_file_scan_config_bytes_per_partition(
+                    self.settings.scan_bytes_per_partition,
+                )?
+                .with_distributed_planner()
+        };
+        Ok(builder.build())
+    }
+
+    /// Parses and plans one statement. DDL is checked here and carried out by [`Self::run`].
+    pub async fn prepare(&self, session: &SessionSettings, sql: &str) -> Result<Prepared> {
+        self.refresh_names(false).await?;
+        let state = self.session_state(session)?;
+        let dialect = state.config().options().sql_parser.dialect;
+        let statement = state.sql_to_statement(sql, &dialect)?;
+        let logical = state.statement_to_plan(statement).await?;
+        self.prepare_logical(state, logical).await
+    }
+
+    async fn prepare_logical(&self, state: SessionState, logical: LogicalPlan) -> Result<Prepared> {
+        let command = |kind, action| Prepared {
+            kind,
+            schema: rows_schema(),
+            action,
+        };
+        match logical {
+            LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
+                if create.or_replace {
+                    return Err(GatewayError::NotSupported(
+                        "CREATE OR REPLACE TABLE; drop the table first".into(),
+                    ));
+                }
+                if create.temporary {
+                    return Err(GatewayError::NotSupported("temporary tables".into()));
+                }
+                if !create.column_defaults.is_empty() {
+                    return Err(GatewayError::NotSupported("column DEFAULT values".into()));
+                }
+                let ident = self.table_ident(&state, &create.name)?;
+                let input = Arc::unwrap_or_clone(create.input);
+                if let LogicalPlan::EmptyRelation(empty) = &input
+                    && !empty.produce_one_row
+                {
+                    let schema = iceberg_schema_for(empty.schema.as_arrow(), false)?;
+                    return Ok(command(
+                        StatementKind::CreateTable,
+                        Action::CreateTable {
+                            ident,
+                            schema,
+                            if_not_exists: create.if_not_exists,
+                        },
+                    ));
+                }
+                // Refuse unstorable column types now, before anything is created.
+                iceberg_schema_for(input.schema().as_arrow(), true)?;
+                Ok(command(
+                    StatementKind::CreateTableAs,
+                    Action::CreateTableAs {
+                        ident,
+                        table_ref: create.name,
+                        input,
+                        if_not_exists: create.if_not_exists,
+                        state: Box::new(state),
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(DdlStatement::CreateCatalogSchema(create)) => {
+                let namespace = self.namespace_ident(&state, &create.schema_name)?;
+                Ok(command(
+                    StatementKind::CreateSchema,
+                    Action::CreateSchema {
+                        namespace,
+                        if_not_exists: create.if_not_exists,
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(DdlStatement::DropTable(drop)) => {
+                let ident = self.table_ident(&state, &drop.name)?;
+                Ok(command(
+                    StatementKind::DropTable,
+                    Action::DropTable {
+                        ident,
+                        if_exists: drop.if_exists,
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(DdlStatement::DropCatalogSchema(drop)) => {
+                let name = match &drop.name {
+                    SchemaReference::Bare { schema } => schema.to_string(),
+                    SchemaReference::Full { schema, catalog } => format!("{catalog}.{schema}"),
+                };
+                let namespace = self.namespace_ident(&state, &name)?;
+                Ok(command(
+                    StatementKind::DropSchema,
+                    Action::DropSchema {
+                        namespace,
+                        if_exists: drop.if_exists,
+                        cascade: drop.cascade,
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(other) => Err(GatewayError::NotSupported(format!(
+                "{}: SQE stores tables in its Iceberg catalog; use CREATE TABLE, CREATE TABLE AS, CREATE SCHEMA or DROP",
+                other.name()
+            ))),
+            LogicalPlan::Dml(DmlStatement {
+                op: WriteOp::Insert(_),
+                ..
+            }) => {
+                let plan = state.create_physical_plan(&logical).await?;
+                Ok(Prepared {
+                    kind: StatementKind::Insert,
+                    schema: rows_schema(),
+                    action: Action::Plan {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                })
+            }
+            LogicalPlan::Dml(dml) => Err(GatewayError::NotSupported(format!(
+                "{} on Iceberg tables",
+                dml.op
+            ))),
+            LogicalPlan::Statement(statement) => Err(GatewayError::NotSupported(format!(
+                "statement {}",
+                statement.name()
+            ))),
+            LogicalPlan::Copy(_) => Err(GatewayError::NotSupported("COPY".into())),
+            LogicalPlan::Explain(explain) if !explain.verbose => {
+                let inner = Arc::unwrap_or_clone(explain.plan);
+                let optimized = state.optimize(&inner)?;
+                let physical = state.create_physical_plan(&inner).await?;
+                let batch = explain_batch(&[
+                    ("logical_plan", optimized.display_indent().to_string()),
+                    ("physical_plan", render_plan(&physical, false)),
+                ])?;
+                let plan =
+                    MemorySourceConfig::try_new_exec(&[vec![batch]], explain_schema(), None)?;
+                Ok(Prepared {
+                    kind: StatementKind::Query,
+                    schema: explain_schema(),
+                    action: Action::Plan {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                })
+            }
+            LogicalPlan::Analyze(analyze) => {
+                let inner = Arc::unwrap_or_clone(analyze.input);
+                let plan = state.create_physical_plan(&inner).await?;
+                Ok(Prepared {
+                    kind: StatementKind::Query,
+                    schema: explain_schema(),
+                    action: Action::ExplainAnalyze {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                })
+            }
+            query => {
+                let plan = state.create_physical_plan(&query).await?;
+                Ok(Prepared {
+                    kind: StatementKind::Query,
+                    schema: plan.schema(),
+                    action: Action::Plan {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Plans and runs one statement.
+    pub async fn execute(&self, session: &SessionSettings, sql: &str) -> Result<Outcome> {
+        let prepared = self.prepare(session, sql).await?;
+        self.run(prepared).await
+    }
+
+    /// Runs a prepared statement.
+    pub async fn run(&self, prepared: Prepared) -> Result<Outcome> {
+        let kind = prepared.kind;
+        let outcome = match prepared.action {
+            Action::Plan { plan, task_ctx } => {
+                let stream = execute_stream(plan, task_ctx)?;
+                if kind == StatementKind::Insert {
+                    Outcome::Updated {
+                        rows: Some(count_rows(stream).await?),
+                    }
+                } else {
+                    Outcome::Rows(stream)
+                }
+            }
+            Action::CreateTableAs {
+                ident,
+                table_ref,
+                input,
+                if_not_exists,
+                state,
+            } => {
+                let rows = self
+                    .create_table_as(ident, table_ref, input, if_not_exists, *state)
+                    .await?;
+                Outcome::Updated { rows: Some(rows) }
+            }
+            Action::CreateTable {
+                ident,
+                schema,
+                if_not_exists,
+            } => {
+                if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
+                    self.create_table(&ident, schema).await?;
+                }
+                Outcome::Updated { rows: None }
+            }
+            Action::CreateSchema {
+                namespace,
+                if_not_exists,
+            } => {
+                if !(if_not_exists && self.catalog().namespace_exists(&namespace).await?) {
+                    self.catalog()
+                        .create_namespace(&namespace, HashMap::new())
+                        .await?;
+                }
+                Outcome::Updated { rows: None }
+            }
+            Action::DropTable { ident, if_exists } => {
+                if self.catalog().table_exists(&ident).await? {
+                    self.catalog().purge_table(&ident).await?;
+                } else if !if_exists {
+                    return Err(GatewayError::NotFound(format!(
+                        "table {ident} does not exist"
+                    )));
+                }
+                Outcome::Updated { rows: None }
+            }
+            Action::DropSchema {
+                namespace,
+                if_exists,
+                cascade,
+            } => {
+                self.drop_schema(&namespace, if_exists, cascade).await?;
+                Outcome::Updated { rows: None }
+            }
+            Action::ExplainAnalyze { plan, task_ctx } => {
+                let rows: u64 = execute_stream(Arc::clone(&plan), task_ctx)?
+                    .try_fold(0u64, |n, b| async move { Ok(n + b.num_rows() as u64) })
+                    .await?;
+                let plan = rewrite_distributed_plan_with_metrics(
+                    plan,
+                    DistributedMetricsFormat::Aggregated,
+                )
+                .await?;
+                let batch = explain_batch(&[
+                    ("output_rows", rows.to_string()),
+                    ("physical_plan_with_metrics", render_plan(&plan, true)),
+                ])?;
+                let stream =
+                    MemorySourceConfig::try_new_exec(&[vec![batch]], explain_schema(), None)?
+                        .execute(0, Arc::new(TaskContext::default()))?;
+                Outcome::Rows(stream)
+            }
+        };
+        if kind != StatementKind::Query && kind != StatementKind::Insert {
+            self.refresh_names(true).await?;
+        }
+        Ok(outcome)
+    }
+
+    async fn create_table(
+        &self,
+        ident: &TableIdent,
+        schema: IcebergSchema,
+    ) -> Result<iceberg::table::Table> {
+        if self.catalog().table_exists(ident).await? {
+            return Err(GatewayError::AlreadyExists(format!(
+                "table {ident} already exists"
+            )));
+        }
+        let creation = TableCreation::builder()
+            .name(ident.name().to_string())
+            .schema(schema)
+            .build();
+        Ok(self
+            .catalog()
+            .create_table(ident.namespace(), creation)
+            .await?)
+    }
+
+    /// Creates the table, then fills it with one insert; if the insert fails the table is
+    /// dropped again, so a failed CREATE TABLE AS leaves nothing behind.
+    async fn create_table_as(
+        &self,
+        ident: TableIdent,
+        table_ref: TableReference,
+        input: LogicalPlan,
+        if_not_exists: bool,
+        state: SessionState,
+    ) -> Result<u64> {
+        if if_not_exists && self.catalog().table_exists(&ident).await? {
+            return Ok(0);
+        }
+        let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
+        let table = self.create_table(&ident, schema).await?;
+        let insert = async {
+            let provider = IcebergTableProvider::try_new(
+                Arc::clone(self.catalog()),
+                table,
+                Arc::new(self.settings.storage_props.clone()),
+                None,
+            )?;
+            let plan = LogicalPlanBuilder::insert_into(
+                input,
+                table_ref,
+                provider_as_source(Arc::new(provider)),
+                InsertOp::Append,
+            )?
+            .build()?;
+            let physical = state.create_physical_plan(&plan).await?;
+            let stream = execute_stream(physical, Arc::new(TaskContext::from(&state)))?;
+            count_rows(stream).await
+        };
+        match insert.await {
+            Ok(rows) => Ok(rows),
+            Err(e) => {
+                if let Err(drop_err) = self.catalog().purge_table(&ident).await {
+                    tracing::error!(table = %ident, error = %drop_err, "could not drop the table of a failed CREATE TABLE AS");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn drop_schema(
+        &self,
+        namespace: &NamespaceIdent,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<()> {
+        if !self.catalog().namespace_exists(namespace).await? {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(GatewayError::NotFound(format!(
+                "schema {} does not exist",
+                namespace.join(".")
+            )));
+        }
+        let tables = self.catalog().list_tables(namespace).await?;
+        if !tables.is_empty() && !cascade {
+            return Err(GatewayError::Analysis(format!(
+                "schema {} is not empty ({} tables); use DROP SCHEMA ... CASCADE",
+                namespace.join("."),
+                tables.len()
+            )));
+        }
+        for table in &tables {
+            self.catalog().purge_table(table).await?;
+        }
+        self.catalog().drop_namespace(namespace).await?;
+        Ok(())
+    }
+
+    fn check_catalog(&self, catalog: Option<&str>) -> Result<()> {
+        match catalog {
+            Some(c) if c != self.settings.catalog_name => Err(GatewayError::NotFound(format!(
+                "catalog '{c}' does not exist (this coordinator serves '{}')",
+                self.settings.catalog_name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn table_ident(&self, state: &SessionState, name: &TableReference) -> Result<TableIdent> {
+        let defaults = &state.config_options().catalog;
+        let resolved = name
+            .clone()
+            .resolve(&defaults.default_catalog, &defaults.default_schema);
+        self.check_catalog(Some(&resolved.catalog))?;
+        Ok(TableIdent::new(
+            NamespaceIdent::new(resolved.schema.to_string()),
+            resolved.table.to_string(),
+        ))
+    }
+
+    fn namespace_ident(&self, _state: &SessionState, name: &str) -> Result<NamespaceIdent> {
+        let (catalog, schema) = match name.split_once('.') {
+            Some((c, s)) => (Some(c), s),
+            None => (None, name),
+        };
+        self.check_catalog(catalog)?;
+        Ok(NamespaceIdent::new(schema.to_string()))
+    }
+}
+
+fn explain_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("plan_type", DataType::Utf8, false),
+        Field::new("plan", DataType::Utf8, false),
+    ]))
+}
+
+fn explain_batch(rows: &[(&str, String)]) -> Result<RecordBatch> {
+    let types = StringArray::from_iter_values(rows.iter().map(|(t, _)| *t));
+    let plans = StringArray::from_iter_values(rows.iter().map(|(_, p)| p.as_str()));
+    RecordBatch::try_new(explain_schema(), vec![Arc::new(types), Arc::new(plans)])
+        .map_err(|e| GatewayError::Internal(e.to_string()))
+}
+
+/// A plan as text: distributed plans show their stages and tasks.
+pub fn render_plan(plan: &Arc<dyn ExecutionPlan>, with_metrics: bool) -> String {
+    if plan.is::<DistributedExec>() {
+        display_plan_ascii(plan.as_ref(), with_metrics)
+    } else if with_metrics {
+        DisplayableExecutionPlan::with_metrics(plan.as_ref())
+            .indent(true)
+            .to_string()
+    } else {
+        DisplayableExecutionPlan::new(plan.as_ref())
+            .indent(true)
+            .to_string()
+    }
+}
+
+/// Reads the single `count` row a write plan produces.
+async fn count_rows(stream: SendableRecordBatchStream) -> Result<u64> {
+    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    let mut total = 0;
+    for batch in &batches {
+        if let Some(column) = batch.column(0).as_primitive_opt::<UInt64Type>() {
+            total += column.iter().flatten().sum::<u64>();
+        }
+    }
+    Ok(total)
+}

@@ -1,0 +1,12 @@
+//! The SQE coordinator: configuration, catalogs, planning and the client endpoints.
+
+pub mod catalog;
+pub mod client;
+pub mod cluster;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod flight;
+pub mod local;
+pub mod runtime;
+pub mod tpch;

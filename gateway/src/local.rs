@@ -1,0 +1,133 @@
+//! `sqe local`: a coordinator and workers on loopback over an embedded catalog, with TPC-H.
+
+use std::path::PathBuf;
+
+use crate::catalog::default_warehouse_layout;
+use crate::config::{
+    ByteSize, CatalogConfig, CoordinatorConfig, CoordinatorSection, WorkerConfig, WorkerSection,
+};
+use crate::error::{GatewayError, Result};
+use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator, start_worker};
+use crate::tpch::create_tpch;
+
+/// What `sqe local` starts.
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    /// Holds `catalog.db` and `warehouse/`; kept between runs.
+    pub data_dir: PathBuf,
+    pub workers: usize,
+    /// 0 picks a free port.
+    pub flight_sql_port: u16,
+    /// TPC-H scale factor of the sample data; 0 skips generating it.
+    pub scale_factor: f64,
+    /// Data files per large TPC-H table.
+    pub tpch_parts: usize,
+    /// Overrides `scan_bytes_per_partition` (smaller values spread small tables over workers).
+    pub scan_bytes_per_partition: Option<usize>,
+    /// Worker memory pool size.
+    pub worker_memory_limit: Option<usize>,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("sqe-data"),
+            workers: 2,
+            flight_sql_port: 50051,
+            scale_factor: 0.1,
+            tpch_parts: 4,
+            scan_bytes_per_partition: None,
+            worker_memory_limit: None,
+        }
+    }
+}
+
+/// A running local cluster.
+pub struct LocalCluster {
+    pub coordinator: RunningCoordinator,
+    pub workers: Vec<RunningWorker>,
+    pub generated_tpch: bool,
+}
+
+impl LocalCluster {
+    pub async fn stop(self) {
+        self.coordinator.stop().await;
+        for worker in self.workers {
+            worker.stop().await;
+        }
+    }
+}
+
+/// Starts workers, then the coordinator, then creates the TPC-H tables if they are missing.
+///
+/// Everything listens on 127.0.0.1 only, which is why the workers run without a
+/// `worker_secret` here: nothing off this machine can reach them.
+pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
+    std::fs::create_dir_all(&options.data_dir).map_err(|e| {
+        GatewayError::Internal(format!("cannot create {}: {e}", options.data_dir.display()))
+    })?;
+    let data_dir = options
+        .data_dir
+        .canonicalize()
+        .map_err(|e| GatewayError::Internal(format!("{}: {e}", options.data_dir.display())))?;
+    let mut workers = Vec::with_capacity(options.workers);
+    for i in 0..options.workers {
+        let config = WorkerConfig {
+            worker: WorkerSection {
+                node_id: Some(format!("worker-{}", i + 1)),
+                bind_address: "127.0.0.1".into(),
+                flight_port: 0,
+                allow_unauthenticated_workers: true,
+                memory_limit: options.worker_memory_limit.map(ByteSize),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let listener = bind("127.0.0.1", 0, "a local worker").await?;
+        workers.push(start_worker(&config, listener).await?);
+    }
+    let (uri, warehouse) = default_warehouse_layout(&data_dir);
+    let mut coordinator = CoordinatorSection {
+        bind_address: "127.0.0.1".into(),
+        worker_urls: workers.iter().map(|w| w.url.to_string()).collect(),
+        allow_unauthenticated_workers: true,
+        flight_sql_port: options.flight_sql_port,
+        trino_http_port: 0,
+        ..Default::default()
+    };
+    if let Some(bytes) = options.scan_bytes_per_partition {
+        coordinator.scan_bytes_per_partition = ByteSize(bytes);
+    }
+    let config = CoordinatorConfig {
+        coordinator,
+        catalog: CatalogConfig {
+            uri: Some(uri),
+            warehouse: Some(warehouse),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let listener = bind(
+        "127.0.0.1",
+        options.flight_sql_port,
+        "Flight SQL (use --flight-sql-port)",
+    )
+    .await?;
+    let coordinator = start_coordinator(&config, listener).await?;
+    let generated_tpch = if options.scale_factor > 0.0 {
+        create_tpch(
+            coordinator.engine.catalog(),
+            "tpch",
+            options.scale_factor,
+            options.tpch_parts,
+        )
+        .await?
+    } else {
+        false
+    };
+    Ok(LocalCluster {
+        coordinator,
+        workers,
+        generated_tpch,
+    })
+}

@@ -1,0 +1,203 @@
+//! Starting coordinator and worker processes (or their in-process equivalents for tests and
+//! `sqe local`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqe_worker::server::{WorkerSettings, build_worker, serve};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use url::Url;
+
+use crate::catalog::connect_catalog;
+use crate::cluster::WorkerPool;
+use crate::config::{CoordinatorConfig, WorkerConfig};
+use crate::engine::{Engine, EngineSettings};
+use crate::error::{GatewayError, Result};
+use crate::flight::flight_sql_server;
+
+/// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
+pub fn build_version() -> String {
+    std::env::var("SQE_VERSION").unwrap_or_else(|_| env!("CARGO_PKG_VERSION").to_string())
+}
+
+/// A stop signal shared by the servers of one process.
+#[derive(Clone)]
+pub struct Shutdown {
+    tx: watch::Sender<bool>,
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Shutdown {
+    pub fn new() -> Self {
+        Self {
+            tx: watch::channel(false).0,
+        }
+    }
+
+    pub fn trigger(&self) {
+        self.tx.send_replace(true);
+    }
+
+    pub fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.tx.subscribe();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    }
+}
+
+/// A running worker server.
+pub struct RunningWorker {
+    pub url: Url,
+    pub addr: SocketAddr,
+    shutdown: Shutdown,
+    task: JoinHandle<()>,
+}
+
+impl RunningWorker {
+    /// Stops accepting requests and waits for the server to end.
+    pub async fn stop(self) {
+        self.shutdown.trigger();
+        let _ = self.task.await;
+    }
+
+    /// Waits until the server ends (a signal, or an error).
+    pub async fn join(self) {
+        let _ = self.task.await;
+    }
+
+    pub fn shutdown_handle(&self) -> Shutdown {
+        self.shutdown.clone()
+    }
+}
+
+/// Starts a worker on an already-bound listener.
+pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Result<RunningWorker> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
+    let settings = WorkerSettings {
+        storage_props: config.storage.iceberg_props()?,
+        memory_limit: config.worker.memory_limit.map(|m| m.0),
+        version: config.worker.version.clone().unwrap_or_else(build_version),
+    };
+    let worker = build_worker(&settings)?;
+    let url = match &config.worker.advertise_url {
+        Some(u) => Url::parse(u).map_err(|e| GatewayError::Internal(e.to_string()))?,
+        None => Url::parse(&format!("http://{addr}"))
+            .map_err(|e| GatewayError::Internal(e.to_string()))?,
+    };
+    let shutdown = Shutdown::new();
+    let stop = shutdown.wait();
+    let task = tokio::spawn(async move {
+        if let Err(e) = serve(listener, worker, stop).await {
+            tracing::error!(error = %e, "worker server failed");
+        }
+    });
+    tracing::info!(%url, version = %settings.version, "worker listening");
+    Ok(RunningWorker {
+        url,
+        addr,
+        shutdown,
+        task,
+    })
+}
+
+/// A running coordinator.
+pub struct RunningCoordinator {
+    pub engine: Arc<Engine>,
+    pub flight_sql_addr: SocketAddr,
+    shutdown: Shutdown,
+    task: JoinHandle<()>,
+}
+
+impl RunningCoordinator {
+    pub async fn stop(self) {
+        self.shutdown.trigger();
+        let _ = self.task.await;
+    }
+
+    pub async fn join(self) {
+        let _ = self.task.await;
+    }
+
+    pub fn shutdown_handle(&self) -> Shutdown {
+        self.shutdown.clone()
+    }
+}
+
+/// Opens the catalog, starts probing workers and serves Flight SQL on `flight_listener`.
+pub async fn start_coordinator(
+    config: &CoordinatorConfig,
+    flight_listener: TcpListener,
+) -> Result<RunningCoordinator> {
+    let storage_props = config.storage.iceberg_props()?;
+    let catalog = connect_catalog(&config.catalog, &storage_props).await?;
+    let urls = config
+        .coordinator
+        .worker_urls
+        .iter()
+        .map(|u| Url::parse(u).map_err(|e| GatewayError::Internal(format!("worker URL {u}: {e}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let workers = WorkerPool::new(urls);
+    workers
+        .start(Duration::from_secs(
+            config.coordinator.worker_probe_interval_secs.max(1),
+        ))
+        .await;
+    let reachable = workers.reachable_urls().len();
+    let configured = config.coordinator.worker_urls.len();
+    if configured > 0 && reachable < configured {
+        tracing::warn!(
+            reachable,
+            configured,
+            "not every configured worker is reachable yet"
+        );
+    }
+    let settings = EngineSettings {
+        catalog_name: config.catalog.name.clone(),
+        target_partitions: config.coordinator.target_partitions,
+        scan_bytes_per_partition: config.coordinator.scan_bytes_per_partition.0,
+        memory_limit: config.coordinator.memory_limit.map(|m| m.0),
+        storage_props,
+    };
+    let engine = Engine::new(settings, catalog, workers).await?;
+    let flight_sql_addr = flight_listener
+        .local_addr()
+        .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
+    let shutdown = Shutdown::new();
+    let stop = shutdown.wait();
+    let service = flight_sql_server(Arc::clone(&engine));
+    let task = tokio::spawn(async move {
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(flight_listener);
+        if let Err(e) = tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, stop)
+            .await
+        {
+            tracing::error!(error = %e, "Flight SQL server failed");
+        }
+    });
+    tracing::info!(addr = %flight_sql_addr, "Flight SQL listening");
+    Ok(RunningCoordinator {
+        engine,
+        flight_sql_addr,
+        shutdown,
+        task,
+    })
+}
+
+/// Binds `address:port`, with a message that says which setting to change when it fails.
+pub async fn bind(address: &str, port: u16, what: &str) -> Result<TcpListener> {
+    TcpListener::bind((address, port)).await.map_err(|e| {
+        GatewayError::Internal(format!("cannot listen on {address}:{port} for {what}: {e}"))
+    })
+}

@@ -1,0 +1,179 @@
+//! `IcebergTableProvider`: one Iceberg table as a DataFusion table.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::{Statistics, not_impl_err};
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::Result;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use futures::TryStreamExt;
+use iceberg::Catalog;
+use iceberg::scan::FileScanTask;
+use iceberg::table::Table;
+
+use crate::error::iceberg_to_df;
+use crate::scan::{IcebergScanExec, ScanIo, filters_to_predicate};
+use crate::types::table_arrow_schema;
+use crate::write::{CommitListener, IcebergWriteExec};
+
+/// An Iceberg table pinned at the snapshot current when it was loaded: every scan planned from
+/// this provider reads that snapshot, so a query sees one consistent version of the table.
+#[derive(Debug, Clone)]
+pub struct IcebergTableProvider {
+    catalog: Arc<dyn Catalog>,
+    table: Table,
+    schema: SchemaRef,
+    /// The process's own `[storage]` properties; table properties beyond these travel in plans.
+    static_props: Arc<HashMap<String, String>>,
+    listener: Option<Arc<dyn CommitListener>>,
+}
+
+impl IcebergTableProvider {
+    pub fn try_new(
+        catalog: Arc<dyn Catalog>,
+        table: Table,
+        static_props: Arc<HashMap<String, String>>,
+        listener: Option<Arc<dyn CommitListener>>,
+    ) -> crate::error::Result<Self> {
+        let schema = table_arrow_schema(table.metadata().current_schema())?;
+        Ok(Self {
+            catalog,
+            table,
+            schema,
+            static_props,
+            listener,
+        })
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Properties of this table's FileIO that the process's own configuration lacks (for REST
+    /// catalogs: the credentials vended with the table). Workers need these to read its files.
+    fn plan_props(&self) -> HashMap<String, String> {
+        self.table
+            .file_io()
+            .config()
+            .props()
+            .iter()
+            .filter(|(k, v)| self.static_props.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Plans the files to read for a projection and filters (manifest and partition pruning).
+    pub async fn plan_files(
+        &self,
+        columns: &[String],
+        filters: &[Expr],
+    ) -> Result<Vec<FileScanTask>> {
+        let iceberg_schema = self.table.metadata().current_schema();
+        let mut builder = if columns.is_empty() {
+            self.table.scan().select_empty()
+        } else {
+            self.table.scan().select(columns.iter().cloned())
+        };
+        if let Some(predicate) = filters_to_predicate(filters, iceberg_schema) {
+            builder = builder.with_filter(predicate);
+        }
+        let scan = builder.build().map_err(iceberg_to_df)?;
+        scan.plan_files()
+            .await
+            .map_err(iceberg_to_df)?
+            .try_collect()
+            .await
+            .map_err(iceberg_to_df)
+    }
+}
+
+#[async_trait]
+impl TableProvider for IcebergTableProvider {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let schema = match projection {
+            Some(indices) => Arc::new(self.schema.project(indices)?),
+            None => Arc::clone(&self.schema),
+        };
+        let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let tasks = self.plan_files(&columns, filters).await?;
+        let io = ScanIo {
+            file_io: self.table.file_io().clone(),
+            plan_props: self.plan_props(),
+        };
+        Ok(Arc::new(IcebergScanExec::new(
+            self.table.identifier().to_string(),
+            schema,
+            tasks,
+            state.config().target_partitions(),
+            io,
+            limit,
+        )))
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        // Pushed filters prune files, partitions and row groups; DataFusion still filters rows.
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        let summary = &self
+            .table
+            .metadata()
+            .current_snapshot()?
+            .summary()
+            .additional_properties;
+        let rows = summary.get("total-records")?.parse::<usize>().ok()?;
+        let mut stats = Statistics::new_unknown(&self.schema);
+        stats.num_rows = Precision::Inexact(rows);
+        if let Some(bytes) = summary
+            .get("total-files-size")
+            .and_then(|b| b.parse::<usize>().ok())
+        {
+            stats.total_byte_size = Precision::Inexact(bytes);
+        }
+        Some(stats)
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return not_impl_err!(
+                "{insert_op} is not supported for Iceberg tables; use INSERT INTO"
+            );
+        }
+        Ok(Arc::new(IcebergWriteExec::new(
+            input,
+            Arc::clone(&self.catalog),
+            self.table.clone(),
+            self.listener.clone(),
+        )))
+    }
+}

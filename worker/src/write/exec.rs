@@ -1,0 +1,227 @@
+//! `IcebergWriteExec`: INSERT / CREATE TABLE AS on the coordinator.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{RecordBatch, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+};
+use futures::stream;
+use iceberg::spec::DataFile;
+use iceberg::table::Table;
+use iceberg::transaction::{ApplyTransactionAction, Transaction};
+use iceberg::{Catalog, TableIdent};
+use tokio::task::JoinSet;
+
+use super::files::{WrittenFiles, write_partition};
+use crate::error::iceberg_to_df;
+
+/// Told about every successful commit (the result cache drops what read the table).
+pub trait CommitListener: fmt::Debug + Send + Sync {
+    fn committed(&self, table: &TableIdent, snapshot_id: Option<i64>);
+}
+
+/// Writes its input into new data files of one Iceberg table, one concurrent writer per input
+/// partition, then commits them all as a single append snapshot. If any partition fails, or the
+/// commit fails, nothing is committed and the files already written are deleted: readers never
+/// see part of a statement. Produces one row: the number of rows written (`count`).
+///
+/// This node holds a catalog handle and runs in the coordinator's head stage; the codec refuses
+/// to ship it to a worker. Its input (the SELECT) is distributed as usual.
+#[derive(Debug)]
+pub struct IcebergWriteExec {
+    input: Arc<dyn ExecutionPlan>,
+    catalog: Arc<dyn Catalog>,
+    table: Table,
+    listener: Option<Arc<dyn CommitListener>>,
+    properties: Arc<PlanProperties>,
+}
+
+impl IcebergWriteExec {
+    pub fn new(
+        input: Arc<dyn ExecutionPlan>,
+        catalog: Arc<dyn Catalog>,
+        table: Table,
+        listener: Option<Arc<dyn CommitListener>>,
+    ) -> Self {
+        let schema = count_schema();
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        Self {
+            input,
+            catalog,
+            table,
+            listener,
+            properties,
+        }
+    }
+}
+
+fn count_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "count",
+        DataType::UInt64,
+        false,
+    )]))
+}
+
+impl DisplayAs for IcebergWriteExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IcebergWriteExec: table={}", self.table.identifier())
+    }
+}
+
+impl ExecutionPlan for IcebergWriteExec {
+    fn name(&self) -> &str {
+        "IcebergWriteExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![true]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let input = children
+            .pop()
+            .filter(|_| children.is_empty())
+            .ok_or_else(|| DataFusionError::Internal("IcebergWriteExec takes one input".into()))?;
+        Ok(Arc::new(Self::new(
+            input,
+            Arc::clone(&self.catalog),
+            self.table.clone(),
+            self.listener.clone(),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "IcebergWriteExec has one partition, partition {partition} requested"
+            )));
+        }
+        let partitions = self.input.output_partitioning().partition_count();
+        let inputs = (0..partitions)
+            .map(|p| self.input.execute(p, Arc::clone(&context)))
+            .collect::<Result<Vec<_>>>()?;
+        let table = self.table.clone();
+        let catalog = Arc::clone(&self.catalog);
+        let listener = self.listener.clone();
+        let write = async move {
+            let statement_id = uuid::Uuid::now_v7();
+            let written = write_all(&table, inputs, statement_id).await?;
+            let rows = written.rows;
+            commit(&table, catalog.as_ref(), written.files, listener.as_deref()).await?;
+            Ok(RecordBatch::try_new(
+                count_schema(),
+                vec![Arc::new(UInt64Array::from(vec![rows]))],
+            )?)
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            count_schema(),
+            stream::once(write),
+        )))
+    }
+}
+
+async fn write_all(
+    table: &Table,
+    inputs: Vec<SendableRecordBatchStream>,
+    statement_id: uuid::Uuid,
+) -> Result<WrittenFiles> {
+    let mut writers = JoinSet::new();
+    for (i, input) in inputs.into_iter().enumerate() {
+        let table = table.clone();
+        writers.spawn(async move {
+            write_partition(&table, input, format!("{statement_id}-{i:04}")).await
+        });
+    }
+    let mut all = WrittenFiles::default();
+    let mut failure = None;
+    while let Some(joined) = writers.join_next().await {
+        match joined {
+            Ok(Ok(written)) => {
+                all.rows += written.rows;
+                all.files.extend(written.files);
+            }
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+                writers.abort_all();
+            }
+            Err(e) if e.is_cancelled() => {}
+            Err(e) => {
+                failure.get_or_insert(DataFusionError::External(Box::new(e)));
+                writers.abort_all();
+            }
+        }
+    }
+    if let Some(err) = failure {
+        delete_files(table, &all.files).await;
+        return Err(err);
+    }
+    Ok(all)
+}
+
+async fn commit(
+    table: &Table,
+    catalog: &dyn Catalog,
+    files: Vec<DataFile>,
+    listener: Option<&dyn CommitListener>,
+) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let tx = Transaction::new(table);
+    let tx = tx
+        .fast_append()
+        .add_data_files(files.clone())
+        .apply(tx)
+        .map_err(iceberg_to_df)?;
+    match tx.commit(catalog).await {
+        Ok(committed) => {
+            if let Some(listener) = listener {
+                let snapshot = committed.metadata().current_snapshot_id();
+                listener.committed(table.identifier(), snapshot);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            delete_files(table, &files).await;
+            Err(iceberg_to_df(e))
+        }
+    }
+}
+
+/// Best effort: the files are unreferenced either way, this only saves the space.
+async fn delete_files(table: &Table, files: &[DataFile]) {
+    for file in files {
+        if let Err(e) = table.file_io().delete(file.file_path()).await {
+            tracing::warn!(path = file.file_path(), error = %e, "could not delete an uncommitted data file");
+        }
+    }
+}

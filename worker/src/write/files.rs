@@ -1,0 +1,84 @@
+//! Turning one stream of record batches into Iceberg data files.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::Result;
+use datafusion::execution::SendableRecordBatchStream;
+use futures::StreamExt;
+use iceberg::arrow::RecordBatchPartitionSplitter;
+use iceberg::spec::{DataFile, DataFileFormat};
+use iceberg::table::Table;
+use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
+use iceberg::writer::file_writer::ParquetWriterBuilder;
+use iceberg::writer::file_writer::location_generator::{
+    DefaultFileNameGenerator, DefaultLocationGenerator,
+};
+use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
+use iceberg::writer::partitioning::PartitioningWriter;
+use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
+use iceberg::writer::partitioning::unpartitioned_writer::UnpartitionedWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::error::iceberg_to_df;
+use crate::types::{cast_batch, file_arrow_schema};
+
+/// What one writer produced.
+#[derive(Debug, Default)]
+pub struct WrittenFiles {
+    pub files: Vec<DataFile>,
+    pub rows: u64,
+}
+
+/// Writes every batch of `input` into data files of `table` (partitioned by its default spec)
+/// named `{file_prefix}-NNNNN.parquet`. Files are not visible until a snapshot commits them.
+pub async fn write_partition(
+    table: &Table,
+    mut input: SendableRecordBatchStream,
+    file_prefix: String,
+) -> Result<WrittenFiles> {
+    let metadata = table.metadata();
+    let iceberg_schema = metadata.current_schema().clone();
+    let file_schema: SchemaRef = file_arrow_schema(&iceberg_schema)?;
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .build();
+    let location = DefaultLocationGenerator::new(metadata).map_err(iceberg_to_df)?;
+    let names = DefaultFileNameGenerator::new(file_prefix, None, DataFileFormat::Parquet);
+    let rolling = RollingFileWriterBuilder::new_with_default_file_size(
+        ParquetWriterBuilder::new(properties, Arc::clone(&iceberg_schema)),
+        table.file_io().clone(),
+        location,
+        names,
+    );
+    let builder = DataFileWriterBuilder::new(rolling);
+    let spec = metadata.default_partition_spec();
+    let mut rows = 0u64;
+
+    let files = if spec.is_unpartitioned() {
+        let mut writer = UnpartitionedWriter::new(builder);
+        while let Some(batch) = input.next().await {
+            let batch = cast_batch(&batch?, &file_schema)?;
+            rows += batch.num_rows() as u64;
+            writer.write(batch).await.map_err(iceberg_to_df)?;
+        }
+        writer.close().await.map_err(iceberg_to_df)?
+    } else {
+        let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(
+            Arc::clone(&iceberg_schema),
+            Arc::clone(spec),
+        )
+        .map_err(iceberg_to_df)?;
+        let mut writer = FanoutWriter::new(builder);
+        while let Some(batch) = input.next().await {
+            let batch = cast_batch(&batch?, &file_schema)?;
+            rows += batch.num_rows() as u64;
+            for (key, part) in splitter.split(&batch).map_err(iceberg_to_df)? {
+                writer.write(key, part).await.map_err(iceberg_to_df)?;
+            }
+        }
+        writer.close().await.map_err(iceberg_to_df)?
+    };
+    Ok(WrittenFiles { files, rows })
+}

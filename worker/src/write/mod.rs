@@ -1,0 +1,7 @@
+//! Writing Iceberg tables: Parquet data files written in parallel, one atomic snapshot commit.
+
+mod exec;
+mod files;
+
+pub use exec::{CommitListener, IcebergWriteExec};
+pub use files::{WrittenFiles, write_partition};
