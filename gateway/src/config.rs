@@ -498,14 +498,17 @@ fn parse_with_env<T: DeserializeOwned>(
         section_table.insert(key.to_ascii_lowercase(), env_value(value));
         applied.push(name.clone());
     }
-    let origin = if applied.is_empty() {
-        origin.to_string()
-    } else {
-        format!(
-            "{origin} (with environment overrides {})",
-            applied.join(", ")
-        )
-    };
+    if applied.is_empty() {
+        // Straight from the text, errors carry the line and column.
+        return toml::from_str(text).map_err(|e: toml::de::Error| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        });
+    }
+    let origin = format!(
+        "{origin} (with environment overrides {})",
+        applied.join(", ")
+    );
     T::deserialize(table).map_err(|e| ConfigError::Parse {
         origin,
         message: e.to_string(),

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqe_worker::server::{WorkerSettings, build_worker, serve};
+use sqe_worker::server::{WorkerSettings, WorkerStats, build_worker, serve};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -58,6 +58,7 @@ impl Shutdown {
 pub struct RunningWorker {
     pub url: Url,
     pub addr: SocketAddr,
+    pub stats: Arc<WorkerStats>,
     shutdown: Shutdown,
     task: JoinHandle<()>,
 }
@@ -89,7 +90,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         memory_limit: config.worker.memory_limit.map(|m| m.0),
         version: config.worker.version.clone().unwrap_or_else(build_version),
     };
-    let worker = build_worker(&settings)?;
+    let (worker, stats) = build_worker(&settings)?;
     let url = match &config.worker.advertise_url {
         Some(u) => Url::parse(u).map_err(|e| GatewayError::Internal(e.to_string()))?,
         None => Url::parse(&format!("http://{addr}"))
@@ -106,6 +107,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
     Ok(RunningWorker {
         url,
         addr,
+        stats,
         shutdown,
         task,
     })

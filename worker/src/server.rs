@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -22,22 +24,43 @@ pub struct WorkerSettings {
     pub version: String,
 }
 
+/// Live counters of one worker process.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    tasks_received: AtomicU64,
+}
+
+impl WorkerStats {
+    /// Plan fragments (distributed tasks) this worker has accepted since it started.
+    pub fn tasks_received(&self) -> u64 {
+        self.tasks_received.load(Ordering::Relaxed)
+    }
+}
+
 /// Builds the worker service: every fragment gets a session with SQE's codec, and all
 /// fragments share one runtime whose memory pool enforces `memory_limit`.
-pub fn build_worker(settings: &WorkerSettings) -> Result<Worker, DataFusionError> {
+pub fn build_worker(
+    settings: &WorkerSettings,
+) -> Result<(Worker, Arc<WorkerStats>), DataFusionError> {
     let mut runtime = RuntimeEnvBuilder::new();
     if let Some(limit) = settings.memory_limit {
         runtime = runtime.with_memory_limit(limit, 1.0);
     }
     let runtime = runtime.build_arc()?;
     let codec = SqeCodec::new(settings.storage_props.clone());
-    let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+    let mut worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let codec = codec.clone();
         async move { Ok(ctx.builder.with_distributed_user_codec(codec).build()) }
     })
     .with_runtime_env(runtime)
     .with_version(settings.version.clone());
-    Ok(worker)
+    let stats = Arc::new(WorkerStats::default());
+    let counted = Arc::clone(&stats);
+    worker.add_on_plan_hook(move |plan| {
+        counted.tasks_received.fetch_add(1, Ordering::Relaxed);
+        plan
+    });
+    Ok((worker, stats))
 }
 
 /// Serves `worker` on `listener` until `shutdown` completes.

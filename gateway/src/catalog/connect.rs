@@ -34,10 +34,15 @@ pub async fn connect_catalog(
             let uri = config.uri.clone().ok_or_else(|| {
                 GatewayError::Catalog("catalog type \"sql\" needs catalog.uri".into())
             })?;
-            let uri = sqlite_url(&uri);
-            let warehouse = config.warehouse.clone().ok_or_else(|| {
-                GatewayError::Catalog("catalog type \"sql\" needs catalog.warehouse".into())
-            })?;
+            let uri = sqlite_url(&uri)?;
+            let warehouse = config
+                .warehouse
+                .as_deref()
+                .map(location_url)
+                .transpose()?
+                .ok_or_else(|| {
+                    GatewayError::Catalog("catalog type \"sql\" needs catalog.warehouse".into())
+                })?;
             let catalog = SqlCatalogBuilder::default()
                 .uri(uri.clone())
                 .warehouse_location(warehouse)
@@ -101,13 +106,32 @@ pub async fn connect_catalog(
     }
 }
 
-/// Accepts a bare path as shorthand for a SQLite file, created if missing.
-fn sqlite_url(uri: &str) -> String {
+/// Accepts a bare path (relative to the working directory) as shorthand for a SQLite file,
+/// created with its directory if missing.
+fn sqlite_url(uri: &str) -> Result<String> {
     if uri.contains("://") || uri.starts_with("sqlite:") {
-        uri.to_string()
-    } else {
-        format!("sqlite://{uri}?mode=rwc")
+        return Ok(uri.to_string());
     }
+    let path = absolute(uri)?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            GatewayError::Catalog(format!("cannot create {}: {e}", parent.display()))
+        })?;
+    }
+    Ok(format!("sqlite://{}?mode=rwc", path.display()))
+}
+
+/// Accepts a bare path (relative to the working directory) for a local warehouse.
+fn location_url(location: &str) -> Result<String> {
+    if location.contains("://") {
+        return Ok(location.trim_end_matches('/').to_string());
+    }
+    Ok(format!("file://{}", absolute(location)?.display()))
+}
+
+fn absolute(path: &str) -> Result<std::path::PathBuf> {
+    std::path::absolute(path)
+        .map_err(|e| GatewayError::Catalog(format!("invalid path {path}: {e}")))
 }
 
 #[cfg(test)]

@@ -1,1 +1,10 @@
+//! SQE's integration suite: one test binary, real gRPC servers and real processes.
 
+mod config_errors;
+mod distributed;
+mod processes;
+mod scans;
+mod writes;
+
+/// Test results: any error, with its message.
+pub type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;

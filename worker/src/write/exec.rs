@@ -20,7 +20,7 @@ use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{Catalog, TableIdent};
 use tokio::task::JoinSet;
 
-use super::files::{WrittenFiles, write_partition};
+use super::files::{CreatedFiles, WrittenFiles, write_partition};
 use crate::error::iceberg_to_df;
 
 /// Told about every successful commit (the result cache drops what read the table).
@@ -134,9 +134,20 @@ impl ExecutionPlan for IcebergWriteExec {
         let listener = self.listener.clone();
         let write = async move {
             let statement_id = uuid::Uuid::now_v7();
-            let written = write_all(&table, inputs, statement_id).await?;
-            let rows = written.rows;
-            commit(&table, catalog.as_ref(), written.files, listener.as_deref()).await?;
+            let created = CreatedFiles::default();
+            let result = match write_all(&table, inputs, statement_id, &created).await {
+                Ok(written) => commit(&table, catalog.as_ref(), written.files, listener.as_deref())
+                    .await
+                    .map(|()| written.rows),
+                Err(e) => Err(e),
+            };
+            let rows = match result {
+                Ok(rows) => rows,
+                Err(e) => {
+                    delete_files(&table, &created.locations()).await;
+                    return Err(e);
+                }
+            };
             Ok(RecordBatch::try_new(
                 count_schema(),
                 vec![Arc::new(UInt64Array::from(vec![rows]))],
@@ -153,12 +164,14 @@ async fn write_all(
     table: &Table,
     inputs: Vec<SendableRecordBatchStream>,
     statement_id: uuid::Uuid,
+    created: &CreatedFiles,
 ) -> Result<WrittenFiles> {
     let mut writers = JoinSet::new();
     for (i, input) in inputs.into_iter().enumerate() {
         let table = table.clone();
+        let created = created.clone();
         writers.spawn(async move {
-            write_partition(&table, input, format!("{statement_id}-{i:04}")).await
+            write_partition(&table, input, format!("{statement_id}-{i:04}"), created).await
         });
     }
     let mut all = WrittenFiles::default();
@@ -180,11 +193,10 @@ async fn write_all(
             }
         }
     }
-    if let Some(err) = failure {
-        delete_files(table, &all.files).await;
-        return Err(err);
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(all),
     }
-    Ok(all)
 }
 
 async fn commit(
@@ -199,29 +211,24 @@ async fn commit(
     let tx = Transaction::new(table);
     let tx = tx
         .fast_append()
-        .add_data_files(files.clone())
+        .add_data_files(files)
         .apply(tx)
         .map_err(iceberg_to_df)?;
-    match tx.commit(catalog).await {
-        Ok(committed) => {
-            if let Some(listener) = listener {
-                let snapshot = committed.metadata().current_snapshot_id();
-                listener.committed(table.identifier(), snapshot);
-            }
-            Ok(())
-        }
-        Err(e) => {
-            delete_files(table, &files).await;
-            Err(iceberg_to_df(e))
-        }
+    let committed = tx.commit(catalog).await.map_err(iceberg_to_df)?;
+    if let Some(listener) = listener {
+        listener.committed(
+            table.identifier(),
+            committed.metadata().current_snapshot_id(),
+        );
     }
+    Ok(())
 }
 
-/// Best effort: the files are unreferenced either way, this only saves the space.
-async fn delete_files(table: &Table, files: &[DataFile]) {
-    for file in files {
-        if let Err(e) = table.file_io().delete(file.file_path()).await {
-            tracing::warn!(path = file.file_path(), error = %e, "could not delete an uncommitted data file");
+/// Best effort: uncommitted files are invisible either way; this only gives the space back.
+async fn delete_files(table: &Table, locations: &[String]) {
+    for location in locations {
+        if let Err(e) = table.file_io().delete(location).await {
+            tracing::warn!(%location, error = %e, "could not delete an uncommitted data file");
         }
     }
 }

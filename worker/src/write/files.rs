@@ -1,18 +1,18 @@
 //! Turning one stream of record batches into Iceberg data files.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 use iceberg::arrow::RecordBatchPartitionSplitter;
-use iceberg::spec::{DataFile, DataFileFormat};
+use iceberg::spec::{DataFile, DataFileFormat, PartitionKey};
 use iceberg::table::Table;
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
-    DefaultFileNameGenerator, DefaultLocationGenerator,
+    DefaultFileNameGenerator, DefaultLocationGenerator, LocationGenerator,
 };
 use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::partitioning::PartitioningWriter;
@@ -23,6 +23,34 @@ use parquet::file::properties::WriterProperties;
 
 use crate::error::iceberg_to_df;
 use crate::types::{cast_batch, file_arrow_schema};
+
+/// Every data file location the writers of one statement created, whether or not the file was
+/// finished: what to delete when the statement fails.
+#[derive(Clone, Debug, Default)]
+pub struct CreatedFiles(Arc<Mutex<Vec<String>>>);
+
+impl CreatedFiles {
+    pub fn locations(&self) -> Vec<String> {
+        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+/// Iceberg's default data file locations, remembered as they are handed out.
+#[derive(Clone, Debug)]
+struct TrackedLocations {
+    inner: DefaultLocationGenerator,
+    created: CreatedFiles,
+}
+
+impl LocationGenerator for TrackedLocations {
+    fn generate_location(&self, partition_key: Option<&PartitionKey>, file_name: &str) -> String {
+        let location = self.inner.generate_location(partition_key, file_name);
+        if let Ok(mut created) = self.created.0.lock() {
+            created.push(location.clone());
+        }
+        location
+    }
+}
 
 /// What one writer produced.
 #[derive(Debug, Default)]
@@ -37,6 +65,7 @@ pub async fn write_partition(
     table: &Table,
     mut input: SendableRecordBatchStream,
     file_prefix: String,
+    created: CreatedFiles,
 ) -> Result<WrittenFiles> {
     let metadata = table.metadata();
     let iceberg_schema = metadata.current_schema().clone();
@@ -44,7 +73,10 @@ pub async fn write_partition(
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();
-    let location = DefaultLocationGenerator::new(metadata).map_err(iceberg_to_df)?;
+    let location = TrackedLocations {
+        inner: DefaultLocationGenerator::new(metadata).map_err(iceberg_to_df)?,
+        created,
+    };
     let names = DefaultFileNameGenerator::new(file_prefix, None, DataFileFormat::Parquet);
     let rolling = RollingFileWriterBuilder::new_with_default_file_size(
         ParquetWriterBuilder::new(properties, Arc::clone(&iceberg_schema)),

@@ -4,4 +4,4 @@ mod exec;
 mod files;
 
 pub use exec::{CommitListener, IcebergWriteExec};
-pub use files::{WrittenFiles, write_partition};
+pub use files::{CreatedFiles, WrittenFiles, write_partition};

@@ -1,6 +1,8 @@
 //! Planning and running SQL statements against the Iceberg catalog, distributed when workers
 //! are reachable.
 
+mod table_properties;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,13 +30,14 @@ use datafusion_distributed::{
 };
 use futures::TryStreamExt;
 
-use iceberg::spec::Schema as IcebergSchema;
+use iceberg::spec::{Schema as IcebergSchema, UnboundPartitionSpec};
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
 use sqe_worker::codec::SqeCodec;
 use sqe_worker::scan::IcebergTaskEstimator;
 use sqe_worker::table::IcebergTableProvider;
 use sqe_worker::types::iceberg_schema_for;
 
+use self::table_properties::{TableProperties, partition_spec, take_table_properties};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
@@ -128,11 +131,13 @@ enum Action {
         table_ref: TableReference,
         input: LogicalPlan,
         if_not_exists: bool,
+        partitioning: Vec<String>,
         state: Box<SessionState>,
     },
     CreateTable {
         ident: TableIdent,
         schema: IcebergSchema,
+        partition: Option<UnboundPartitionSpec>,
         if_not_exists: bool,
     },
     CreateSchema {
@@ -300,12 +305,18 @@ impl Engine {
         self.refresh_names(false).await?;
         let state = self.session_state(session)?;
         let dialect = state.config().options().sql_parser.dialect;
-        let statement = state.sql_to_statement(sql, &dialect)?;
+        let mut statement = state.sql_to_statement(sql, &dialect)?;
+        let properties = take_table_properties(&mut statement)?;
         let logical = state.statement_to_plan(statement).await?;
-        self.prepare_logical(state, logical).await
+        self.prepare_logical(state, logical, properties).await
     }
 
-    async fn prepare_logical(&self, state: SessionState, logical: LogicalPlan) -> Result<Prepared> {
+    async fn prepare_logical(
+        &self,
+        state: SessionState,
+        logical: LogicalPlan,
+        properties: TableProperties,
+    ) -> Result<Prepared> {
         let command = |kind, action| Prepared {
             kind,
             schema: rows_schema(),
@@ -330,17 +341,20 @@ impl Engine {
                     && !empty.produce_one_row
                 {
                     let schema = iceberg_schema_for(empty.schema.as_arrow(), false)?;
+                    let partition = partition_spec(&schema, &properties.partitioning)?;
                     return Ok(command(
                         StatementKind::CreateTable,
                         Action::CreateTable {
                             ident,
                             schema,
+                            partition,
                             if_not_exists: create.if_not_exists,
                         },
                     ));
                 }
-                // Refuse unstorable column types now, before anything is created.
-                iceberg_schema_for(input.schema().as_arrow(), true)?;
+                // Refuse unstorable column types and bad partitioning now, before anything is created.
+                let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
+                partition_spec(&schema, &properties.partitioning)?;
                 Ok(command(
                     StatementKind::CreateTableAs,
                     Action::CreateTableAs {
@@ -348,6 +362,7 @@ impl Engine {
                         table_ref: create.name,
                         input,
                         if_not_exists: create.if_not_exists,
+                        partitioning: properties.partitioning,
                         state: Box::new(state),
                     },
                 ))
@@ -484,20 +499,29 @@ impl Engine {
                 table_ref,
                 input,
                 if_not_exists,
+                partitioning,
                 state,
             } => {
                 let rows = self
-                    .create_table_as(ident, table_ref, input, if_not_exists, *state)
+                    .create_table_as(
+                        ident,
+                        table_ref,
+                        input,
+                        if_not_exists,
+                        &partitioning,
+                        *state,
+                    )
                     .await?;
                 Outcome::Updated { rows: Some(rows) }
             }
             Action::CreateTable {
                 ident,
                 schema,
+                partition,
                 if_not_exists,
             } => {
                 if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
-                    self.create_table(&ident, schema).await?;
+                    self.create_table(&ident, schema, partition).await?;
                 }
                 Outcome::Updated { rows: None }
             }
@@ -559,6 +583,7 @@ impl Engine {
         &self,
         ident: &TableIdent,
         schema: IcebergSchema,
+        partition: Option<UnboundPartitionSpec>,
     ) -> Result<iceberg::table::Table> {
         if self.catalog().table_exists(ident).await? {
             return Err(GatewayError::AlreadyExists(format!(
@@ -568,6 +593,7 @@ impl Engine {
         let creation = TableCreation::builder()
             .name(ident.name().to_string())
             .schema(schema)
+            .partition_spec_opt(partition)
             .build();
         Ok(self
             .catalog()
@@ -583,13 +609,15 @@ impl Engine {
         table_ref: TableReference,
         input: LogicalPlan,
         if_not_exists: bool,
+        partitioning: &[String],
         state: SessionState,
     ) -> Result<u64> {
         if if_not_exists && self.catalog().table_exists(&ident).await? {
             return Ok(0);
         }
         let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
-        let table = self.create_table(&ident, schema).await?;
+        let partition = partition_spec(&schema, partitioning)?;
+        let table = self.create_table(&ident, schema, partition).await?;
         let insert = async {
             let provider = IcebergTableProvider::try_new(
                 Arc::clone(self.catalog()),

@@ -1,0 +1,218 @@
+//! Trino-style table properties on CREATE TABLE: `WITH (partitioning = ARRAY['col', 'day(ts)'])`.
+//!
+//! DataFusion's planner rejects table options, so they are taken off the parsed statement before
+//! planning and applied when the Iceberg table is created.
+
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Statement, Value};
+use iceberg::spec::{Schema, Transform, UnboundPartitionSpec};
+
+use crate::error::{GatewayError, Result};
+
+/// Properties SQE understands on CREATE TABLE.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableProperties {
+    /// Partition fields in Trino's syntax: `col`, `year(col)`, `month(col)`, `day(col)`,
+    /// `hour(col)`, `bucket(n, col)`, `truncate(n, col)`.
+    pub partitioning: Vec<String>,
+}
+
+/// Removes SQE's table properties from a CREATE TABLE statement and returns them.
+pub fn take_table_properties(statement: &mut DfStatement) -> Result<TableProperties> {
+    let DfStatement::Statement(statement) = statement else {
+        return Ok(TableProperties::default());
+    };
+    let Statement::CreateTable(create) = statement.as_mut() else {
+        return Ok(TableProperties::default());
+    };
+    let options = match std::mem::take(&mut create.table_options) {
+        CreateTableOptions::None => return Ok(TableProperties::default()),
+        CreateTableOptions::With(options) => options,
+        other => {
+            create.table_options = other;
+            return Ok(TableProperties::default());
+        }
+    };
+    let mut properties = TableProperties::default();
+    for option in options {
+        let SqlOption::KeyValue { key, value } = option else {
+            return Err(GatewayError::Analysis(format!(
+                "unsupported table option {option}"
+            )));
+        };
+        match key.value.to_ascii_lowercase().as_str() {
+            "partitioning" => properties.partitioning = string_array(&value, "partitioning")?,
+            other => {
+                return Err(GatewayError::Analysis(format!(
+                    "unknown table property '{other}' (supported: partitioning)"
+                )));
+            }
+        }
+    }
+    Ok(properties)
+}
+
+fn string_array(value: &Expr, property: &str) -> Result<Vec<String>> {
+    let items = match value {
+        Expr::Array(array) => &array.elem,
+        _ => {
+            return Err(GatewayError::Analysis(format!(
+                "table property '{property}' takes ARRAY['...', ...], got {value}"
+            )));
+        }
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Ok(s.clone()),
+                other => Err(GatewayError::Analysis(format!(
+                    "table property '{property}' takes strings, got {other}"
+                ))),
+            },
+            other => Err(GatewayError::Analysis(format!(
+                "table property '{property}' takes strings, got {other}"
+            ))),
+        })
+        .collect()
+}
+
+/// Builds the partition spec for `schema` from Trino-style partition fields.
+pub fn partition_spec(schema: &Schema, fields: &[String]) -> Result<Option<UnboundPartitionSpec>> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = UnboundPartitionSpec::builder();
+    for field in fields {
+        let (transform, column) = parse_partition_field(field)?;
+        let source = schema.field_by_name(&column).ok_or_else(|| {
+            GatewayError::Analysis(format!(
+                "partition column '{column}' is not a column of the table"
+            ))
+        })?;
+        let name = match transform {
+            Transform::Identity => column.clone(),
+            Transform::Bucket(_) => format!("{column}_bucket"),
+            Transform::Truncate(_) => format!("{column}_trunc"),
+            Transform::Year => format!("{column}_year"),
+            Transform::Month => format!("{column}_month"),
+            Transform::Day => format!("{column}_day"),
+            Transform::Hour => format!("{column}_hour"),
+            _ => format!("{column}_{transform}"),
+        };
+        if transform.result_type(&source.field_type).is_err() {
+            return Err(GatewayError::Analysis(format!(
+                "partition transform '{field}' does not apply to column '{column}' of type {}",
+                source.field_type
+            )));
+        }
+        builder = builder
+            .add_partition_field(source.id, name, transform)
+            .map_err(|e| GatewayError::Analysis(format!("partition field '{field}': {e}")))?;
+    }
+    Ok(Some(builder.build()))
+}
+
+fn parse_partition_field(field: &str) -> Result<(Transform, String)> {
+    let field = field.trim();
+    let invalid = || {
+        GatewayError::Analysis(format!(
+            "invalid partition field '{field}': use col, year(col), month(col), day(col), hour(col), bucket(n, col) or truncate(n, col)"
+        ))
+    };
+    let Some((function, rest)) = field.split_once('(') else {
+        if field.is_empty() || field.contains([' ', ',', ')']) {
+            return Err(invalid());
+        }
+        return Ok((Transform::Identity, field.to_string()));
+    };
+    let args = rest.strip_suffix(')').ok_or_else(invalid)?;
+    let args: Vec<&str> = args.split(',').map(str::trim).collect();
+    let transform = match (
+        function.trim().to_ascii_lowercase().as_str(),
+        args.as_slice(),
+    ) {
+        ("year", [column]) => return Ok((Transform::Year, column.to_string())),
+        ("month", [column]) => return Ok((Transform::Month, column.to_string())),
+        ("day", [column]) => return Ok((Transform::Day, column.to_string())),
+        ("hour", [column]) => return Ok((Transform::Hour, column.to_string())),
+        ("bucket", [n, column]) => (Transform::Bucket(n.parse().map_err(|_| invalid())?), column),
+        ("truncate", [n, column]) => (
+            Transform::Truncate(n.parse().map_err(|_| invalid())?),
+            column,
+        ),
+        _ => return Err(invalid()),
+    };
+    Ok((transform.0, transform.1.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::parser::DFParser;
+    use iceberg::spec::{NestedField, PrimitiveType, Type};
+
+    use super::*;
+
+    fn parse(sql: &str) -> DfStatement {
+        let mut statements = DFParser::parse_sql(sql).expect("valid SQL");
+        statements.pop_front().expect("one statement")
+    }
+
+    #[test]
+    fn takes_partitioning_and_leaves_a_plannable_statement() -> Result<()> {
+        let mut statement = parse(
+            "CREATE TABLE s.t (a INT, ts TIMESTAMP) WITH (partitioning = ARRAY['a', 'day(ts)'])",
+        );
+        let properties = take_table_properties(&mut statement)?;
+        assert_eq!(
+            properties.partitioning,
+            vec!["a".to_string(), "day(ts)".to_string()]
+        );
+        assert_eq!(
+            statement.to_string(),
+            "CREATE TABLE s.t (a INT, ts TIMESTAMP)"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_property_is_an_error() {
+        let mut statement = parse("CREATE TABLE t (a INT) WITH (format = 'ORC')");
+        let err = take_table_properties(&mut statement)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("unknown table property 'format' (supported: partitioning)")
+        );
+    }
+
+    #[test]
+    fn builds_specs_and_refuses_bad_fields() -> Result<()> {
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                NestedField::optional(2, "name", Type::Primitive(PrimitiveType::String)).into(),
+            ])
+            .build()
+            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let spec = partition_spec(&schema, &["bucket(8, id)".into(), "name".into()])?
+            .ok_or_else(|| GatewayError::Internal("spec".into()))?;
+        let fields: Vec<_> = spec
+            .fields()
+            .iter()
+            .map(|f| (f.source_id, f.name.clone(), f.transform))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![
+                (1, "id_bucket".to_string(), Transform::Bucket(8)),
+                (2, "name".to_string(), Transform::Identity)
+            ]
+        );
+        assert!(partition_spec(&schema, &["day(name)".into()]).is_err());
+        assert!(partition_spec(&schema, &["missing".into()]).is_err());
+        assert!(partition_spec(&schema, &["bucket(x, id)".into()]).is_err());
+        Ok(())
+    }
+}

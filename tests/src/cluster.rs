@@ -1,0 +1,104 @@
+//! An in-process cluster: coordinator and workers as real gRPC servers on loopback.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use futures::TryStreamExt;
+use sqe_gateway::engine::{Engine, Outcome, SessionSettings};
+use sqe_gateway::error::GatewayError;
+use sqe_gateway::local::{LocalCluster, LocalOptions, start_local};
+use tempfile::TempDir;
+
+/// A cluster with TPC-H data; dropped, it leaves nothing behind.
+pub struct TestCluster {
+    pub cluster: LocalCluster,
+    dir: TempDir,
+}
+
+/// What a statement returned, collected.
+#[derive(Debug)]
+pub enum Collected {
+    Rows(Vec<RecordBatch>),
+    Updated(Option<u64>),
+}
+
+impl Collected {
+    pub fn rows(self) -> Vec<RecordBatch> {
+        match self {
+            Collected::Rows(rows) => rows,
+            Collected::Updated(n) => {
+                panic!("expected rows, the statement reported an update of {n:?}")
+            }
+        }
+    }
+}
+
+impl TestCluster {
+    /// `workers` workers, TPC-H at `scale_factor` in 4 files per large table, and scans split
+    /// into a task per 8 KiB so that even this small data spreads over every worker.
+    pub async fn start(workers: usize, scale_factor: f64) -> Result<Self, GatewayError> {
+        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let options = LocalOptions {
+            data_dir: dir.path().to_path_buf(),
+            workers,
+            flight_sql_port: 0,
+            scale_factor,
+            tpch_parts: 4,
+            scan_bytes_per_partition: Some(8 * 1024),
+            worker_memory_limit: Some(512 * 1024 * 1024),
+        };
+        let cluster = start_local(&options).await?;
+        Ok(Self { cluster, dir })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.cluster.coordinator.engine
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn flight_url(&self) -> String {
+        format!("http://{}", self.cluster.coordinator.flight_sql_addr)
+    }
+
+    /// Tasks each worker has accepted so far, in worker order.
+    pub fn tasks_per_worker(&self) -> Vec<u64> {
+        self.cluster
+            .workers
+            .iter()
+            .map(|w| w.stats.tasks_received())
+            .collect()
+    }
+
+    /// Runs one statement through the coordinator's engine and collects what it returns.
+    pub async fn sql(&self, sql: &str) -> Result<Collected, GatewayError> {
+        match self
+            .engine()
+            .execute(&SessionSettings::default(), sql)
+            .await?
+        {
+            Outcome::Rows(stream) => Ok(Collected::Rows(stream.try_collect().await?)),
+            Outcome::Updated { rows } => Ok(Collected::Updated(rows)),
+        }
+    }
+
+    /// Runs a query and returns its rows.
+    pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, GatewayError> {
+        Ok(self.sql(sql).await?.rows())
+    }
+
+    /// Stops every worker and makes the coordinator notice (as its next probe would).
+    pub async fn stop_workers(&mut self) {
+        for worker in self.cluster.workers.drain(..) {
+            worker.stop().await;
+        }
+        self.engine().workers().probe().await;
+    }
+
+    pub async fn stop(self) {
+        self.cluster.stop().await;
+    }
+}

@@ -1,0 +1,117 @@
+//! The real `sqe` binary, run as separate processes.
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `sqe` binary next to this test binary (`cargo build --bin sqe` puts it there), or
+/// `SQE_BIN` when set.
+pub fn sqe_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SQE_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test binary> -> target/<profile>/sqe
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let bin = dir.join("sqe");
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it first with `cargo build --bin sqe` (scripts/test.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A running `sqe` process; killed when dropped. Its stderr goes to a log file for diagnosis.
+pub struct SqeProcess {
+    pub name: String,
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl SqeProcess {
+    pub fn spawn(
+        name: &str,
+        args: &[&str],
+        cwd: &Path,
+        env: &[(&str, &str)],
+    ) -> std::io::Result<Self> {
+        let log = cwd.join(format!("{name}.log"));
+        let stderr = std::fs::File::create(&log)?;
+        let mut command = Command::new(sqe_binary());
+        command
+            .args(args)
+            .current_dir(cwd)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .env("SQE_LOG", "info");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        Ok(Self {
+            name: name.to_string(),
+            child: command.spawn()?,
+            log,
+        })
+    }
+
+    /// Waits until `addr` accepts connections, or the process exits, or `timeout` passes.
+    pub fn wait_for_port(&mut self, addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "{} exited with {status}: {}",
+                    self.name,
+                    self.log_text()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "{} did not listen on {addr} within {timeout:?}: {}",
+            self.name,
+            self.log_text()
+        ))
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns whether it exited cleanly.
+    pub fn terminate(&mut self, timeout: Duration) -> bool {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+impl Drop for SqeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `sqe` to completion (for one-shot commands such as `sqe sql`).
+pub fn run_sqe(args: &[&str], cwd: &Path) -> std::io::Result<Output> {
+    Command::new(sqe_binary())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+}

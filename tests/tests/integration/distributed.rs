@@ -1,0 +1,100 @@
+//! Distributed execution: same answers as single-process DataFusion, work on every worker.
+
+use datafusion_distributed::DistributedExec;
+use sqe_gateway::engine::SessionSettings;
+use sqe_gateway::tpch::{TABLES, queries::QUERIES};
+use sqe_tests::baseline::parquet_session;
+use sqe_tests::cluster::TestCluster;
+use sqe_tests::render;
+
+use crate::TestResult;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tpch_distributed_equals_single_process() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let baseline = parquet_session(&cluster.data_dir().join("warehouse"), "tpch", &TABLES).await?;
+    let session = SessionSettings {
+        schema: Some("tpch".into()),
+        ..Default::default()
+    };
+    for (number, sql) in QUERIES {
+        let prepared = cluster.engine().prepare(&session, sql).await?;
+        let plan = prepared.plan().ok_or("a query has a plan")?;
+        assert!(
+            plan.is::<DistributedExec>(),
+            "Q{number} was not distributed:\n{}",
+            sqe_gateway::engine::render_plan(plan, false)
+        );
+        let distributed = match cluster.engine().run(prepared).await? {
+            sqe_gateway::engine::Outcome::Rows(stream) => {
+                futures::TryStreamExt::try_collect::<Vec<_>>(stream).await?
+            }
+            _ => return Err(format!("Q{number} returned no rows").into()),
+        };
+        let expected = baseline.sql(sql).await?.collect().await?;
+        let rows: usize = expected.iter().map(|b| b.num_rows()).sum();
+        assert!(
+            rows > 0,
+            "Q{number} has no rows at this scale; the comparison would prove nothing"
+        );
+        assert_eq!(render(&distributed), render(&expected), "Q{number} differs");
+    }
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn join_aggregate_runs_tasks_on_every_worker() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let before = cluster.tasks_per_worker();
+    let rows = cluster
+        .query(
+            "SELECT o_orderpriority, count(*) AS lines, sum(l_quantity) AS qty \
+             FROM tpch.orders JOIN tpch.lineitem ON o_orderkey = l_orderkey \
+             GROUP BY o_orderpriority ORDER BY o_orderpriority",
+        )
+        .await?;
+    assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+    let after = cluster.tasks_per_worker();
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        assert!(
+            a > b,
+            "worker {} ran no task of the join (tasks before {b}, after {a})",
+            i + 1
+        );
+    }
+    // The executed plan says the same: stages with a task per worker.
+    let explained = cluster
+        .query("EXPLAIN ANALYZE SELECT o_orderpriority, count(*) FROM tpch.orders JOIN tpch.lineitem ON o_orderkey = l_orderkey GROUP BY o_orderpriority")
+        .await?;
+    let text = render(&explained);
+    assert!(text.contains("DistributedExec"), "{text}");
+    assert!(
+        text.contains("t1:[p0"),
+        "no second task in the plan:\n{text}"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_reachable_workers_the_coordinator_runs_the_query() -> TestResult {
+    let mut cluster = TestCluster::start(2, 0.01).await?;
+    let sql = "SELECT count(*), sum(l_quantity) FROM tpch.lineitem";
+    let distributed = render(&cluster.query(sql).await?);
+    cluster.stop_workers().await;
+    assert!(cluster.engine().workers().reachable_urls().is_empty());
+    let prepared = cluster
+        .engine()
+        .prepare(&SessionSettings::default(), sql)
+        .await?;
+    let plan = prepared.plan().ok_or("a query has a plan")?;
+    assert!(
+        !plan.is::<DistributedExec>(),
+        "planned for workers that are gone"
+    );
+    let local = render(&cluster.query(sql).await?);
+    assert_eq!(local, distributed);
+    cluster.stop().await;
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! The shipped example cluster, run as separate `sqe` processes the way its comments say.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sqe_tests::process::{SqeProcess, run_sqe};
+
+use crate::TestResult;
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/cluster")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn sql(cwd: &std::path::Path, statement: &str) -> Result<String, String> {
+    let output = run_sqe(&["sql", statement], cwd).map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "`{statement}` failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+#[test]
+fn example_cluster_runs_as_separate_processes() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let cwd = dir.path();
+    let startup = Duration::from_secs(60);
+    let mut worker_1 = SqeProcess::spawn(
+        "worker-1",
+        &["worker", "--config", &example("worker-1.toml")],
+        cwd,
+        &[],
+    )?;
+    let mut worker_2 = SqeProcess::spawn(
+        "worker-2",
+        &["worker", "--config", &example("worker-2.toml")],
+        cwd,
+        &[],
+    )?;
+    worker_1.wait_for_port(SocketAddr::from(([127, 0, 0, 1], 50052)), startup)?;
+    worker_2.wait_for_port(SocketAddr::from(([127, 0, 0, 1], 50053)), startup)?;
+    // Tiny tables: one scan task per byte, so that even they spread over both workers.
+    let mut coordinator = SqeProcess::spawn(
+        "coordinator",
+        &["coordinator", "--config", &example("coordinator.toml")],
+        cwd,
+        &[("SQE_COORDINATOR__SCAN_BYTES_PER_PARTITION", "1")],
+    )?;
+    coordinator.wait_for_port(SocketAddr::from(([127, 0, 0, 1], 50051)), startup)?;
+
+    sql(cwd, "CREATE SCHEMA demo")?;
+    let created = sql(
+        cwd,
+        "CREATE TABLE demo.numbers AS SELECT value AS n, value % 7 AS bucket FROM generate_series(1, 20000)",
+    )?;
+    assert!(created.contains("| 20000 |"), "{created}");
+    sql(
+        cwd,
+        "INSERT INTO demo.numbers SELECT value, value % 7 FROM generate_series(20001, 40000)",
+    )?;
+    let totals = sql(
+        cwd,
+        "SELECT count(*) AS rows_, sum(n) AS total FROM demo.numbers",
+    )?;
+    assert!(totals.contains("| 40000 | 800020000 |"), "{totals}");
+    let grouped = sql(
+        cwd,
+        "SELECT bucket, count(*) AS c FROM demo.numbers GROUP BY bucket ORDER BY bucket",
+    )?;
+    assert!(grouped.contains("| 0      | 5714 |"), "{grouped}");
+    assert!(grouped.contains("| 6      | 5714 |"), "{grouped}");
+
+    // Two reachable workers and two files: the scan runs as two tasks, one per worker.
+    let explained = sql(
+        cwd,
+        "EXPLAIN ANALYZE SELECT bucket, count(*) FROM demo.numbers GROUP BY bucket",
+    )?;
+    assert!(explained.contains("DistributedExec"), "{explained}");
+    assert!(explained.contains("t1:[p0"), "{explained}");
+
+    // The data is in the shared warehouse under the working directory.
+    assert!(
+        cwd.join("sqe-cluster/warehouse/demo/numbers/metadata")
+            .is_dir()
+    );
+
+    // SIGTERM stops each process cleanly.
+    assert!(
+        coordinator.terminate(Duration::from_secs(20)),
+        "coordinator: {}",
+        coordinator.log_text()
+    );
+    assert!(
+        worker_1.terminate(Duration::from_secs(20)),
+        "worker-1: {}",
+        worker_1.log_text()
+    );
+    assert!(
+        worker_2.terminate(Duration::from_secs(20)),
+        "worker-2: {}",
+        worker_2.log_text()
+    );
+    Ok(())
+}
+
+#[test]
+fn sql_reports_errors_on_stderr_with_a_failing_status() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    // Nothing listens here.
+    let output = run_sqe(
+        &["sql", "--url", "http://127.0.0.1:9", "SELECT 1"],
+        dir.path(),
+    )?;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot connect to the coordinator at http://127.0.0.1:9"),
+        "{stderr}"
+    );
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! Scan planning: partition pruning, delete files, projections, and the plan codec.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion_distributed::DistributedLeafExec;
+use datafusion_proto::physical_plan::PhysicalExtensionCodec;
+use iceberg::scan::FileScanTaskDeleteFile;
+use iceberg::spec::DataContentType;
+use parquet::arrow::ArrowWriter;
+use sqe_gateway::engine::SessionSettings;
+use sqe_tests::cluster::TestCluster;
+use sqe_tests::render;
+use sqe_worker::codec::SqeCodec;
+use sqe_worker::scan::{IcebergScanExec, ScanIo};
+use sqe_worker::storage::file_io_with_props;
+use sqe_worker::table::IcebergTableProvider;
+
+use crate::TestResult;
+
+/// Data files the plan's Iceberg scans read, summed over scans.
+fn scanned_files(plan: &Arc<dyn ExecutionPlan>) -> usize {
+    let mut files = 0;
+    let _ = plan.apply(|node| {
+        if let Some(scan) = node.downcast_ref::<IcebergScanExec>() {
+            files += scan.file_count();
+        } else if let Some(leaf) = node.downcast_ref::<DistributedLeafExec>()
+            && let Some(scan) = leaf.original().downcast_ref::<IcebergScanExec>()
+        {
+            files += scan.file_count();
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    files
+}
+
+async fn files_for(
+    cluster: &TestCluster,
+    sql: &str,
+) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
+    let prepared = cluster
+        .engine()
+        .prepare(&SessionSettings::default(), sql)
+        .await?;
+    Ok(scanned_files(prepared.plan().ok_or("no plan")?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn partition_pruning_skips_files() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.events (id BIGINT, region VARCHAR, amount DOUBLE) WITH (partitioning = ARRAY['region', 'bucket(4, id)'])")
+        .await?;
+    cluster
+        .sql(
+            "INSERT INTO demo.events SELECT value, CASE value % 3 WHEN 0 THEN 'eu' WHEN 1 THEN 'us' ELSE 'apac' END, \
+             value * 1.5 FROM generate_series(1, 3000)",
+        )
+        .await?;
+    let all = files_for(&cluster, "SELECT * FROM demo.events").await?;
+    let eu = files_for(&cluster, "SELECT * FROM demo.events WHERE region = 'eu'").await?;
+    let one_id = files_for(
+        &cluster,
+        "SELECT * FROM demo.events WHERE region = 'eu' AND id = 42",
+    )
+    .await?;
+    assert!(
+        all >= 12,
+        "3 regions x 4 buckets should give at least 12 files, got {all}"
+    );
+    assert!(
+        eu < all && eu >= 4,
+        "region = 'eu' should read only eu files: {eu} of {all}"
+    );
+    assert!(
+        one_id < eu && one_id >= 1,
+        "id = 42 should read one bucket: {one_id} of {eu}"
+    );
+
+    let counts = cluster
+        .query("SELECT region, count(*) AS c, sum(amount) AS s FROM demo.events GROUP BY region ORDER BY region")
+        .await?;
+    assert_eq!(
+        render(&counts),
+        "+--------+------+-----------+\n| region | c    | s         |\n+--------+------+-----------+\n| apac   | 1000 | 2250750.0 |\n| eu     | 1000 | 2252250.0 |\n| us     | 1000 | 2249250.0 |\n+--------+------+-----------+"
+    );
+    let one = cluster
+        .query("SELECT id, region FROM demo.events WHERE region = 'eu' AND id = 42")
+        .await?;
+    assert_eq!(
+        render(&one),
+        "+----+--------+\n| id | region |\n+----+--------+\n| 42 | eu     |\n+----+--------+"
+    );
+    // count(*) needs no column at all.
+    let count = cluster
+        .query("SELECT count(*) AS c FROM demo.events WHERE region = 'us'")
+        .await?;
+    assert_eq!(
+        render(&count),
+        "+------+\n| c    |\n+------+\n| 1000 |\n+------+"
+    );
+    // Partitioned files live under partition directories.
+    let dir = cluster
+        .data_dir()
+        .join("warehouse/demo/events/data/region=eu");
+    assert!(dir.is_dir(), "{} missing", dir.display());
+    cluster.stop().await;
+    Ok(())
+}
+
+/// Writes an Iceberg positional delete file (file_path, pos) deleting `positions` of `data_file`.
+fn write_position_deletes(
+    path: &std::path::Path,
+    data_file: &str,
+    positions: &[i64],
+) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+    let field = |name: &str, ty: DataType, id: i32| {
+        Field::new(name, ty, false).with_metadata(HashMap::from([(
+            "PARQUET:field_id".to_string(),
+            id.to_string(),
+        )]))
+    };
+    let schema = Arc::new(Schema::new(vec![
+        field("file_path", DataType::Utf8, i32::MAX - 101),
+        field("pos", DataType::Int64, i32::MAX - 102),
+    ]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                positions.iter().map(|_| data_file),
+            )),
+            Arc::new(Int64Array::from(positions.to_vec())),
+        ],
+    )?;
+    let file = std::fs::File::create(path)?;
+    let mut writer = ArrowWriter::try_new(file, schema, None)?;
+    writer.write(&batch)?;
+    writer.close()?;
+    Ok(std::fs::metadata(path)?.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn positional_deletes_survive_the_codec_and_hide_rows() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.small AS SELECT value AS id FROM generate_series(0, 9) ORDER BY value")
+        .await?;
+    let catalog = Arc::clone(cluster.engine().catalog());
+    let table = catalog
+        .load_table(&iceberg::TableIdent::from_strs(["demo", "small"])?)
+        .await?;
+    let provider =
+        IcebergTableProvider::try_new(Arc::clone(&catalog), table, Arc::new(HashMap::new()), None)?;
+    let mut tasks = provider.plan_files(&["id".to_string()], &[]).await?;
+    assert!(!tasks.is_empty());
+    // Delete positions 0 and 1 of the first data file.
+    let data_file = tasks[0].data_file_path.clone();
+    let delete_path = cluster.data_dir().join("position-deletes.parquet");
+    let size = write_position_deletes(&delete_path, &data_file, &[0, 1])?;
+    let first_file_rows = tasks[0].record_count.ok_or("record count")?;
+    tasks[0].deletes.push(FileScanTaskDeleteFile {
+        file_path: format!("file://{}", delete_path.display()),
+        file_size_in_bytes: size,
+        file_type: DataContentType::PositionDeletes,
+        partition_spec_id: 0,
+        equality_ids: None,
+    });
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+    let io = ScanIo {
+        file_io: file_io_with_props(HashMap::new()),
+        plan_props: HashMap::new(),
+    };
+    let scan: Arc<dyn ExecutionPlan> = Arc::new(IcebergScanExec::new(
+        "demo.small".into(),
+        schema,
+        tasks,
+        1,
+        io,
+        None,
+    ));
+
+    // As a worker would receive it: encoded on one side, decoded on the other.
+    let codec = SqeCodec::new(HashMap::new());
+    let mut buf = Vec::new();
+    codec.try_encode(Arc::clone(&scan), &mut buf)?;
+    let decoded = codec.try_decode(&buf, &[], &TaskContext::default())?;
+    let rows: usize = collect(decoded, Arc::new(TaskContext::default()))
+        .await?
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
+    assert_eq!(
+        rows,
+        10 - 2,
+        "two rows of {first_file_rows} in the first file are deleted"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn codec_refuses_coordinator_only_nodes() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster.sql("CREATE TABLE demo.t (a INT)").await?;
+    let prepared = cluster
+        .engine()
+        .prepare(&SessionSettings::default(), "INSERT INTO demo.t VALUES (1)")
+        .await?;
+    let plan = prepared.plan().ok_or("plan")?;
+    let mut write = None;
+    let _ = plan.apply(|node| {
+        if node.name() == "IcebergWriteExec" {
+            write = Some(Arc::clone(node));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    let write = write.ok_or("no IcebergWriteExec in an INSERT plan")?;
+    let err = SqeCodec::new(HashMap::new())
+        .try_encode(write, &mut Vec::new())
+        .err()
+        .ok_or("must refuse")?;
+    assert!(
+        err.to_string().contains("runs on the coordinator only"),
+        "{err}"
+    );
+    cluster.stop().await;
+    Ok(())
+}

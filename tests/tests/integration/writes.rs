@@ -1,0 +1,236 @@
+//! DDL and DML: one Iceberg snapshot per statement, nothing visible from a failed one.
+
+use iceberg::{NamespaceIdent, TableIdent};
+use sqe_tests::cluster::{Collected, TestCluster};
+use sqe_tests::render;
+
+use crate::TestResult;
+
+fn ident(schema: &str, table: &str) -> TableIdent {
+    TableIdent::new(NamespaceIdent::new(schema.into()), table.into())
+}
+
+async fn snapshots(
+    cluster: &TestCluster,
+    table: &TableIdent,
+) -> Result<(Option<i64>, usize), Box<dyn std::error::Error + Send + Sync>> {
+    let table = cluster.engine().catalog().load_table(table).await?;
+    let metadata = table.metadata();
+    Ok((metadata.current_snapshot_id(), metadata.snapshots().count()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ctas_reads_back_in_order_as_one_snapshot() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    assert!(matches!(
+        cluster.sql("CREATE SCHEMA demo").await?,
+        Collected::Updated(None)
+    ));
+    let created = cluster
+        .sql(
+            "CREATE TABLE demo.top_orders AS \
+             SELECT o_orderkey, o_custkey, o_totalprice, o_orderdate FROM tpch.orders \
+             WHERE o_totalprice > 300000 ORDER BY o_totalprice DESC",
+        )
+        .await?;
+    let expected = cluster
+        .query(
+            "SELECT o_orderkey, o_custkey, o_totalprice, o_orderdate FROM tpch.orders \
+             WHERE o_totalprice > 300000 ORDER BY o_totalprice DESC, o_orderkey",
+        )
+        .await?;
+    let expected_rows: usize = expected.iter().map(|b| b.num_rows()).sum();
+    assert!(
+        expected_rows > 10,
+        "too few rows to show anything: {expected_rows}"
+    );
+    match created {
+        Collected::Updated(Some(n)) => assert_eq!(n as usize, expected_rows),
+        other => panic!("CTAS reported {other:?}"),
+    }
+    let read_back = cluster
+        .query("SELECT * FROM demo.top_orders ORDER BY o_totalprice DESC, o_orderkey")
+        .await?;
+    assert_eq!(render(&read_back), render(&expected));
+    let (_, count) = snapshots(&cluster, &ident("demo", "top_orders")).await?;
+    assert_eq!(count, 1, "CREATE TABLE AS must commit exactly one snapshot");
+
+    // INSERT adds exactly one more snapshot, VALUES included.
+    let inserted = cluster
+        .sql("INSERT INTO demo.top_orders VALUES (1, 2, 123.45, DATE '1999-01-01'), (3, 4, 0.5, DATE '1999-01-02')")
+        .await?;
+    assert!(
+        matches!(inserted, Collected::Updated(Some(2))),
+        "{inserted:?}"
+    );
+    assert_eq!(
+        snapshots(&cluster, &ident("demo", "top_orders")).await?.1,
+        2
+    );
+    let total = cluster
+        .query("SELECT count(*) AS n FROM demo.top_orders")
+        .await?;
+    assert!(
+        render(&total).contains(&format!("| {} |", expected_rows + 2)),
+        "{}",
+        render(&total)
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_insert_leaves_the_snapshot_unchanged() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql(
+            "CREATE TABLE demo.nations AS SELECT n_nationkey AS k, n_name AS name FROM tpch.nation",
+        )
+        .await?;
+    let table = ident("demo", "nations");
+    let before = snapshots(&cluster, &table).await?;
+    let rows_before = render(
+        &cluster
+            .query("SELECT * FROM demo.nations ORDER BY k")
+            .await?,
+    );
+    let files_before = data_files(&cluster).await?;
+
+    // Fails while executing (k = 3 divides by zero), after other rows may have been written.
+    let err = cluster
+        .sql("INSERT INTO demo.nations SELECT 100 / (l_linenumber - 3), 'x' FROM tpch.lineitem")
+        .await
+        .err()
+        .ok_or("the INSERT should fail")?;
+    assert!(
+        err.to_string().to_lowercase().contains("divide by zero"),
+        "{err}"
+    );
+    assert_eq!(
+        snapshots(&cluster, &table).await?,
+        before,
+        "a failed INSERT committed a snapshot"
+    );
+    assert_eq!(
+        render(
+            &cluster
+                .query("SELECT * FROM demo.nations ORDER BY k")
+                .await?
+        ),
+        rows_before
+    );
+    assert_eq!(
+        data_files(&cluster).await?,
+        files_before,
+        "a failed INSERT left data files behind"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_ctas_leaves_no_table() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    let err = cluster
+        .sql("CREATE TABLE demo.broken AS SELECT 100 / (l_linenumber - 3) AS x FROM tpch.lineitem")
+        .await
+        .err()
+        .ok_or("the CTAS should fail")?;
+    assert!(
+        err.to_string().to_lowercase().contains("divide by zero"),
+        "{err}"
+    );
+    assert!(
+        !cluster
+            .engine()
+            .catalog()
+            .table_exists(&ident("demo", "broken"))
+            .await?
+    );
+    let err = cluster
+        .query("SELECT * FROM demo.broken")
+        .await
+        .err()
+        .ok_or("table must not exist")?;
+    assert!(err.to_string().contains("not found"), "{err}");
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_insert_drop_and_errors() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA s").await?;
+    cluster
+        .sql("CREATE TABLE s.t (id BIGINT NOT NULL, name VARCHAR, price DECIMAL(10,2))")
+        .await?;
+    let err = cluster
+        .sql("CREATE TABLE s.t (id BIGINT)")
+        .await
+        .err()
+        .ok_or("duplicate table")?;
+    assert!(err.to_string().contains("already exists"), "{err}");
+    assert!(matches!(
+        cluster
+            .sql("CREATE TABLE IF NOT EXISTS s.t (id BIGINT)")
+            .await?,
+        Collected::Updated(None)
+    ));
+    cluster
+        .sql("INSERT INTO s.t VALUES (1, 'a', 1.50), (2, NULL, NULL)")
+        .await?;
+    let rows = cluster.query("SELECT * FROM s.t ORDER BY id").await?;
+    assert_eq!(
+        render(&rows),
+        "+----+------+-------+\n| id | name | price |\n+----+------+-------+\n| 1  | a    | 1.50  |\n| 2  |      |       |\n+----+------+-------+"
+    );
+    // NOT NULL is enforced by the table schema.
+    assert!(
+        cluster
+            .sql("INSERT INTO s.t VALUES (NULL, 'x', 1)")
+            .await
+            .is_err()
+    );
+    assert_eq!(snapshots(&cluster, &ident("s", "t")).await?.1, 1);
+    // A schema with tables is not dropped without CASCADE.
+    let err = cluster
+        .sql("DROP SCHEMA s")
+        .await
+        .err()
+        .ok_or("non-empty schema")?;
+    assert!(err.to_string().contains("CASCADE"), "{err}");
+    cluster.sql("DROP TABLE s.t").await?;
+    assert!(cluster.query("SELECT * FROM s.t").await.is_err());
+    cluster.sql("DROP TABLE IF EXISTS s.t").await?;
+    cluster.sql("DROP SCHEMA s").await?;
+    let err = cluster.sql("UPDATE tpch.nation SET n_name = 'x'").await;
+    assert!(err.is_err());
+    cluster.stop().await;
+    Ok(())
+}
+
+/// Every file under the warehouse's `demo` data directories.
+async fn data_files(
+    cluster: &TestCluster,
+) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
+    let mut files = Vec::new();
+    let root = cluster.data_dir().join("warehouse").join("demo");
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.components().any(|c| c.as_os_str() == "data") {
+                files.push(path.display().to_string());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
