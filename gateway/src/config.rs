@@ -316,31 +316,32 @@ pub fn secret(
     }
 }
 
-const COORDINATOR_SECTIONS: &[&str] = &[
-    "coordinator",
-    "catalog",
-    "storage",
-    "query_cache",
-    "query_history",
-];
-const WORKER_SECTIONS: &[&str] = &["worker", "catalog", "storage"];
+/// A configuration file: its sections (for environment overrides) and its checks.
+pub trait ConfigFile: DeserializeOwned {
+    /// The `[sections]` the file may have.
+    const SECTIONS: &'static [&'static str];
 
-impl CoordinatorConfig {
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = read(path)?;
+    /// Checks that go beyond the types: URLs, secrets, combinations of keys.
+    fn validate(&self, origin: &str) -> Result<(), ConfigError>;
+
+    /// Reads `path`, applies `SQE_SECTION__KEY` overrides from the environment, and validates.
+    fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::from_toml(&text, &path.display().to_string(), &env_vars())
     }
 
-    pub fn from_toml(
-        text: &str,
-        origin: &str,
-        env: &[(String, String)],
-    ) -> Result<Self, ConfigError> {
-        let config: Self = parse_with_env(text, origin, env, COORDINATOR_SECTIONS)?;
+    /// Parses `text` (from `origin`, for messages) with the given environment overrides.
+    fn from_toml(text: &str, origin: &str, env: &[(String, String)]) -> Result<Self, ConfigError> {
+        let config: Self = parse_with_env(text, origin, env, Self::SECTIONS)?;
         config.validate(origin)?;
         Ok(config)
     }
+}
 
+impl CoordinatorConfig {
     /// The worker secret from the file or environment, if any.
     pub fn worker_secret(&self) -> Result<Option<String>, ConfigError> {
         secret(
@@ -348,6 +349,16 @@ impl CoordinatorConfig {
             &self.coordinator.worker_secret_file,
         )
     }
+}
+
+impl ConfigFile for CoordinatorConfig {
+    const SECTIONS: &'static [&'static str] = &[
+        "coordinator",
+        "catalog",
+        "storage",
+        "query_cache",
+        "query_history",
+    ];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         for url in &self.coordinator.worker_urls {
@@ -378,35 +389,29 @@ impl CoordinatorConfig {
 }
 
 impl WorkerConfig {
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = read(path)?;
-        Self::from_toml(&text, &path.display().to_string(), &env_vars())
+    pub fn worker_secret(&self) -> Result<Option<String>, ConfigError> {
+        secret(&self.worker.worker_secret, &self.worker.worker_secret_file)
     }
+}
 
-    pub fn from_toml(
-        text: &str,
-        origin: &str,
-        env: &[(String, String)],
-    ) -> Result<Self, ConfigError> {
-        let config: Self = parse_with_env(text, origin, env, WORKER_SECTIONS)?;
-        if let Some(url) = &config.worker.coordinator_url {
+impl ConfigFile for WorkerConfig {
+    const SECTIONS: &'static [&'static str] = &["worker", "catalog", "storage"];
+
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        if let Some(url) = &self.worker.coordinator_url {
             validate_url(url, "worker.coordinator_url", origin)?;
         }
-        if let Some(url) = &config.worker.advertise_url {
+        if let Some(url) = &self.worker.advertise_url {
             validate_url(url, "worker.advertise_url", origin)?;
         }
-        if !config.worker.allow_unauthenticated_workers && config.worker_secret()?.is_none() {
+        if !self.worker.allow_unauthenticated_workers && self.worker_secret()?.is_none() {
             return Err(ConfigError::MissingWorkerSecret {
                 origin: origin.to_string(),
                 section: "worker",
             });
         }
-        config.storage.iceberg_props()?;
-        Ok(config)
-    }
-
-    pub fn worker_secret(&self) -> Result<Option<String>, ConfigError> {
-        secret(&self.worker.worker_secret, &self.worker.worker_secret_file)
+        self.storage.iceberg_props()?;
+        Ok(())
     }
 }
 
@@ -445,13 +450,6 @@ fn validate_url(url: &str, key: &str, origin: &str) -> Result<(), ConfigError> {
             "{origin}: {key} has '{url}', which is not an http(s)://host:port URL"
         ))),
     }
-}
-
-fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 fn env_vars() -> Vec<(String, String)> {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use sqe_gateway::client::{format_table, run_sql};
-use sqe_gateway::config::{CoordinatorConfig, WorkerConfig};
+use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
 use sqe_gateway::error::GatewayError;
 use sqe_gateway::local::{LocalOptions, start_local};
 use sqe_gateway::runtime::{Shutdown, bind, start_coordinator, start_worker};
@@ -112,8 +112,8 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
             )
             .await?;
             let coordinator = start_coordinator(&config, listener).await?;
-            stop_on_signal(vec![coordinator.shutdown_handle()]);
-            coordinator.join().await;
+            stop_on_signal(vec![coordinator.server.shutdown_handle()]);
+            coordinator.server.join().await;
         }
         Command::Worker { config } => {
             init_logging("info");
@@ -125,8 +125,8 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
             )
             .await?;
             let worker = start_worker(&config, listener).await?;
-            stop_on_signal(vec![worker.shutdown_handle()]);
-            worker.join().await;
+            stop_on_signal(vec![worker.server.shutdown_handle()]);
+            worker.server.join().await;
         }
         Command::Local {
             data_dir,
@@ -161,12 +161,12 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 worker_urls.join(", "),
                 options.data_dir.display(),
             );
-            let mut handles = vec![cluster.coordinator.shutdown_handle()];
-            handles.extend(cluster.workers.iter().map(|w| w.shutdown_handle()));
+            let mut handles = vec![cluster.coordinator.server.shutdown_handle()];
+            handles.extend(cluster.workers.iter().map(|w| w.server.shutdown_handle()));
             stop_on_signal(handles);
-            cluster.coordinator.join().await;
+            cluster.coordinator.server.join().await;
             for worker in cluster.workers {
-                worker.join().await;
+                worker.server.join().await;
             }
         }
         Command::Sql { url, sql } => {

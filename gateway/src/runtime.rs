@@ -54,16 +54,24 @@ impl Shutdown {
     }
 }
 
-/// A running worker server.
-pub struct RunningWorker {
-    pub url: Url,
-    pub addr: SocketAddr,
-    pub stats: Arc<WorkerStats>,
+/// A server task and the signal that stops it.
+pub struct ServerTask {
     shutdown: Shutdown,
     task: JoinHandle<()>,
 }
 
-impl RunningWorker {
+impl ServerTask {
+    fn spawn<F>(
+        serve: impl FnOnce(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) -> F,
+    ) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let shutdown = Shutdown::new();
+        let task = tokio::spawn(serve(Box::pin(shutdown.wait())));
+        Self { shutdown, task }
+    }
+
     /// Stops accepting requests and waits for the server to end.
     pub async fn stop(self) {
         self.shutdown.trigger();
@@ -77,6 +85,20 @@ impl RunningWorker {
 
     pub fn shutdown_handle(&self) -> Shutdown {
         self.shutdown.clone()
+    }
+}
+
+/// A running worker server.
+pub struct RunningWorker {
+    pub url: Url,
+    pub addr: SocketAddr,
+    pub stats: Arc<WorkerStats>,
+    pub server: ServerTask,
+}
+
+impl RunningWorker {
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 
@@ -96,9 +118,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         None => Url::parse(&format!("http://{addr}"))
             .map_err(|e| GatewayError::Internal(e.to_string()))?,
     };
-    let shutdown = Shutdown::new();
-    let stop = shutdown.wait();
-    let task = tokio::spawn(async move {
+    let server = ServerTask::spawn(|stop| async move {
         if let Err(e) = serve(listener, worker, stop).await {
             tracing::error!(error = %e, "worker server failed");
         }
@@ -108,8 +128,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         url,
         addr,
         stats,
-        shutdown,
-        task,
+        server,
     })
 }
 
@@ -117,22 +136,12 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
 pub struct RunningCoordinator {
     pub engine: Arc<Engine>,
     pub flight_sql_addr: SocketAddr,
-    shutdown: Shutdown,
-    task: JoinHandle<()>,
+    pub server: ServerTask,
 }
 
 impl RunningCoordinator {
     pub async fn stop(self) {
-        self.shutdown.trigger();
-        let _ = self.task.await;
-    }
-
-    pub async fn join(self) {
-        let _ = self.task.await;
-    }
-
-    pub fn shutdown_handle(&self) -> Shutdown {
-        self.shutdown.clone()
+        self.server.stop().await;
     }
 }
 
@@ -175,10 +184,8 @@ pub async fn start_coordinator(
     let flight_sql_addr = flight_listener
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
-    let shutdown = Shutdown::new();
-    let stop = shutdown.wait();
     let service = flight_sql_server(Arc::clone(&engine));
-    let task = tokio::spawn(async move {
+    let server = ServerTask::spawn(|stop| async move {
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(flight_listener);
         if let Err(e) = tonic::transport::Server::builder()
             .add_service(service)
@@ -192,8 +199,7 @@ pub async fn start_coordinator(
     Ok(RunningCoordinator {
         engine,
         flight_sql_addr,
-        shutdown,
-        task,
+        server,
     })
 }
 

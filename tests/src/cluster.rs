@@ -38,15 +38,30 @@ impl TestCluster {
     /// `workers` workers, TPC-H at `scale_factor` in 4 files per large table, and scans split
     /// into a task per 8 KiB so that even this small data spreads over every worker.
     pub async fn start(workers: usize, scale_factor: f64) -> Result<Self, GatewayError> {
+        Self::start_with(LocalOptions {
+            workers,
+            scale_factor,
+            worker_memory_limit: Some(512 * 1024 * 1024),
+            ..Self::options()
+        })
+        .await
+    }
+
+    /// The options [`Self::start`] uses, to adjust; `data_dir` is replaced by a temporary one.
+    pub fn options() -> LocalOptions {
+        LocalOptions {
+            flight_sql_port: 0,
+            tpch_parts: 4,
+            scan_bytes_per_partition: Some(8 * 1024),
+            ..LocalOptions::default()
+        }
+    }
+
+    pub async fn start_with(options: LocalOptions) -> Result<Self, GatewayError> {
         let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
         let options = LocalOptions {
             data_dir: dir.path().to_path_buf(),
-            workers,
-            flight_sql_port: 0,
-            scale_factor,
-            tpch_parts: 4,
-            scan_bytes_per_partition: Some(8 * 1024),
-            worker_memory_limit: Some(512 * 1024 * 1024),
+            ..options
         };
         let cluster = start_local(&options).await?;
         Ok(Self { cluster, dir })

@@ -18,6 +18,9 @@ pub enum WorkerError {
         data_type: String,
         hint: String,
     },
+    /// Data does not have the shape its destination expects.
+    #[error("schema mismatch: {0}")]
+    Schema(String),
     /// A plan fragment could not be encoded or decoded.
     #[error("plan codec: {0}")]
     Codec(String),

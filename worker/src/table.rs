@@ -9,7 +9,7 @@ use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Statistics, not_impl_err};
 use datafusion::datasource::{TableProvider, TableType};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
@@ -42,7 +42,7 @@ impl IcebergTableProvider {
         static_props: Arc<HashMap<String, String>>,
         listener: Option<Arc<dyn CommitListener>>,
     ) -> crate::error::Result<Self> {
-        let schema = table_arrow_schema(table.metadata().current_schema())?;
+        let schema = table_arrow_schema(scan_schema(&table)?.as_ref())?;
         Ok(Self {
             catalog,
             table,
@@ -75,13 +75,13 @@ impl IcebergTableProvider {
         columns: &[String],
         filters: &[Expr],
     ) -> Result<Vec<FileScanTask>> {
-        let iceberg_schema = self.table.metadata().current_schema();
+        let iceberg_schema = scan_schema(&self.table).map_err(DataFusionError::from)?;
         let mut builder = if columns.is_empty() {
             self.table.scan().select_empty()
         } else {
             self.table.scan().select(columns.iter().cloned())
         };
-        if let Some(predicate) = filters_to_predicate(filters, iceberg_schema) {
+        if let Some(predicate) = filters_to_predicate(filters, &iceberg_schema) {
             builder = builder.with_filter(predicate);
         }
         let scan = builder.build().map_err(iceberg_to_df)?;
@@ -91,6 +91,16 @@ impl IcebergTableProvider {
             .try_collect()
             .await
             .map_err(iceberg_to_df)
+    }
+}
+
+/// The schema scans of the table read with: its current snapshot's (Iceberg plans scans against
+/// the snapshot, which can be older than a schema change made without new data).
+fn scan_schema(table: &Table) -> crate::error::Result<iceberg::spec::SchemaRef> {
+    let metadata = table.metadata();
+    match metadata.current_snapshot() {
+        Some(snapshot) => Ok(snapshot.schema(metadata)?),
+        None => Ok(metadata.current_schema().clone()),
     }
 }
 

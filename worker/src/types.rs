@@ -126,11 +126,12 @@ fn normalize_type(column: &str, data_type: &DataType) -> Result<DataType> {
     })
 }
 
-/// Casts a batch to the schema a table's data files are written with (same column order).
+/// Casts a batch, column by column in order, to `target` (a table's file schema on writes, a
+/// scan's declared schema on reads). Values that do not fit are errors, never NULLs.
 pub fn cast_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     if batch.num_columns() != target.fields().len() {
-        return Err(WorkerError::Codec(format!(
-            "batch has {} columns, the table has {}",
+        return Err(WorkerError::Schema(format!(
+            "batch has {} columns, the target schema has {}",
             batch.num_columns(),
             target.fields().len()
         )));

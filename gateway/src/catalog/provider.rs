@@ -47,7 +47,12 @@ impl IcebergCatalogProvider {
         let namespaces = self.catalog.list_namespaces(None).await?;
         let mut fresh = BTreeMap::new();
         for namespace in namespaces {
-            let tables = self.catalog.list_tables(&namespace).await?;
+            let tables = match self.catalog.list_tables(&namespace).await {
+                Ok(tables) => tables,
+                // Dropped since it was listed.
+                Err(e) if e.kind() == ErrorKind::NamespaceNotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
             let name = namespace.join(".");
             let schema = IcebergSchemaProvider {
                 catalog: Arc::clone(&self.catalog),

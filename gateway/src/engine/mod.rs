@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::catalog::{CatalogProvider, CatalogProviderList, MemoryCatalogProviderList};
 use datafusion::common::{SchemaReference, TableReference};
@@ -164,7 +164,8 @@ impl Prepared {
         self.kind
     }
 
-    /// The schema of the rows an [`Outcome::Rows`] will carry (for DDL/DML, one `rows` column).
+    /// The schema of the rows the statement returns; DDL and DML return one row in
+    /// [`StatementKind::command_result`]'s shape.
     pub fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
     }
@@ -196,12 +197,33 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-fn rows_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new(
-        "rows",
-        DataType::UInt64,
-        true,
-    )]))
+impl StatementKind {
+    /// The result schema of a DDL or DML statement run as a query: DML reports `rows` written,
+    /// DDL its `result` (the update type, e.g. `CREATE TABLE`).
+    fn command_schema(self) -> SchemaRef {
+        let field = if self.writes_rows() {
+            Field::new("rows", DataType::UInt64, false)
+        } else {
+            Field::new("result", DataType::Utf8, false)
+        };
+        Arc::new(Schema::new(vec![field]))
+    }
+
+    /// Whether the statement writes rows and reports how many.
+    pub fn writes_rows(self) -> bool {
+        matches!(self, StatementKind::Insert | StatementKind::CreateTableAs)
+    }
+
+    /// The one-row result of a DDL or DML statement, in [`Self::command_schema`].
+    pub fn command_result(self, rows: Option<u64>) -> Result<RecordBatch> {
+        let column: ArrayRef = if self.writes_rows() {
+            Arc::new(UInt64Array::from(vec![rows.unwrap_or(0)]))
+        } else {
+            Arc::new(StringArray::from(vec![self.update_type().unwrap_or("OK")]))
+        };
+        RecordBatch::try_new(self.command_schema(), vec![column])
+            .map_err(|e| GatewayError::Internal(e.to_string()))
+    }
 }
 
 impl Engine {
@@ -295,6 +317,9 @@ impl Engine {
                 .with_distributed_file_scan_config_bytes_per_partition(
                     self.settings.scan_bytes_per_partition,
                 )?
+                // Scans report row counts, so DataFusion builds small join sides whole
+                // (CollectLeft); broadcasting them keeps the probe side spread over workers.
+                .with_distributed_broadcast_joins(true)?
                 .with_distributed_planner()
         };
         Ok(builder.build())
@@ -317,9 +342,9 @@ impl Engine {
         logical: LogicalPlan,
         properties: TableProperties,
     ) -> Result<Prepared> {
-        let command = |kind, action| Prepared {
+        let command = |kind: StatementKind, action| Prepared {
             kind,
-            schema: rows_schema(),
+            schema: kind.command_schema(),
             action,
         };
         match logical {
@@ -413,7 +438,7 @@ impl Engine {
                 let plan = state.create_physical_plan(&logical).await?;
                 Ok(Prepared {
                     kind: StatementKind::Insert,
-                    schema: rows_schema(),
+                    schema: StatementKind::Insert.command_schema(),
                     action: Action::Plan {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
@@ -475,13 +500,17 @@ impl Engine {
     }
 
     /// Plans and runs one statement.
-    pub async fn execute(&self, session: &SessionSettings, sql: &str) -> Result<Outcome> {
+    pub async fn execute(
+        self: &Arc<Self>,
+        session: &SessionSettings,
+        sql: &str,
+    ) -> Result<Outcome> {
         let prepared = self.prepare(session, sql).await?;
         self.run(prepared).await
     }
 
     /// Runs a prepared statement.
-    pub async fn run(&self, prepared: Prepared) -> Result<Outcome> {
+    pub async fn run(self: &Arc<Self>, prepared: Prepared) -> Result<Outcome> {
         let kind = prepared.kind;
         let outcome = match prepared.action {
             Action::Plan { plan, task_ctx } => {
@@ -502,16 +531,24 @@ impl Engine {
                 partitioning,
                 state,
             } => {
-                let rows = self
-                    .create_table_as(
-                        ident,
-                        table_ref,
-                        input,
-                        if_not_exists,
-                        &partitioning,
-                        *state,
-                    )
-                    .await?;
+                // Its own task: a client that goes away must not stop it between creating the
+                // table and filling (or dropping) it.
+                let engine = Arc::clone(self);
+                let ctas = tokio::spawn(async move {
+                    engine
+                        .create_table_as(
+                            ident,
+                            table_ref,
+                            input,
+                            if_not_exists,
+                            &partitioning,
+                            *state,
+                        )
+                        .await
+                });
+                let rows = ctas.await.map_err(|e| {
+                    GatewayError::Internal(format!("CREATE TABLE AS task failed: {e}"))
+                })??;
                 Outcome::Updated { rows: Some(rows) }
             }
             Action::CreateTable {
@@ -574,7 +611,10 @@ impl Engine {
             }
         };
         if kind != StatementKind::Query && kind != StatementKind::Insert {
-            self.refresh_names(true).await?;
+            // The statement is done; a failed refresh must not report it as failed.
+            if let Err(e) = self.refresh_names(true).await {
+                tracing::warn!(error = %e, "could not refresh catalog names after DDL");
+            }
         }
         Ok(outcome)
     }

@@ -136,14 +136,21 @@ fn parse_partition_field(field: &str) -> Result<(Transform, String)> {
         ("month", [column]) => return Ok((Transform::Month, column.to_string())),
         ("day", [column]) => return Ok((Transform::Day, column.to_string())),
         ("hour", [column]) => return Ok((Transform::Hour, column.to_string())),
-        ("bucket", [n, column]) => (Transform::Bucket(n.parse().map_err(|_| invalid())?), column),
+        ("bucket", [n, column]) => (Transform::Bucket(positive(n).ok_or_else(invalid)?), column),
         ("truncate", [n, column]) => (
-            Transform::Truncate(n.parse().map_err(|_| invalid())?),
+            Transform::Truncate(positive(n).ok_or_else(invalid)?),
             column,
         ),
         _ => return Err(invalid()),
     };
     Ok((transform.0, transform.1.to_string()))
+}
+
+/// A bucket count or truncation width: 1 up to i32::MAX (Iceberg stores them as int).
+fn positive(text: &str) -> Option<u32> {
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0 && i32::try_from(*n).is_ok())
 }
 
 #[cfg(test)]
@@ -213,6 +220,8 @@ mod tests {
         assert!(partition_spec(&schema, &["day(name)".into()]).is_err());
         assert!(partition_spec(&schema, &["missing".into()]).is_err());
         assert!(partition_spec(&schema, &["bucket(x, id)".into()]).is_err());
+        assert!(partition_spec(&schema, &["bucket(0, id)".into()]).is_err());
+        assert!(partition_spec(&schema, &["truncate(0, name)".into()]).is_err());
         Ok(())
     }
 }

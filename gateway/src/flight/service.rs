@@ -14,7 +14,6 @@ use arrow_flight::sql::{
 use arrow_flight::{
     FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket,
 };
-use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use futures::{Stream, StreamExt, TryStreamExt, stream};
 use prost::Message;
 use tonic::{Request, Response, Status, Streaming};
@@ -49,20 +48,6 @@ pub fn flight_sql_server(engine: Arc<Engine>) -> FlightServiceServer<SqeFlightSq
     FlightServiceServer::new(SqeFlightSqlService::new(engine))
         .max_decoding_message_size(64 * 1024 * 1024)
         .max_encoding_message_size(64 * 1024 * 1024)
-}
-
-fn updated_batch(rows: Option<u64>) -> Result<RecordBatch, GatewayError> {
-    let schema =
-        datafusion::arrow::datatypes::Schema::new(vec![datafusion::arrow::datatypes::Field::new(
-            "rows",
-            datafusion::arrow::datatypes::DataType::UInt64,
-            true,
-        )]);
-    RecordBatch::try_new(
-        Arc::new(schema),
-        vec![Arc::new(UInt64Array::from(vec![rows]))],
-    )
-    .map_err(|e| GatewayError::Internal(e.to_string()))
 }
 
 #[tonic::async_trait]
@@ -115,12 +100,13 @@ impl FlightSqlService for SqeFlightSqlService {
             Status::not_found("statement ticket unknown, already used or expired")
         })?;
         let schema = prepared.schema();
+        let kind = prepared.kind();
         let batches = match self.engine.run(prepared).await? {
             Outcome::Rows(stream) => stream
                 .map_err(|e| FlightError::from(Status::from(GatewayError::from(e))))
                 .boxed(),
             Outcome::Updated { rows } => {
-                let batch = updated_batch(rows)?;
+                let batch = kind.command_result(rows)?;
                 stream::iter([Ok(batch)]).boxed()
             }
         };

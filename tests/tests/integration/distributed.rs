@@ -98,3 +98,33 @@ async fn without_reachable_workers_the_coordinator_runs_the_query() -> TestResul
     cluster.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_memory_limit_is_enforced() -> TestResult {
+    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
+        workers: 2,
+        scale_factor: 0.01,
+        worker_memory_limit: Some(256 * 1024),
+        ..TestCluster::options()
+    })
+    .await?;
+    // A self-join builds a hash table of a whole lineitem partition: far over 256 KiB.
+    let err = cluster
+        .query("SELECT count(*) FROM tpch.lineitem a JOIN tpch.lineitem b ON a.l_orderkey = b.l_orderkey")
+        .await
+        .err()
+        .ok_or("a 256 KiB worker memory pool should not fit a hash join over lineitem")?;
+    assert!(
+        matches!(err, sqe_gateway::error::GatewayError::ResourcesExhausted(_)),
+        "expected the memory pool to refuse, got: {err:?}"
+    );
+    assert!(err.to_string().contains("pool_size: 256.0 KB"), "{err}");
+    // Small queries still run in the same pool.
+    let rows = cluster.query("SELECT count(*) FROM tpch.nation").await?;
+    assert_eq!(
+        render(&rows),
+        "+----------+\n| count(*) |\n+----------+\n| 25       |\n+----------+"
+    );
+    cluster.stop().await;
+    Ok(())
+}

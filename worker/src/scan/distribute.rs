@@ -66,16 +66,93 @@ fn split_scan(
 ) -> Result<DistributedLeafExec> {
     let partitions_per_task = original.output_partitioning().partition_count().max(1);
     let tasks: Vec<_> = scan.partitions().iter().flatten().cloned().collect();
-    let mut groups = balance_by_bytes(tasks, task_count * partitions_per_task).into_iter();
-    let variants = (0..task_count).map(|_| {
-        let partitions: Vec<_> = groups.by_ref().take(partitions_per_task).collect();
-        Arc::new(IcebergScanExec::with_partitions(
-            scan.table().to_string(),
-            scan.schema(),
-            partitions,
-            scan.io().clone(),
-            scan.limit(),
-        )) as Arc<dyn ExecutionPlan>
-    });
+    // Files over tasks first (so every task gets work), then each task's files over its partitions.
+    let variants = balance_by_bytes(tasks, task_count)
+        .into_iter()
+        .map(|files| {
+            Arc::new(IcebergScanExec::with_partitions(
+                scan.table().to_string(),
+                scan.schema(),
+                balance_by_bytes(files, partitions_per_task),
+                scan.io().clone(),
+                scan.limit(),
+            )) as Arc<dyn ExecutionPlan>
+        });
     DistributedLeafExec::try_new(Arc::clone(original), variants.collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use datafusion::arrow::datatypes::Schema;
+    use iceberg::scan::FileScanTask;
+    use iceberg::spec::DataFileFormat;
+
+    use super::*;
+    use crate::scan::ScanIo;
+    use crate::storage::file_io_with_props;
+
+    fn task(path: &str, length: u64) -> FileScanTask {
+        FileScanTask {
+            file_size_in_bytes: length,
+            start: 0,
+            length,
+            record_count: Some(1),
+            data_file_path: path.to_string(),
+            data_file_format: DataFileFormat::Parquet,
+            schema: Arc::new(
+                iceberg::spec::Schema::builder()
+                    .build()
+                    .expect("empty schema"),
+            ),
+            project_field_ids: vec![],
+            predicate: None,
+            deletes: vec![],
+            partition: None,
+            partition_spec: None,
+            name_mapping: None,
+            case_sensitive: true,
+        }
+    }
+
+    #[test]
+    fn every_task_gets_files_and_none_is_read_twice() -> Result<()> {
+        let files: Vec<_> = (0..8).map(|i| task(&format!("f{i}"), 100 + i)).collect();
+        let io = ScanIo {
+            file_io: file_io_with_props(HashMap::new()),
+            plan_props: HashMap::new(),
+        };
+        // As many partitions as files: the case where naive grouping put everything in task 0.
+        let scan = IcebergScanExec::new("t".into(), Arc::new(Schema::empty()), files, 8, io, None);
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(scan.clone());
+        let leaf = split_scan(&plan, &scan, 4)?;
+        let mut seen = Vec::new();
+        for variant in leaf.variants() {
+            let variant = variant
+                .downcast_ref::<IcebergScanExec>()
+                .expect("scan variant");
+            assert_eq!(
+                variant.partitions().len(),
+                8,
+                "variants keep the partition count"
+            );
+            assert_eq!(
+                variant.file_count(),
+                2,
+                "each of 4 tasks reads 2 of 8 files"
+            );
+            seen.extend(
+                variant
+                    .partitions()
+                    .iter()
+                    .flatten()
+                    .map(|t| t.data_file_path.clone()),
+            );
+        }
+        seen.sort();
+        let expected: Vec<String> = (0..8).map(|i| format!("f{i}")).collect();
+        assert_eq!(seen, expected);
+        Ok(())
+    }
 }

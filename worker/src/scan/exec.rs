@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::Statistics;
+use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning};
@@ -22,6 +24,7 @@ use iceberg::io::FileIO;
 use iceberg::scan::FileScanTask;
 
 use crate::error::iceberg_to_df;
+use crate::types::cast_batch;
 
 /// How a scan reaches its files: the FileIO to read with, and the per-table properties
 /// (credentials vended by a REST catalog, say) a worker needs on top of its own `[storage]`.
@@ -237,6 +240,25 @@ impl ExecutionPlan for IcebergScanExec {
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
     }
+
+    /// Row counts from the manifests: an upper bound (filters and deletes only remove rows),
+    /// which is what join planning needs to put the smaller side first.
+    fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
+        let tasks: Vec<&FileScanTask> = match partition {
+            Some(p) => self
+                .partitions
+                .get(p)
+                .map(|t| t.iter().collect())
+                .unwrap_or_default(),
+            None => self.partitions.iter().flatten().collect(),
+        };
+        let mut stats = Statistics::new_unknown(&self.schema);
+        let rows: Option<u64> = tasks.iter().map(|t| t.record_count).sum();
+        if let Some(rows) = rows {
+            stats.num_rows = Precision::Inexact(rows as usize);
+        }
+        Ok(Arc::new(stats))
+    }
 }
 
 /// Ends a stream once `limit` rows have passed, so no further files are opened.
@@ -265,30 +287,5 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
     if batch.schema_ref() == schema {
         return Ok(batch);
     }
-    if batch.num_columns() != schema.fields().len() {
-        return Err(DataFusionError::Internal(format!(
-            "Iceberg reader returned {} columns, the scan expects {}",
-            batch.num_columns(),
-            schema.fields().len()
-        )));
-    }
-    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(column, field)| {
-            if column.data_type() == field.data_type() {
-                Ok(Arc::clone(column))
-            } else {
-                datafusion::arrow::compute::cast(column, field.data_type())
-                    .map_err(|e| DataFusionError::ArrowError(Box::new(e), None))
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(RecordBatch::try_new_with_options(
-        Arc::clone(schema),
-        columns,
-        &options,
-    )?)
+    Ok(cast_batch(&batch, schema)?)
 }

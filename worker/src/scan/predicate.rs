@@ -2,13 +2,16 @@
 //!
 //! Conversion is best effort: a conjunct that has no Iceberg form is left out, which only makes
 //! pruning less effective. SQE reports filters as `Inexact`, so DataFusion still applies every
-//! filter to the rows the scan returns; a predicate here never decides a result on its own.
+//! filter to the rows the scan returns. Iceberg prunes files, row groups and rows with what is
+//! pushed, though, so a pushed predicate must never be narrower than the SQL filter: values are
+//! compared only on columns whose order Iceberg and Arrow agree on (not floating point, where
+//! Arrow orders NaN above every number and Iceberg's statistics leave NaN out).
 
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator};
 use iceberg::expr::{Bind, Predicate, Reference};
-use iceberg::spec::{Datum, SchemaRef};
+use iceberg::spec::{Datum, PrimitiveType, SchemaRef, Type};
 
 /// Converts the conjuncts that Iceberg can evaluate and that bind against `schema`.
 pub fn filters_to_predicate(filters: &[Expr], schema: &SchemaRef) -> Option<Predicate> {
@@ -18,7 +21,7 @@ pub fn filters_to_predicate(filters: &[Expr], schema: &SchemaRef) -> Option<Pred
     }
     conjuncts
         .into_iter()
-        .filter_map(to_predicate)
+        .filter_map(|expr| to_predicate(expr, schema))
         .filter(|p| p.clone().bind(schema.clone(), true).is_ok())
         .reduce(Predicate::and)
 }
@@ -37,22 +40,22 @@ fn split_conjunction<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-fn to_predicate(expr: &Expr) -> Option<Predicate> {
+fn to_predicate(expr: &Expr, schema: &SchemaRef) -> Option<Predicate> {
     match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
-            Operator::And => Some(to_predicate(left)?.and(to_predicate(right)?)),
-            Operator::Or => Some(to_predicate(left)?.or(to_predicate(right)?)),
-            _ => comparison(left, *op, right),
+            Operator::And => Some(to_predicate(left, schema)?.and(to_predicate(right, schema)?)),
+            Operator::Or => Some(to_predicate(left, schema)?.or(to_predicate(right, schema)?)),
+            _ => comparison(left, *op, right, schema),
         },
-        Expr::Not(inner) => Some(to_predicate(inner)?.negate()),
-        Expr::IsNull(inner) => Some(reference(inner)?.is_null()),
-        Expr::IsNotNull(inner) => Some(reference(inner)?.is_not_null()),
+        Expr::Not(inner) => Some(to_predicate(inner, schema)?.negate()),
+        Expr::IsNull(inner) => Some(column(inner)?.is_null()),
+        Expr::IsNotNull(inner) => Some(column(inner)?.is_not_null()),
         Expr::InList(InList {
             expr,
             list,
             negated,
         }) => {
-            let column = reference(expr)?;
+            let column = ordered_column(expr, schema)?;
             let values = list.iter().map(datum).collect::<Option<Vec<_>>>()?;
             Some(if *negated {
                 column.is_not_in(values)
@@ -66,8 +69,8 @@ fn to_predicate(expr: &Expr) -> Option<Predicate> {
             low,
             high,
         }) => {
-            let low = reference(expr)?.greater_than_or_equal_to(datum(low)?);
-            let high = reference(expr)?.less_than_or_equal_to(datum(high)?);
+            let low = ordered_column(expr, schema)?.greater_than_or_equal_to(datum(low)?);
+            let high = ordered_column(expr, schema)?.less_than_or_equal_to(datum(high)?);
             Some(low.and(high))
         }
         Expr::Like(Like {
@@ -82,19 +85,20 @@ fn to_predicate(expr: &Expr) -> Option<Predicate> {
             };
             let pattern = scalar_string(value)?;
             let prefix = pattern.strip_suffix('%')?;
-            if prefix.contains(['%', '_']) {
+            // `\` escapes even without an ESCAPE clause: 'a\%' matches the literal "a%".
+            if prefix.contains(['%', '_', '\\']) {
                 return None;
             }
-            Some(reference(expr)?.starts_with(Datum::string(prefix)))
+            Some(ordered_column(expr, schema)?.starts_with(Datum::string(prefix)))
         }
         _ => None,
     }
 }
 
-fn comparison(left: &Expr, op: Operator, right: &Expr) -> Option<Predicate> {
-    let (column, value, op) = match (reference(left), datum(right)) {
+fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &SchemaRef) -> Option<Predicate> {
+    let (column, value, op) = match (ordered_column(left, schema), datum(right)) {
         (Some(column), Some(value)) => (column, value, op),
-        _ => (reference(right)?, datum(left)?, op.swap()?),
+        _ => (ordered_column(right, schema)?, datum(left)?, op.swap()?),
     };
     Some(match op {
         Operator::Eq => column.equal_to(value),
@@ -107,9 +111,21 @@ fn comparison(left: &Expr, op: Operator, right: &Expr) -> Option<Predicate> {
     })
 }
 
-fn reference(expr: &Expr) -> Option<Reference> {
+/// A bare column reference.
+fn column(expr: &Expr) -> Option<Reference> {
     match expr {
         Expr::Column(column) => Some(Reference::new(column.name.clone())),
+        _ => None,
+    }
+}
+
+/// A column whose values may be compared in Iceberg exactly as Arrow compares them.
+fn ordered_column(expr: &Expr, schema: &SchemaRef) -> Option<Reference> {
+    let reference = column(expr)?;
+    let field = schema.field_by_name(reference.name())?;
+    match field.field_type.as_ref() {
+        Type::Primitive(PrimitiveType::Float | PrimitiveType::Double) => None,
+        Type::Primitive(_) => Some(reference),
         _ => None,
     }
 }
@@ -139,8 +155,8 @@ fn datum(expr: &Expr) -> Option<Datum> {
         ScalarValue::Float32(Some(v)) => Datum::float(*v),
         ScalarValue::Float64(Some(v)) => Datum::double(*v),
         ScalarValue::Date32(Some(v)) => Datum::date(*v),
-        ScalarValue::Decimal128(Some(_), _, _) => {
-            Datum::decimal_from_str(value.to_string()).ok()?
+        ScalarValue::Decimal128(Some(mantissa), _, scale) => {
+            Datum::decimal_from_str(decimal_text(*mantissa, *scale)?).ok()?
         }
         ScalarValue::TimestampSecond(Some(v), tz) => {
             timestamp(v.checked_mul(1_000_000)?, tz.is_some())
@@ -158,6 +174,19 @@ fn datum(expr: &Expr) -> Option<Datum> {
         }
         other => Datum::string(scalar_string(other)?),
     })
+}
+
+/// `mantissa` x 10^-`scale` as decimal text (`150`, 2 -> `1.50`).
+fn decimal_text(mantissa: i128, scale: i8) -> Option<String> {
+    let scale = usize::try_from(scale).ok()?;
+    let digits = mantissa.unsigned_abs().to_string();
+    let sign = if mantissa < 0 { "-" } else { "" };
+    if scale == 0 {
+        return Some(format!("{sign}{digits}"));
+    }
+    let digits = format!("{digits:0>width$}", width = scale + 1);
+    let (whole, fraction) = digits.split_at(digits.len() - scale);
+    Some(format!("{sign}{whole}.{fraction}"))
 }
 
 fn timestamp(micros: i64, with_zone: bool) -> Datum {
@@ -183,6 +212,17 @@ mod tests {
                 .with_fields(vec![
                     NestedField::required(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
                     NestedField::optional(2, "name", Type::Primitive(PrimitiveType::String)).into(),
+                    NestedField::optional(3, "score", Type::Primitive(PrimitiveType::Double))
+                        .into(),
+                    NestedField::optional(
+                        4,
+                        "price",
+                        Type::Primitive(PrimitiveType::Decimal {
+                            precision: 10,
+                            scale: 2,
+                        }),
+                    )
+                    .into(),
                 ])
                 .build()
                 .expect("valid schema"),
@@ -202,6 +242,31 @@ mod tests {
             predicate.as_deref(),
             Some("((id > 10) AND (name STARTS WITH \"ab\")) AND (id <= 5)")
         );
+    }
+
+    #[test]
+    fn nothing_narrower_than_sql_is_pushed() {
+        // Arrow keeps NaN for `score > 1` (NaN orders last); Iceberg statistics would prune it.
+        assert!(filters_to_predicate(&[col("score").gt(lit(1.0f64))], &schema()).is_none());
+        // 'ab\%' is the literal "ab%", not a prefix "ab\".
+        assert!(filters_to_predicate(&[col("name").like(lit("ab\\%"))], &schema()).is_none());
+        // NULL checks are fine on any column.
+        let p = filters_to_predicate(&[col("score").is_null()], &schema()).map(|p| p.to_string());
+        assert_eq!(p.as_deref(), Some("score IS NULL"));
+    }
+
+    #[test]
+    fn decimals_keep_their_scale() {
+        assert_eq!(decimal_text(150, 2).as_deref(), Some("1.50"));
+        assert_eq!(decimal_text(-5, 3).as_deref(), Some("-0.005"));
+        assert_eq!(decimal_text(42, 0).as_deref(), Some("42"));
+        let filter = col("price").lt(lit(datafusion::common::ScalarValue::Decimal128(
+            Some(1999),
+            10,
+            2,
+        )));
+        let p = filters_to_predicate(&[filter], &schema()).map(|p| p.to_string());
+        assert_eq!(p.as_deref(), Some("price < 19.99"));
     }
 
     #[test]

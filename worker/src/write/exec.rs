@@ -17,7 +17,7 @@ use futures::stream;
 use iceberg::spec::DataFile;
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
-use iceberg::{Catalog, TableIdent};
+use iceberg::{Catalog, ErrorKind, TableIdent};
 use tokio::task::JoinSet;
 
 use super::files::{CreatedFiles, WrittenFiles, write_partition};
@@ -135,19 +135,30 @@ impl ExecutionPlan for IcebergWriteExec {
         let write = async move {
             let statement_id = uuid::Uuid::now_v7();
             let created = CreatedFiles::default();
-            let result = match write_all(&table, inputs, statement_id, &created).await {
-                Ok(written) => commit(&table, catalog.as_ref(), written.files, listener.as_deref())
-                    .await
-                    .map(|()| written.rows),
-                Err(e) => Err(e),
-            };
-            let rows = match result {
-                Ok(rows) => rows,
+            let written = match write_all(&table, inputs, statement_id, &created).await {
+                Ok(written) => written,
                 Err(e) => {
                     delete_files(&table, &created.locations()).await;
                     return Err(e);
                 }
             };
+            match commit(&table, catalog.as_ref(), written.files, listener.as_deref()).await {
+                Ok(()) => {}
+                Err(CommitError::NotApplied(e)) => {
+                    delete_files(&table, &created.locations()).await;
+                    return Err(iceberg_to_df(e));
+                }
+                Err(CommitError::Unknown(e)) => {
+                    // The catalog may have applied it: deleting could break a committed snapshot.
+                    tracing::warn!(
+                        table = %table.identifier(),
+                        error = %e,
+                        "commit outcome unknown; keeping its data files (orphans if it did not apply)"
+                    );
+                    return Err(iceberg_to_df(e));
+                }
+            }
+            let rows = written.rows;
             Ok(RecordBatch::try_new(
                 count_schema(),
                 vec![Arc::new(UInt64Array::from(vec![rows]))],
@@ -177,21 +188,19 @@ async fn write_all(
     let mut all = WrittenFiles::default();
     let mut failure = None;
     while let Some(joined) = writers.join_next().await {
-        match joined {
+        let error = match joined {
             Ok(Ok(written)) => {
                 all.rows += written.rows;
                 all.files.extend(written.files);
+                continue;
             }
-            Ok(Err(e)) => {
-                failure.get_or_insert(e);
-                writers.abort_all();
-            }
-            Err(e) if e.is_cancelled() => {}
-            Err(e) => {
-                failure.get_or_insert(DataFusionError::External(Box::new(e)));
-                writers.abort_all();
-            }
-        }
+            Ok(Err(e)) => e,
+            // Cancelled because an earlier writer failed: that failure is already recorded.
+            Err(e) if e.is_cancelled() && failure.is_some() => continue,
+            Err(e) => DataFusionError::External(Box::new(e)),
+        };
+        failure.get_or_insert(error);
+        writers.abort_all();
     }
     match failure {
         Some(err) => Err(err),
@@ -199,12 +208,21 @@ async fn write_all(
     }
 }
 
+/// Why a commit failed, as far as the files it names are concerned.
+enum CommitError {
+    /// The snapshot certainly does not exist (refused before sending, or a conflict that
+    /// retries did not resolve): the files may go.
+    NotApplied(iceberg::Error),
+    /// The catalog may or may not have applied it (e.g. a timeout or a 5xx from a REST catalog).
+    Unknown(iceberg::Error),
+}
+
 async fn commit(
     table: &Table,
     catalog: &dyn Catalog,
     files: Vec<DataFile>,
     listener: Option<&dyn CommitListener>,
-) -> Result<()> {
+) -> Result<(), CommitError> {
     if files.is_empty() {
         return Ok(());
     }
@@ -213,8 +231,13 @@ async fn commit(
         .fast_append()
         .add_data_files(files)
         .apply(tx)
-        .map_err(iceberg_to_df)?;
-    let committed = tx.commit(catalog).await.map_err(iceberg_to_df)?;
+        .map_err(CommitError::NotApplied)?;
+    let committed = tx.commit(catalog).await.map_err(|e| match e.kind() {
+        ErrorKind::CatalogCommitConflicts
+        | ErrorKind::DataInvalid
+        | ErrorKind::FeatureUnsupported => CommitError::NotApplied(e),
+        _ => CommitError::Unknown(e),
+    })?;
     if let Some(listener) = listener {
         listener.committed(
             table.identifier(),
