@@ -629,6 +629,31 @@ mod tests {
     }
 
     #[test]
+    fn storage_maps_to_iceberg_s3_properties() -> Result<(), ConfigError> {
+        let dir = tempfile::tempdir().map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let secret_file = dir.path().join("s3.secret");
+        std::fs::write(&secret_file, "from-file\n").map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let text = format!(
+            "[catalog]\ntype = \"rest\"\ncatalog_url = \"http://polaris:8181/api/catalog\"\nwarehouse = \"quickstart\"\n\
+             [storage]\ns3_endpoint = \"http://rustfs:9000\"\ns3_region = \"us-east-1\"\n\
+             s3_access_key_id = \"AKIA\"\ns3_secret_access_key_file = \"{}\"\ns3_path_style = true\n",
+            secret_file.display()
+        );
+        let c = coordinator(&text, &[])?;
+        assert_eq!(c.catalog.kind, CatalogType::Rest);
+        let props = c.storage.iceberg_props()?;
+        assert_eq!(props.get("s3.endpoint").map(String::as_str), Some("http://rustfs:9000"));
+        assert_eq!(props.get("s3.region").map(String::as_str), Some("us-east-1"));
+        assert_eq!(props.get("s3.access-key-id").map(String::as_str), Some("AKIA"));
+        assert_eq!(props.get("s3.secret-access-key").map(String::as_str), Some("from-file"));
+        assert_eq!(props.get("s3.path-style-access").map(String::as_str), Some("true"));
+        // Inline and file at once is ambiguous.
+        let both = format!("{text}s3_secret_access_key = \"inline\"\n");
+        assert!(coordinator(&both, &[]).is_err());
+        Ok(())
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(ByteSize::parse("512MB"), Ok(ByteSize(512 << 20)));
         assert_eq!(ByteSize::parse("1.5g"), Ok(ByteSize(3 << 29)));

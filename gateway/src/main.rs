@@ -50,9 +50,10 @@ enum Command {
         /// Data files per large TPC-H table.
         #[arg(long, default_value_t = 4)]
         tpch_parts: usize,
-        /// Bytes per scan partition (smaller spreads small scans over more workers).
-        #[arg(long)]
-        scan_bytes_per_partition: Option<usize>,
+        /// Bytes per scan partition: smaller spreads small scans over more workers. The local
+        /// default (1 MiB) spreads even the sample data over both workers.
+        #[arg(long, default_value_t = 1024 * 1024)]
+        scan_bytes_per_partition: usize,
     },
     /// Run one SQL statement on a coordinator and print the result.
     Sql {
@@ -143,7 +144,7 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 flight_sql_port,
                 scale_factor,
                 tpch_parts,
-                scan_bytes_per_partition,
+                scan_bytes_per_partition: Some(scan_bytes_per_partition),
                 worker_memory_limit: None,
             };
             let cluster = start_local(&options).await?;
