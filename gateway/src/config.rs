@@ -218,7 +218,10 @@ impl StorageConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct QueryCacheConfig {
     pub enabled: bool,
-    pub max_size: ByteSize,
+    /// Memory for all cached results.
+    pub max_memory_mb: u64,
+    /// Results larger than this are not cached.
+    pub max_entry_mb: u64,
     pub ttl_secs: u64,
 }
 
@@ -226,7 +229,8 @@ impl Default for QueryCacheConfig {
     fn default() -> Self {
         Self {
             enabled: false,
-            max_size: ByteSize(128 * 1024 * 1024),
+            max_memory_mb: 128,
+            max_entry_mb: 16,
             ttl_secs: 300,
         }
     }
@@ -542,7 +546,7 @@ mod tests {
             allow_unauthenticated_workers = true
             [query_cache]
             enabled = true
-            max_size = "128MB"
+            max_memory_mb = 128
             ttl_secs = 300
             [query_history]
             max_entries = 10000
@@ -551,7 +555,7 @@ mod tests {
             &[],
         )?;
         assert_eq!(c.coordinator.worker_urls.len(), 2);
-        assert_eq!(c.query_cache.max_size, ByteSize(128 << 20));
+        assert_eq!(c.query_cache.max_memory_mb, 128);
         let w = WorkerConfig::from_toml(
             r#"
             [worker]
@@ -632,7 +636,8 @@ mod tests {
     fn storage_maps_to_iceberg_s3_properties() -> Result<(), ConfigError> {
         let dir = tempfile::tempdir().map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let secret_file = dir.path().join("s3.secret");
-        std::fs::write(&secret_file, "from-file\n").map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        std::fs::write(&secret_file, "from-file\n")
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let text = format!(
             "[catalog]\ntype = \"rest\"\ncatalog_url = \"http://polaris:8181/api/catalog\"\nwarehouse = \"quickstart\"\n\
              [storage]\ns3_endpoint = \"http://rustfs:9000\"\ns3_region = \"us-east-1\"\n\
@@ -642,11 +647,26 @@ mod tests {
         let c = coordinator(&text, &[])?;
         assert_eq!(c.catalog.kind, CatalogType::Rest);
         let props = c.storage.iceberg_props()?;
-        assert_eq!(props.get("s3.endpoint").map(String::as_str), Some("http://rustfs:9000"));
-        assert_eq!(props.get("s3.region").map(String::as_str), Some("us-east-1"));
-        assert_eq!(props.get("s3.access-key-id").map(String::as_str), Some("AKIA"));
-        assert_eq!(props.get("s3.secret-access-key").map(String::as_str), Some("from-file"));
-        assert_eq!(props.get("s3.path-style-access").map(String::as_str), Some("true"));
+        assert_eq!(
+            props.get("s3.endpoint").map(String::as_str),
+            Some("http://rustfs:9000")
+        );
+        assert_eq!(
+            props.get("s3.region").map(String::as_str),
+            Some("us-east-1")
+        );
+        assert_eq!(
+            props.get("s3.access-key-id").map(String::as_str),
+            Some("AKIA")
+        );
+        assert_eq!(
+            props.get("s3.secret-access-key").map(String::as_str),
+            Some("from-file")
+        );
+        assert_eq!(
+            props.get("s3.path-style-access").map(String::as_str),
+            Some("true")
+        );
         // Inline and file at once is ambiguous.
         let both = format!("{text}s3_secret_access_key = \"inline\"\n");
         assert!(coordinator(&both, &[]).is_err());
