@@ -1,1 +1,32 @@
-//! placeholder
+//! Benchmark harnesses. Each binary prints a table comparing SQE's code with a baseline measured
+//! in the same run; see `benches/README.md`.
+
+/// Latency percentiles of a sample, in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p99: f64,
+    pub mean: f64,
+}
+
+impl Percentiles {
+    /// From durations in nanoseconds (sorted in place).
+    pub fn of(samples: &mut [u64]) -> Self {
+        if samples.is_empty() {
+            return Self {
+                p50: 0.0,
+                p99: 0.0,
+                mean: 0.0,
+            };
+        }
+        samples.sort_unstable();
+        let at =
+            |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+        let mean = samples.iter().sum::<u64>() as f64 / samples.len() as f64 / 1000.0;
+        Self {
+            p50: at(0.50),
+            p99: at(0.99),
+            mean,
+        }
+    }
+}

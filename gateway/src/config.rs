@@ -71,6 +71,16 @@ pub struct CoordinatorSection {
     pub target_partitions: usize,
     /// How often reachability of `worker_urls` is checked.
     pub worker_probe_interval_secs: u64,
+    /// The secret before the current one, still accepted while peers are rotated.
+    pub worker_secret_previous: Option<String>,
+    /// Deadline per RPC attempt to a worker, until its response headers.
+    pub rpc_timeout_ms: u64,
+    /// Deadline for connecting to a worker.
+    pub connect_timeout_ms: u64,
+    /// Retries of failed-before-sending RPCs allowed, as a percentage of RPCs.
+    pub retry_budget_percent: f32,
+    /// Threads of the dedicated network I/O runtime.
+    pub io_threads: usize,
 }
 
 impl Default for CoordinatorSection {
@@ -88,6 +98,11 @@ impl Default for CoordinatorSection {
             scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
             target_partitions: 0,
             worker_probe_interval_secs: 5,
+            worker_secret_previous: None,
+            rpc_timeout_ms: 30_000,
+            connect_timeout_ms: 5_000,
+            retry_budget_percent: 20.0,
+            io_threads: 2,
         }
     }
 }
@@ -112,6 +127,16 @@ pub struct WorkerSection {
     pub allow_unauthenticated_workers: bool,
     /// Version reported to coordinators; defaults to `SQE_VERSION` or the build version.
     pub version: Option<String>,
+    /// The secret before the current one, still accepted while peers are rotated.
+    pub worker_secret_previous: Option<String>,
+    /// Deadline per RPC attempt to a worker, until its response headers.
+    pub rpc_timeout_ms: u64,
+    /// Deadline for connecting to a worker.
+    pub connect_timeout_ms: u64,
+    /// Retries of failed-before-sending RPCs allowed, as a percentage of RPCs.
+    pub retry_budget_percent: f32,
+    /// Threads of the dedicated network I/O runtime.
+    pub io_threads: usize,
 }
 
 impl Default for WorkerSection {
@@ -128,6 +153,11 @@ impl Default for WorkerSection {
             worker_secret_file: None,
             allow_unauthenticated_workers: false,
             version: None,
+            worker_secret_previous: None,
+            rpc_timeout_ms: 30_000,
+            connect_timeout_ms: 5_000,
+            retry_budget_percent: 20.0,
+            io_threads: 2,
         }
     }
 }
@@ -328,6 +358,9 @@ pub trait ConfigFile: DeserializeOwned {
     /// Checks that go beyond the types: URLs, secrets, combinations of keys.
     fn validate(&self, origin: &str) -> Result<(), ConfigError>;
 
+    /// Settings that come from outside the file (e.g. `SQE_WORKER_SECRET`).
+    fn apply_environment(&mut self, _env: &[(String, String)]) {}
+
     /// Reads `path`, applies `SQE_SECTION__KEY` overrides from the environment, and validates.
     fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -339,7 +372,8 @@ pub trait ConfigFile: DeserializeOwned {
 
     /// Parses `text` (from `origin`, for messages) with the given environment overrides.
     fn from_toml(text: &str, origin: &str, env: &[(String, String)]) -> Result<Self, ConfigError> {
-        let config: Self = parse_with_env(text, origin, env, Self::SECTIONS)?;
+        let mut config: Self = parse_with_env(text, origin, env, Self::SECTIONS)?;
+        config.apply_environment(env);
         config.validate(origin)?;
         Ok(config)
     }
@@ -353,9 +387,50 @@ impl CoordinatorConfig {
             &self.coordinator.worker_secret_file,
         )
     }
+
+    pub fn peer_settings(&self) -> Result<PeerSettings, ConfigError> {
+        let c = &self.coordinator;
+        Ok(PeerSettings {
+            secret: self.worker_secret()?,
+            previous_secret: c.worker_secret_previous.clone(),
+            allow_unauthenticated: c.allow_unauthenticated_workers,
+            rpc_timeout: std::time::Duration::from_millis(c.rpc_timeout_ms),
+            connect_timeout: std::time::Duration::from_millis(c.connect_timeout_ms),
+            retry_budget_percent: c.retry_budget_percent,
+            io_threads: c.io_threads,
+        })
+    }
+}
+
+/// `SQE_WORKER_SECRET`, which sets the worker secret of either role when the file gives none.
+const WORKER_SECRET_ENV: &str = "SQE_WORKER_SECRET";
+
+fn secret_from_env(env: &[(String, String)]) -> Option<String> {
+    env.iter()
+        .find(|(k, _)| k == WORKER_SECRET_ENV)
+        .map(|(_, v)| v.clone())
+}
+
+/// How a node authenticates to and talks with its peers (the worker channel).
+#[derive(Debug, Clone)]
+pub struct PeerSettings {
+    pub secret: Option<String>,
+    pub previous_secret: Option<String>,
+    pub allow_unauthenticated: bool,
+    pub rpc_timeout: std::time::Duration,
+    pub connect_timeout: std::time::Duration,
+    pub retry_budget_percent: f32,
+    pub io_threads: usize,
 }
 
 impl ConfigFile for CoordinatorConfig {
+    fn apply_environment(&mut self, env: &[(String, String)]) {
+        let c = &mut self.coordinator;
+        if c.worker_secret.is_none() && c.worker_secret_file.is_none() {
+            c.worker_secret = secret_from_env(env);
+        }
+    }
+
     const SECTIONS: &'static [&'static str] = &[
         "coordinator",
         "catalog",
@@ -396,9 +471,29 @@ impl WorkerConfig {
     pub fn worker_secret(&self) -> Result<Option<String>, ConfigError> {
         secret(&self.worker.worker_secret, &self.worker.worker_secret_file)
     }
+
+    pub fn peer_settings(&self) -> Result<PeerSettings, ConfigError> {
+        let w = &self.worker;
+        Ok(PeerSettings {
+            secret: self.worker_secret()?,
+            previous_secret: w.worker_secret_previous.clone(),
+            allow_unauthenticated: w.allow_unauthenticated_workers,
+            rpc_timeout: std::time::Duration::from_millis(w.rpc_timeout_ms),
+            connect_timeout: std::time::Duration::from_millis(w.connect_timeout_ms),
+            retry_budget_percent: w.retry_budget_percent,
+            io_threads: w.io_threads,
+        })
+    }
 }
 
 impl ConfigFile for WorkerConfig {
+    fn apply_environment(&mut self, env: &[(String, String)]) {
+        let w = &mut self.worker;
+        if w.worker_secret.is_none() && w.worker_secret_file.is_none() {
+            w.worker_secret = secret_from_env(env);
+        }
+    }
+
     const SECTIONS: &'static [&'static str] = &["worker", "catalog", "storage"];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
@@ -605,6 +700,22 @@ mod tests {
             &[("SQE_COORDINATOR__WORKER_SECRET", "s3cr3t")],
         );
         assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn worker_secret_from_its_own_variable() -> Result<(), ConfigError> {
+        let c = coordinator(
+            "[coordinator]\nworker_urls = [\"http://w:1\"]\n",
+            &[("SQE_WORKER_SECRET", "from-env")],
+        )?;
+        assert_eq!(c.peer_settings()?.secret.as_deref(), Some("from-env"));
+        // The file wins over the variable.
+        let c = coordinator(
+            "[coordinator]\nworker_secret = \"inline\"\n",
+            &[("SQE_WORKER_SECRET", "from-env")],
+        )?;
+        assert_eq!(c.peer_settings()?.secret.as_deref(), Some("inline"));
+        Ok(())
     }
 
     #[test]

@@ -8,5 +8,6 @@ pub mod engine;
 pub mod error;
 pub mod flight;
 pub mod local;
+pub mod peers;
 pub mod runtime;
 pub mod tpch;

@@ -26,6 +26,8 @@ pub struct LocalOptions {
     pub scan_bytes_per_partition: Option<usize>,
     /// Worker memory pool size.
     pub worker_memory_limit: Option<usize>,
+    /// The secret workers and coordinator sign their RPCs with; a random one when unset.
+    pub worker_secret: Option<String>,
 }
 
 impl Default for LocalOptions {
@@ -38,6 +40,7 @@ impl Default for LocalOptions {
             tpch_parts: 4,
             scan_bytes_per_partition: None,
             worker_memory_limit: None,
+            worker_secret: None,
         }
     }
 }
@@ -60,8 +63,8 @@ impl LocalCluster {
 
 /// Starts workers, then the coordinator, then creates the TPC-H tables if they are missing.
 ///
-/// Everything listens on 127.0.0.1 only, which is why the workers run without a
-/// `worker_secret` here: nothing off this machine can reach them.
+/// Everything listens on 127.0.0.1 only, and every RPC between the nodes still carries a token
+/// signed with a secret made up for this run (or `options.worker_secret`).
 pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     std::fs::create_dir_all(&options.data_dir).map_err(|e| {
         GatewayError::Internal(format!("cannot create {}: {e}", options.data_dir.display()))
@@ -70,6 +73,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         .data_dir
         .canonicalize()
         .map_err(|e| GatewayError::Internal(format!("{}: {e}", options.data_dir.display())))?;
+    let secret = options.worker_secret.clone().unwrap_or_else(random_secret);
     let mut workers = Vec::with_capacity(options.workers);
     for i in 0..options.workers {
         let config = WorkerConfig {
@@ -77,7 +81,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
                 node_id: Some(format!("worker-{}", i + 1)),
                 bind_address: "127.0.0.1".into(),
                 flight_port: 0,
-                allow_unauthenticated_workers: true,
+                worker_secret: Some(secret.clone()),
                 memory_limit: options.worker_memory_limit.map(ByteSize),
                 ..Default::default()
             },
@@ -90,7 +94,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     let mut coordinator = CoordinatorSection {
         bind_address: "127.0.0.1".into(),
         worker_urls: workers.iter().map(|w| w.url.to_string()).collect(),
-        allow_unauthenticated_workers: true,
+        worker_secret: Some(secret),
         flight_sql_port: options.flight_sql_port,
         trino_http_port: 0,
         ..Default::default()
@@ -130,4 +134,13 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         workers,
         generated_tpch,
     })
+}
+
+/// 256 random bits as hex.
+fn random_secret() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }

@@ -146,6 +146,7 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 tpch_parts,
                 scan_bytes_per_partition: Some(scan_bytes_per_partition),
                 worker_memory_limit: None,
+                worker_secret: None,
             };
             let cluster = start_local(&options).await?;
             let worker_urls: Vec<String> =

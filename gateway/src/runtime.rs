@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqe_layers::auth::VerifierStats;
+use sqe_worker::channel::SqeChannelResolver;
 use sqe_worker::server::{WorkerSettings, WorkerStats, build_worker, serve};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -17,6 +19,7 @@ use crate::config::{CoordinatorConfig, WorkerConfig};
 use crate::engine::{Engine, EngineSettings};
 use crate::error::{GatewayError, Result};
 use crate::flight::flight_sql_server;
+use crate::peers::{channel_resolver, token_verifier};
 
 /// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
 pub fn build_version() -> String {
@@ -93,6 +96,10 @@ pub struct RunningWorker {
     pub url: Url,
     pub addr: SocketAddr,
     pub stats: Arc<WorkerStats>,
+    /// Tokens this worker verified (None when it accepts unauthenticated requests).
+    pub verifier_stats: Option<Arc<VerifierStats>>,
+    /// How this worker reaches its peers.
+    pub channels: SqeChannelResolver,
     pub server: ServerTask,
 }
 
@@ -107,10 +114,20 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
     let addr = listener
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
+    let peers = config.peer_settings()?;
+    let node_id = config
+        .worker
+        .node_id
+        .clone()
+        .unwrap_or_else(|| format!("worker@{addr}"));
+    let verifier = token_verifier(&peers)?;
     let settings = WorkerSettings {
+        channels: channel_resolver(&node_id, &peers)?,
+        node_id,
         storage_props: config.storage.iceberg_props()?,
         memory_limit: config.worker.memory_limit.map(|m| m.0),
         version: config.worker.version.clone().unwrap_or_else(build_version),
+        verifier: verifier.clone(),
     };
     let (worker, stats) = build_worker(&settings)?;
     let url = match &config.worker.advertise_url {
@@ -118,16 +135,20 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         None => Url::parse(&format!("http://{addr}"))
             .map_err(|e| GatewayError::Internal(e.to_string()))?,
     };
+    let version = settings.version.clone();
+    let channels = settings.channels.clone();
     let server = ServerTask::spawn(|stop| async move {
-        if let Err(e) = serve(listener, worker, stop).await {
+        if let Err(e) = serve(listener, worker, &settings, stop).await {
             tracing::error!(error = %e, "worker server failed");
         }
     });
-    tracing::info!(%url, version = %settings.version, "worker listening");
+    tracing::info!(%url, %version, authenticated = verifier.is_some(), "worker listening");
     Ok(RunningWorker {
         url,
         addr,
         stats,
+        verifier_stats: verifier.map(|v| v.stats()),
+        channels,
         server,
     })
 }
@@ -158,7 +179,12 @@ pub async fn start_coordinator(
         .iter()
         .map(|u| Url::parse(u).map_err(|e| GatewayError::Internal(format!("worker URL {u}: {e}"))))
         .collect::<Result<Vec<_>>>()?;
-    let workers = WorkerPool::new(urls);
+    let peers = config.peer_settings()?;
+    // The coordinator verifies nothing yet (workers call it with registration, issue 6), but
+    // its start-up says whether worker RPCs are authenticated.
+    token_verifier(&peers)?;
+    let channels = channel_resolver(&config.coordinator.node_id, &peers)?;
+    let workers = WorkerPool::new(urls, channels.clone());
     workers
         .start(Duration::from_secs(
             config.coordinator.worker_probe_interval_secs.max(1),
@@ -180,7 +206,7 @@ pub async fn start_coordinator(
         memory_limit: config.coordinator.memory_limit.map(|m| m.0),
         storage_props,
     };
-    let engine = Engine::new(settings, catalog, workers).await?;
+    let engine = Engine::new(settings, catalog, workers, channels).await?;
     let flight_sql_addr = flight_listener
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;

@@ -1,1 +1,45 @@
-//! placeholder
+//! Tower layers for gRPC (tonic) channels and servers.
+//!
+//! Each layer has tower's shape — `FooLayer`, `Foo<S>`, a named response future and a small error
+//! type — and none depends on anything but tonic, tower and http, so any tonic user can stack
+//! them. Failures of a layer itself (a refused token, a missed deadline, a signing error) become
+//! gRPC status *responses*, never new error types: a stacked channel keeps the inner channel's
+//! error type (`tonic::transport::Error`) and still boxes into a
+//! `BoxCloneSyncService<Request<Body>, Response<Body>, tonic::transport::Error>`.
+//!
+//! Client side, outermost first (the order [`WorkerChannelStack`] builds):
+//!
+//! | layer | what it does |
+//! |---|---|
+//! | [`trace::TraceLayer`] | a span per RPC; injects W3C `traceparent` into the request metadata |
+//! | [`retry::RetryLayer`] | retries failures that provably sent nothing (no byte of the body), with backoff, jitter and a budget |
+//! | [`timeout::TimeoutLayer`] | a deadline per attempt until response headers; sends `grpc-timeout` |
+//! | [`auth::AuthLayer`] | signs a short-lived JWT per request into `authorization` |
+//! | channel | a tonic `Channel` whose connection tasks run on an [`io_runtime::IoRuntime`] |
+//!
+//! Server side: [`trace::TraceExtractLayer`] (continues the caller's trace), then
+//! [`auth::VerifyLayer`] (rejects requests without a valid token with `Unauthenticated`).
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use sqe_layers::{ChannelSettings, WorkerChannelStack, auth::TokenSigner, io_runtime::IoRuntime};
+//!
+//! let io = IoRuntime::new(2)?;
+//! let signer = TokenSigner::new(b"a shared secret", "my-client", "my-server")?;
+//! let stack = WorkerChannelStack::new(io, Some(signer), ChannelSettings::default());
+//! let channel = stack.channel("http://127.0.0.1:50052")?;
+//! // `channel` is a tower service any tonic-generated client accepts:
+//! // let client = MyServiceClient::new(channel);
+//! # Ok(()) }
+//! ```
+
+pub mod auth;
+pub mod io_runtime;
+pub mod retry;
+mod stack;
+mod status;
+pub mod timeout;
+pub mod trace;
+
+pub use stack::{ChannelSettings, LayeredChannel, StackError, WorkerChannelStack, server_layers};
+pub use status::grpc_status_of;

@@ -11,17 +11,28 @@ use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 
+use sqe_layers::auth::TokenVerifier;
+use sqe_layers::server_layers;
+
+use crate::channel::SqeChannelResolver;
 use crate::codec::SqeCodec;
 
-/// What a worker needs to execute fragments: no catalog, no sessions, only how to reach storage.
-#[derive(Debug, Clone, Default)]
+/// What a worker needs to execute fragments: no catalog, no sessions, only how to reach storage
+/// and its peers.
+#[derive(Debug, Clone)]
 pub struct WorkerSettings {
+    /// This node's name (the issuer of the tokens it signs for its peers).
+    pub node_id: String,
     /// Iceberg storage properties from the worker's `[storage]` section.
     pub storage_props: HashMap<String, String>,
     /// Bytes of memory DataFusion may use for all fragments together; `None` is unbounded.
     pub memory_limit: Option<usize>,
     /// Reported through `GetWorkerInfo`, so coordinators route only to compatible workers.
     pub version: String,
+    /// How this worker reaches other workers (shuffles read from them).
+    pub channels: SqeChannelResolver,
+    /// Checks the token on every request; `None` accepts unauthenticated requests.
+    pub verifier: Option<Arc<TokenVerifier>>,
 }
 
 /// Live counters of one worker process.
@@ -48,9 +59,17 @@ pub fn build_worker(
     }
     let runtime = runtime.build_arc()?;
     let codec = SqeCodec::new(settings.storage_props.clone());
+    let channels = settings.channels.clone();
     let mut worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let codec = codec.clone();
-        async move { Ok(ctx.builder.with_distributed_user_codec(codec).build()) }
+        let channels = channels.clone();
+        async move {
+            Ok(ctx
+                .builder
+                .with_distributed_user_codec(codec)
+                .with_distributed_channel_resolver(channels)
+                .build())
+        }
     })
     .with_runtime_env(runtime)
     .with_version(settings.version.clone());
@@ -63,13 +82,16 @@ pub fn build_worker(
     Ok((worker, stats))
 }
 
-/// Serves `worker` on `listener` until `shutdown` completes.
+/// Serves `worker` on `listener` behind the server-side layers (trace context, token check)
+/// until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     worker: Worker,
+    settings: &WorkerSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     tonic::transport::Server::builder()
+        .layer(server_layers(&settings.node_id, settings.verifier.clone()))
         .add_service(worker.into_worker_server())
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
         .await

@@ -1,27 +1,34 @@
 //! Which workers can take tasks right now.
 
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use datafusion::error::DataFusionError;
-use datafusion_distributed::{
-    BoxCloneSyncChannel, GetWorkerInfoRequest, WorkerResolver, create_worker_client,
-};
+use datafusion_distributed::{GetWorkerInfoRequest, WorkerResolver};
+use sqe_worker::channel::SqeChannelResolver;
 use tokio::task::JoinHandle;
-use tonic::transport::{Channel, Endpoint};
 use url::Url;
 
-const PROBE_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the coordinator last learned about one worker.
 #[derive(Debug, Clone)]
 pub struct WorkerStatus {
     pub url: Url,
+    /// It answered the last probe (possibly with an authentication error).
     pub reachable: bool,
+    /// It refused the coordinator's token: a `worker_secret` mismatch.
+    pub auth_failed: bool,
     pub version: Option<String>,
     pub last_seen: Option<Instant>,
+}
+
+/// Why a probe did not return the worker's info.
+enum ProbeError {
+    /// The worker answered, refusing the token.
+    Unauthenticated(String),
+    /// Nothing usable came back.
+    Unreachable(String),
 }
 
 /// The configured workers and their reachability, refreshed by a background probe.
@@ -29,27 +36,32 @@ pub struct WorkerStatus {
 /// The distributed planner asks for worker URLs synchronously while planning; it gets the
 /// workers that answered the last probe. With none reachable the coordinator plans the query
 /// for itself instead of sending tasks nowhere.
+///
+/// A worker that answers but refuses the coordinator's token stays in the rotation on purpose:
+/// queries sent to it fail with "worker authentication failed at <url>", which points at the
+/// misconfigured secret, and every probe logs it.
 #[derive(Debug)]
 pub struct WorkerPool {
     status: RwLock<Vec<WorkerStatus>>,
-    channels: RwLock<HashMap<Url, Channel>>,
+    channels: SqeChannelResolver,
     probe_task: RwLock<Option<JoinHandle<()>>>,
 }
 
 impl WorkerPool {
-    pub fn new(urls: Vec<Url>) -> Arc<Self> {
+    pub fn new(urls: Vec<Url>, channels: SqeChannelResolver) -> Arc<Self> {
         let status = urls
             .into_iter()
             .map(|url| WorkerStatus {
                 url,
                 reachable: false,
+                auth_failed: false,
                 version: None,
                 last_seen: None,
             })
             .collect();
         Arc::new(Self {
             status: RwLock::new(status),
-            channels: RwLock::new(HashMap::new()),
+            channels,
             probe_task: RwLock::new(None),
         })
     }
@@ -76,14 +88,21 @@ impl WorkerPool {
             for (entry, result) in status.iter_mut().zip(results) {
                 match result {
                     Ok(version) => {
-                        if !entry.reachable {
+                        if !entry.reachable || entry.auth_failed {
                             tracing::info!(worker = %entry.url, %version, "worker reachable");
                         }
                         entry.reachable = true;
+                        entry.auth_failed = false;
                         entry.version = Some(version);
                         entry.last_seen = Some(now);
                     }
-                    Err(e) => {
+                    Err(ProbeError::Unauthenticated(message)) => {
+                        tracing::error!(worker = %entry.url, %message, "worker refuses this coordinator's token: check worker_secret");
+                        entry.reachable = true;
+                        entry.auth_failed = true;
+                        entry.last_seen = Some(now);
+                    }
+                    Err(ProbeError::Unreachable(e)) => {
                         if entry.reachable {
                             tracing::warn!(worker = %entry.url, error = %e, "worker unreachable");
                         }
@@ -94,32 +113,24 @@ impl WorkerPool {
         }
     }
 
-    async fn probe_one(&self, url: &Url) -> Result<String, String> {
-        let channel = self.channel(url)?;
-        let mut client = create_worker_client(BoxCloneSyncChannel::new(channel));
+    async fn probe_one(&self, url: &Url) -> Result<String, ProbeError> {
+        let mut client = self
+            .channels
+            .client(url)
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))?;
         let response = tokio::time::timeout(
             PROBE_TIMEOUT,
             client.get_worker_info(GetWorkerInfoRequest {}),
         )
         .await
-        .map_err(|_| "timed out".to_string())?
-        .map_err(|status| status.message().to_string())?;
-        Ok(response.into_inner().version)
-    }
-
-    fn channel(&self, url: &Url) -> Result<Channel, String> {
-        if let Some(channel) = self.channels.read().ok().and_then(|c| c.get(url).cloned()) {
-            return Ok(channel);
+        .map_err(|_| ProbeError::Unreachable("timed out".to_string()))?;
+        match response {
+            Ok(info) => Ok(info.into_inner().version),
+            Err(status) if status.code() == tonic::Code::Unauthenticated => {
+                Err(ProbeError::Unauthenticated(status.message().to_string()))
+            }
+            Err(status) => Err(ProbeError::Unreachable(status.message().to_string())),
         }
-        let channel = Endpoint::from_shared(url.to_string())
-            .map_err(|e| format!("invalid worker URL {url}: {e}"))?
-            .connect_timeout(PROBE_CONNECT_TIMEOUT)
-            .timeout(PROBE_TIMEOUT)
-            .connect_lazy();
-        if let Ok(mut channels) = self.channels.write() {
-            channels.insert(url.clone(), channel.clone());
-        }
-        Ok(channel)
     }
 
     /// Probes now, then every `interval` in the background until the pool is dropped.
@@ -172,7 +183,9 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
         drop(listener);
-        let pool = WorkerPool::new(vec![url]);
+        let peers = crate::config::CoordinatorConfig::default().peer_settings()?;
+        let channels = crate::peers::channel_resolver("coordinator", &peers)?;
+        let pool = WorkerPool::new(vec![url], channels);
         pool.probe().await;
         assert!(pool.reachable_urls().is_empty());
         assert!(!pool.statuses()[0].reachable);

@@ -32,6 +32,7 @@ use futures::TryStreamExt;
 
 use iceberg::spec::{Schema as IcebergSchema, UnboundPartitionSpec};
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
+use sqe_worker::channel::SqeChannelResolver;
 use sqe_worker::codec::SqeCodec;
 use sqe_worker::scan::IcebergTaskEstimator;
 use sqe_worker::table::IcebergTableProvider;
@@ -182,6 +183,7 @@ impl Prepared {
 /// The coordinator's query engine.
 pub struct Engine {
     settings: EngineSettings,
+    channels: SqeChannelResolver,
     provider: Arc<IcebergCatalogProvider>,
     workers: Arc<WorkerPool>,
     codec: SqeCodec,
@@ -231,6 +233,7 @@ impl Engine {
         settings: EngineSettings,
         catalog: Arc<dyn Catalog>,
         workers: Arc<WorkerPool>,
+        channels: SqeChannelResolver,
     ) -> Result<Arc<Self>> {
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = settings.memory_limit {
@@ -246,6 +249,7 @@ impl Engine {
         let codec = SqeCodec::new(settings.storage_props.clone());
         Ok(Arc::new(Self {
             settings,
+            channels,
             provider,
             workers,
             codec,
@@ -313,6 +317,7 @@ impl Engine {
             builder
                 .with_distributed_worker_resolver(PoolResolver(Arc::clone(&self.workers)))
                 .with_distributed_user_codec(self.codec.clone())
+                .with_distributed_channel_resolver(self.channels.clone())
                 .with_distributed_task_estimator(IcebergTaskEstimator)
                 .with_distributed_file_scan_config_bytes_per_partition(
                     self.settings.scan_bytes_per_partition,

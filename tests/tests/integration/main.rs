@@ -4,6 +4,7 @@ mod config_errors;
 mod distributed;
 mod processes;
 mod scans;
+mod worker_channel;
 mod writes;
 
 /// Test results: any error, with its message.

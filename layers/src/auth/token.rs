@@ -1,0 +1,390 @@
+//! Signing and verifying tokens.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, encode};
+use serde::{Deserialize, Serialize};
+
+/// How long a signed token is valid by default.
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(60);
+/// Clock difference tolerated between signer and verifier by default.
+pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+/// The longest lifetime a verifier accepts, whatever the token says.
+const MAX_TOKEN_LIFETIME: u64 = 600;
+
+/// What a token says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Who signed it (the calling node).
+    pub iss: String,
+    /// Who it is for.
+    pub aud: String,
+    /// Issued at, seconds since the Unix epoch.
+    pub iat: u64,
+    /// Expires at, seconds since the Unix epoch.
+    pub exp: u64,
+    /// Unique per token.
+    pub jti: String,
+}
+
+/// Why a token was not issued or not accepted. Verification failures name the cause but never
+/// the token or the secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("no bearer token in the authorization metadata")]
+    MissingToken,
+    #[error("the token is malformed")]
+    Malformed,
+    #[error("the token signature is invalid (different worker_secret?)")]
+    BadSignature,
+    #[error("the token has expired")]
+    Expired,
+    #[error("the token is for another audience")]
+    WrongAudience,
+    #[error("the token is issued in the future or lives too long")]
+    BadLifetime,
+    #[error("the secret is empty")]
+    EmptySecret,
+    #[error("cannot sign a token: {0}")]
+    Sign(String),
+}
+
+impl From<AuthError> for tonic::Status {
+    fn from(err: AuthError) -> Self {
+        match err {
+            AuthError::Sign(_) | AuthError::EmptySecret => tonic::Status::internal(err.to_string()),
+            _ => tonic::Status::unauthenticated(err.to_string()),
+        }
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Signs tokens for one issuer and audience.
+#[derive(Clone)]
+pub struct TokenSigner {
+    key: EncodingKey,
+    header: Header,
+    issuer: String,
+    audience: String,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for TokenSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSigner")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenSigner {
+    pub fn new(
+        secret: &[u8],
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+    ) -> Result<Self, AuthError> {
+        if secret.is_empty() {
+            return Err(AuthError::EmptySecret);
+        }
+        let key = EncodingKey::from_secret(secret).map_err(|e| AuthError::Sign(e.to_string()))?;
+        Ok(Self {
+            key,
+            header: Header::new(Algorithm::HS256),
+            issuer: issuer.into(),
+            audience: audience.into(),
+            ttl: DEFAULT_TOKEN_TTL,
+        })
+    }
+
+    /// Tokens live this long (seconds granularity, at least one second).
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_secs(1));
+        self
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// A new token, valid from now for the signer's TTL.
+    pub fn sign(&self) -> Result<String, AuthError> {
+        self.sign_at(now())
+    }
+
+    pub(crate) fn sign_at(&self, iat: u64) -> Result<String, AuthError> {
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            aud: self.audience.clone(),
+            iat,
+            exp: iat + self.ttl.as_secs(),
+            jti: uuid::Uuid::new_v4().to_string(),
+        };
+        encode(&self.header, &claims, &self.key).map_err(|e| AuthError::Sign(e.to_string()))
+    }
+}
+
+/// Counts of what a verifier saw, for tests and metrics.
+#[derive(Debug, Default)]
+pub struct VerifierStats {
+    verified: AtomicU64,
+    rejected: AtomicU64,
+    by_issuer: Mutex<HashMap<String, u64>>,
+}
+
+impl VerifierStats {
+    pub fn verified(&self) -> u64 {
+        self.verified.load(Ordering::Relaxed)
+    }
+
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+
+    /// Tokens verified per issuer.
+    pub fn verified_by_issuer(&self) -> HashMap<String, u64> {
+        self.by_issuer.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+/// Tokens remembered as verified, at most.
+const VERIFIED_CACHE_SIZE: usize = 4096;
+
+/// Verifies tokens for one audience against one or more secrets. A verified token is remembered
+/// until it expires, so a token reused by its signer costs a lookup, not a signature check.
+pub struct TokenVerifier {
+    keys: Vec<DecodingKey>,
+    validation: Validation,
+    leeway: u64,
+    stats: std::sync::Arc<VerifierStats>,
+    verified: Mutex<HashMap<String, Claims>>,
+}
+
+impl std::fmt::Debug for TokenVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenVerifier")
+            .field("secrets", &self.keys.len())
+            .field("leeway", &self.leeway)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenVerifier {
+    /// Accepts tokens for `audience` signed with any of `secrets` (current first, then previous).
+    pub fn new(secrets: &[&[u8]], audience: impl Into<String>) -> Result<Self, AuthError> {
+        if secrets.is_empty() || secrets.iter().any(|s| s.is_empty()) {
+            return Err(AuthError::EmptySecret);
+        }
+        let keys = secrets
+            .iter()
+            .map(|s| DecodingKey::from_secret(s).map_err(|e| AuthError::Sign(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[audience.into()]);
+        validation.set_required_spec_claims(&["exp", "iat", "aud", "iss"]);
+        validation.leeway = DEFAULT_LEEWAY.as_secs();
+        Ok(Self {
+            keys,
+            leeway: DEFAULT_LEEWAY.as_secs(),
+            validation,
+            stats: Default::default(),
+            verified: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Tolerates this much clock difference on `exp` and `iat`.
+    pub fn with_leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway.as_secs();
+        self.validation.leeway = self.leeway;
+        self
+    }
+
+    pub fn stats(&self) -> std::sync::Arc<VerifierStats> {
+        std::sync::Arc::clone(&self.stats)
+    }
+
+    /// Checks a token and returns its claims.
+    pub fn verify(&self, token: &str) -> Result<Claims, AuthError> {
+        let result = self.verify_cached(token, now());
+        match &result {
+            Ok(claims) => {
+                self.stats.verified.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut by_issuer) = self.stats.by_issuer.lock() {
+                    *by_issuer.entry(claims.iss.clone()).or_default() += 1;
+                }
+            }
+            Err(_) => {
+                self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+
+    fn verify_cached(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
+        if let Ok(mut verified) = self.verified.lock()
+            && let Some(claims) = verified.get(token)
+        {
+            if claims.exp + self.leeway >= now {
+                return Ok(claims.clone());
+            }
+            verified.remove(token);
+            return Err(AuthError::Expired);
+        }
+        let claims = self.verify_at(token, now)?;
+        if let Ok(mut verified) = self.verified.lock() {
+            if verified.len() >= VERIFIED_CACHE_SIZE {
+                verified.retain(|_, c| c.exp + self.leeway >= now);
+                if verified.len() >= VERIFIED_CACHE_SIZE {
+                    verified.clear();
+                }
+            }
+            verified.insert(token.to_string(), claims.clone());
+        }
+        Ok(claims)
+    }
+
+    pub(crate) fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
+        let mut last = AuthError::Malformed;
+        for key in &self.keys {
+            match decode::<Claims>(token, key, &self.validation) {
+                Ok(data) => {
+                    let claims = data.claims;
+                    // jsonwebtoken checks `exp` against the real clock; `now` lets tests move it.
+                    if claims.exp + self.leeway < now {
+                        return Err(AuthError::Expired);
+                    }
+                    if claims.iat > now + self.leeway
+                        || claims.exp.saturating_sub(claims.iat) > MAX_TOKEN_LIFETIME
+                    {
+                        return Err(AuthError::BadLifetime);
+                    }
+                    return Ok(claims);
+                }
+                Err(e) => {
+                    last = match e.kind() {
+                        ErrorKind::InvalidSignature => AuthError::BadSignature,
+                        ErrorKind::ExpiredSignature => return Err(AuthError::Expired),
+                        ErrorKind::InvalidAudience => return Err(AuthError::WrongAudience),
+                        _ => AuthError::Malformed,
+                    };
+                    if last != AuthError::BadSignature {
+                        return Err(last);
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verifier(secrets: &[&[u8]]) -> TokenVerifier {
+        TokenVerifier::new(secrets, "sqe-worker").expect("verifier")
+    }
+
+    #[test]
+    fn round_trip_and_unique_ids() -> Result<(), AuthError> {
+        let signer = TokenSigner::new(b"secret", "coordinator", "sqe-worker")?;
+        let v = verifier(&[b"secret"]);
+        let a = v.verify(&signer.sign()?)?;
+        let b = v.verify(&signer.sign()?)?;
+        assert_eq!(a.iss, "coordinator");
+        assert_eq!(a.aud, "sqe-worker");
+        assert_eq!(a.exp - a.iat, 60);
+        assert_ne!(a.jti, b.jti);
+        assert_eq!(v.stats().verified(), 2);
+        assert_eq!(v.stats().verified_by_issuer().get("coordinator"), Some(&2));
+        Ok(())
+    }
+
+    #[test]
+    fn rejects_wrong_secret_audience_and_garbage() -> Result<(), AuthError> {
+        let v = verifier(&[b"secret"]);
+        let other = TokenSigner::new(b"other", "coordinator", "sqe-worker")?;
+        assert_eq!(v.verify(&other.sign()?), Err(AuthError::BadSignature));
+        let elsewhere = TokenSigner::new(b"secret", "coordinator", "someone-else")?;
+        assert_eq!(v.verify(&elsewhere.sign()?), Err(AuthError::WrongAudience));
+        assert_eq!(v.verify("not.a.token"), Err(AuthError::Malformed));
+        assert_eq!(v.stats().rejected(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn expiry_with_bounded_skew() -> Result<(), AuthError> {
+        let signer =
+            TokenSigner::new(b"secret", "c", "sqe-worker")?.with_ttl(Duration::from_secs(10));
+        let v = verifier(&[b"secret"]).with_leeway(Duration::from_secs(5));
+        let t0 = now();
+        let token = signer.sign_at(t0)?;
+        assert!(v.verify_at(&token, t0 + 14).is_ok(), "within exp + leeway");
+        assert_eq!(v.verify_at(&token, t0 + 16), Err(AuthError::Expired));
+        // Signed by a clock 4 s ahead: accepted; 60 s ahead: refused.
+        assert!(v.verify_at(&signer.sign_at(t0 + 4)?, t0).is_ok());
+        assert_eq!(
+            v.verify_at(&signer.sign_at(t0 + 60)?, t0),
+            Err(AuthError::BadLifetime)
+        );
+        // A long-lived token is refused whatever its signature.
+        let long =
+            TokenSigner::new(b"secret", "c", "sqe-worker")?.with_ttl(Duration::from_secs(3600));
+        assert_eq!(
+            v.verify_at(&long.sign_at(t0)?, t0),
+            Err(AuthError::BadLifetime)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn remembered_tokens_still_expire() -> Result<(), AuthError> {
+        let signer =
+            TokenSigner::new(b"secret", "c", "sqe-worker")?.with_ttl(Duration::from_secs(10));
+        let v = verifier(&[b"secret"]).with_leeway(Duration::from_secs(5));
+        let t0 = now();
+        let token = signer.sign_at(t0)?;
+        assert!(v.verify_cached(&token, t0).is_ok());
+        assert!(v.verify_cached(&token, t0 + 1).is_ok(), "a cache hit");
+        assert_eq!(v.verify_cached(&token, t0 + 16), Err(AuthError::Expired));
+        // A token from another secret is never cached as valid.
+        let other = TokenSigner::new(b"other", "c", "sqe-worker")?.sign_at(t0)?;
+        assert_eq!(v.verify_cached(&other, t0), Err(AuthError::BadSignature));
+        assert_eq!(v.verify_cached(&other, t0), Err(AuthError::BadSignature));
+        Ok(())
+    }
+
+    #[test]
+    fn rotation_accepts_current_and_previous() -> Result<(), AuthError> {
+        let v = verifier(&[b"new", b"old"]);
+        let old = TokenSigner::new(b"old", "w", "sqe-worker")?;
+        let new = TokenSigner::new(b"new", "w", "sqe-worker")?;
+        assert!(v.verify(&old.sign()?).is_ok());
+        assert!(v.verify(&new.sign()?).is_ok());
+        let retired = TokenSigner::new(b"older", "w", "sqe-worker")?;
+        assert_eq!(v.verify(&retired.sign()?), Err(AuthError::BadSignature));
+        Ok(())
+    }
+
+    #[test]
+    fn empty_secrets_are_refused() {
+        assert!(TokenSigner::new(b"", "a", "b").is_err());
+        assert!(TokenVerifier::new(&[], "b").is_err());
+        assert!(TokenVerifier::new(&[b"".as_slice()], "b").is_err());
+    }
+}

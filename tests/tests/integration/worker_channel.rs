@@ -1,0 +1,196 @@
+//! The worker channel: tokens on every RPC (coordinator to worker and worker to worker), a
+//! clear error for a worker with another secret, retries of connections that never opened, and
+//! connection tasks on the I/O runtime.
+
+use std::time::Duration;
+
+use datafusion_distributed::{GetWorkerInfoRequest, WorkerServiceClient};
+use sqe_gateway::catalog::default_warehouse_layout;
+use sqe_gateway::config::{
+    ByteSize, CatalogConfig, CoordinatorConfig, CoordinatorSection, WorkerConfig, WorkerSection,
+};
+use sqe_gateway::engine::{Outcome, SessionSettings};
+use sqe_gateway::peers::channel_resolver;
+use sqe_gateway::runtime::{RunningWorker, bind, start_coordinator, start_worker};
+use sqe_gateway::tpch::create_tpch;
+use sqe_tests::cluster::TestCluster;
+use url::Url;
+
+use crate::TestResult;
+
+const JOIN: &str = "SELECT o_orderpriority, count(*) AS lines FROM tpch.orders JOIN tpch.lineitem \
+                    ON o_orderkey = l_orderkey GROUP BY o_orderpriority ORDER BY o_orderpriority";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_hop_carries_a_verified_token() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.query(JOIN).await?;
+    let workers = &cluster.cluster.workers;
+    let seen: Vec<_> = workers
+        .iter()
+        .map(|w| {
+            w.verifier_stats
+                .as_ref()
+                .map(|s| s.verified_by_issuer())
+                .unwrap_or_default()
+        })
+        .collect();
+    for (worker, by_issuer) in workers.iter().zip(&seen) {
+        assert!(
+            by_issuer.get("coordinator").copied().unwrap_or(0) > 0,
+            "{} verified no coordinator token: {by_issuer:?}",
+            worker.url
+        );
+        assert_eq!(
+            worker.verifier_stats.as_ref().map(|s| s.rejected()),
+            Some(0)
+        );
+    }
+    // The shuffle between the join's stages crosses workers: each verified its peer's tokens.
+    let worker_to_worker: u64 = seen
+        .iter()
+        .map(|by| {
+            by.iter()
+                .filter(|(issuer, _)| issuer.starts_with("worker-"))
+                .map(|(_, n)| n)
+                .sum::<u64>()
+        })
+        .sum();
+    assert!(
+        worker_to_worker > 0,
+        "no worker-to-worker RPC was authenticated: {seen:?}"
+    );
+    // Connection tasks ran on the I/O runtime's threads, never elsewhere.
+    let io = workers[0].channels.stack().io_runtime().stats();
+    assert!(io.tasks() > 0, "no connection task went to the I/O runtime");
+    assert_eq!(
+        io.foreign_polls(),
+        0,
+        "connection tasks were polled off the I/O threads"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_without_token_is_rejected() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    let url = cluster.cluster.workers[0].url.to_string();
+    let channel = tonic::transport::Endpoint::from_shared(url)?
+        .connect()
+        .await?;
+    let status = WorkerServiceClient::new(channel)
+        .get_worker_info(GetWorkerInfoRequest {})
+        .await
+        .err()
+        .ok_or("a worker answered a call without token")?;
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    assert!(
+        status.message().contains("no bearer token"),
+        "{}",
+        status.message()
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+async fn worker(
+    secret: &str,
+    name: &str,
+) -> Result<RunningWorker, Box<dyn std::error::Error + Send + Sync>> {
+    let config = WorkerConfig {
+        worker: WorkerSection {
+            node_id: Some(name.into()),
+            bind_address: "127.0.0.1".into(),
+            flight_port: 0,
+            worker_secret: Some(secret.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Ok(start_worker(&config, bind("127.0.0.1", 0, name).await?).await?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_with_another_secret_fails_queries_naming_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let good = worker("the-secret", "worker-1").await?;
+    let bad = worker("another-secret", "worker-2").await?;
+    let (uri, warehouse) = default_warehouse_layout(dir.path());
+    let config = CoordinatorConfig {
+        coordinator: CoordinatorSection {
+            bind_address: "127.0.0.1".into(),
+            worker_urls: vec![good.url.to_string(), bad.url.to_string()],
+            worker_secret: Some("the-secret".into()),
+            scan_bytes_per_partition: ByteSize(8 * 1024),
+            trino_http_port: 0,
+            ..Default::default()
+        },
+        catalog: CatalogConfig {
+            uri: Some(uri),
+            warehouse: Some(warehouse),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let coordinator = start_coordinator(&config, bind("127.0.0.1", 0, "flight").await?).await?;
+    let statuses = coordinator.engine.workers().statuses();
+    assert!(
+        !statuses[0].auth_failed && statuses[1].auth_failed,
+        "{statuses:?}"
+    );
+    create_tpch(coordinator.engine.catalog(), "tpch", 0.01, 4).await?;
+    let outcome = coordinator
+        .engine
+        .execute(&SessionSettings::default(), JOIN)
+        .await;
+    let message = match outcome {
+        Ok(Outcome::Rows(stream)) => futures::TryStreamExt::try_collect::<Vec<_>>(stream)
+            .await
+            .err()
+            .ok_or("a query using a worker with another secret succeeded")?
+            .to_string(),
+        Ok(Outcome::Updated { .. }) => return Err("a query reported an update".into()),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains(&format!("worker authentication failed at {}", bad.url)),
+        "the error should name the worker: {message}"
+    );
+    assert!(
+        bad.verifier_stats
+            .as_ref()
+            .is_some_and(|s| s.rejected() > 0)
+    );
+    coordinator.stop().await;
+    good.stop().await;
+    bad.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_down_at_connect_time_is_retried_then_reported() -> TestResult {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
+    drop(listener);
+    let peers = CoordinatorConfig::default().peer_settings()?;
+    let channels = channel_resolver("coordinator", &peers)?;
+    let started = std::time::Instant::now();
+    let status = channels
+        .client(&url)?
+        .get_worker_info(GetWorkerInfoRequest {})
+        .await
+        .err()
+        .ok_or("a closed port answered")?;
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert_eq!(
+        channels.stack().retry_stats().retries(),
+        2,
+        "3 attempts in all"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "retries back off"
+    );
+    Ok(())
+}

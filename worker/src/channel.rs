@@ -1,0 +1,76 @@
+//! SQE's `ChannelResolver`: every connection to a worker goes through the layer stack.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::error::DataFusionError;
+use datafusion_distributed::{
+    BoxCloneSyncChannel, ChannelResolver, WorkerServiceClient, create_worker_client,
+};
+use sqe_layers::WorkerChannelStack;
+use url::Url;
+
+/// Resolves worker URLs to clients whose channel is the full [`WorkerChannelStack`] (trace,
+/// retry, timeout, token auth, connections on the I/O runtime). One client per URL is built
+/// lazily and reused; channels reconnect by themselves, so a cached client never goes stale.
+///
+/// Build one per process (per node in `sqe local`) and register it on the coordinator's
+/// session and in every worker's session builder, so worker-to-worker traffic is layered too.
+#[derive(Clone)]
+pub struct SqeChannelResolver {
+    stack: WorkerChannelStack,
+    clients: Arc<Mutex<HashMap<Url, WorkerServiceClient<BoxCloneSyncChannel>>>>,
+}
+
+impl std::fmt::Debug for SqeChannelResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqeChannelResolver")
+            .field("stack", &self.stack)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqeChannelResolver {
+    pub fn new(stack: WorkerChannelStack) -> Self {
+        Self {
+            stack,
+            clients: Arc::default(),
+        }
+    }
+
+    pub fn stack(&self) -> &WorkerChannelStack {
+        &self.stack
+    }
+
+    /// The cached client for `url`, built on first use.
+    pub fn client(
+        &self,
+        url: &Url,
+    ) -> Result<WorkerServiceClient<BoxCloneSyncChannel>, DataFusionError> {
+        let mut clients = self
+            .clients
+            .lock()
+            .map_err(|_| DataFusionError::Internal("worker client cache poisoned".into()))?;
+        if let Some(client) = clients.get(url) {
+            return Ok(client.clone());
+        }
+        let channel = self
+            .stack
+            .channel(url.as_str())
+            .map_err(|e| DataFusionError::Configuration(e.to_string()))?;
+        let client = create_worker_client(channel);
+        clients.insert(url.clone(), client.clone());
+        Ok(client)
+    }
+}
+
+#[async_trait]
+impl ChannelResolver for SqeChannelResolver {
+    async fn get_worker_client_for_url(
+        &self,
+        url: &Url,
+    ) -> Result<WorkerServiceClient<BoxCloneSyncChannel>, DataFusionError> {
+        self.client(url)
+    }
+}
