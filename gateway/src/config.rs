@@ -71,6 +71,8 @@ pub struct CoordinatorSection {
     pub target_partitions: usize,
     /// How often reachability of `worker_urls` is checked.
     pub worker_probe_interval_secs: u64,
+    /// Longest a query may run, streaming its results included (unset: no limit).
+    pub query_max_run_time_secs: Option<u64>,
     /// The secret before the current one, still accepted while peers are rotated.
     pub worker_secret_previous: Option<String>,
     /// Deadline per RPC attempt to a worker, until its response headers.
@@ -98,6 +100,7 @@ impl Default for CoordinatorSection {
             scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
             target_partitions: 0,
             worker_probe_interval_secs: 5,
+            query_max_run_time_secs: None,
             worker_secret_previous: None,
             rpc_timeout_ms: 30_000,
             connect_timeout_ms: 5_000,

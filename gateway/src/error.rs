@@ -56,6 +56,9 @@ pub enum GatewayError {
     /// The query was cancelled.
     #[error("query cancelled")]
     Cancelled,
+    /// The query ran longer than it may.
+    #[error("{0}")]
+    TimeLimit(String),
     /// The Iceberg catalog could not be reached or refused a request.
     #[error("catalog: {0}")]
     Catalog(String),
@@ -164,6 +167,7 @@ impl From<GatewayError> for tonic::Status {
             GatewayError::NotSupported(_) => Code::Unimplemented,
             GatewayError::ResourcesExhausted(_) => Code::ResourceExhausted,
             GatewayError::Cancelled => Code::Cancelled,
+            GatewayError::TimeLimit(_) => Code::DeadlineExceeded,
             GatewayError::Catalog(_) => Code::Unavailable,
             GatewayError::Internal(_) => Code::Internal,
             GatewayError::Remote { code, .. } => *code,

@@ -28,6 +28,8 @@ pub struct LocalOptions {
     pub worker_memory_limit: Option<usize>,
     /// The secret workers and coordinator sign their RPCs with; a random one when unset.
     pub worker_secret: Option<String>,
+    /// Longest a query may run (unset: no limit).
+    pub query_max_run_time_secs: Option<u64>,
 }
 
 impl Default for LocalOptions {
@@ -41,6 +43,7 @@ impl Default for LocalOptions {
             scan_bytes_per_partition: None,
             worker_memory_limit: None,
             worker_secret: None,
+            query_max_run_time_secs: None,
         }
     }
 }
@@ -97,6 +100,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         worker_secret: Some(secret),
         flight_sql_port: options.flight_sql_port,
         trino_http_port: 0,
+        query_max_run_time_secs: options.query_max_run_time_secs,
         ..Default::default()
     };
     if let Some(bytes) = options.scan_bytes_per_partition {

@@ -147,6 +147,7 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 scan_bytes_per_partition: Some(scan_bytes_per_partition),
                 worker_memory_limit: None,
                 worker_secret: None,
+                query_max_run_time_secs: None,
             };
             let cluster = start_local(&options).await?;
             let worker_urls: Vec<String> =

@@ -205,6 +205,10 @@ pub async fn start_coordinator(
         scan_bytes_per_partition: config.coordinator.scan_bytes_per_partition.0,
         memory_limit: config.coordinator.memory_limit.map(|m| m.0),
         storage_props,
+        query_max_run_time: config
+            .coordinator
+            .query_max_run_time_secs
+            .map(Duration::from_secs),
     };
     let engine = Engine::new(settings, catalog, workers, channels).await?;
     let flight_sql_addr = flight_listener

@@ -1,6 +1,7 @@
 //! Planning and running SQL statements against the Iceberg catalog, distributed when workers
 //! are reachable.
 
+mod deadline;
 mod table_properties;
 
 use std::collections::HashMap;
@@ -22,13 +23,14 @@ use datafusion::logical_expr::{
     DdlStatement, DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp,
 };
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::prelude::SessionConfig;
 use datafusion_distributed::{
     DistributedExec, DistributedExt, DistributedMetricsFormat, SessionStateBuilderExt,
     display_plan_ascii, rewrite_distributed_plan_with_metrics,
 };
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use iceberg::spec::{Schema as IcebergSchema, UnboundPartitionSpec};
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
@@ -38,6 +40,7 @@ use sqe_worker::scan::IcebergTaskEstimator;
 use sqe_worker::table::IcebergTableProvider;
 use sqe_worker::types::iceberg_schema_for;
 
+use self::deadline::DeadlineStream;
 use self::table_properties::{TableProperties, partition_spec, take_table_properties};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
@@ -59,6 +62,8 @@ pub struct EngineSettings {
     pub memory_limit: Option<usize>,
     /// The coordinator's `[storage]` as Iceberg properties.
     pub storage_props: HashMap<String, String>,
+    /// Longest a statement may run, streaming its results included; `None` is unbounded.
+    pub query_max_run_time: Option<Duration>,
 }
 
 impl Default for EngineSettings {
@@ -69,6 +74,7 @@ impl Default for EngineSettings {
             scan_bytes_per_partition: 16 * 1024 * 1024,
             memory_limit: None,
             storage_props: HashMap::new(),
+            query_max_run_time: None,
         }
     }
 }
@@ -127,17 +133,10 @@ enum Action {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
     },
-    CreateTableAs {
-        ident: TableIdent,
-        table_ref: TableReference,
-        input: LogicalPlan,
-        if_not_exists: bool,
-        partitioning: Vec<String>,
-        state: Box<SessionState>,
-    },
+    CreateTableAs(Box<CreateTableAs>),
     CreateTable {
         ident: TableIdent,
-        schema: IcebergSchema,
+        schema: Box<IcebergSchema>,
         partition: Option<UnboundPartitionSpec>,
         if_not_exists: bool,
     },
@@ -158,6 +157,16 @@ enum Action {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
     },
+}
+
+/// A planned CREATE TABLE AS.
+struct CreateTableAs {
+    ident: TableIdent,
+    table_ref: TableReference,
+    input: LogicalPlan,
+    if_not_exists: bool,
+    partitioning: Vec<String>,
+    state: SessionState,
 }
 
 impl Prepared {
@@ -376,7 +385,7 @@ impl Engine {
                         StatementKind::CreateTable,
                         Action::CreateTable {
                             ident,
-                            schema,
+                            schema: Box::new(schema),
                             partition,
                             if_not_exists: create.if_not_exists,
                         },
@@ -387,14 +396,14 @@ impl Engine {
                 partition_spec(&schema, &properties.partitioning)?;
                 Ok(command(
                     StatementKind::CreateTableAs,
-                    Action::CreateTableAs {
+                    Action::CreateTableAs(Box::new(CreateTableAs {
                         ident,
                         table_ref: create.name,
                         input,
                         if_not_exists: create.if_not_exists,
                         partitioning: properties.partitioning,
-                        state: Box::new(state),
-                    },
+                        state,
+                    })),
                 ))
             }
             LogicalPlan::Ddl(DdlStatement::CreateCatalogSchema(create)) => {
@@ -517,9 +526,17 @@ impl Engine {
     /// Runs a prepared statement.
     pub async fn run(self: &Arc<Self>, prepared: Prepared) -> Result<Outcome> {
         let kind = prepared.kind;
+        let limit = self.settings.query_max_run_time;
+        let deadline = limit.map(|limit| (tokio::time::Instant::now() + limit, limit));
+        let bounded = |stream: SendableRecordBatchStream| -> SendableRecordBatchStream {
+            match deadline {
+                Some((at, limit)) => Box::pin(DeadlineStream::new(stream, at, limit)),
+                None => stream,
+            }
+        };
         let outcome = match prepared.action {
             Action::Plan { plan, task_ctx } => {
-                let stream = execute_stream(plan, task_ctx)?;
+                let stream = bounded(spawned(plan, task_ctx));
                 if kind == StatementKind::Insert {
                     Outcome::Updated {
                         rows: Some(count_rows(stream).await?),
@@ -528,29 +545,12 @@ impl Engine {
                     Outcome::Rows(stream)
                 }
             }
-            Action::CreateTableAs {
-                ident,
-                table_ref,
-                input,
-                if_not_exists,
-                partitioning,
-                state,
-            } => {
+            Action::CreateTableAs(ctas) => {
                 // Its own task: a client that goes away must not stop it between creating the
                 // table and filling (or dropping) it.
                 let engine = Arc::clone(self);
-                let ctas = tokio::spawn(async move {
-                    engine
-                        .create_table_as(
-                            ident,
-                            table_ref,
-                            input,
-                            if_not_exists,
-                            &partitioning,
-                            *state,
-                        )
-                        .await
-                });
+                let ctas =
+                    tokio::spawn(async move { engine.create_table_as(*ctas, deadline).await });
                 let rows = ctas.await.map_err(|e| {
                     GatewayError::Internal(format!("CREATE TABLE AS task failed: {e}"))
                 })??;
@@ -563,7 +563,7 @@ impl Engine {
                 if_not_exists,
             } => {
                 if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
-                    self.create_table(&ident, schema, partition).await?;
+                    self.create_table(&ident, *schema, partition).await?;
                 }
                 Outcome::Updated { rows: None }
             }
@@ -597,7 +597,7 @@ impl Engine {
                 Outcome::Updated { rows: None }
             }
             Action::ExplainAnalyze { plan, task_ctx } => {
-                let rows: u64 = execute_stream(Arc::clone(&plan), task_ctx)?
+                let rows: u64 = bounded(spawned(Arc::clone(&plan), task_ctx))
                     .try_fold(0u64, |n, b| async move { Ok(n + b.num_rows() as u64) })
                     .await?;
                 let plan = rewrite_distributed_plan_with_metrics(
@@ -650,18 +650,22 @@ impl Engine {
     /// dropped again, so a failed CREATE TABLE AS leaves nothing behind.
     async fn create_table_as(
         &self,
-        ident: TableIdent,
-        table_ref: TableReference,
-        input: LogicalPlan,
-        if_not_exists: bool,
-        partitioning: &[String],
-        state: SessionState,
+        ctas: CreateTableAs,
+        deadline: Option<(tokio::time::Instant, Duration)>,
     ) -> Result<u64> {
+        let CreateTableAs {
+            ident,
+            table_ref,
+            input,
+            if_not_exists,
+            partitioning,
+            state,
+        } = ctas;
         if if_not_exists && self.catalog().table_exists(&ident).await? {
             return Ok(0);
         }
         let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
-        let partition = partition_spec(&schema, partitioning)?;
+        let partition = partition_spec(&schema, &partitioning)?;
         let table = self.create_table(&ident, schema, partition).await?;
         let insert = async {
             let provider = IcebergTableProvider::try_new(
@@ -680,6 +684,14 @@ impl Engine {
             let physical = state.create_physical_plan(&plan).await?;
             let stream = execute_stream(physical, Arc::new(TaskContext::from(&state)))?;
             count_rows(stream).await
+        };
+        let insert = async {
+            match deadline {
+                Some((at, limit)) => tokio::time::timeout_at(at, insert)
+                    .await
+                    .map_err(|_| deadline::time_limit_error(limit))?,
+                None => insert.await,
+            }
         };
         match insert.await {
             Ok(rows) => Ok(rows),
@@ -781,6 +793,24 @@ pub fn render_plan(plan: &Arc<dyn ExecutionPlan>, with_metrics: bool) -> String 
             .indent(true)
             .to_string()
     }
+}
+
+/// Runs `plan` in tasks of its own and streams what it produces: whoever reads the result (a
+/// client connection, the deadline) is never stuck inside a long CPU-bound poll of the plan.
+/// Dropping the stream aborts the plan.
+fn spawned(plan: Arc<dyn ExecutionPlan>, task_ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+    let mut builder = RecordBatchReceiverStreamBuilder::new(plan.schema(), 2);
+    let tx = builder.tx();
+    builder.spawn(async move {
+        let mut stream = execute_stream(plan, task_ctx)?;
+        while let Some(batch) = stream.next().await {
+            if tx.send(batch).await.is_err() {
+                break;
+            }
+        }
+        Ok(())
+    });
+    builder.build()
 }
 
 /// Reads the single `count` row a write plan produces.

@@ -128,3 +128,34 @@ async fn worker_memory_limit_is_enforced() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_query_past_its_max_run_time_is_stopped() -> TestResult {
+    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
+        workers: 2,
+        scale_factor: 0.01,
+        query_max_run_time_secs: Some(2),
+        ..TestCluster::options()
+    })
+    .await?;
+    // A hundred billion rows: far more than two seconds of work.
+    let started = std::time::Instant::now();
+    let err = cluster
+        .query("SELECT count(*) FROM generate_series(1, 100000000000)")
+        .await
+        .err()
+        .ok_or("the cross join finished within its time limit")?;
+    assert!(
+        matches!(err, sqe_gateway::error::GatewayError::TimeLimit(_)),
+        "expected a time-limit error, got: {err:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    // The cluster is fine afterwards.
+    let rows = cluster.query("SELECT count(*) FROM tpch.region").await?;
+    assert_eq!(
+        render(&rows),
+        "+----------+\n| count(*) |\n+----------+\n| 5        |\n+----------+"
+    );
+    cluster.stop().await;
+    Ok(())
+}
