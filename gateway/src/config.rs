@@ -28,6 +28,49 @@ pub struct CoordinatorConfig {
     pub query_cache: QueryCacheConfig,
     #[serde(default)]
     pub query_history: QueryHistoryConfig,
+    #[serde(default)]
+    pub client_auth: ClientAuthConfig,
+}
+
+/// How clients prove who they are (Flight SQL handshake, Trino HTTP).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuthType {
+    /// Anyone; the user is whoever the client says.
+    #[default]
+    None,
+    /// Users with bcrypt-hashed passwords.
+    Password,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientAuthConfig {
+    #[serde(rename = "type")]
+    pub kind: ClientAuthType,
+    /// user = bcrypt hash (`sqe hash-password` prints one).
+    pub users: HashMap<String, String>,
+    /// A file of `user:bcrypt-hash` lines (Trino's password file format).
+    pub password_file: Option<PathBuf>,
+    /// Key of the bearer tokens issued at login; random per start when unset (tokens then do
+    /// not survive a restart).
+    pub token_secret: Option<String>,
+    pub token_secret_file: Option<PathBuf>,
+    /// Lifetime of an issued token.
+    pub token_ttl_secs: u64,
+}
+
+impl Default for ClientAuthConfig {
+    fn default() -> Self {
+        Self {
+            kind: ClientAuthType::None,
+            users: HashMap::new(),
+            password_file: None,
+            token_secret: None,
+            token_secret_file: None,
+            token_ttl_secs: 3600,
+        }
+    }
 }
 
 /// The whole `worker.toml`.
@@ -440,6 +483,7 @@ impl ConfigFile for CoordinatorConfig {
         "storage",
         "query_cache",
         "query_history",
+        "client_auth",
     ];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {

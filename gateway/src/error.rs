@@ -56,6 +56,9 @@ pub enum GatewayError {
     /// The query was cancelled.
     #[error("query cancelled")]
     Cancelled,
+    /// The client did not prove who it is.
+    #[error("authentication failed: {0}")]
+    Unauthenticated(String),
     /// The query ran longer than it may.
     #[error("{0}")]
     TimeLimit(String),
@@ -168,6 +171,7 @@ impl From<GatewayError> for tonic::Status {
             GatewayError::ResourcesExhausted(_) => Code::ResourceExhausted,
             GatewayError::Cancelled => Code::Cancelled,
             GatewayError::TimeLimit(_) => Code::DeadlineExceeded,
+            GatewayError::Unauthenticated(_) => Code::Unauthenticated,
             GatewayError::Catalog(_) => Code::Unavailable,
             GatewayError::Internal(_) => Code::Internal,
             GatewayError::Remote { code, .. } => *code,

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod client;
+pub mod client_auth;
 pub mod cluster;
 pub mod config;
 pub mod engine;
@@ -10,4 +11,5 @@ pub mod flight;
 pub mod local;
 pub mod peers;
 pub mod runtime;
+pub mod sql_types;
 pub mod tpch;

@@ -14,11 +14,12 @@ use tokio::task::JoinHandle;
 use url::Url;
 
 use crate::catalog::connect_catalog;
+use crate::client_auth::ClientAuth;
 use crate::cluster::WorkerPool;
 use crate::config::{CoordinatorConfig, WorkerConfig};
 use crate::engine::{Engine, EngineSettings};
 use crate::error::{GatewayError, Result};
-use crate::flight::flight_sql_server;
+use crate::flight::{flight_service, flight_sql_server};
 use crate::peers::{channel_resolver, token_verifier};
 
 /// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
@@ -214,10 +215,13 @@ pub async fn start_coordinator(
     let flight_sql_addr = flight_listener
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
-    let service = flight_sql_server(Arc::clone(&engine));
+    let client_auth = ClientAuth::from_config(&config.client_auth)?;
+    let (auth_layer, service) = flight_service(Arc::clone(&engine), client_auth);
+    let service = flight_sql_server(service);
     let server = ServerTask::spawn(|stop| async move {
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(flight_listener);
         if let Err(e) = tonic::transport::Server::builder()
+            .layer(auth_layer)
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, stop)
             .await

@@ -2,7 +2,12 @@
 //! are reachable.
 
 mod deadline;
+mod ingest;
 mod table_properties;
+mod template;
+
+pub use ingest::{IfExists, IfMissing, IngestTarget};
+pub use template::StatementTemplate;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,7 +46,7 @@ use sqe_worker::table::IcebergTableProvider;
 use sqe_worker::types::iceberg_schema_for;
 
 use self::deadline::DeadlineStream;
-use self::table_properties::{TableProperties, partition_spec, take_table_properties};
+use self::table_properties::{TableProperties, partition_spec};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
@@ -80,7 +85,7 @@ impl Default for EngineSettings {
 }
 
 /// Per-client defaults for name resolution.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionSettings {
     pub catalog: Option<String>,
     pub schema: Option<String>,
@@ -211,7 +216,7 @@ impl std::fmt::Debug for Engine {
 impl StatementKind {
     /// The result schema of a DDL or DML statement run as a query: DML reports `rows` written,
     /// DDL its `result` (the update type, e.g. `CREATE TABLE`).
-    fn command_schema(self) -> SchemaRef {
+    pub fn command_schema(self) -> SchemaRef {
         let field = if self.writes_rows() {
             Field::new("rows", DataType::UInt64, false)
         } else {
@@ -279,6 +284,30 @@ impl Engine {
         &self.settings.catalog_name
     }
 
+    /// The schemas (Iceberg namespaces) of the catalog.
+    pub async fn schema_names(&self) -> Result<Vec<String>> {
+        self.refresh_names(false).await?;
+        Ok(self.provider.schema_names())
+    }
+
+    /// The tables of `schema` (none when it does not exist).
+    pub async fn table_names(&self, schema: &str) -> Result<Vec<String>> {
+        self.refresh_names(false).await?;
+        Ok(self
+            .provider
+            .schema(schema)
+            .map(|s| s.table_names())
+            .unwrap_or_default())
+    }
+
+    /// The columns of `schema.table`, as DataFusion sees them.
+    pub async fn table_schema(&self, schema: &str, table: &str) -> Result<Option<SchemaRef>> {
+        let Some(provider) = self.provider.schema(schema) else {
+            return Ok(None);
+        };
+        Ok(provider.table(table).await?.map(|t| t.schema()))
+    }
+
     async fn refresh_names(&self, force: bool) -> Result<()> {
         let stale = self
             .names_refreshed
@@ -341,13 +370,8 @@ impl Engine {
 
     /// Parses and plans one statement. DDL is checked here and carried out by [`Self::run`].
     pub async fn prepare(&self, session: &SessionSettings, sql: &str) -> Result<Prepared> {
-        self.refresh_names(false).await?;
-        let state = self.session_state(session)?;
-        let dialect = state.config().options().sql_parser.dialect;
-        let mut statement = state.sql_to_statement(sql, &dialect)?;
-        let properties = take_table_properties(&mut statement)?;
-        let logical = state.statement_to_plan(statement).await?;
-        self.prepare_logical(state, logical, properties).await
+        let template = self.template(session, sql).await?;
+        self.bind(&template, Vec::new()).await
     }
 
     async fn prepare_logical(
@@ -766,7 +790,7 @@ impl Engine {
     }
 }
 
-fn explain_schema() -> SchemaRef {
+pub(crate) fn explain_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("plan_type", DataType::Utf8, false),
         Field::new("plan", DataType::Utf8, false),

@@ -11,7 +11,7 @@ use crate::error::{GatewayError, Result};
 
 /// Properties SQE understands on CREATE TABLE.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TableProperties {
+pub(crate) struct TableProperties {
     /// Partition fields in Trino's syntax: `col`, `year(col)`, `month(col)`, `day(col)`,
     /// `hour(col)`, `bucket(n, col)`, `truncate(n, col)`.
     pub partitioning: Vec<String>,

@@ -1,10 +1,41 @@
-//! The Arrow Flight SQL endpoint: statement queries (GetFlightInfo + DoGet) and updates (DoPut).
+//! The Arrow Flight SQL endpoint.
 //!
-//! Protocol parsing is arrow-flight's; [`service`] maps Flight SQL calls onto the engine and
-//! [`tickets`] holds planned statements between GetFlightInfo and DoGet.
+//! As in InfluxDB 3, three parts: [`protocol`] (what arrow-flight does not model: session
+//! options, cookies, handles), [`service`] (Flight SQL calls onto the engine) with its state
+//! ([`sessions`], [`statements`], [`metadata`]), and [`server`] plus [`auth`] (the tonic service,
+//! the RPCs the blanket implementation lacks, client authentication).
 
+mod auth;
+mod metadata;
+mod protocol;
+mod server;
 mod service;
-mod tickets;
+mod sessions;
+mod statements;
 
-pub use service::{SqeFlightSqlService, flight_sql_server};
-pub use tickets::PlannedStatements;
+use std::sync::Arc;
+
+pub use auth::ClientAuthLayer;
+pub use server::{SqeFlightService, flight_sql_server};
+pub use service::SqeFlightSqlService;
+use tonic::Status;
+use uuid::Uuid;
+
+use crate::client_auth::ClientAuth;
+use crate::engine::Engine;
+
+/// The Flight SQL service for `engine`, with its client authentication layer.
+pub fn flight_service(
+    engine: Arc<Engine>,
+    auth: Arc<ClientAuth>,
+) -> (ClientAuthLayer, SqeFlightService) {
+    let layer = ClientAuthLayer::new(Arc::clone(&auth));
+    (
+        layer,
+        SqeFlightService::new(SqeFlightSqlService::new(engine, auth)),
+    )
+}
+
+fn parse_handle_or_status(bytes: &[u8]) -> Result<Uuid, Status> {
+    protocol::parse_handle(bytes).ok_or_else(|| Status::invalid_argument("malformed handle"))
+}

@@ -2,52 +2,244 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
+use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::error::FlightError;
-use arrow_flight::flight_service_server::FlightServiceServer;
+use arrow_flight::flight_service_server::FlightService;
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    CommandStatementQuery, CommandStatementUpdate, ProstMessageExt, SqlInfo, TicketStatementQuery,
+    ActionBeginTransactionRequest, ActionBeginTransactionResult, ActionCancelQueryRequest,
+    ActionCancelQueryResult, ActionClosePreparedStatementRequest,
+    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, CommandGetCatalogs,
+    CommandGetCrossReference, CommandGetDbSchemas, CommandGetExportedKeys, CommandGetImportedKeys,
+    CommandGetPrimaryKeys, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
+    CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandPreparedStatementUpdate,
+    CommandStatementIngest, CommandStatementQuery, CommandStatementUpdate,
+    DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TableExistsOption, TableNotExistOption,
+    TicketStatementQuery,
 };
 use arrow_flight::{
-    FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket,
+    Action, ActionType, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus,
+    FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage,
+    SchemaAsIpc, Ticket,
 };
+use bytes::Bytes;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::ipc::writer::IpcWriteOptions;
+use datafusion::common::ScalarValue;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt, stream};
 use prost::Message;
+use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 use uuid::Uuid;
 
-use super::tickets::PlannedStatements;
-use crate::engine::{Engine, Outcome, SessionSettings};
+use super::auth::{Credentials, credentials};
+use super::metadata::{self, foreign_keys_schema, primary_keys_schema, sql_info, xdbc_types};
+use super::protocol::{
+    self, CANCEL_FLIGHT_INFO, CLOSE_SESSION, CloseSessionResult, CloseSessionStatus,
+    GET_SESSION_OPTIONS, GetSessionOptionsResult, SESSION_COOKIE, SET_SESSION_OPTIONS,
+    SessionOptionValue, SetSessionOptionsError, SetSessionOptionsErrorValue,
+    SetSessionOptionsRequest, SetSessionOptionsResult, handle_bytes, parse_handle, session_key,
+    session_option_value::OptionValue,
+};
+use super::sessions::Sessions;
+use super::statements::{Cancelled, Planned, PreparedStatement, Statements};
+use crate::client_auth::{ClientAuth, Principal};
+use crate::engine::{
+    Engine, IfExists, IfMissing, IngestTarget, Outcome, Prepared, SessionSettings,
+};
 use crate::error::GatewayError;
-
-/// How long a planned statement waits for its DoGet.
-const TICKET_TTL: Duration = Duration::from_secs(300);
 
 type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-/// SQE's Flight SQL service.
+/// SQE's Flight SQL service. Wrapped by [`super::server::SqeFlightService`], which adds the
+/// RPCs arrow-flight's blanket implementation leaves out.
 pub struct SqeFlightSqlService {
     engine: Arc<Engine>,
-    planned: PlannedStatements,
+    auth: Arc<ClientAuth>,
+    sessions: Sessions,
+    statements: Arc<Statements>,
 }
 
 impl SqeFlightSqlService {
-    pub fn new(engine: Arc<Engine>) -> Self {
+    pub fn new(engine: Arc<Engine>, auth: Arc<ClientAuth>) -> Self {
         Self {
             engine,
-            planned: PlannedStatements::new(TICKET_TTL),
+            auth,
+            sessions: Sessions::default(),
+            statements: Arc::default(),
         }
+    }
+
+    pub(super) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    pub(super) fn prepared_statement(
+        &self,
+        id: &Uuid,
+        principal: &Principal,
+    ) -> Option<PreparedStatement> {
+        self.statements.prepared(id, principal)
+    }
+
+    pub(super) fn session<T>(&self, request: &Request<T>) -> SessionSettings {
+        self.sessions
+            .get(session_key(request.metadata(), request.remote_addr()).as_deref())
+    }
+
+    /// Plans `prepared` for a later DoGet and describes it.
+    fn planned_info(
+        &self,
+        prepared: Prepared,
+        principal: Principal,
+        descriptor: FlightDescriptor,
+    ) -> Result<FlightInfo, Status> {
+        let schema = prepared.schema();
+        let id = self.statements.plan(Planned {
+            prepared,
+            principal,
+        });
+        let ticket = TicketStatementQuery {
+            statement_handle: handle_bytes(id),
+        };
+        info(&schema, ticket.as_any().encode_to_vec(), descriptor)
+    }
+
+    /// Parameters sent with DoPut: one value per column, one set per row.
+    async fn parameter_rows(
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<Vec<Vec<ScalarValue>>, Status> {
+        let batches: Vec<RecordBatch> = record_batches(request.into_inner()).try_collect().await?;
+        let mut rows = Vec::new();
+        for batch in batches {
+            for row in 0..batch.num_rows() {
+                let values = batch
+                    .columns()
+                    .iter()
+                    .map(|column| ScalarValue::try_from_array(column, row))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| Status::invalid_argument(format!("bad parameter value: {e}")))?;
+                rows.push(values);
+            }
+        }
+        Ok(rows)
     }
 }
 
-/// The tonic service to serve.
-pub fn flight_sql_server(engine: Arc<Engine>) -> FlightServiceServer<SqeFlightSqlService> {
-    FlightServiceServer::new(SqeFlightSqlService::new(engine))
-        .max_decoding_message_size(64 * 1024 * 1024)
-        .max_encoding_message_size(64 * 1024 * 1024)
+pub(super) fn principal<T>(request: &Request<T>) -> Principal {
+    request
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .unwrap_or_else(Principal::anonymous)
+}
+
+fn ipc_schema(schema: &Schema) -> Result<Bytes, Status> {
+    let IpcMessage(bytes) = SchemaAsIpc::new(schema, &IpcWriteOptions::default())
+        .try_into()
+        .map_err(|e: datafusion::arrow::error::ArrowError| {
+            Status::internal(format!("cannot encode schema: {e}"))
+        })?;
+    Ok(bytes)
+}
+
+pub(super) fn info(
+    schema: &Schema,
+    ticket: Vec<u8>,
+    descriptor: FlightDescriptor,
+) -> Result<FlightInfo, Status> {
+    let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket));
+    Ok(FlightInfo::new()
+        .try_with_schema(schema)
+        .map_err(|e| Status::internal(format!("cannot encode schema: {e}")))?
+        .with_endpoint(endpoint)
+        .with_descriptor(descriptor))
+}
+
+/// Record batches from a DoPut stream.
+fn record_batches(data: PeekableFlightDataStream) -> FlightRecordBatchStream {
+    FlightRecordBatchStream::new_from_flight_data(data.map_err(FlightError::from))
+}
+
+fn flight_status(error: FlightError) -> Status {
+    match error {
+        FlightError::Tonic(status) => *status,
+        other => Status::internal(other.to_string()),
+    }
+}
+
+/// Batches as Flight data, ending with `Cancelled` if the statement is cancelled midway.
+fn encode(
+    schema: SchemaRef,
+    batches: BoxStream<'static, Result<RecordBatch, FlightError>>,
+) -> BoxedStream<arrow_flight::FlightData> {
+    Box::pin(
+        FlightDataEncoderBuilder::new()
+            .with_schema(schema)
+            .build(batches)
+            .map_err(flight_status),
+    )
+}
+
+fn one_batch(
+    batch: Result<RecordBatch, GatewayError>,
+) -> BoxStream<'static, Result<RecordBatch, FlightError>> {
+    stream::iter([batch.map_err(|e| FlightError::from(Status::from(e)))]).boxed()
+}
+
+fn batch_stream(schema: SchemaRef, batch: RecordBatch) -> BoxedStream<arrow_flight::FlightData> {
+    encode(schema, one_batch(Ok(batch)))
+}
+
+fn ingest_target(command: &CommandStatementIngest) -> Result<IngestTarget, Status> {
+    if command.temporary {
+        return Err(Status::unimplemented("temporary tables are not supported"));
+    }
+    if command.transaction_id.is_some() {
+        return Err(Status::unimplemented("transactions are not supported"));
+    }
+    let options = command.table_definition_options.unwrap_or_default();
+    let if_missing = match TableNotExistOption::try_from(options.if_not_exist) {
+        Ok(TableNotExistOption::Fail) => IfMissing::Fail,
+        _ => IfMissing::Create,
+    };
+    let if_exists = match TableExistsOption::try_from(options.if_exists) {
+        Ok(TableExistsOption::Append) => IfExists::Append,
+        Ok(TableExistsOption::Replace) => IfExists::Replace,
+        _ => IfExists::Fail,
+    };
+    Ok(IngestTarget {
+        schema: command.schema.clone(),
+        table: command.table.clone(),
+        if_missing,
+        if_exists,
+    })
+}
+
+fn cancel_result(cancelled: Cancelled) -> CancelStatus {
+    match cancelled {
+        Cancelled::Yes => CancelStatus::Cancelled,
+        Cancelled::NotFound => CancelStatus::NotCancellable,
+    }
+}
+
+fn ticket_handle(info: &FlightInfo) -> Option<Uuid> {
+    let ticket = info.endpoint.first()?.ticket.as_ref()?;
+    let any = arrow_flight::sql::Any::decode(ticket.ticket.as_ref()).ok()?;
+    let statement: TicketStatementQuery = any.unpack().ok()??;
+    parse_handle(&statement.statement_handle)
+}
+
+fn action_result(message: impl Message) -> arrow_flight::Result {
+    arrow_flight::Result {
+        body: message.encode_to_vec().into(),
+    }
 }
 
 #[tonic::async_trait]
@@ -56,13 +248,31 @@ impl FlightSqlService for SqeFlightSqlService {
 
     async fn do_handshake(
         &self,
-        _request: Request<Streaming<HandshakeRequest>>,
+        request: Request<Streaming<HandshakeRequest>>,
     ) -> Result<Response<BoxedStream<HandshakeResponse>>, Status> {
+        let principal = match credentials(request.metadata().as_ref())? {
+            Some(Credentials::Basic { user, password }) => {
+                self.auth.login(&user, &password).await?
+            }
+            Some(Credentials::Bearer(token)) => self.auth.verify(&token)?,
+            None if self.auth.required() => {
+                return Err(Status::unauthenticated(
+                    "authentication required: send user and password",
+                ));
+            }
+            None => Principal::anonymous(),
+        };
+        let token = self.auth.issue(&principal)?;
         let response = HandshakeResponse {
             protocol_version: 0,
-            payload: Default::default(),
+            payload: Bytes::from(token.clone()),
         };
-        Ok(Response::new(Box::pin(stream::iter([Ok(response)]))))
+        let mut response =
+            Response::new(Box::pin(stream::iter([Ok(response)])) as BoxedStream<HandshakeResponse>);
+        let bearer = MetadataValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| Status::internal("a token is not a valid header value"))?;
+        response.metadata_mut().insert("authorization", bearer);
+        Ok(response)
     }
 
     async fn get_flight_info_statement(
@@ -70,72 +280,654 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
+        let (principal, session) = (principal(&request), self.session(&request));
+        let prepared = self.engine.prepare(&session, &query.query).await?;
+        Ok(Response::new(self.planned_info(
+            prepared,
+            principal,
+            request.into_inner(),
+        )?))
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        command: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let principal = principal(&request);
+        let id = parse_handle(&command.prepared_statement_handle)
+            .ok_or_else(|| Status::invalid_argument("malformed prepared statement handle"))?;
+        let statement = self
+            .statements
+            .prepared(&id, &principal)
+            .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
         let prepared = self
             .engine
-            .prepare(&SessionSettings::default(), &query.query)
+            .bind(&statement.template, statement.parameters)
             .await?;
-        let schema = prepared.schema();
-        let id = self.planned.insert(prepared);
-        let ticket = TicketStatementQuery {
-            statement_handle: id.as_bytes().to_vec().into(),
-        };
-        let endpoint =
-            FlightEndpoint::new().with_ticket(Ticket::new(ticket.as_any().encode_to_vec()));
-        let info = FlightInfo::new()
-            .try_with_schema(&schema)
-            .map_err(|e| Status::internal(format!("cannot encode schema: {e}")))?
-            .with_endpoint(endpoint)
-            .with_descriptor(request.into_inner());
-        Ok(Response::new(info))
+        Ok(Response::new(self.planned_info(
+            prepared,
+            principal,
+            request.into_inner(),
+        )?))
     }
 
     async fn do_get_statement(
         &self,
         ticket: TicketStatementQuery,
-        _request: Request<Ticket>,
+        request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
-        let id = Uuid::from_slice(&ticket.statement_handle)
-            .map_err(|_| Status::invalid_argument("malformed statement ticket"))?;
-        let prepared = self.planned.take(&id).ok_or_else(|| {
-            Status::not_found("statement ticket unknown, already used or expired")
-        })?;
-        let schema = prepared.schema();
-        let kind = prepared.kind();
-        let batches = match self.engine.run(prepared).await? {
-            Outcome::Rows(stream) => stream
-                .map_err(|e| FlightError::from(Status::from(GatewayError::from(e))))
-                .boxed(),
+        let principal = principal(&request);
+        let id = parse_handle(&ticket.statement_handle)
+            .ok_or_else(|| Status::invalid_argument("malformed ticket"))?;
+        let planned = self
+            .statements
+            .take_planned(&id, &principal)
+            .ok_or_else(|| {
+                Status::not_found("statement ticket unknown, already used, cancelled or expired")
+            })?;
+        let schema = planned.prepared.schema();
+        let kind = planned.prepared.kind();
+        let running = self.statements.start(id);
+        let token = running.token();
+        let outcome = tokio::select! {
+            outcome = self.engine.run(planned.prepared) => outcome?,
+            () = token.cancelled() => return Err(Status::cancelled("query cancelled")),
+        };
+        let batches = match outcome {
+            Outcome::Rows(stream) => stream,
             Outcome::Updated { rows } => {
                 let batch = kind.command_result(rows)?;
-                stream::iter([Ok(batch)]).boxed()
+                Box::pin(RecordBatchStreamAdapter::new(
+                    batch.schema(),
+                    stream::iter([Ok(batch)]),
+                ))
             }
         };
-        let flight = FlightDataEncoderBuilder::new()
-            .with_schema(schema)
-            .build(batches)
-            .map_err(|e| match e {
-                FlightError::Tonic(status) => *status,
-                other => Status::internal(other.to_string()),
-            });
-        Ok(Response::new(Box::pin(flight)))
+        Ok(Response::new(encode(schema, cancellable(batches, running))))
+    }
+
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder().schema();
+        Ok(Response::new(info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let mut builder = query.into_builder();
+        builder.append(self.engine.catalog_name());
+        let schema = builder.schema();
+        let batch = builder
+            .build()
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(batch_stream(schema, batch)))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder().schema();
+        Ok(Response::new(info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let schema = query.clone().into_builder().schema();
+        let batch = metadata::db_schemas(&self.engine, query).await?;
+        Ok(Response::new(batch_stream(schema, batch)))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder().schema();
+        Ok(Response::new(info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let schema = query.clone().into_builder().schema();
+        let batch = metadata::tables(&self.engine, query).await?;
+        Ok(Response::new(batch_stream(schema, batch)))
+    }
+
+    async fn get_flight_info_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder().schema();
+        Ok(Response::new(info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let mut builder = query.into_builder();
+        builder.append("TABLE");
+        let schema = builder.schema();
+        let batch = builder
+            .build()
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(batch_stream(schema, batch)))
+    }
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder(sql_info()?).schema();
+        Ok(Response::new(info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let builder = query.into_builder(sql_info()?);
+        let schema = builder.schema();
+        let batch = builder
+            .build()
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(batch_stream(schema, batch)))
+    }
+
+    async fn get_flight_info_xdbc_type_info(
+        &self,
+        query: CommandGetXdbcTypeInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder(xdbc_types()?).schema();
+        Ok(Response::new(info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_xdbc_type_info(
+        &self,
+        query: CommandGetXdbcTypeInfo,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let builder = query.into_builder(xdbc_types()?);
+        let schema = builder.schema();
+        let batch = builder
+            .build()
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(batch_stream(schema, batch)))
+    }
+
+    async fn get_flight_info_primary_keys(
+        &self,
+        query: CommandGetPrimaryKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        Ok(Response::new(info(
+            &primary_keys_schema(),
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_primary_keys(
+        &self,
+        _query: CommandGetPrimaryKeys,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let schema = primary_keys_schema();
+        Ok(Response::new(batch_stream(
+            Arc::clone(&schema),
+            RecordBatch::new_empty(schema),
+        )))
+    }
+
+    async fn get_flight_info_exported_keys(
+        &self,
+        query: CommandGetExportedKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        Ok(Response::new(info(
+            &foreign_keys_schema(),
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_exported_keys(
+        &self,
+        _query: CommandGetExportedKeys,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let schema = foreign_keys_schema();
+        Ok(Response::new(batch_stream(
+            Arc::clone(&schema),
+            RecordBatch::new_empty(schema),
+        )))
+    }
+
+    async fn get_flight_info_imported_keys(
+        &self,
+        query: CommandGetImportedKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        Ok(Response::new(info(
+            &foreign_keys_schema(),
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_imported_keys(
+        &self,
+        _query: CommandGetImportedKeys,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let schema = foreign_keys_schema();
+        Ok(Response::new(batch_stream(
+            Arc::clone(&schema),
+            RecordBatch::new_empty(schema),
+        )))
+    }
+
+    async fn get_flight_info_cross_reference(
+        &self,
+        query: CommandGetCrossReference,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        Ok(Response::new(info(
+            &foreign_keys_schema(),
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )?))
+    }
+
+    async fn do_get_cross_reference(
+        &self,
+        _query: CommandGetCrossReference,
+        _request: Request<Ticket>,
+    ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
+        let schema = foreign_keys_schema();
+        Ok(Response::new(batch_stream(
+            Arc::clone(&schema),
+            RecordBatch::new_empty(schema),
+        )))
     }
 
     async fn do_put_statement_update(
         &self,
         command: CommandStatementUpdate,
-        _request: Request<PeekableFlightDataStream>,
+        request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        match self
-            .engine
-            .execute(&SessionSettings::default(), &command.query)
-            .await?
-        {
-            Outcome::Updated { rows } => Ok(rows.map(|r| r as i64).unwrap_or(0)),
+        let session = self.session(&request);
+        match self.engine.execute(&session, &command.query).await? {
+            Outcome::Updated { rows } => Ok(rows.map_or(0, |r| r as i64)),
             Outcome::Rows(_) => Err(Status::invalid_argument(
                 "this statement returns rows: run it as a query (CommandStatementQuery)",
             )),
         }
     }
 
+    async fn do_put_statement_ingest(
+        &self,
+        command: CommandStatementIngest,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let target = ingest_target(&command)?;
+        let session = self.session(&request);
+        let mut batches = record_batches(request.into_inner());
+        // The schema arrives with the first message; an upload of no rows still has one.
+        let first = batches.next().await.transpose().map_err(flight_status)?;
+        let schema = match (&first, batches.schema()) {
+            (Some(batch), _) => batch.schema(),
+            (None, Some(schema)) => Arc::clone(schema),
+            (None, None) => {
+                return Err(Status::invalid_argument(
+                    "the ingest stream carried no schema",
+                ));
+            }
+        };
+        let rest = batches
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(flight_status(e))));
+        let data: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
+            schema,
+            stream::iter(first.map(Ok)).chain(rest),
+        ));
+        let rows = self.engine.ingest(&session, target, data).await?;
+        Ok(rows as i64)
+    }
+
+    async fn do_put_prepared_statement_query(
+        &self,
+        command: CommandPreparedStatementQuery,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<DoPutPreparedStatementResult, Status> {
+        let principal = principal(&request);
+        let id = parse_handle(&command.prepared_statement_handle)
+            .ok_or_else(|| Status::invalid_argument("malformed prepared statement handle"))?;
+        let mut rows = Self::parameter_rows(request).await?;
+        if rows.len() > 1 {
+            return Err(Status::invalid_argument(
+                "a query takes one row of parameters",
+            ));
+        }
+        let parameters = rows.pop().unwrap_or_default();
+        if !self.statements.bind(&id, &principal, parameters) {
+            return Err(Status::not_found("unknown or closed prepared statement"));
+        }
+        Ok(DoPutPreparedStatementResult {
+            prepared_statement_handle: Some(command.prepared_statement_handle),
+        })
+    }
+
+    async fn do_put_prepared_statement_update(
+        &self,
+        command: CommandPreparedStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let principal = principal(&request);
+        let id = parse_handle(&command.prepared_statement_handle)
+            .ok_or_else(|| Status::invalid_argument("malformed prepared statement handle"))?;
+        let statement = self
+            .statements
+            .prepared(&id, &principal)
+            .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
+        let mut rows = Self::parameter_rows(request).await?;
+        if rows.is_empty() {
+            rows.push(statement.parameters.clone());
+        }
+        let mut total = 0i64;
+        for parameters in rows {
+            let prepared = self.engine.bind(&statement.template, parameters).await?;
+            match self.engine.run(prepared).await? {
+                Outcome::Updated { rows } => total += rows.map_or(0, |r| r as i64),
+                Outcome::Rows(_) => {
+                    return Err(Status::invalid_argument(
+                        "this statement returns rows: execute it as a query",
+                    ));
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        if query.transaction_id.is_some() {
+            return Err(Status::unimplemented("transactions are not supported"));
+        }
+        let (principal, session) = (principal(&request), self.session(&request));
+        let template = self.engine.template(&session, &query.query).await?;
+        let dataset_schema = ipc_schema(&template.dataset_schema())?;
+        let parameter_schema = ipc_schema(&template.parameter_schema())?;
+        let id = self.statements.prepare(PreparedStatement {
+            template,
+            parameters: Vec::new(),
+            principal,
+        });
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: handle_bytes(id),
+            dataset_schema,
+            parameter_schema,
+        })
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        query: ActionClosePreparedStatementRequest,
+        _request: Request<Action>,
+    ) -> Result<(), Status> {
+        if let Some(id) = parse_handle(&query.prepared_statement_handle) {
+            self.statements.close_prepared(&id);
+        }
+        Ok(())
+    }
+
+    async fn do_action_begin_transaction(
+        &self,
+        _query: ActionBeginTransactionRequest,
+        _request: Request<Action>,
+    ) -> Result<ActionBeginTransactionResult, Status> {
+        Err(Status::unimplemented(
+            "transactions are not supported: every statement commits on its own",
+        ))
+    }
+
+    async fn do_action_cancel_query(
+        &self,
+        query: ActionCancelQueryRequest,
+        _request: Request<Action>,
+    ) -> Result<ActionCancelQueryResult, Status> {
+        let info = FlightInfo::decode(query.info.as_ref())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let id = ticket_handle(&info)
+            .ok_or_else(|| Status::invalid_argument("not a statement of this server"))?;
+        // The deprecated action shares CancelFlightInfo's status numbers.
+        let result = cancel_result(self.statements.cancel(&id));
+        Ok(ActionCancelQueryResult {
+            result: result as i32,
+        })
+    }
+
+    async fn do_action_fallback(
+        &self,
+        request: Request<Action>,
+    ) -> Result<Response<<Self as FlightService>::DoActionStream>, Status> {
+        let key = session_key(request.metadata(), request.remote_addr());
+        let cookie = protocol::session_cookie(request.metadata());
+        let action = request.into_inner();
+        let (result, new_cookie): (arrow_flight::Result, Option<String>) =
+            match action.r#type.as_str() {
+                SET_SESSION_OPTIONS => {
+                    let options = SetSessionOptionsRequest::decode(action.body.as_ref())
+                        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+                    // A client without a cookie gets one; until it sends it back (if ever), its
+                    // bearer token or connection keeps naming the same session.
+                    let new_cookie = cookie
+                        .is_none()
+                        .then(|| Uuid::new_v4().simple().to_string());
+                    let keys: Vec<String> = key
+                        .into_iter()
+                        .chain(new_cookie.as_ref().map(|id| format!("cookie:{id}")))
+                        .collect();
+                    let mut errors = std::collections::HashMap::new();
+                    let mut settings = self.sessions.get(keys.first().map(String::as_str));
+                    {
+                        let session = &mut settings;
+                        for (name, value) in options.session_options {
+                            let text = match value.option_value {
+                                Some(OptionValue::StringValue(s)) => Some(s),
+                                None => None,
+                                Some(_) => {
+                                    errors.insert(
+                                        name,
+                                        error_value(SetSessionOptionsErrorValue::InvalidValue),
+                                    );
+                                    continue;
+                                }
+                            };
+                            match name.as_str() {
+                                "catalog" => session.catalog = text,
+                                "schema" => session.schema = text,
+                                _ => {
+                                    errors.insert(
+                                        name,
+                                        error_value(SetSessionOptionsErrorValue::InvalidName),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    for key in &keys {
+                        self.sessions
+                            .update(key, |session| *session = settings.clone());
+                    }
+                    (
+                        action_result(SetSessionOptionsResult { errors }),
+                        new_cookie,
+                    )
+                }
+                GET_SESSION_OPTIONS => {
+                    let session = self.sessions.get(key.as_deref());
+                    let string = |s: String| SessionOptionValue {
+                        option_value: Some(OptionValue::StringValue(s)),
+                    };
+                    let mut options = std::collections::HashMap::new();
+                    options.insert(
+                        "catalog".to_string(),
+                        string(
+                            session
+                                .catalog
+                                .unwrap_or_else(|| self.engine.catalog_name().to_string()),
+                        ),
+                    );
+                    options.insert(
+                        "schema".to_string(),
+                        string(session.schema.unwrap_or_else(|| "default".to_string())),
+                    );
+                    (
+                        action_result(GetSessionOptionsResult {
+                            session_options: options,
+                        }),
+                        None,
+                    )
+                }
+                CLOSE_SESSION => {
+                    let closed = key.as_deref().is_some_and(|k| self.sessions.close(k));
+                    let status = if closed {
+                        CloseSessionStatus::Closed
+                    } else {
+                        CloseSessionStatus::NotCloseable
+                    };
+                    (
+                        action_result(CloseSessionResult {
+                            status: status as i32,
+                        }),
+                        None,
+                    )
+                }
+                CANCEL_FLIGHT_INFO => {
+                    let request = CancelFlightInfoRequest::decode(action.body.as_ref())
+                        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+                    let status = request
+                        .info
+                        .as_ref()
+                        .and_then(ticket_handle)
+                        .map(|id| cancel_result(self.statements.cancel(&id)))
+                        .ok_or_else(|| Status::not_found("not a statement of this server"))?;
+                    (
+                        action_result(CancelFlightInfoResult {
+                            status: status as i32,
+                        }),
+                        None,
+                    )
+                }
+                other => return Err(Status::unimplemented(format!("unknown action {other}"))),
+            };
+        let mut response = Response::new(
+            Box::pin(stream::iter([Ok(result)])) as <Self as FlightService>::DoActionStream
+        );
+        if let Some(id) = new_cookie {
+            let cookie = MetadataValue::try_from(format!("{SESSION_COOKIE}={id}"))
+                .map_err(|_| Status::internal("invalid session cookie"))?;
+            response.metadata_mut().insert("set-cookie", cookie);
+        }
+        Ok(response)
+    }
+
+    async fn list_custom_actions(&self) -> Option<Vec<Result<ActionType, Status>>> {
+        let action = |name: &str, description: &str| {
+            Ok(ActionType {
+                r#type: name.to_string(),
+                description: description.to_string(),
+            })
+        };
+        Some(vec![
+            action(SET_SESSION_OPTIONS, "Set session options: catalog, schema"),
+            action(GET_SESSION_OPTIONS, "Get session options"),
+            action(CLOSE_SESSION, "Close the session"),
+            action(CANCEL_FLIGHT_INFO, "Cancel a running query"),
+        ])
+    }
+
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+fn error_value(value: SetSessionOptionsErrorValue) -> SetSessionOptionsError {
+    SetSessionOptionsError {
+        value: value as i32,
+    }
+}
+
+/// Streams `batches`, stopping with `Cancelled` when the statement is cancelled (the plan is
+/// dropped then, which stops it on every worker); the statement stays registered as running
+/// until the stream ends.
+fn cancellable(
+    batches: SendableRecordBatchStream,
+    running: super::statements::RunningGuard,
+) -> BoxStream<'static, Result<RecordBatch, FlightError>> {
+    let token = running.token();
+    let cancelled = Box::pin(token.cancelled_owned());
+    stream::unfold(
+        (Some(batches), cancelled, running),
+        |(batches, mut cancelled, running)| async move {
+            let mut batches = batches?;
+            tokio::select! {
+                biased;
+                () = &mut cancelled => {
+                    let error = FlightError::from(Status::cancelled("query cancelled"));
+                    Some((Err(error), (None, cancelled, running)))
+                }
+                item = batches.next() => {
+                    let item = item?.map_err(|e| FlightError::from(Status::from(GatewayError::from(e))));
+                    Some((item, (Some(batches), cancelled, running)))
+                }
+            }
+        },
+    )
+    .boxed()
 }

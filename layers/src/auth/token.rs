@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(60);
 /// Clock difference tolerated between signer and verifier by default.
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
-/// The longest lifetime a verifier accepts, whatever the token says.
-const MAX_TOKEN_LIFETIME: u64 = 600;
+/// The longest lifetime a verifier accepts by default, whatever the token says.
+pub const DEFAULT_MAX_LIFETIME: Duration = Duration::from_secs(600);
 
 /// What a token says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +29,9 @@ pub struct Claims {
     pub exp: u64,
     /// Unique per token.
     pub jti: String,
+    /// On whose behalf (a user, for tokens issued to clients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
 }
 
 /// Why a token was not issued or not accepted. Verification failures name the cause but never
@@ -127,13 +130,23 @@ impl TokenSigner {
         self.sign_at(now())
     }
 
+    /// A new token on behalf of `subject` (a user the signer has authenticated).
+    pub fn sign_for(&self, subject: &str) -> Result<String, AuthError> {
+        self.sign_claims(now(), Some(subject.to_string()))
+    }
+
     pub(crate) fn sign_at(&self, iat: u64) -> Result<String, AuthError> {
+        self.sign_claims(iat, None)
+    }
+
+    fn sign_claims(&self, iat: u64, sub: Option<String>) -> Result<String, AuthError> {
         let claims = Claims {
             iss: self.issuer.clone(),
             aud: self.audience.clone(),
             iat,
             exp: iat + self.ttl.as_secs(),
             jti: uuid::Uuid::new_v4().to_string(),
+            sub,
         };
         encode(&self.header, &claims, &self.key).map_err(|e| AuthError::Sign(e.to_string()))
     }
@@ -171,6 +184,7 @@ pub struct TokenVerifier {
     keys: Vec<DecodingKey>,
     validation: Validation,
     leeway: u64,
+    max_lifetime: u64,
     stats: std::sync::Arc<VerifierStats>,
     verified: Mutex<HashMap<String, Claims>>,
 }
@@ -201,6 +215,7 @@ impl TokenVerifier {
         Ok(Self {
             keys,
             leeway: DEFAULT_LEEWAY.as_secs(),
+            max_lifetime: DEFAULT_MAX_LIFETIME.as_secs(),
             validation,
             stats: Default::default(),
             verified: Mutex::new(HashMap::new()),
@@ -211,6 +226,12 @@ impl TokenVerifier {
     pub fn with_leeway(mut self, leeway: Duration) -> Self {
         self.leeway = leeway.as_secs();
         self.validation.leeway = self.leeway;
+        self
+    }
+
+    /// Refuses tokens whose `exp - iat` is longer than `max` (default ten minutes).
+    pub fn with_max_lifetime(mut self, max: Duration) -> Self {
+        self.max_lifetime = max.as_secs();
         self
     }
 
@@ -269,7 +290,7 @@ impl TokenVerifier {
                         return Err(AuthError::Expired);
                     }
                     if claims.iat > now + self.leeway
-                        || claims.exp.saturating_sub(claims.iat) > MAX_TOKEN_LIFETIME
+                        || claims.exp.saturating_sub(claims.iat) > self.max_lifetime
                     {
                         return Err(AuthError::BadLifetime);
                     }

@@ -1,0 +1,189 @@
+//! Statements planned once and bound many times: prepared statements, and the schemas clients
+//! ask for before running anything.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::ScalarValue;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::{DdlStatement, DmlStatement, LogicalPlan, WriteOp};
+
+use super::table_properties::{TableProperties, take_table_properties};
+use super::{Engine, Prepared, SessionSettings, StatementKind, explain_schema};
+use crate::error::{GatewayError, Result};
+
+/// A parsed and logically planned statement, possibly with `$1`, `$2`, ... parameters.
+#[derive(Clone)]
+pub struct StatementTemplate {
+    state: SessionState,
+    logical: LogicalPlan,
+    properties: TableProperties,
+    kind: StatementKind,
+    dataset_schema: SchemaRef,
+    parameter_schema: SchemaRef,
+}
+
+impl std::fmt::Debug for StatementTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatementTemplate")
+            .field("kind", &self.kind)
+            .field("parameters", &self.parameter_schema.fields().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StatementTemplate {
+    pub fn kind(&self) -> StatementKind {
+        self.kind
+    }
+
+    /// The schema of the rows the statement returns.
+    pub fn dataset_schema(&self) -> SchemaRef {
+        Arc::clone(&self.dataset_schema)
+    }
+
+    /// One field per parameter, `$1` first; `Null` where the type could not be inferred.
+    pub fn parameter_schema(&self) -> SchemaRef {
+        Arc::clone(&self.parameter_schema)
+    }
+}
+
+/// What a logical plan will do, before it is physically planned.
+pub(super) fn statement_kind(logical: &LogicalPlan) -> StatementKind {
+    match logical {
+        LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => match create.input.as_ref() {
+            LogicalPlan::EmptyRelation(empty) if !empty.produce_one_row => {
+                StatementKind::CreateTable
+            }
+            _ => StatementKind::CreateTableAs,
+        },
+        LogicalPlan::Ddl(DdlStatement::CreateCatalogSchema(_)) => StatementKind::CreateSchema,
+        LogicalPlan::Ddl(DdlStatement::DropTable(_)) => StatementKind::DropTable,
+        LogicalPlan::Ddl(DdlStatement::DropCatalogSchema(_)) => StatementKind::DropSchema,
+        LogicalPlan::Dml(DmlStatement {
+            op: WriteOp::Insert(_),
+            ..
+        }) => StatementKind::Insert,
+        _ => StatementKind::Query,
+    }
+}
+
+fn parameter_schema(logical: &LogicalPlan) -> Result<SchemaRef> {
+    let types = logical.get_parameter_types()?;
+    let mut numbered: Vec<(usize, Option<DataType>)> = Vec::with_capacity(types.len());
+    for (name, data_type) in types {
+        let position = name
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                GatewayError::Analysis(format!(
+                    "parameter {name}: use positional parameters $1, $2, ..."
+                ))
+            })?;
+        numbered.push((position, data_type));
+    }
+    numbered.sort_by_key(|(position, _)| *position);
+    if let Some(i) = numbered
+        .iter()
+        .enumerate()
+        .position(|(i, (p, _))| *p != i + 1)
+    {
+        return Err(GatewayError::Analysis(format!(
+            "parameters must be numbered $1 to ${}; ${} is missing",
+            numbered.len(),
+            i + 1
+        )));
+    }
+    let fields: Vec<Field> = numbered
+        .into_iter()
+        .map(|(position, data_type)| {
+            Field::new(
+                format!("${position}"),
+                data_type.unwrap_or(DataType::Null),
+                true,
+            )
+        })
+        .collect();
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+impl Engine {
+    /// Parses and logically plans `sql` for `session` without running or physically planning it.
+    pub async fn template(
+        &self,
+        session: &SessionSettings,
+        sql: &str,
+    ) -> Result<StatementTemplate> {
+        self.refresh_names(false).await?;
+        let state = self.session_state(session)?;
+        let dialect = state.config().options().sql_parser.dialect;
+        let mut statement = state.sql_to_statement(sql, &dialect)?;
+        let properties = take_table_properties(&mut statement)?;
+        let logical = state.statement_to_plan(statement).await?;
+        let kind = statement_kind(&logical);
+        let dataset_schema = match (&logical, kind) {
+            (LogicalPlan::Explain(_) | LogicalPlan::Analyze(_), _) => explain_schema(),
+            (_, StatementKind::Query) => Arc::new(logical.schema().as_arrow().clone()),
+            (_, kind) => kind.command_schema(),
+        };
+        let parameter_schema = parameter_schema(&logical)?;
+        Ok(StatementTemplate {
+            state,
+            logical,
+            properties,
+            kind,
+            dataset_schema,
+            parameter_schema,
+        })
+    }
+
+    /// Fills in the parameters and plans the statement physically, ready to run once.
+    pub async fn bind(
+        &self,
+        template: &StatementTemplate,
+        parameters: Vec<ScalarValue>,
+    ) -> Result<Prepared> {
+        let expected = template.parameter_schema.fields().len();
+        if parameters.len() != expected {
+            return Err(GatewayError::Analysis(format!(
+                "the statement takes {expected} parameters, {} were given",
+                parameters.len()
+            )));
+        }
+        let logical = if expected == 0 {
+            template.logical.clone()
+        } else {
+            template.logical.clone().with_param_values(parameters)?
+        };
+        self.prepare_logical(template.state.clone(), logical, template.properties.clone())
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_numbered_from_one() -> Result<()> {
+        use datafusion::logical_expr::{LogicalPlanBuilder, col, lit, placeholder};
+        let plan = LogicalPlanBuilder::empty(true)
+            .project(vec![lit(1).alias("a")])?
+            .filter(
+                col("a")
+                    .eq(placeholder("$2"))
+                    .and(col("a").gt(placeholder("$1"))),
+            )?
+            .build()?;
+        let schema = parameter_schema(&plan)?;
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, vec!["$1", "$2"]);
+        let gap = LogicalPlanBuilder::empty(true)
+            .project(vec![lit(1).alias("a")])?
+            .filter(col("a").eq(placeholder("$3")))?
+            .build()?;
+        assert!(parameter_schema(&gap).is_err());
+        Ok(())
+    }
+}
