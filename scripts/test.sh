@@ -23,6 +23,16 @@ if [[ -n "$dups" ]]; then
   echo "duplicate versions of core dependencies:"; echo "$dups"; exit 1
 fi
 
+step "Python clients (.venv, pinned in tests/python/requirements.txt)"
+requirements=tests/python/requirements.txt
+stamp=.venv/.requirements.sha256
+wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
+  echo "$wanted" > "$stamp"
+fi
+
 step "build the sqe binary (the process tests run it)"
 cargo build --locked --bin sqe
 

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use crate::catalog::default_warehouse_layout;
 use crate::config::{
-    ByteSize, CatalogConfig, CoordinatorConfig, CoordinatorSection, WorkerConfig, WorkerSection,
+    ByteSize, CatalogConfig, ClientAuthConfig, CoordinatorConfig, CoordinatorSection, WorkerConfig,
+    WorkerSection,
 };
 use crate::error::{GatewayError, Result};
 use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator, start_worker};
@@ -30,6 +31,8 @@ pub struct LocalOptions {
     pub worker_secret: Option<String>,
     /// Longest a query may run (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
+    /// How clients authenticate (none by default).
+    pub client_auth: ClientAuthConfig,
 }
 
 impl Default for LocalOptions {
@@ -44,6 +47,7 @@ impl Default for LocalOptions {
             worker_memory_limit: None,
             worker_secret: None,
             query_max_run_time_secs: None,
+            client_auth: ClientAuthConfig::default(),
         }
     }
 }
@@ -113,6 +117,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
             warehouse: Some(warehouse),
             ..Default::default()
         },
+        client_auth: options.client_auth.clone(),
         ..Default::default()
     };
     let listener = bind(

@@ -148,6 +148,7 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 worker_memory_limit: None,
                 worker_secret: None,
                 query_max_run_time_secs: None,
+                client_auth: Default::default(),
             };
             let cluster = start_local(&options).await?;
             let worker_urls: Vec<String> =

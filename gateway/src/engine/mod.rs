@@ -308,6 +308,28 @@ impl Engine {
         Ok(provider.table(table).await?.map(|t| t.schema()))
     }
 
+    /// Names are cached for up to [`NAME_CACHE_TTL`]; a schema created elsewhere (another
+    /// coordinator, another engine) in that window must still be found, so a statement naming a
+    /// schema the cache does not know refreshes it first.
+    async fn refresh_if_schemas_unknown(
+        &self,
+        state: &SessionState,
+        statement: &datafusion::sql::parser::Statement,
+    ) -> Result<()> {
+        let options = state.config().options();
+        let default_schema = options.catalog.default_schema.clone();
+        let default_catalog = options.catalog.default_catalog.clone();
+        let unknown = state.resolve_table_references(statement)?.iter().any(|t| {
+            let catalog = t.catalog().unwrap_or(&default_catalog);
+            let schema = t.schema().unwrap_or(&default_schema);
+            catalog == self.settings.catalog_name && self.provider.schema(schema).is_none()
+        });
+        if unknown {
+            self.refresh_names(true).await?;
+        }
+        Ok(())
+    }
+
     async fn refresh_names(&self, force: bool) -> Result<()> {
         let stale = self
             .names_refreshed

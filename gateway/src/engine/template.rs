@@ -120,6 +120,7 @@ impl Engine {
         let dialect = state.config().options().sql_parser.dialect;
         let mut statement = state.sql_to_statement(sql, &dialect)?;
         let properties = take_table_properties(&mut statement)?;
+        self.refresh_if_schemas_unknown(&state, &statement).await?;
         let logical = state.statement_to_plan(statement).await?;
         let kind = statement_kind(&logical);
         let dataset_schema = match (&logical, kind) {

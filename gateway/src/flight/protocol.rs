@@ -33,15 +33,15 @@ pub mod session_option_value {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum OptionValue {
         #[prost(string, tag = "1")]
-        StringValue(String),
+        String(String),
         #[prost(bool, tag = "2")]
-        BoolValue(bool),
+        Bool(bool),
         #[prost(sfixed64, tag = "3")]
-        Int64Value(i64),
+        Int64(i64),
         #[prost(double, tag = "4")]
-        DoubleValue(f64),
+        Double(f64),
         #[prost(message, tag = "5")]
-        StringListValue(StringListValue),
+        StringList(StringListValue),
     }
 }
 
@@ -170,9 +170,7 @@ mod tests {
             session_options: HashMap::from([(
                 "schema".to_string(),
                 SessionOptionValue {
-                    option_value: Some(session_option_value::OptionValue::StringValue(
-                        "tpch".into(),
-                    )),
+                    option_value: Some(session_option_value::OptionValue::String("tpch".into())),
                 },
             )]),
         };

@@ -162,9 +162,13 @@ pub(super) fn info(
         .with_descriptor(descriptor))
 }
 
-/// Record batches from a DoPut stream.
+/// Record batches from a DoPut stream. Messages without IPC data (clients send the command
+/// descriptor alone when there is nothing to bind) are skipped.
 fn record_batches(data: PeekableFlightDataStream) -> FlightRecordBatchStream {
-    FlightRecordBatchStream::new_from_flight_data(data.map_err(FlightError::from))
+    let data = data
+        .map_err(FlightError::from)
+        .try_filter(|message| futures::future::ready(!message.data_header.is_empty()));
+    FlightRecordBatchStream::new_from_flight_data(data)
 }
 
 fn flight_status(error: FlightError) -> Status {
@@ -301,9 +305,16 @@ impl FlightSqlService for SqeFlightSqlService {
             .statements
             .prepared(&id, &principal)
             .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
+        let mut rows = statement.parameter_rows;
+        if rows.len() > 1 {
+            return Err(Status::invalid_argument(format!(
+                "a query runs with one row of parameters; {} were bound",
+                rows.len()
+            )));
+        }
         let prepared = self
             .engine
-            .bind(&statement.template, statement.parameters)
+            .bind(&statement.template, rows.pop().unwrap_or_default())
             .await?;
         Ok(Response::new(self.planned_info(
             prepared,
@@ -352,7 +363,7 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Ok(Response::new(info(
             &schema,
             query.as_any().encode_to_vec(),
@@ -425,7 +436,7 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Ok(Response::new(info(
             &schema,
             query.as_any().encode_to_vec(),
@@ -478,7 +489,7 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetXdbcTypeInfo,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder(xdbc_types()?).schema();
+        let schema = query.into_builder(xdbc_types()?).schema();
         Ok(Response::new(info(
             &schema,
             query.as_any().encode_to_vec(),
@@ -646,14 +657,8 @@ impl FlightSqlService for SqeFlightSqlService {
         let principal = principal(&request);
         let id = parse_handle(&command.prepared_statement_handle)
             .ok_or_else(|| Status::invalid_argument("malformed prepared statement handle"))?;
-        let mut rows = Self::parameter_rows(request).await?;
-        if rows.len() > 1 {
-            return Err(Status::invalid_argument(
-                "a query takes one row of parameters",
-            ));
-        }
-        let parameters = rows.pop().unwrap_or_default();
-        if !self.statements.bind(&id, &principal, parameters) {
+        let rows = Self::parameter_rows(request).await?;
+        if !self.statements.bind(&id, &principal, rows) {
             return Err(Status::not_found("unknown or closed prepared statement"));
         }
         Ok(DoPutPreparedStatementResult {
@@ -675,7 +680,10 @@ impl FlightSqlService for SqeFlightSqlService {
             .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
         let mut rows = Self::parameter_rows(request).await?;
         if rows.is_empty() {
-            rows.push(statement.parameters.clone());
+            rows = statement.parameter_rows.clone();
+        }
+        if rows.is_empty() {
+            rows.push(Vec::new());
         }
         let mut total = 0i64;
         for parameters in rows {
@@ -706,7 +714,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let parameter_schema = ipc_schema(&template.parameter_schema())?;
         let id = self.statements.prepare(PreparedStatement {
             template,
-            parameters: Vec::new(),
+            parameter_rows: Vec::new(),
             principal,
         });
         Ok(ActionCreatePreparedStatementResult {
@@ -780,7 +788,7 @@ impl FlightSqlService for SqeFlightSqlService {
                         let session = &mut settings;
                         for (name, value) in options.session_options {
                             let text = match value.option_value {
-                                Some(OptionValue::StringValue(s)) => Some(s),
+                                Some(OptionValue::String(s)) => Some(s),
                                 None => None,
                                 Some(_) => {
                                     errors.insert(
@@ -814,7 +822,7 @@ impl FlightSqlService for SqeFlightSqlService {
                 GET_SESSION_OPTIONS => {
                     let session = self.sessions.get(key.as_deref());
                     let string = |s: String| SessionOptionValue {
-                        option_value: Some(OptionValue::StringValue(s)),
+                        option_value: Some(OptionValue::String(s)),
                     };
                     let mut options = std::collections::HashMap::new();
                     options.insert(

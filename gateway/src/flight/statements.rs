@@ -22,11 +22,12 @@ pub struct Planned {
     pub principal: Principal,
 }
 
-/// A prepared statement: its template and the parameters last bound.
+/// A prepared statement: its template and the parameters last bound (a row of values per
+/// execution: queries take one row, updates run once per row).
 #[derive(Clone)]
 pub struct PreparedStatement {
     pub template: StatementTemplate,
-    pub parameters: Vec<ScalarValue>,
+    pub parameter_rows: Vec<Vec<ScalarValue>>,
     pub principal: Principal,
 }
 
@@ -86,14 +87,14 @@ impl Statements {
         Some(statement.clone())
     }
 
-    pub fn bind(&self, id: &Uuid, principal: &Principal, parameters: Vec<ScalarValue>) -> bool {
+    pub fn bind(&self, id: &Uuid, principal: &Principal, rows: Vec<Vec<ScalarValue>>) -> bool {
         let Ok(mut map) = self.prepared.lock() else {
             return false;
         };
         match map.get_mut(id) {
             Some((used, statement)) if &statement.principal == principal => {
                 *used = Instant::now();
-                statement.parameters = parameters;
+                statement.parameter_rows = rows;
                 true
             }
             _ => false,

@@ -2,6 +2,7 @@
 
 mod config_errors;
 mod distributed;
+mod flight_sql;
 mod processes;
 mod scans;
 mod worker_channel;

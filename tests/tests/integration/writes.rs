@@ -234,3 +234,34 @@ async fn data_files(
     files.sort();
     Ok(files)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_schema_made_outside_sqe_is_visible_to_the_next_statement() -> TestResult {
+    let cluster = TestCluster::start(1, 0.01).await?;
+    // Warm the name cache, then create a namespace and table behind SQE's back.
+    cluster.query("SELECT count(*) FROM tpch.nation").await?;
+    let catalog = cluster.engine().catalog();
+    let namespace = NamespaceIdent::new("elsewhere".into());
+    catalog
+        .create_namespace(&namespace, Default::default())
+        .await?;
+    let schema = iceberg::spec::Schema::builder()
+        .with_fields(vec![std::sync::Arc::new(
+            iceberg::spec::NestedField::required(
+                1,
+                "id",
+                iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Long),
+            ),
+        )])
+        .build()?;
+    let creation = iceberg::TableCreation::builder()
+        .name("made_outside".into())
+        .schema(schema)
+        .build();
+    catalog.create_table(&namespace, creation).await?;
+    let rows = cluster
+        .query("SELECT count(*) AS n FROM elsewhere.made_outside")
+        .await?;
+    assert!(render(&rows).contains("| 0 |"), "{}", render(&rows));
+    Ok(())
+}

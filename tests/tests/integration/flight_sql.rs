@@ -1,0 +1,239 @@
+//! The Flight SQL endpoint through real clients: ADBC and pyarrow (Python, from the project's
+//! virtualenv), and arrow-flight's Rust client for the commands ADBC does not send.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_flight::sql::client::FlightSqlServiceClient;
+use arrow_flight::sql::{CommandGetPrimaryKeys, CommandStatementQuery, ProstMessageExt, SqlInfo};
+use arrow_flight::{
+    Action, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus, FlightDescriptor,
+};
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use futures::TryStreamExt;
+use prost::Message;
+use sqe_gateway::config::{ClientAuthConfig, ClientAuthType};
+use sqe_tests::cluster::TestCluster;
+use sqe_tests::render;
+use tonic::transport::Channel;
+
+use crate::TestResult;
+
+fn python() -> Result<PathBuf, String> {
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    if venv.exists() {
+        Ok(venv)
+    } else {
+        Err(format!(
+            "{} is missing: scripts/test.sh creates the virtualenv with the pinned clients",
+            venv.display()
+        ))
+    }
+}
+
+async fn python_suite(suite: &str, uri: String) -> TestResult {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/test_flight_sql.py");
+    let output = tokio::process::Command::new(python()?)
+        .arg(script)
+        .arg(suite)
+        .arg(uri)
+        .output()
+        .await?;
+    let report = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "ADBC suite '{suite}' failed:\n{report}"
+    );
+    assert!(report.contains("OK"), "{report}");
+    Ok(())
+}
+
+fn grpc_uri(cluster: &TestCluster) -> String {
+    format!("grpc://{}", cluster.cluster.coordinator.flight_sql_addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adbc_and_pyarrow_against_an_open_endpoint() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    python_suite("open", grpc_uri(&cluster)).await?;
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adbc_with_password_authentication() -> TestResult {
+    let hash = bcrypt::hash("s3cret", 4)?;
+    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
+        workers: 1,
+        scale_factor: 0.0,
+        client_auth: ClientAuthConfig {
+            kind: ClientAuthType::Password,
+            users: HashMap::from([("alice".to_string(), hash)]),
+            ..Default::default()
+        },
+        ..TestCluster::options()
+    })
+    .await?;
+    python_suite("auth", grpc_uri(&cluster)).await?;
+    cluster.stop().await;
+    Ok(())
+}
+
+async fn client(
+    cluster: &TestCluster,
+) -> Result<FlightSqlServiceClient<Channel>, Box<dyn std::error::Error + Send + Sync>> {
+    let channel = tonic::transport::Endpoint::from_shared(cluster.flight_url())?
+        .connect()
+        .await?;
+    Ok(FlightSqlServiceClient::new(channel))
+}
+
+async fn fetch(
+    client: &mut FlightSqlServiceClient<Channel>,
+    info: arrow_flight::FlightInfo,
+) -> Result<Vec<RecordBatch>, Box<dyn std::error::Error + Send + Sync>> {
+    let mut batches = Vec::new();
+    for endpoint in info.endpoint {
+        let ticket = endpoint.ticket.ok_or("endpoint without ticket")?;
+        batches.extend(client.do_get(ticket).await?.try_collect::<Vec<_>>().await?);
+    }
+    Ok(batches)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn flight_sql_commands_adbc_does_not_send() -> TestResult {
+    let cluster = TestCluster::start(1, 0.01).await?;
+    let mut client = client(&cluster).await?;
+
+    // SqlInfo and XDBC types.
+    let info = client
+        .get_sql_info(vec![
+            SqlInfo::FlightSqlServerName,
+            SqlInfo::FlightSqlServerCancel,
+        ])
+        .await?;
+    let text = render(&fetch(&mut client, info).await?);
+    assert!(text.contains("SQE"), "{text}");
+    let info = client
+        .get_xdbc_type_info(arrow_flight::sql::CommandGetXdbcTypeInfo { data_type: None })
+        .await?;
+    let text = render(&fetch(&mut client, info).await?);
+    for name in ["BIGINT", "DECIMAL", "VARCHAR", "TIMESTAMP"] {
+        assert!(
+            text.contains(name),
+            "{name} missing from XDBC types:\n{text}"
+        );
+    }
+
+    // Keys: none, in the right shape.
+    let info = client
+        .get_primary_keys(CommandGetPrimaryKeys {
+            catalog: None,
+            db_schema: Some("tpch".into()),
+            table: "nation".into(),
+        })
+        .await?;
+    let key_schema = info.clone().try_decode_schema()?;
+    let names: Vec<&str> = key_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "catalog_name",
+            "db_schema_name",
+            "table_name",
+            "column_name",
+            "key_name",
+            "key_sequence"
+        ]
+    );
+    let batches = fetch(&mut client, info).await?;
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+
+    // GetSchema and PollFlightInfo on the plain Flight service.
+    let command = CommandStatementQuery {
+        query: "SELECT n_nationkey, n_name FROM tpch.nation".into(),
+        transaction_id: None,
+    };
+    let descriptor = FlightDescriptor::new_cmd(command.as_any().encode_to_vec());
+    let mut flight = client.inner().clone();
+    let schema_result = flight.get_schema(descriptor.clone()).await?.into_inner();
+    let schema = Schema::try_from(&schema_result)?;
+    assert_eq!(schema.field(0).name(), "n_nationkey");
+    assert_eq!(schema.field(1).data_type(), &DataType::Utf8);
+    let poll = flight.poll_flight_info(descriptor).await?.into_inner();
+    assert_eq!(poll.progress, Some(1.0));
+    assert!(poll.flight_descriptor.is_none(), "planning is complete");
+    let rows: usize = fetch(&mut client, poll.info.ok_or("no info")?)
+        .await?
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
+    assert_eq!(rows, 25);
+
+    // Cancelling a planned statement before its DoGet: the ticket is gone.
+    let info = client
+        .execute("SELECT * FROM tpch.lineitem".into(), None)
+        .await?;
+    let request = CancelFlightInfoRequest {
+        info: Some(info.clone()),
+    };
+    let action = Action::new("CancelFlightInfo", request.encode_to_vec());
+    let results: Vec<_> = flight
+        .do_action(action)
+        .await?
+        .into_inner()
+        .try_collect()
+        .await?;
+    let result = CancelFlightInfoResult::decode(results.first().ok_or("no result")?.body.as_ref())?;
+    assert_eq!(result.status, CancelStatus::Cancelled as i32);
+    let err = fetch(&mut client, info)
+        .await
+        .err()
+        .ok_or("a cancelled ticket still ran")?;
+    assert!(err.to_string().contains("cancelled or expired"), "{err}");
+
+    // A prepared update with parameters, run twice.
+    client
+        .execute_update("CREATE SCHEMA demo".into(), None)
+        .await?;
+    client
+        .execute_update("CREATE TABLE demo.kv (k BIGINT, v VARCHAR)".into(), None)
+        .await?;
+    let mut insert = client
+        .prepare("INSERT INTO demo.kv VALUES ($1, $2)".into(), None)
+        .await?;
+    assert_eq!(insert.parameter_schema()?.fields().len(), 2);
+    let parameters = Arc::new(Schema::new(vec![
+        Field::new("$1", DataType::Int64, true),
+        Field::new("$2", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        parameters,
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2])),
+            Arc::new(StringArray::from(vec!["one", "two"])),
+        ],
+    )?;
+    insert.set_parameters(batch)?;
+    assert_eq!(insert.execute_update().await?, 2);
+    insert.close().await?;
+    let info = client
+        .execute("SELECT * FROM demo.kv ORDER BY k".into(), None)
+        .await?;
+    assert_eq!(
+        render(&fetch(&mut client, info).await?),
+        "+---+-----+\n| k | v   |\n+---+-----+\n| 1 | one |\n| 2 | two |\n+---+-----+"
+    );
+    cluster.stop().await;
+    Ok(())
+}
