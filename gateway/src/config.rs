@@ -126,6 +126,13 @@ pub struct CoordinatorSection {
     pub retry_budget_percent: f32,
     /// Threads of the dedicated network I/O runtime.
     pub io_threads: usize,
+    /// PEM certificate chain and private key: with both set, clients connect with TLS.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    /// Reported by `/v1/info` (Trino's `node.environment`).
+    pub environment: String,
+    /// A Trino-protocol query whose client stops asking for pages this long is cancelled.
+    pub trino_client_timeout_secs: u64,
 }
 
 impl Default for CoordinatorSection {
@@ -149,6 +156,10 @@ impl Default for CoordinatorSection {
             connect_timeout_ms: 5_000,
             retry_budget_percent: 20.0,
             io_threads: 2,
+            tls_cert_file: None,
+            tls_key_file: None,
+            environment: "sqe".into(),
+            trino_client_timeout_secs: 300,
         }
     }
 }
@@ -506,6 +517,11 @@ impl ConfigFile for CoordinatorConfig {
             return Err(ConfigError::Invalid(format!(
                 "{origin}: coordinator.trino_http_port and coordinator.flight_sql_port are both {}",
                 self.coordinator.flight_sql_port
+            )));
+        }
+        if self.coordinator.tls_cert_file.is_some() != self.coordinator.tls_key_file.is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: coordinator.tls_cert_file and coordinator.tls_key_file go together"
             )));
         }
         self.catalog.validate(origin)?;

@@ -71,6 +71,12 @@ pub enum GatewayError {
     /// An error another SQE process reported (already worded for the user).
     #[error("{message}")]
     Remote { code: tonic::Code, message: String },
+    /// A client (the shell) could not reach or talk to a server.
+    #[error("{0}")]
+    Connect(String),
+    /// A client could not write a result where it was asked to.
+    #[error("cannot write the result: {0}")]
+    Output(#[source] std::io::Error),
 }
 
 pub type Result<T, E = GatewayError> = std::result::Result<T, E>;
@@ -175,6 +181,8 @@ impl From<GatewayError> for tonic::Status {
             GatewayError::Catalog(_) => Code::Unavailable,
             GatewayError::Internal(_) => Code::Internal,
             GatewayError::Remote { code, .. } => *code,
+            GatewayError::Connect(_) => Code::Unavailable,
+            GatewayError::Output(_) => Code::Internal,
         };
         tonic::Status::new(code, err.to_string())
     }

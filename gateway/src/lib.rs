@@ -1,7 +1,6 @@
 //! The SQE coordinator: configuration, catalogs, planning and the client endpoints.
 
 pub mod catalog;
-pub mod client;
 pub mod client_auth;
 pub mod cluster;
 pub mod config;
@@ -11,5 +10,7 @@ pub mod flight;
 pub mod local;
 pub mod peers;
 pub mod runtime;
+pub mod shell;
 pub mod sql_types;
 pub mod tpch;
+pub mod trino;

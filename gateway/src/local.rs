@@ -8,7 +8,7 @@ use crate::config::{
     WorkerSection,
 };
 use crate::error::{GatewayError, Result};
-use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator, start_worker};
+use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
 use crate::tpch::create_tpch;
 
 /// What `sqe local` starts.
@@ -19,6 +19,8 @@ pub struct LocalOptions {
     pub workers: usize,
     /// 0 picks a free port.
     pub flight_sql_port: u16,
+    /// The Trino protocol's port (0 picks a free one); `None` serves no Trino protocol.
+    pub trino_http_port: Option<u16>,
     /// TPC-H scale factor of the sample data; 0 skips generating it.
     pub scale_factor: f64,
     /// Data files per large TPC-H table.
@@ -41,6 +43,7 @@ impl Default for LocalOptions {
             data_dir: PathBuf::from("sqe-data"),
             workers: 2,
             flight_sql_port: 50051,
+            trino_http_port: Some(8080),
             scale_factor: 0.1,
             tpch_parts: 4,
             scan_bytes_per_partition: None,
@@ -126,7 +129,18 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         "Flight SQL (use --flight-sql-port)",
     )
     .await?;
-    let coordinator = start_coordinator(&config, listener).await?;
+    let trino = match options.trino_http_port {
+        Some(port) => Some(
+            bind(
+                "127.0.0.1",
+                port,
+                "the Trino protocol (use --trino-http-port)",
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let coordinator = start_coordinator_on(&config, listener, trino).await?;
     let generated_tpch = if options.scale_factor > 0.0 {
         create_tpch(
             coordinator.engine.catalog(),

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sqe_gateway::client::{format_table, run_sql};
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
 use sqe_gateway::error::GatewayError;
 use sqe_gateway::local::{LocalOptions, start_local};
 use sqe_gateway::runtime::{Shutdown, bind, start_coordinator, start_worker};
+use sqe_gateway::shell::{self, ShellArgs};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -44,6 +44,9 @@ enum Command {
         workers: usize,
         #[arg(long, default_value_t = 50051)]
         flight_sql_port: u16,
+        /// Port of the Trino client protocol.
+        #[arg(long, default_value_t = 8080)]
+        trino_http_port: u16,
         /// TPC-H scale factor generated on first start (0 = none).
         #[arg(long, default_value_t = 0.1)]
         scale_factor: f64,
@@ -55,14 +58,10 @@ enum Command {
         #[arg(long, default_value_t = 1024 * 1024)]
         scan_bytes_per_partition: usize,
     },
-    /// Run one SQL statement on a coordinator and print the result.
-    Sql {
-        /// Coordinator Flight SQL endpoint.
-        #[arg(long, default_value = "http://127.0.0.1:50051", env = "SQE_URL")]
-        url: String,
-        /// The statement.
-        sql: String,
-    },
+    /// SQL shell over Flight SQL: interactive, or `-e "SQL"` / `-f file` / piped statements.
+    Shell(Box<ShellArgs>),
+    /// Print the bcrypt hash of a password read from stdin, for `[client_auth] users`.
+    HashPassword,
 }
 
 fn init_logging(default: &str) {
@@ -101,7 +100,7 @@ fn stop_on_signal(shutdown: Vec<Shutdown>) {
     });
 }
 
-async fn run(cli: Cli) -> Result<(), GatewayError> {
+async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
     match cli.command {
         Command::Coordinator { config } => {
             init_logging("info");
@@ -133,6 +132,7 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
             data_dir,
             workers,
             flight_sql_port,
+            trino_http_port,
             scale_factor,
             tpch_parts,
             scan_bytes_per_partition,
@@ -142,6 +142,7 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 data_dir,
                 workers,
                 flight_sql_port,
+                trino_http_port: Some(trino_http_port),
                 scale_factor,
                 tpch_parts,
                 scan_bytes_per_partition: Some(scan_bytes_per_partition),
@@ -157,13 +158,19 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
             eprintln!(
                 "\nSQE local cluster is up: a coordinator and {} workers on loopback.\n  \
                  Flight SQL : grpc://{addr}\n  \
+                 Trino      : {trino}\n  \
                  Workers    : {}\n  \
                  Data       : {} (catalog.db, warehouse/)\n\n\
-                 Try:  sqe sql --url http://{addr} \"SELECT count(*) FROM tpch.lineitem\"\n\
+                 Try:  sqe shell --port {port} -e \"SELECT count(*) FROM tpch.lineitem\"\n\
                  Stop with Ctrl-C.\n",
                 worker_urls.len(),
                 worker_urls.join(", "),
                 options.data_dir.display(),
+                port = addr.port(),
+                trino = cluster
+                    .coordinator
+                    .trino_http_addr
+                    .map_or("off".to_string(), |a| format!("http://{a}")),
             );
             let mut handles = vec![cluster.coordinator.server.shutdown_handle()];
             handles.extend(cluster.workers.iter().map(|w| w.server.shutdown_handle()));
@@ -173,19 +180,31 @@ async fn run(cli: Cli) -> Result<(), GatewayError> {
                 worker.server.join().await;
             }
         }
-        Command::Sql { url, sql } => {
+        Command::Shell(args) => {
             init_logging("warn");
-            let batches = run_sql(&url, &sql).await?;
-            println!("{}", format_table(&batches)?);
+            return Ok(shell::run(*args).await);
+        }
+        Command::HashPassword => {
+            let mut password = String::new();
+            std::io::stdin()
+                .read_line(&mut password)
+                .map_err(|e| GatewayError::Internal(format!("cannot read the password: {e}")))?;
+            let password = password.trim_end_matches(['\r', '\n']);
+            if password.is_empty() {
+                return Err(GatewayError::Analysis(
+                    "an empty password; pipe the password to stdin".into(),
+                ));
+            }
+            println!("{}", sqe_gateway::client_auth::hash_password(password)?);
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     match run(Cli::parse()).await {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");
             ExitCode::FAILURE

@@ -18,9 +18,10 @@ use crate::client_auth::ClientAuth;
 use crate::cluster::WorkerPool;
 use crate::config::{CoordinatorConfig, WorkerConfig};
 use crate::engine::{Engine, EngineSettings};
-use crate::error::{GatewayError, Result};
+use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::peers::{channel_resolver, token_verifier};
+use crate::trino::{TrinoEndpoint, trino_router};
 
 /// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
 pub fn build_version() -> String {
@@ -158,6 +159,8 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
 pub struct RunningCoordinator {
     pub engine: Arc<Engine>,
     pub flight_sql_addr: SocketAddr,
+    /// Where the Trino client protocol is served, unless disabled.
+    pub trino_http_addr: Option<SocketAddr>,
     pub server: ServerTask,
 }
 
@@ -167,10 +170,31 @@ impl RunningCoordinator {
     }
 }
 
-/// Opens the catalog, starts probing workers and serves Flight SQL on `flight_listener`.
+/// Opens the catalog, starts probing workers and serves Flight SQL on `flight_listener` and
+/// the Trino protocol on `trino_http_port` (unless it is 0).
 pub async fn start_coordinator(
     config: &CoordinatorConfig,
     flight_listener: TcpListener,
+) -> Result<RunningCoordinator> {
+    let trino_listener = match config.coordinator.trino_http_port {
+        0 => None,
+        port => Some(
+            bind(
+                &config.coordinator.bind_address,
+                port,
+                "the Trino protocol (coordinator.trino_http_port)",
+            )
+            .await?,
+        ),
+    };
+    start_coordinator_on(config, flight_listener, trino_listener).await
+}
+
+/// [`start_coordinator`] on listeners bound by the caller (tests bind port 0).
+pub async fn start_coordinator_on(
+    config: &CoordinatorConfig,
+    flight_listener: TcpListener,
+    trino_listener: Option<TcpListener>,
 ) -> Result<RunningCoordinator> {
     let storage_props = config.storage.iceberg_props()?;
     let catalog = connect_catalog(&config.catalog, &storage_props).await?;
@@ -218,28 +242,149 @@ pub async fn start_coordinator(
     let client_auth = ClientAuth::from_config(&config.client_auth)?;
     let (auth_layer, service) = flight_service(Arc::clone(&engine), client_auth);
     let service = flight_sql_server(service);
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = client_tls(&config.coordinator)? {
+        builder = builder
+            .tls_config(tls)
+            .map_err(|e| GatewayError::Config(ConfigError::Invalid(format!("TLS: {e}"))))?;
+    }
+    let trino_http_addr = match &trino_listener {
+        Some(listener) => Some(
+            listener
+                .local_addr()
+                .map_err(|e| GatewayError::Internal(format!("Trino listener: {e}")))?,
+        ),
+        None => None,
+    };
+    let trino = trino_listener.map(|listener| {
+        let endpoint = TrinoEndpoint::new(
+            Arc::clone(&engine),
+            config.coordinator.environment.clone(),
+            Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1)),
+        );
+        (listener, trino_router(endpoint))
+    });
     let server = ServerTask::spawn(|stop| async move {
+        let stop = futures::FutureExt::shared(stop);
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(flight_listener);
-        if let Err(e) = tonic::transport::Server::builder()
-            .layer(auth_layer)
-            .add_service(service)
-            .serve_with_incoming_shutdown(incoming, stop)
-            .await
-        {
-            tracing::error!(error = %e, "Flight SQL server failed");
-        }
+        let flight = async {
+            if let Err(e) = builder
+                .layer(auth_layer)
+                .add_service(service)
+                .serve_with_incoming_shutdown(incoming, stop.clone())
+                .await
+            {
+                tracing::error!(error = %e, "Flight SQL server failed");
+            }
+        };
+        let trino = async {
+            if let Some((listener, router)) = trino
+                && let Err(e) = axum::serve(listener, router)
+                    .with_graceful_shutdown(stop.clone())
+                    .await
+            {
+                tracing::error!(error = %e, "Trino protocol server failed");
+            }
+        };
+        tokio::join!(flight, trino);
     });
     tracing::info!(addr = %flight_sql_addr, "Flight SQL listening");
+    if let Some(addr) = trino_http_addr {
+        tracing::info!(%addr, "Trino protocol listening");
+    }
     Ok(RunningCoordinator {
         engine,
         flight_sql_addr,
+        trino_http_addr,
         server,
     })
 }
 
+/// The TLS identity client endpoints serve, when `tls_cert_file` and `tls_key_file` are set.
+fn client_tls(
+    coordinator: &crate::config::CoordinatorSection,
+) -> Result<Option<tonic::transport::ServerTlsConfig>> {
+    let (Some(cert), Some(key)) = (&coordinator.tls_cert_file, &coordinator.tls_key_file) else {
+        return Ok(None);
+    };
+    let read = |path: &std::path::Path, key: &str| {
+        std::fs::read(path).map_err(|e| {
+            GatewayError::Config(ConfigError::Invalid(format!(
+                "coordinator.{key} {}: {e}",
+                path.display()
+            )))
+        })
+    };
+    let identity = tonic::transport::Identity::from_pem(
+        read(cert, "tls_cert_file")?,
+        read(key, "tls_key_file")?,
+    );
+    Ok(Some(
+        tonic::transport::ServerTlsConfig::new().identity(identity),
+    ))
+}
+
 /// Binds `address:port`, with a message that says which setting to change when it fails.
 pub async fn bind(address: &str, port: u16, what: &str) -> Result<TcpListener> {
-    TcpListener::bind((address, port)).await.map_err(|e| {
+    let failed = |e: std::io::Error| {
         GatewayError::Internal(format!("cannot listen on {address}:{port} for {what}: {e}"))
-    })
+    };
+    let addrs = tokio::net::lookup_host((address, port))
+        .await
+        .map_err(failed)?;
+    let mut last = None;
+    for addr in addrs {
+        match listen_reusing(addr) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(failed(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no such address")
+    })))
+}
+
+/// A listener with SO_REUSEADDR, so a restarted server can bind its port while connections of
+/// its previous run linger in TIME_WAIT.
+fn listen_reusing(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_port_with_connections_in_time_wait_can_be_bound_again() -> Result<()> {
+        let listener = bind("127.0.0.1", 0, "test").await?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let client = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let (mut accepted, _) = listener
+            .accept()
+            .await
+            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        // The server side closes first, so its end of the connection stays in TIME_WAIT.
+        accepted
+            .shutdown()
+            .await
+            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        drop(accepted);
+        drop(client);
+        drop(listener);
+        bind("127.0.0.1", addr.port(), "test").await?;
+        Ok(())
+    }
 }

@@ -2,66 +2,204 @@
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 
+/// A Trino type: what an Arrow type is called and how its values are written for Trino clients.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrinoType {
+    Unknown,
+    Boolean,
+    TinyInt,
+    SmallInt,
+    Integer,
+    BigInt,
+    Real,
+    Double,
+    Decimal { precision: u8, scale: i8 },
+    Varchar,
+    Varbinary,
+    Date,
+    Time { precision: u8 },
+    Timestamp { precision: u8 },
+    TimestampWithTimeZone { precision: u8 },
+    IntervalYearToMonth,
+    IntervalDayToSecond,
+    Array(Box<TrinoType>),
+    Map(Box<TrinoType>, Box<TrinoType>),
+    Row(Vec<(String, TrinoType)>),
+}
+
+/// Trino's length of an unbounded varchar in type signatures.
+const UNBOUNDED_VARCHAR: i64 = i32::MAX as i64;
+
+impl TrinoType {
+    /// The Trino type Arrow values of `data_type` are shown as.
+    pub fn from_arrow(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::Null => TrinoType::Unknown,
+            DataType::Boolean => TrinoType::Boolean,
+            DataType::Int8 => TrinoType::TinyInt,
+            DataType::Int16 | DataType::UInt8 => TrinoType::SmallInt,
+            DataType::Int32 | DataType::UInt16 => TrinoType::Integer,
+            DataType::Int64 | DataType::UInt32 => TrinoType::BigInt,
+            DataType::UInt64 => TrinoType::Decimal {
+                precision: 20,
+                scale: 0,
+            },
+            DataType::Float16 | DataType::Float32 => TrinoType::Real,
+            DataType::Float64 => TrinoType::Double,
+            DataType::Decimal32(p, s)
+            | DataType::Decimal64(p, s)
+            | DataType::Decimal128(p, s)
+            | DataType::Decimal256(p, s) => TrinoType::Decimal {
+                precision: *p,
+                scale: *s,
+            },
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => TrinoType::Varchar,
+            DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => TrinoType::Varbinary,
+            DataType::Date32 | DataType::Date64 => TrinoType::Date,
+            DataType::Time32(unit) | DataType::Time64(unit) => TrinoType::Time {
+                precision: precision(unit),
+            },
+            DataType::Timestamp(unit, None) => TrinoType::Timestamp {
+                precision: precision(unit),
+            },
+            DataType::Timestamp(unit, Some(_)) => TrinoType::TimestampWithTimeZone {
+                precision: precision(unit),
+            },
+            DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::YearMonth) => {
+                TrinoType::IntervalYearToMonth
+            }
+            DataType::Interval(_) | DataType::Duration(_) => TrinoType::IntervalDayToSecond,
+            DataType::List(f)
+            | DataType::LargeList(f)
+            | DataType::ListView(f)
+            | DataType::LargeListView(f)
+            | DataType::FixedSizeList(f, _) => {
+                TrinoType::Array(Box::new(Self::from_arrow(f.data_type())))
+            }
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(fields) if fields.len() == 2 => TrinoType::Map(
+                    Box::new(Self::from_arrow(fields[0].data_type())),
+                    Box::new(Self::from_arrow(fields[1].data_type())),
+                ),
+                _ => TrinoType::Map(Box::new(TrinoType::Unknown), Box::new(TrinoType::Unknown)),
+            },
+            DataType::Struct(fields) => TrinoType::Row(
+                fields
+                    .iter()
+                    .map(|f| (f.name().clone(), Self::from_arrow(f.data_type())))
+                    .collect(),
+            ),
+            DataType::Dictionary(_, value) => Self::from_arrow(value),
+            DataType::RunEndEncoded(_, values) => Self::from_arrow(values.data_type()),
+            DataType::Union(..) => TrinoType::Unknown,
+        }
+    }
+
+    /// The name without parameters (`ClientTypeSignature.rawType`).
+    pub fn raw_name(&self) -> &'static str {
+        match self {
+            TrinoType::Unknown => "unknown",
+            TrinoType::Boolean => "boolean",
+            TrinoType::TinyInt => "tinyint",
+            TrinoType::SmallInt => "smallint",
+            TrinoType::Integer => "integer",
+            TrinoType::BigInt => "bigint",
+            TrinoType::Real => "real",
+            TrinoType::Double => "double",
+            TrinoType::Decimal { .. } => "decimal",
+            TrinoType::Varchar => "varchar",
+            TrinoType::Varbinary => "varbinary",
+            TrinoType::Date => "date",
+            TrinoType::Time { .. } => "time",
+            TrinoType::Timestamp { .. } => "timestamp",
+            TrinoType::TimestampWithTimeZone { .. } => "timestamp with time zone",
+            TrinoType::IntervalYearToMonth => "interval year to month",
+            TrinoType::IntervalDayToSecond => "interval day to second",
+            TrinoType::Array(_) => "array",
+            TrinoType::Map(..) => "map",
+            TrinoType::Row(_) => "row",
+        }
+    }
+
+    /// Trino's `ClientTypeSignature` JSON, which clients use to decode nested values.
+    pub fn signature(&self) -> serde_json::Value {
+        use serde_json::json;
+        let long = |v: i64| json!({"kind": "LONG", "value": v});
+        let of = |t: &TrinoType| json!({"kind": "TYPE", "value": t.signature()});
+        let arguments = match self {
+            TrinoType::Varchar => vec![long(UNBOUNDED_VARCHAR)],
+            TrinoType::Decimal { precision, scale } => {
+                vec![long(i64::from(*precision)), long(i64::from(*scale))]
+            }
+            TrinoType::Time { precision }
+            | TrinoType::Timestamp { precision }
+            | TrinoType::TimestampWithTimeZone { precision } => vec![long(i64::from(*precision))],
+            TrinoType::Array(element) => vec![of(element)],
+            TrinoType::Map(key, value) => vec![of(key), of(value)],
+            TrinoType::Row(fields) => fields
+                .iter()
+                .map(|(name, t)| {
+                    json!({
+                        "kind": "NAMED_TYPE",
+                        "value": {
+                            "fieldName": {"name": name},
+                            "typeSignature": t.signature(),
+                        }
+                    })
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        json!({"rawType": self.raw_name(), "arguments": arguments})
+    }
+}
+
+impl std::fmt::Display for TrinoType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrinoType::Decimal { precision, scale } => write!(f, "decimal({precision},{scale})"),
+            TrinoType::Time { precision } => write!(f, "time({precision})"),
+            TrinoType::Timestamp { precision } => write!(f, "timestamp({precision})"),
+            TrinoType::TimestampWithTimeZone { precision } => {
+                write!(f, "timestamp({precision}) with time zone")
+            }
+            TrinoType::Array(element) => write!(f, "array({element})"),
+            TrinoType::Map(key, value) => write!(f, "map({key}, {value})"),
+            TrinoType::Row(fields) => {
+                f.write_str("row(")?;
+                for (i, (name, t)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    if is_plain_identifier(name) {
+                        write!(f, "{name} {t}")?;
+                    } else {
+                        write!(f, "\"{}\" {t}", name.replace('"', "\"\""))?;
+                    }
+                }
+                f.write_str(")")
+            }
+            other => f.write_str(other.raw_name()),
+        }
+    }
+}
+
+/// Whether `name` reads the same unquoted in SQL (lower-case letters, digits, `_`).
+fn is_plain_identifier(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
 /// The Trino type name of an Arrow type (`bigint`, `decimal(15,2)`, `timestamp(6) with time zone`).
 pub fn trino_type_name(data_type: &DataType) -> String {
-    match data_type {
-        DataType::Null => "unknown".into(),
-        DataType::Boolean => "boolean".into(),
-        DataType::Int8 => "tinyint".into(),
-        DataType::Int16 | DataType::UInt8 => "smallint".into(),
-        DataType::Int32 | DataType::UInt16 => "integer".into(),
-        DataType::Int64 | DataType::UInt32 => "bigint".into(),
-        DataType::UInt64 => "decimal(20,0)".into(),
-        DataType::Float16 | DataType::Float32 => "real".into(),
-        DataType::Float64 => "double".into(),
-        DataType::Decimal32(p, s)
-        | DataType::Decimal64(p, s)
-        | DataType::Decimal128(p, s)
-        | DataType::Decimal256(p, s) => {
-            format!("decimal({p},{s})")
-        }
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "varchar".into(),
-        DataType::Binary
-        | DataType::LargeBinary
-        | DataType::BinaryView
-        | DataType::FixedSizeBinary(_) => "varbinary".into(),
-        DataType::Date32 | DataType::Date64 => "date".into(),
-        DataType::Time32(unit) | DataType::Time64(unit) => format!("time({})", precision(unit)),
-        DataType::Timestamp(unit, None) => format!("timestamp({})", precision(unit)),
-        DataType::Timestamp(unit, Some(_)) => {
-            format!("timestamp({}) with time zone", precision(unit))
-        }
-        DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::YearMonth) => {
-            "interval year to month".into()
-        }
-        DataType::Interval(_) | DataType::Duration(_) => "interval day to second".into(),
-        DataType::List(f)
-        | DataType::LargeList(f)
-        | DataType::ListView(f)
-        | DataType::LargeListView(f)
-        | DataType::FixedSizeList(f, _) => {
-            format!("array({})", trino_type_name(f.data_type()))
-        }
-        DataType::Map(entries, _) => match entries.data_type() {
-            DataType::Struct(fields) if fields.len() == 2 => format!(
-                "map({}, {})",
-                trino_type_name(fields[0].data_type()),
-                trino_type_name(fields[1].data_type())
-            ),
-            _ => "map(unknown, unknown)".into(),
-        },
-        DataType::Struct(fields) => format!(
-            "row({})",
-            fields
-                .iter()
-                .map(|f| format!("\"{}\" {}", f.name(), trino_type_name(f.data_type())))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        DataType::Dictionary(_, value) => trino_type_name(value),
-        DataType::RunEndEncoded(_, values) => trino_type_name(values.data_type()),
-        other => other.to_string().to_ascii_lowercase(),
-    }
+    TrinoType::from_arrow(data_type).to_string()
 }
 
 fn precision(unit: &TimeUnit) -> u8 {

@@ -51,6 +51,7 @@ impl TestCluster {
     pub fn options() -> LocalOptions {
         LocalOptions {
             flight_sql_port: 0,
+            trino_http_port: Some(0),
             tpch_parts: 4,
             scan_bytes_per_partition: Some(8 * 1024),
             ..LocalOptions::default()
@@ -65,6 +66,22 @@ impl TestCluster {
         };
         let cluster = start_local(&options).await?;
         Ok(Self { cluster, dir })
+    }
+
+    /// One worker, no data, and password authentication with one user.
+    pub async fn with_password_user(user: &str, password: &str) -> Result<Self, GatewayError> {
+        let hash = bcrypt::hash(password, 4).map_err(|e| GatewayError::Internal(e.to_string()))?;
+        Self::start_with(LocalOptions {
+            workers: 1,
+            scale_factor: 0.0,
+            client_auth: sqe_gateway::config::ClientAuthConfig {
+                kind: sqe_gateway::config::ClientAuthType::Password,
+                users: std::collections::HashMap::from([(user.to_string(), hash)]),
+                ..Default::default()
+            },
+            ..Self::options()
+        })
+        .await
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -115,5 +132,24 @@ impl TestCluster {
 
     pub async fn stop(self) {
         self.cluster.stop().await;
+    }
+}
+
+/// A coordinator config on loopback with the embedded catalog and warehouse in `dir`, no
+/// workers and no Trino port; tests adjust `coordinator` from here.
+pub fn local_coordinator_config(dir: &Path) -> sqe_gateway::config::CoordinatorConfig {
+    let (uri, warehouse) = sqe_gateway::catalog::default_warehouse_layout(dir);
+    sqe_gateway::config::CoordinatorConfig {
+        coordinator: sqe_gateway::config::CoordinatorSection {
+            bind_address: "127.0.0.1".into(),
+            trino_http_port: 0,
+            ..Default::default()
+        },
+        catalog: sqe_gateway::config::CatalogConfig {
+            uri: Some(uri),
+            warehouse: Some(warehouse),
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }

@@ -3,12 +3,14 @@
 //! - [`cluster::TestCluster`]: a coordinator and workers in this process, each a real gRPC server
 //!   on 127.0.0.1:0, over an embedded catalog in a temporary directory.
 //! - [`process`]: the real `sqe` binary started as separate processes, as a user would.
+//! - [`python::run_python`]: the real Python clients from the project's virtualenv.
 //! - [`baseline`]: single-process DataFusion reading the same tables' Parquet files directly,
 //!   the reference distributed results are compared with.
 
 pub mod baseline;
 pub mod cluster;
 pub mod process;
+pub mod python;
 
 /// Renders batches as a text table, the form results are compared in.
 pub fn render(batches: &[datafusion::arrow::array::RecordBatch]) -> String {

@@ -109,7 +109,8 @@ impl StatementKind {
         match self {
             StatementKind::Query => None,
             StatementKind::Insert => Some("INSERT"),
-            StatementKind::CreateTableAs => Some("CREATE TABLE AS"),
+            // As Trino reports it: CREATE TABLE, with the row count.
+            StatementKind::CreateTableAs => Some("CREATE TABLE"),
             StatementKind::CreateTable => Some("CREATE TABLE"),
             StatementKind::CreateSchema => Some("CREATE SCHEMA"),
             StatementKind::DropTable => Some("DROP TABLE"),

@@ -7,7 +7,7 @@
 
 mod auth;
 mod metadata;
-mod protocol;
+pub mod protocol;
 mod server;
 mod service;
 mod sessions;

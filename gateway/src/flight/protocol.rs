@@ -93,6 +93,22 @@ pub enum CloseSessionStatus {
     NotCloseable = 3,
 }
 
+/// `FlightInfo.app_metadata` of a DDL or DML statement: `sqe.update_type=<TYPE>`, e.g.
+/// `sqe.update_type=INSERT`, so clients can tell a command's one-row result from a query's.
+/// Queries carry no app metadata.
+pub fn update_type_metadata(update_type: &str) -> Bytes {
+    Bytes::from(format!("{UPDATE_TYPE_PREFIX}{update_type}"))
+}
+
+/// The update type in a `FlightInfo.app_metadata`, if it names one.
+pub fn parse_update_type(app_metadata: &[u8]) -> Option<&str> {
+    std::str::from_utf8(app_metadata)
+        .ok()?
+        .strip_prefix(UPDATE_TYPE_PREFIX)
+}
+
+const UPDATE_TYPE_PREFIX: &str = "sqe.update_type=";
+
 /// A statement or prepared-statement handle: 16 bytes of UUID.
 pub fn handle_bytes(id: Uuid) -> Bytes {
     Bytes::copy_from_slice(id.as_bytes())

@@ -101,6 +101,7 @@ impl SqeFlightSqlService {
         descriptor: FlightDescriptor,
     ) -> Result<FlightInfo, Status> {
         let schema = prepared.schema();
+        let update_type = prepared.kind().update_type();
         let id = self.statements.plan(Planned {
             prepared,
             principal,
@@ -108,7 +109,11 @@ impl SqeFlightSqlService {
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
         };
-        info(&schema, ticket.as_any().encode_to_vec(), descriptor)
+        let info = info(&schema, ticket.as_any().encode_to_vec(), descriptor)?;
+        Ok(match update_type {
+            Some(kind) => info.with_app_metadata(protocol::update_type_metadata(kind)),
+            None => info,
+        })
     }
 
     /// Parameters sent with DoPut: one value per column, one set per row.

@@ -1,8 +1,6 @@
 //! The Flight SQL endpoint through real clients: ADBC and pyarrow (Python, from the project's
 //! virtualenv), and arrow-flight's Rust client for the commands ADBC does not send.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_flight::sql::client::FlightSqlServiceClient;
@@ -14,43 +12,15 @@ use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use prost::Message;
-use sqe_gateway::config::{ClientAuthConfig, ClientAuthType};
 use sqe_tests::cluster::TestCluster;
+use sqe_tests::python::run_python;
 use sqe_tests::render;
 use tonic::transport::Channel;
 
 use crate::TestResult;
 
-fn python() -> Result<PathBuf, String> {
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    if venv.exists() {
-        Ok(venv)
-    } else {
-        Err(format!(
-            "{} is missing: scripts/test.sh creates the virtualenv with the pinned clients",
-            venv.display()
-        ))
-    }
-}
-
 async fn python_suite(suite: &str, uri: String) -> TestResult {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/test_flight_sql.py");
-    let output = tokio::process::Command::new(python()?)
-        .arg(script)
-        .arg(suite)
-        .arg(uri)
-        .output()
-        .await?;
-    let report = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success(),
-        "ADBC suite '{suite}' failed:\n{report}"
-    );
-    assert!(report.contains("OK"), "{report}");
+    run_python("test_flight_sql.py", &[suite.to_string(), uri]).await?;
     Ok(())
 }
 
@@ -68,18 +38,7 @@ async fn adbc_and_pyarrow_against_an_open_endpoint() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn adbc_with_password_authentication() -> TestResult {
-    let hash = bcrypt::hash("s3cret", 4)?;
-    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
-        workers: 1,
-        scale_factor: 0.0,
-        client_auth: ClientAuthConfig {
-            kind: ClientAuthType::Password,
-            users: HashMap::from([("alice".to_string(), hash)]),
-            ..Default::default()
-        },
-        ..TestCluster::options()
-    })
-    .await?;
+    let cluster = TestCluster::with_password_user("alice", "s3cret").await?;
     python_suite("auth", grpc_uri(&cluster)).await?;
     cluster.stop().await;
     Ok(())

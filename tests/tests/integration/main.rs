@@ -5,6 +5,8 @@ mod distributed;
 mod flight_sql;
 mod processes;
 mod scans;
+mod shell;
+mod trino_http;
 mod worker_channel;
 mod writes;
 

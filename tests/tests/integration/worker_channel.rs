@@ -5,15 +5,12 @@
 use std::time::Duration;
 
 use datafusion_distributed::{GetWorkerInfoRequest, WorkerServiceClient};
-use sqe_gateway::catalog::default_warehouse_layout;
-use sqe_gateway::config::{
-    ByteSize, CatalogConfig, CoordinatorConfig, CoordinatorSection, WorkerConfig, WorkerSection,
-};
+use sqe_gateway::config::{ByteSize, CoordinatorConfig, WorkerConfig, WorkerSection};
 use sqe_gateway::engine::{Outcome, SessionSettings};
 use sqe_gateway::peers::channel_resolver;
 use sqe_gateway::runtime::{RunningWorker, bind, start_coordinator, start_worker};
 use sqe_gateway::tpch::create_tpch;
-use sqe_tests::cluster::TestCluster;
+use sqe_tests::cluster::{TestCluster, local_coordinator_config};
 use url::Url;
 
 use crate::TestResult;
@@ -116,23 +113,10 @@ async fn a_worker_with_another_secret_fails_queries_naming_it() -> TestResult {
     let dir = tempfile::tempdir()?;
     let good = worker("the-secret", "worker-1").await?;
     let bad = worker("another-secret", "worker-2").await?;
-    let (uri, warehouse) = default_warehouse_layout(dir.path());
-    let config = CoordinatorConfig {
-        coordinator: CoordinatorSection {
-            bind_address: "127.0.0.1".into(),
-            worker_urls: vec![good.url.to_string(), bad.url.to_string()],
-            worker_secret: Some("the-secret".into()),
-            scan_bytes_per_partition: ByteSize(8 * 1024),
-            trino_http_port: 0,
-            ..Default::default()
-        },
-        catalog: CatalogConfig {
-            uri: Some(uri),
-            warehouse: Some(warehouse),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut config = local_coordinator_config(dir.path());
+    config.coordinator.worker_urls = vec![good.url.to_string(), bad.url.to_string()];
+    config.coordinator.worker_secret = Some("the-secret".into());
+    config.coordinator.scan_bytes_per_partition = ByteSize(8 * 1024);
     let coordinator = start_coordinator(&config, bind("127.0.0.1", 0, "flight").await?).await?;
     let statuses = coordinator.engine.workers().statuses();
     assert!(

@@ -1,0 +1,340 @@
+//! The shell's Flight SQL connection: handshake, session, statements, cancellation.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use arrow_flight::decode::FlightRecordBatchStream;
+use arrow_flight::error::FlightError;
+use arrow_flight::flight_service_client::FlightServiceClient;
+use arrow_flight::sql::{CommandStatementQuery, ProstMessageExt};
+use arrow_flight::{
+    Action, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus, FlightDescriptor,
+    FlightInfo, HandshakeRequest,
+};
+use base64::Engine as _;
+use futures::{StreamExt, TryStreamExt};
+use prost::Message;
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use uuid::Uuid;
+
+use crate::error::{GatewayError, Result};
+use crate::flight::protocol::{
+    CANCEL_FLIGHT_INFO, SESSION_COOKIE, SET_SESSION_OPTIONS, SessionOptionValue,
+    SetSessionOptionsRequest, SetSessionOptionsResult, parse_update_type,
+    session_option_value::OptionValue,
+};
+
+/// Where the coordinator is and how to reach it.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub tls: Option<TlsOptions>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// PEM CA certificate to trust besides the system's roots.
+    pub ca_cert: Option<PathBuf>,
+    /// Name to verify the server's certificate against, when it differs from `host`.
+    pub domain: Option<String>,
+}
+
+impl Target {
+    pub fn uri(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let host = if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("{scheme}://{host}:{}", self.port)
+    }
+}
+
+/// How the shell proves who it is.
+#[derive(Clone, Debug)]
+pub enum Credentials {
+    None,
+    /// HTTP Basic in the handshake, exchanged for a bearer token.
+    Password {
+        user: String,
+        password: String,
+    },
+    /// A bearer token obtained elsewhere.
+    Token(String),
+}
+
+/// What a statement returned.
+pub enum StatementResult {
+    /// Rows, streamed.
+    Rows(FlightRecordBatchStream),
+    /// A DDL or DML statement: its update type (e.g. `INSERT`) and its one-row result.
+    Update {
+        update_type: String,
+        result: FlightRecordBatchStream,
+    },
+}
+
+/// One connection to a coordinator, with its own Flight session.
+#[derive(Clone)]
+pub struct Connection {
+    client: FlightServiceClient<Channel>,
+    token: Option<String>,
+    session: String,
+}
+
+impl Connection {
+    pub async fn open(target: &Target, credentials: &Credentials) -> Result<Self> {
+        let uri = target.uri();
+        let mut endpoint = Endpoint::from_shared(uri.clone())
+            .map_err(|e| GatewayError::Connect(format!("invalid server address {uri}: {e}")))?
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true);
+        if let Some(tls) = &target.tls {
+            endpoint = endpoint
+                .tls_config(tls_config(tls)?)
+                .map_err(|e| GatewayError::Connect(format!("TLS settings: {e}")))?;
+        }
+        let channel = endpoint.connect().await.map_err(|e| {
+            GatewayError::Connect(format!(
+                "cannot connect to {uri}: {}",
+                error_chain(&e as &dyn std::error::Error)
+            ))
+        })?;
+        let mut connection = Self {
+            client: FlightServiceClient::new(channel)
+                .max_decoding_message_size(usize::MAX)
+                .max_encoding_message_size(usize::MAX),
+            token: None,
+            session: Uuid::new_v4().simple().to_string(),
+        };
+        match credentials {
+            Credentials::None => {}
+            Credentials::Token(token) => connection.token = Some(token.clone()),
+            Credentials::Password { user, password } => {
+                connection.token = Some(connection.handshake(user, password).await?);
+            }
+        }
+        Ok(connection)
+    }
+
+    async fn handshake(&mut self, user: &str, password: &str) -> Result<String> {
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let mut request = tonic::Request::new(futures::stream::iter([HandshakeRequest::default()]));
+        request.metadata_mut().insert(
+            "authorization",
+            header_value(&format!("Basic {basic}"), "user name")?,
+        );
+        let response = self
+            .client
+            .handshake(request)
+            .await
+            .map_err(|s| status_error(&s))?;
+        let token = response
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_string);
+        let payload: Vec<_> = response
+            .into_inner()
+            .try_collect()
+            .await
+            .map_err(|s| status_error(&s))?;
+        token
+            .or_else(|| {
+                payload
+                    .first()
+                    .and_then(|r| String::from_utf8(r.payload.to_vec()).ok())
+            })
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| GatewayError::Connect("the server returned no session token".into()))
+    }
+
+    /// Sends `message` with this connection's token and session cookie.
+    fn request<T>(&self, message: T) -> Result<tonic::Request<T>> {
+        let mut request = tonic::Request::new(message);
+        let metadata = request.metadata_mut();
+        if let Some(token) = &self.token {
+            metadata.insert(
+                "authorization",
+                header_value(&format!("Bearer {token}"), "token")?,
+            );
+        }
+        metadata.insert(
+            "cookie",
+            header_value(&format!("{SESSION_COOKIE}={}", self.session), "session")?,
+        );
+        Ok(request)
+    }
+
+    /// Plans `sql` on the coordinator. Its results are fetched by [`Self::fetch`].
+    pub async fn plan(&mut self, sql: &str) -> Result<FlightInfo> {
+        let command = CommandStatementQuery {
+            query: sql.to_string(),
+            transaction_id: None,
+        };
+        let descriptor = FlightDescriptor::new_cmd(command.as_any().encode_to_vec());
+        let request = self.request(descriptor)?;
+        Ok(self
+            .client
+            .get_flight_info(request)
+            .await
+            .map_err(|s| status_error(&s))?
+            .into_inner())
+    }
+
+    /// Streams the results of a planned statement.
+    pub async fn fetch(&mut self, info: &FlightInfo) -> Result<StatementResult> {
+        let ticket = info
+            .endpoint
+            .first()
+            .and_then(|e| e.ticket.clone())
+            .ok_or_else(|| GatewayError::Connect("the server returned no ticket".into()))?;
+        if info.endpoint.len() > 1 {
+            return Err(GatewayError::Connect(
+                "results in several endpoints are not supported by this shell".into(),
+            ));
+        }
+        let request = self.request(ticket)?;
+        let data = self
+            .client
+            .do_get(request)
+            .await
+            .map_err(|s| status_error(&s))?
+            .into_inner()
+            .map_err(FlightError::from);
+        let stream = FlightRecordBatchStream::new_from_flight_data(data);
+        Ok(match parse_update_type(&info.app_metadata) {
+            Some(update_type) => StatementResult::Update {
+                update_type: update_type.to_string(),
+                result: stream,
+            },
+            None => StatementResult::Rows(stream),
+        })
+    }
+
+    /// Runs a Flight action and returns its result stream.
+    async fn action(
+        &mut self,
+        kind: &str,
+        body: Vec<u8>,
+    ) -> Result<tonic::Streaming<arrow_flight::Result>> {
+        let request = self.request(Action::new(kind.to_string(), body))?;
+        Ok(self
+            .client
+            .do_action(request)
+            .await
+            .map_err(|s| status_error(&s))?
+            .into_inner())
+    }
+
+    /// Asks the coordinator to stop a running statement; whether it did.
+    pub async fn cancel(&mut self, info: &FlightInfo) -> Result<bool> {
+        let body = CancelFlightInfoRequest::new(info.clone()).encode_to_vec();
+        let mut results = self.action(CANCEL_FLIGHT_INFO, body).await?;
+        let Some(result) = results
+            .next()
+            .await
+            .transpose()
+            .map_err(|s| status_error(&s))?
+        else {
+            return Ok(false);
+        };
+        let result = CancelFlightInfoResult::decode(result.body)
+            .map_err(|e| GatewayError::Connect(format!("bad cancel result: {e}")))?;
+        Ok(result.status() == CancelStatus::Cancelled)
+    }
+
+    /// Sets the session's catalog and/or schema.
+    pub async fn set_session(&mut self, catalog: Option<&str>, schema: Option<&str>) -> Result<()> {
+        let string = |s: &str| SessionOptionValue {
+            option_value: Some(OptionValue::String(s.to_string())),
+        };
+        let mut options = SetSessionOptionsRequest::default();
+        if let Some(catalog) = catalog {
+            options
+                .session_options
+                .insert("catalog".into(), string(catalog));
+        }
+        if let Some(schema) = schema {
+            options
+                .session_options
+                .insert("schema".into(), string(schema));
+        }
+        let mut results = self
+            .action(SET_SESSION_OPTIONS, options.encode_to_vec())
+            .await?;
+        while let Some(result) = results.try_next().await.map_err(|s| status_error(&s))? {
+            let result = SetSessionOptionsResult::decode(result.body)
+                .map_err(|e| GatewayError::Connect(format!("bad session result: {e}")))?;
+            if let Some(name) = result.errors.keys().next() {
+                return Err(GatewayError::Analysis(format!(
+                    "the server refused session option {name}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn tls_config(tls: &TlsOptions) -> Result<ClientTlsConfig> {
+    let mut config = ClientTlsConfig::new().with_native_roots();
+    if let Some(path) = &tls.ca_cert {
+        let pem = std::fs::read(path).map_err(|e| {
+            GatewayError::Connect(format!(
+                "cannot read CA certificate {}: {e}",
+                path.display()
+            ))
+        })?;
+        config = config.ca_certificate(Certificate::from_pem(pem));
+    }
+    if let Some(domain) = &tls.domain {
+        config = config.domain_name(domain.clone());
+    }
+    Ok(config)
+}
+
+fn header_value(value: &str, what: &str) -> Result<MetadataValue<tonic::metadata::Ascii>> {
+    MetadataValue::try_from(value)
+        .map_err(|_| GatewayError::Connect(format!("the {what} is not a valid header value")))
+}
+
+/// A server's error as the gateway's, keeping its gRPC code.
+pub fn status_error(status: &tonic::Status) -> GatewayError {
+    GatewayError::Remote {
+        code: status.code(),
+        message: if status.message().is_empty() {
+            status.code().description().to_string()
+        } else {
+            status.message().to_string()
+        },
+    }
+}
+
+/// A stream error, keeping the server's gRPC code when it has one.
+pub fn flight_error(error: FlightError) -> GatewayError {
+    match error {
+        FlightError::Tonic(status) => status_error(&status),
+        other => GatewayError::Connect(other.to_string()),
+    }
+}
+
+/// `error` and its causes, the way a user needs them (the innermost cause is usually the one
+/// that says what went wrong, e.g. "Connection refused").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // Layers often repeat their cause's words; say each thing once.
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}

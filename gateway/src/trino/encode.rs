@@ -1,0 +1,603 @@
+//! Arrow values as Trino writes them in `QueryResults.data`: one JSON array per row, values
+//! encoded per Trino type (floats with "NaN"/"Infinity" strings, decimals as strings, dates and
+//! times as text, varbinary as base64, arrays as arrays, maps as objects with string keys, rows
+//! as positional arrays, nulls anywhere).
+
+use std::io::Write;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, FixedSizeListArray, GenericListArray, MapArray,
+    OffsetSizeTrait, StructArray,
+};
+use arrow::datatypes::{
+    DataType, Date32Type, Date64Type, Decimal128Type, Decimal256Type, DurationMicrosecondType,
+    DurationMillisecondType, DurationNanosecondType, DurationSecondType, Float16Type, Float32Type,
+    Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, IntervalDayTimeType,
+    IntervalMonthDayNanoType, IntervalYearMonthType, Time32MillisecondType, Time32SecondType,
+    Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use base64::Engine as _;
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
+
+use crate::error::{GatewayError, Result};
+
+/// Appends row `row` of every column as a JSON array to `out`.
+pub fn write_row(out: &mut Vec<u8>, columns: &[ArrayRef], row: usize) -> Result<()> {
+    out.push(b'[');
+    for (i, column) in columns.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_value(out, column.as_ref(), row)?;
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// Appends one value as Trino encodes it.
+pub fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Result<()> {
+    if array.is_null(i) {
+        out.extend_from_slice(b"null");
+        return Ok(());
+    }
+    match array.data_type() {
+        DataType::Null => out.extend_from_slice(b"null"),
+        DataType::Boolean => {
+            let value = array
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .is_some_and(|a| a.value(i));
+            out.extend_from_slice(if value { b"true" } else { b"false" });
+        }
+        DataType::Int8 => int(out, array.as_primitive::<Int8Type>().value(i)),
+        DataType::Int16 => int(out, array.as_primitive::<Int16Type>().value(i)),
+        DataType::Int32 => int(out, array.as_primitive::<Int32Type>().value(i)),
+        DataType::Int64 => int(out, array.as_primitive::<Int64Type>().value(i)),
+        DataType::UInt8 => int(out, array.as_primitive::<UInt8Type>().value(i)),
+        DataType::UInt16 => int(out, array.as_primitive::<UInt16Type>().value(i)),
+        DataType::UInt32 => int(out, array.as_primitive::<UInt32Type>().value(i)),
+        // decimal(20,0): a string, like every decimal.
+        DataType::UInt64 => string(
+            out,
+            &array.as_primitive::<UInt64Type>().value(i).to_string(),
+        ),
+        DataType::Float16 => float(out, f64::from(array.as_primitive::<Float16Type>().value(i))),
+        DataType::Float32 => float32(out, array.as_primitive::<Float32Type>().value(i)),
+        DataType::Float64 => float(out, array.as_primitive::<Float64Type>().value(i)),
+        DataType::Decimal128(..) => string(
+            out,
+            &array.as_primitive::<Decimal128Type>().value_as_string(i),
+        ),
+        DataType::Decimal256(..) => string(
+            out,
+            &array.as_primitive::<Decimal256Type>().value_as_string(i),
+        ),
+        DataType::Decimal32(..) | DataType::Decimal64(..) => {
+            let wide = arrow::compute::cast(&array.slice(i, 1), &widened(array.data_type()))
+                .map_err(encode_error)?;
+            string(
+                out,
+                &wide.as_primitive::<Decimal128Type>().value_as_string(0),
+            )
+        }
+        DataType::Utf8 => string(out, array.as_string::<i32>().value(i)),
+        DataType::LargeUtf8 => string(out, array.as_string::<i64>().value(i)),
+        DataType::Utf8View => string(out, array.as_string_view().value(i)),
+        DataType::Binary => base64(out, array.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => base64(out, array.as_binary::<i64>().value(i)),
+        DataType::BinaryView => base64(out, array.as_binary_view().value(i)),
+        DataType::FixedSizeBinary(_) => base64(out, array.as_fixed_size_binary().value(i)),
+        DataType::Date32 => date(
+            out,
+            Date32Type::to_naive_date_opt(array.as_primitive::<Date32Type>().value(i)),
+        )?,
+        DataType::Date64 => date(
+            out,
+            Date64Type::to_naive_date_opt(array.as_primitive::<Date64Type>().value(i)),
+        )?,
+        DataType::Time32(TimeUnit::Second) => {
+            let s = array.as_primitive::<Time32SecondType>().value(i);
+            time(out, i64::from(s) * 1_000_000_000, 0)?
+        }
+        DataType::Time32(_) => {
+            let ms = array.as_primitive::<Time32MillisecondType>().value(i);
+            time(out, i64::from(ms) * 1_000_000, 3)?
+        }
+        DataType::Time64(TimeUnit::Microsecond) => {
+            let us = array.as_primitive::<Time64MicrosecondType>().value(i);
+            time(out, us * 1_000, 6)?
+        }
+        DataType::Time64(_) => {
+            let ns = array.as_primitive::<Time64NanosecondType>().value(i);
+            time(out, ns, 9)?
+        }
+        DataType::Timestamp(unit, zone) => {
+            let (value, nanos_per_unit, digits) = match unit {
+                TimeUnit::Second => (
+                    array.as_primitive::<TimestampSecondType>().value(i),
+                    1_000_000_000,
+                    0,
+                ),
+                TimeUnit::Millisecond => (
+                    array.as_primitive::<TimestampMillisecondType>().value(i),
+                    1_000_000,
+                    3,
+                ),
+                TimeUnit::Microsecond => (
+                    array.as_primitive::<TimestampMicrosecondType>().value(i),
+                    1_000,
+                    6,
+                ),
+                TimeUnit::Nanosecond => (
+                    array.as_primitive::<TimestampNanosecondType>().value(i),
+                    1,
+                    9,
+                ),
+            };
+            timestamp(out, value, nanos_per_unit, digits, zone.as_deref())?
+        }
+        DataType::Interval(arrow::datatypes::IntervalUnit::YearMonth) => {
+            let months = array.as_primitive::<IntervalYearMonthType>().value(i);
+            year_to_month(out, months)
+        }
+        DataType::Interval(arrow::datatypes::IntervalUnit::DayTime) => {
+            let v = array.as_primitive::<IntervalDayTimeType>().value(i);
+            day_to_second(
+                out,
+                i64::from(v.days) * 86_400_000 + i64::from(v.milliseconds),
+            )
+        }
+        DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano) => {
+            let v = array.as_primitive::<IntervalMonthDayNanoType>().value(i);
+            if v.months != 0 {
+                return Err(GatewayError::NotSupported(
+                    "an interval of months and days together: Trino's interval types hold either \
+                     years to months or days to seconds"
+                        .into(),
+                ));
+            }
+            day_to_second(
+                out,
+                i64::from(v.days) * 86_400_000 + v.nanoseconds / 1_000_000,
+            )
+        }
+        DataType::Duration(unit) => {
+            let millis = match unit {
+                TimeUnit::Second => array
+                    .as_primitive::<DurationSecondType>()
+                    .value(i)
+                    .saturating_mul(1000),
+                TimeUnit::Millisecond => array.as_primitive::<DurationMillisecondType>().value(i),
+                TimeUnit::Microsecond => {
+                    array.as_primitive::<DurationMicrosecondType>().value(i) / 1000
+                }
+                TimeUnit::Nanosecond => {
+                    array.as_primitive::<DurationNanosecondType>().value(i) / 1_000_000
+                }
+            };
+            day_to_second(out, millis)
+        }
+        DataType::List(_) => list(out, array.as_list::<i32>(), i)?,
+        DataType::LargeList(_) => list(out, array.as_list::<i64>(), i)?,
+        DataType::FixedSizeList(..) => {
+            let list = array
+                .as_any()
+                .downcast_ref::<FixedSizeListArray>()
+                .ok_or_else(|| unexpected(array))?;
+            let values = list.value(i);
+            elements(out, values.as_ref(), 0..values.len())?
+        }
+        DataType::Map(..) => map(
+            out,
+            array
+                .as_any()
+                .downcast_ref::<MapArray>()
+                .ok_or_else(|| unexpected(array))?,
+            i,
+        )?,
+        DataType::Struct(_) => {
+            let row = array
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(|| unexpected(array))?;
+            write_row(out, row.columns(), i)?
+        }
+        DataType::Dictionary(_, value_type) => {
+            let plain =
+                arrow::compute::cast(&array.slice(i, 1), value_type).map_err(encode_error)?;
+            write_value(out, plain.as_ref(), 0)?
+        }
+        other => {
+            // ListView, RunEndEncoded, Union: cast to the plain layout first.
+            let plain_type = match other {
+                DataType::ListView(f) => DataType::List(f.clone()),
+                DataType::LargeListView(f) => DataType::LargeList(f.clone()),
+                DataType::RunEndEncoded(_, values) => values.data_type().clone(),
+                _ => {
+                    return Err(GatewayError::NotSupported(format!(
+                        "values of type {other} in Trino results"
+                    )));
+                }
+            };
+            let plain =
+                arrow::compute::cast(&array.slice(i, 1), &plain_type).map_err(encode_error)?;
+            write_value(out, plain.as_ref(), 0)?
+        }
+    }
+    Ok(())
+}
+
+fn widened(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) => DataType::Decimal128(*p, *s),
+        other => other.clone(),
+    }
+}
+
+fn int(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+/// Finite doubles as JSON numbers; NaN and the infinities as the strings Trino sends.
+fn float(out: &mut Vec<u8>, value: f64) {
+    if value.is_nan() {
+        out.extend_from_slice(b"\"NaN\"");
+    } else if value.is_infinite() {
+        out.extend_from_slice(if value > 0.0 {
+            b"\"Infinity\""
+        } else {
+            b"\"-Infinity\""
+        });
+    } else {
+        out.extend_from_slice(ryu::Buffer::new().format_finite(value).as_bytes());
+    }
+}
+
+fn float32(out: &mut Vec<u8>, value: f32) {
+    if value.is_finite() {
+        out.extend_from_slice(ryu::Buffer::new().format_finite(value).as_bytes());
+    } else {
+        float(out, f64::from(value));
+    }
+}
+
+fn string(out: &mut Vec<u8>, value: &str) {
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn base64(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
+    out.extend_from_slice(
+        base64::engine::general_purpose::STANDARD
+            .encode(bytes)
+            .as_bytes(),
+    );
+    out.push(b'"');
+}
+
+fn date(out: &mut Vec<u8>, date: Option<NaiveDate>) -> Result<()> {
+    let date = date.ok_or_else(|| GatewayError::Internal("date out of range".into()))?;
+    let _ = write!(out, "\"{}\"", date.format("%Y-%m-%d"));
+    Ok(())
+}
+
+/// `HH:MM:SS` plus exactly `digits` fractional digits, as Trino prints `time(p)`.
+fn time(out: &mut Vec<u8>, nanos_of_day: i64, digits: u8) -> Result<()> {
+    let seconds = u32::try_from(nanos_of_day.div_euclid(1_000_000_000))
+        .map_err(|_| GatewayError::Internal("time of day out of range".into()))?;
+    let nanos = u32::try_from(nanos_of_day.rem_euclid(1_000_000_000)).unwrap_or(0);
+    let time = NaiveTime::from_num_seconds_from_midnight_opt(seconds, nanos)
+        .ok_or_else(|| GatewayError::Internal("time of day out of range".into()))?;
+    out.push(b'"');
+    clock(out, &time, digits);
+    out.push(b'"');
+    Ok(())
+}
+
+fn clock(out: &mut Vec<u8>, time: &NaiveTime, digits: u8) {
+    let _ = write!(
+        out,
+        "{:02}:{:02}:{:02}",
+        time.hour(),
+        time.minute(),
+        time.second()
+    );
+    fraction(out, time.nanosecond(), digits);
+}
+
+fn fraction(out: &mut Vec<u8>, nanos: u32, digits: u8) {
+    if digits > 0 {
+        let scaled = nanos / 10u32.pow(9 - u32::from(digits.min(9)));
+        let _ = write!(out, ".{:0width$}", scaled, width = usize::from(digits));
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.f]`, and for `with time zone` the zone after a space (`UTC`, `+05:30`,
+/// or a region such as `Europe/Berlin`), in that zone's local time.
+fn timestamp(
+    out: &mut Vec<u8>,
+    value: i64,
+    nanos_per_unit: i64,
+    digits: u8,
+    zone: Option<&str>,
+) -> Result<()> {
+    let out_of_range = || GatewayError::Internal("timestamp out of range".into());
+    let seconds = value.div_euclid(1_000_000_000 / nanos_per_unit);
+    let nanos = value.rem_euclid(1_000_000_000 / nanos_per_unit) * nanos_per_unit;
+    let utc = DateTime::from_timestamp(seconds, u32::try_from(nanos).map_err(|_| out_of_range())?)
+        .ok_or_else(out_of_range)?;
+    out.push(b'"');
+    match zone {
+        None => local(out, &utc.naive_utc(), digits),
+        Some(zone) => {
+            let tz: arrow::array::timezone::Tz = zone.parse().map_err(encode_error)?;
+            local(
+                out,
+                &tz.from_utc_datetime(&utc.naive_utc()).naive_local(),
+                digits,
+            );
+            out.push(b' ');
+            out.extend_from_slice(zone_name(zone).as_bytes());
+        }
+    }
+    out.push(b'"');
+    Ok(())
+}
+
+fn local(out: &mut Vec<u8>, at: &NaiveDateTime, digits: u8) {
+    let _ = write!(out, "{}", at.date().format("%Y-%m-%d"));
+    out.push(b' ');
+    clock(out, &at.time(), digits);
+}
+
+/// Trino calls the zero offset `UTC`.
+fn zone_name(zone: &str) -> &str {
+    match zone {
+        "+00:00" | "+00" | "+0000" | "Z" | "UTC" | "Etc/UTC" | "GMT" => "UTC",
+        other => other,
+    }
+}
+
+/// `years-months`, e.g. `1-2`, `-0-3`.
+fn year_to_month(out: &mut Vec<u8>, months: i32) {
+    let sign = if months < 0 { "-" } else { "" };
+    let months = months.unsigned_abs();
+    let _ = write!(out, "\"{sign}{}-{}\"", months / 12, months % 12);
+}
+
+/// `days hours:minutes:seconds.millis`, e.g. `1 02:03:04.005`.
+fn day_to_second(out: &mut Vec<u8>, millis: i64) {
+    let sign = if millis < 0 { "-" } else { "" };
+    let millis = millis.unsigned_abs();
+    let _ = write!(
+        out,
+        "\"{sign}{} {:02}:{:02}:{:02}.{:03}\"",
+        millis / 86_400_000,
+        millis / 3_600_000 % 24,
+        millis / 60_000 % 60,
+        millis / 1000 % 60,
+        millis % 1000
+    );
+}
+
+fn list<O: OffsetSizeTrait>(out: &mut Vec<u8>, list: &GenericListArray<O>, i: usize) -> Result<()> {
+    let offsets = list.value_offsets();
+    let (start, end) = (offsets[i].as_usize(), offsets[i + 1].as_usize());
+    elements(out, list.values().as_ref(), start..end)
+}
+
+fn elements(out: &mut Vec<u8>, values: &dyn Array, range: std::ops::Range<usize>) -> Result<()> {
+    out.push(b'[');
+    for (n, j) in range.enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        write_value(out, values, j)?;
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// A JSON object; keys are written as text (JSON keys are strings), as Trino does.
+fn map(out: &mut Vec<u8>, map: &MapArray, i: usize) -> Result<()> {
+    let offsets = map.value_offsets();
+    let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+    let (keys, values) = (map.keys(), map.values());
+    out.push(b'{');
+    let mut key = Vec::new();
+    for (n, j) in (start..end).enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        key.clear();
+        write_value(&mut key, keys.as_ref(), j)?;
+        if key.first() == Some(&b'"') {
+            out.extend_from_slice(&key);
+        } else {
+            string(out, &String::from_utf8_lossy(&key));
+        }
+        out.push(b':');
+        write_value(out, values.as_ref(), j)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+fn unexpected(array: &dyn Array) -> GatewayError {
+    GatewayError::Internal(format!(
+        "array does not match its type {}",
+        array.data_type()
+    ))
+}
+
+fn encode_error(e: arrow::error::ArrowError) -> GatewayError {
+    GatewayError::Internal(format!("cannot encode a value for Trino: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{
+        ArrayRef, BinaryArray, Date32Array, Decimal128Array, Float32Array, Float64Array,
+        Int32Array, Int64Builder, IntervalMonthDayNanoArray, IntervalYearMonthArray, ListBuilder,
+        MapBuilder, StringArray, StringBuilder, StructArray, Time64MicrosecondArray,
+        TimestampMicrosecondArray, TimestampNanosecondArray,
+    };
+    use arrow::datatypes::{DataType, Field, IntervalMonthDayNano};
+
+    use super::*;
+
+    fn encoded(array: ArrayRef) -> Vec<String> {
+        (0..array.len())
+            .map(|i| {
+                let mut out = Vec::new();
+                write_value(&mut out, array.as_ref(), i).expect("encodes");
+                String::from_utf8(out).expect("utf-8")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn numbers() {
+        let doubles = Float64Array::from(vec![
+            Some(1.0),
+            Some(2.5e20),
+            Some(f64::NAN),
+            Some(f64::INFINITY),
+            Some(f64::NEG_INFINITY),
+            None,
+        ]);
+        assert_eq!(
+            encoded(Arc::new(doubles)),
+            [
+                "1.0",
+                "2.5e20",
+                "\"NaN\"",
+                "\"Infinity\"",
+                "\"-Infinity\"",
+                "null"
+            ]
+        );
+        assert_eq!(encoded(Arc::new(Float32Array::from(vec![0.1f32]))), ["0.1"]);
+        assert_eq!(encoded(Arc::new(Int32Array::from(vec![-7]))), ["-7"]);
+        let decimals = Decimal128Array::from(vec![Some(-1234), Some(5), None])
+            .with_precision_and_scale(10, 2)
+            .expect("valid decimal type");
+        assert_eq!(
+            encoded(Arc::new(decimals)),
+            ["\"-12.34\"", "\"0.05\"", "null"]
+        );
+    }
+
+    #[test]
+    fn text_and_binary() {
+        assert_eq!(
+            encoded(Arc::new(StringArray::from(vec!["it's \"q\"\n"]))),
+            ["\"it's \\\"q\\\"\\n\""]
+        );
+        assert_eq!(
+            encoded(Arc::new(BinaryArray::from(vec![&b"\x01\xff"[..]]))),
+            ["\"Af8=\""]
+        );
+    }
+
+    #[test]
+    fn dates_times_and_timestamps() {
+        assert_eq!(
+            encoded(Arc::new(Date32Array::from(vec![19_782]))),
+            ["\"2024-02-29\""]
+        );
+        assert_eq!(
+            encoded(Arc::new(Time64MicrosecondArray::from(vec![45_296_000_123]))),
+            ["\"12:34:56.000123\""]
+        );
+        // 2024-02-29 12:34:56.123456 UTC
+        let micros = 1_709_210_096_123_456i64;
+        assert_eq!(
+            encoded(Arc::new(TimestampMicrosecondArray::from(vec![micros]))),
+            ["\"2024-02-29 12:34:56.123456\""]
+        );
+        assert_eq!(
+            encoded(Arc::new(
+                TimestampMicrosecondArray::from(vec![micros]).with_timezone("+00:00")
+            )),
+            ["\"2024-02-29 12:34:56.123456 UTC\""]
+        );
+        assert_eq!(
+            encoded(Arc::new(
+                TimestampMicrosecondArray::from(vec![micros]).with_timezone("+05:30")
+            )),
+            ["\"2024-02-29 18:04:56.123456 +05:30\""]
+        );
+        assert_eq!(
+            encoded(Arc::new(
+                TimestampMicrosecondArray::from(vec![micros]).with_timezone("Europe/Berlin")
+            )),
+            ["\"2024-02-29 13:34:56.123456 Europe/Berlin\""]
+        );
+        // Before the epoch, nanoseconds: fractions count forward from the second.
+        assert_eq!(
+            encoded(Arc::new(TimestampNanosecondArray::from(vec![-1]))),
+            ["\"1969-12-31 23:59:59.999999999\""]
+        );
+    }
+
+    #[test]
+    fn intervals() {
+        let day_time = IntervalMonthDayNanoArray::from(vec![
+            IntervalMonthDayNano::new(0, 1, 7_384_005_000_000),
+            IntervalMonthDayNano::new(0, 0, -1_500_000_000),
+        ]);
+        assert_eq!(
+            encoded(Arc::new(day_time)),
+            ["\"1 02:03:04.005\"", "\"-0 00:00:01.500\""]
+        );
+        let months = IntervalMonthDayNanoArray::from(vec![IntervalMonthDayNano::new(1, 0, 0)]);
+        let mut out = Vec::new();
+        assert!(
+            write_value(&mut out, &months, 0).is_err(),
+            "months and days do not mix"
+        );
+        assert_eq!(
+            encoded(Arc::new(IntervalYearMonthArray::from(vec![14, -3]))),
+            ["\"1-2\"", "\"-0-3\""]
+        );
+    }
+
+    #[test]
+    fn nested_values_with_nulls_at_every_depth() {
+        let mut lists = ListBuilder::new(Int64Builder::new());
+        lists.values().append_value(1);
+        lists.values().append_null();
+        lists.append(true);
+        lists.append_null();
+        assert_eq!(encoded(Arc::new(lists.finish())), ["[1,null]", "null"]);
+
+        let mut maps = MapBuilder::new(None, Int64Builder::new(), StringBuilder::new());
+        maps.keys().append_value(1);
+        maps.values().append_value("a");
+        maps.keys().append_value(2);
+        maps.values().append_null();
+        maps.append(true).expect("map row");
+        assert_eq!(
+            encoded(Arc::new(maps.finish())),
+            ["{\"1\":\"a\",\"2\":null}"]
+        );
+
+        let row = StructArray::from(vec![
+            (
+                Arc::new(Field::new("x", DataType::Int64, true)),
+                Arc::new(arrow::array::Int64Array::from(vec![Some(1), None])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("y", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec![Some("a"), Some("b")])) as ArrayRef,
+            ),
+        ]);
+        assert_eq!(encoded(Arc::new(row)), ["[1,\"a\"]", "[null,\"b\"]"]);
+    }
+}

@@ -1,0 +1,222 @@
+//! The `X-Trino-*` request headers, parsed into what a statement runs with. A malformed
+//! header is a 400 with a message, never a panic.
+
+use std::collections::BTreeMap;
+
+use http::HeaderMap;
+
+/// A header that cannot be used, with what is wrong with it.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadHeader(pub String);
+
+/// The client's view of its session, from one request's headers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientSession {
+    pub user: String,
+    pub source: Option<String>,
+    pub catalog: Option<String>,
+    pub schema: Option<String>,
+    pub time_zone: Option<String>,
+    /// `X-Trino-Session` properties, by name.
+    pub properties: BTreeMap<String, String>,
+    /// `X-Trino-Prepared-Statement`: name -> SQL.
+    pub prepared: BTreeMap<String, String>,
+    pub transaction_id: Option<String>,
+    pub client_tags: Vec<String>,
+    pub client_capabilities: Vec<String>,
+    pub client_info: Option<String>,
+    pub trace_token: Option<String>,
+}
+
+impl ClientSession {
+    pub fn from_headers(headers: &HeaderMap) -> Result<Self, BadHeader> {
+        let user = single(headers, "x-trino-user")?
+            .filter(|u| !u.trim().is_empty())
+            .ok_or_else(|| BadHeader("the X-Trino-User header is required".into()))?;
+        Ok(Self {
+            user,
+            source: single(headers, "x-trino-source")?,
+            catalog: single(headers, "x-trino-catalog")?.filter(|c| !c.is_empty()),
+            schema: single(headers, "x-trino-schema")?.filter(|s| !s.is_empty()),
+            time_zone: single(headers, "x-trino-time-zone")?,
+            properties: pairs(headers, "x-trino-session")?,
+            prepared: pairs(headers, "x-trino-prepared-statement")?,
+            transaction_id: single(headers, "x-trino-transaction-id")?
+                .filter(|t| !t.eq_ignore_ascii_case("NONE")),
+            client_tags: list(headers, "x-trino-client-tags")?,
+            client_capabilities: list(headers, "x-trino-client-capabilities")?,
+            client_info: single(headers, "x-trino-client-info")?,
+            trace_token: single(headers, "x-trino-trace-token")?,
+        })
+    }
+}
+
+fn text<'a>(value: &'a http::HeaderValue, name: &str) -> Result<&'a str, BadHeader> {
+    value
+        .to_str()
+        .map_err(|_| BadHeader(format!("header {name} is not visible ASCII")))
+}
+
+/// A header that may appear once.
+fn single(headers: &HeaderMap, name: &str) -> Result<Option<String>, BadHeader> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(BadHeader(format!("header {name} is given more than once")));
+    }
+    Ok(Some(text(first, name)?.trim().to_string()))
+}
+
+/// A comma-separated list, in one or several headers.
+fn list(headers: &HeaderMap, name: &str) -> Result<Vec<String>, BadHeader> {
+    let mut items = Vec::new();
+    for value in headers.get_all(name) {
+        items.extend(
+            text(value, name)?
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+        );
+    }
+    Ok(items)
+}
+
+/// `name=value` pairs (values URL-encoded), comma-joined and/or in repeated headers.
+fn pairs(headers: &HeaderMap, name: &str) -> Result<BTreeMap<String, String>, BadHeader> {
+    let mut map = BTreeMap::new();
+    for item in list(headers, name)? {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| BadHeader(format!("header {name}: '{item}' is not name=value")))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(BadHeader(format!(
+                "header {name}: an empty name in '{item}'"
+            )));
+        }
+        let value = url_decode(value.trim())
+            .ok_or_else(|| BadHeader(format!("header {name}: '{item}' is not URL-encoded text")))?;
+        map.insert(url_decode(key).unwrap_or_else(|| key.to_string()), value);
+    }
+    Ok(map)
+}
+
+/// Percent-decoding with `+` as space (Java's `URLEncoder`, which Trino clients use).
+pub fn url_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = text.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Percent-encoding for response headers (`X-Trino-Set-Session`, `X-Trino-Added-Prepare`).
+pub fn url_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                out.push(char::from(b));
+            }
+            b' ' => out.push('+'),
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static [u8])]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_bytes(value).expect("test header"));
+        }
+        map
+    }
+
+    #[test]
+    fn reads_the_session_from_headers() {
+        let session = ClientSession::from_headers(&headers(&[
+            ("x-trino-user", b"alice"),
+            ("x-trino-schema", b"tpch"),
+            ("x-trino-session", b"query_max_run_time=10m, a=1"),
+            ("x-trino-session", b"b=x%2Cy"),
+            ("x-trino-prepared-statement", b"q1=SELECT+%3F+%2B+1"),
+            ("x-trino-client-tags", b"etl, nightly"),
+            ("x-trino-transaction-id", b"NONE"),
+        ]))
+        .expect("valid headers");
+        assert_eq!(session.user, "alice");
+        assert_eq!(session.schema.as_deref(), Some("tpch"));
+        assert_eq!(
+            session
+                .properties
+                .get("query_max_run_time")
+                .map(String::as_str),
+            Some("10m")
+        );
+        assert_eq!(session.properties.get("a").map(String::as_str), Some("1"));
+        assert_eq!(session.properties.get("b").map(String::as_str), Some("x,y"));
+        assert_eq!(
+            session.prepared.get("q1").map(String::as_str),
+            Some("SELECT ? + 1")
+        );
+        assert_eq!(session.client_tags, vec!["etl", "nightly"]);
+        assert_eq!(session.transaction_id, None);
+    }
+
+    #[test]
+    fn malformed_headers_are_errors_with_a_message() {
+        let missing = ClientSession::from_headers(&headers(&[])).expect_err("no user");
+        assert!(missing.0.contains("X-Trino-User"));
+        let bad_pair = ClientSession::from_headers(&headers(&[
+            ("x-trino-user", b"a"),
+            ("x-trino-session", b"novalue"),
+        ]))
+        .expect_err("not a pair");
+        assert!(bad_pair.0.contains("not name=value"), "{bad_pair}");
+        let bad_escape = ClientSession::from_headers(&headers(&[
+            ("x-trino-user", b"a"),
+            ("x-trino-session", b"a=%zz"),
+        ]))
+        .expect_err("bad escape");
+        assert!(bad_escape.0.contains("URL-encoded"), "{bad_escape}");
+        let twice = ClientSession::from_headers(&headers(&[
+            ("x-trino-user", b"a"),
+            ("x-trino-user", b"b"),
+        ]))
+        .expect_err("two users");
+        assert!(twice.0.contains("more than once"));
+        let binary = ClientSession::from_headers(&headers(&[("x-trino-user", b"\xff\xfe")]))
+            .expect_err("not ascii");
+        assert!(binary.0.contains("ASCII"));
+    }
+
+    #[test]
+    fn url_coding_round_trips() {
+        let text = "SELECT * FROM t WHERE a = 'x,y' AND b = 50%";
+        assert_eq!(url_decode(&url_encode(text)).as_deref(), Some(text));
+        assert_eq!(url_decode("%E2%82%AC").as_deref(), Some("€"));
+        assert_eq!(url_decode("%4"), None);
+    }
+}

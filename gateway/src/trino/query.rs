@@ -1,0 +1,399 @@
+//! One Trino-protocol query: its background execution, its pages and its tokens.
+
+use std::sync::Arc;
+use std::sync::Mutex as SyncMutex;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use datafusion::execution::SendableRecordBatchStream;
+use futures::StreamExt;
+use tokio::sync::{Mutex, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{Engine, Outcome, SessionSettings};
+use crate::error::GatewayError;
+use crate::sql_types::TrinoType;
+use crate::trino::encode::write_row;
+
+/// The states Trino reports in `stats.state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryState {
+    Queued,
+    Running,
+    Finished,
+    Failed,
+}
+
+impl QueryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueryState::Queued => "QUEUED",
+            QueryState::Running => "RUNNING",
+            QueryState::Finished => "FINISHED",
+            QueryState::Failed => "FAILED",
+        }
+    }
+}
+
+/// What the background execution has produced so far.
+enum Execution {
+    /// Still planning (or, for DDL, running).
+    Pending,
+    Rows(SendableRecordBatchStream),
+    Updated {
+        update_type: &'static str,
+        count: Option<u64>,
+    },
+    Failed(GatewayError),
+}
+
+/// A page of results: the part of `QueryResults` that depends on the execution.
+pub struct Page {
+    pub state: QueryState,
+    pub columns: Option<Vec<(String, TrinoType)>>,
+    /// JSON rows (`[[...],[...]]`), when there are any.
+    pub data: Option<Vec<u8>>,
+    pub rows: u64,
+    pub update_type: Option<&'static str>,
+    pub update_count: Option<u64>,
+    pub error: Option<GatewayError>,
+    /// Whether there is more to fetch after this page.
+    pub more: bool,
+}
+
+/// Mutable state, held across awaits while one page is produced.
+struct Progress {
+    execution: Execution,
+    columns: Option<Vec<(String, TrinoType)>>,
+    /// Rows of a batch larger than a page, carried to the next page.
+    carry: Option<RecordBatch>,
+    /// The token of the page last produced and its JSON, for a repeated request.
+    served: Option<(u64, Arc<Page>)>,
+    rows: u64,
+    done: bool,
+}
+
+pub struct TrinoQuery {
+    pub id: String,
+    pub slug: String,
+    pub sql: String,
+    pub user: String,
+    pub created: Instant,
+    cancel: CancellationToken,
+    started: watch::Receiver<bool>,
+    progress: Mutex<Progress>,
+    /// Last time a client asked for this query; abandoned queries are reaped by it.
+    last_seen: SyncMutex<Instant>,
+}
+
+/// Why a page could not be served.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PageError {
+    /// A token before the current one: that page is gone.
+    Gone,
+    /// A token after the next one.
+    NotFound,
+}
+
+impl TrinoQuery {
+    /// Registers a query and starts planning and running it in the background.
+    pub fn start(
+        engine: Arc<Engine>,
+        id: String,
+        sql: String,
+        user: String,
+        session: SessionSettings,
+    ) -> Arc<Self> {
+        let cancel = CancellationToken::new();
+        let (started_tx, started) = watch::channel(false);
+        let query = Arc::new(Self {
+            id,
+            slug: uuid::Uuid::new_v4().simple().to_string(),
+            sql,
+            user,
+            created: Instant::now(),
+            cancel: cancel.clone(),
+            started,
+            progress: Mutex::new(Progress {
+                execution: Execution::Pending,
+                columns: None,
+                carry: None,
+                served: None,
+                rows: 0,
+                done: false,
+            }),
+            last_seen: SyncMutex::new(Instant::now()),
+        });
+        let background = Arc::clone(&query);
+        tokio::spawn(async move {
+            let run = async {
+                let prepared = engine.prepare(&session, &background.sql).await?;
+                let kind = prepared.kind();
+                let schema = prepared.schema();
+                let outcome = engine.run(prepared).await?;
+                Ok::<_, GatewayError>((kind, schema, outcome))
+            };
+            let result = tokio::select! {
+                result = run => result,
+                () = cancel.cancelled() => Err(GatewayError::Cancelled),
+            };
+            let mut progress = background.progress.lock().await;
+            match result {
+                Ok((kind, schema, Outcome::Rows(stream))) if kind.update_type().is_none() => {
+                    progress.columns = Some(
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| (f.name().clone(), TrinoType::from_arrow(f.data_type())))
+                            .collect(),
+                    );
+                    progress.execution = Execution::Rows(stream);
+                }
+                Ok((kind, _, outcome)) => {
+                    let count = match outcome {
+                        Outcome::Updated { rows } => rows,
+                        Outcome::Rows(_) => None,
+                    };
+                    progress.execution = Execution::Updated {
+                        update_type: kind.update_type().unwrap_or("UNKNOWN"),
+                        count,
+                    };
+                }
+                Err(e) => progress.execution = Execution::Failed(e),
+            }
+            drop(progress);
+            let _ = started_tx.send(true);
+        });
+        query
+    }
+
+    pub fn touch(&self) {
+        if let Ok(mut seen) = self.last_seen.lock() {
+            *seen = Instant::now();
+        }
+    }
+
+    pub fn idle_for(&self) -> Duration {
+        self.last_seen
+            .lock()
+            .map(|t| t.elapsed())
+            .unwrap_or_default()
+    }
+
+    /// Stops the query: planning ends, the plan's streams are dropped, which cancels its tasks
+    /// on every worker.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The page for `token`: the next one is produced (waiting up to `max_wait` for rows, up
+    /// to about `target_bytes` of JSON), the current one is repeated as it was.
+    pub async fn page(
+        &self,
+        token: u64,
+        max_wait: Duration,
+        target_bytes: usize,
+    ) -> Result<Arc<Page>, PageError> {
+        self.touch();
+        let mut progress = self.progress.lock().await;
+        match &progress.served {
+            Some((served, page)) if *served == token => return Ok(Arc::clone(page)),
+            Some((served, _)) if token < *served => return Err(PageError::Gone),
+            Some((served, _)) if token > served + 1 || progress.done => {
+                return Err(PageError::NotFound);
+            }
+            None if token != 0 => return Err(PageError::NotFound),
+            _ => {}
+        }
+        let page = if token == 0 {
+            // The answer to the POST: accepted, nothing to show yet.
+            Page::empty(QueryState::Queued, None, progress.rows)
+        } else {
+            self.next_page(&mut progress, Instant::now() + max_wait, target_bytes)
+                .await
+        };
+        let page = Arc::new(page);
+        progress.done = !page.more;
+        progress.served = Some((token, Arc::clone(&page)));
+        Ok(page)
+    }
+
+    async fn next_page(
+        &self,
+        progress: &mut Progress,
+        deadline: Instant,
+        target_bytes: usize,
+    ) -> Page {
+        if matches!(progress.execution, Execution::Pending) {
+            let mut started = self.started.clone();
+            let waited = tokio::select! {
+                changed = started.wait_for(|s| *s) => changed.is_ok(),
+                () = tokio::time::sleep_until(deadline.into()) => false,
+                () = self.cancel.cancelled() => false,
+            };
+            if !waited && !self.cancel.is_cancelled() {
+                return Page::empty(QueryState::Queued, None, progress.rows);
+            }
+        }
+        if self.cancel.is_cancelled() {
+            progress.execution = Execution::Failed(GatewayError::Cancelled);
+        }
+        let columns = progress.columns.clone();
+        match std::mem::replace(&mut progress.execution, Execution::Pending) {
+            Execution::Pending => Page::empty(QueryState::Queued, columns, progress.rows),
+            Execution::Failed(error) => {
+                // A failure is reported once; asking again finds the query done.
+                Page::failed(error, columns, progress.rows)
+            }
+            // As Trino: DML returns one `rows` column holding the count, DDL no columns.
+            Execution::Updated { update_type, count } => Page {
+                state: QueryState::Finished,
+                columns: Some(match count {
+                    Some(_) => vec![("rows".to_string(), TrinoType::BigInt)],
+                    None => Vec::new(),
+                }),
+                data: count.map(|n| format!("[[{n}]]").into_bytes()),
+                rows: progress.rows,
+                update_type: Some(update_type),
+                update_count: count,
+                error: None,
+                more: false,
+            },
+            Execution::Rows(mut stream) => {
+                let outcome = self
+                    .fill(&mut stream, &mut progress.carry, deadline, target_bytes)
+                    .await;
+                match outcome {
+                    Ok((data, rows, finished)) => {
+                        progress.rows += rows;
+                        if !finished {
+                            progress.execution = Execution::Rows(stream);
+                        }
+                        Page {
+                            state: if finished {
+                                QueryState::Finished
+                            } else {
+                                QueryState::Running
+                            },
+                            columns,
+                            data: (rows > 0).then_some(data),
+                            rows: progress.rows,
+                            update_type: None,
+                            update_count: None,
+                            error: None,
+                            more: !finished,
+                        }
+                    }
+                    Err(error) => Page::failed(error, columns, progress.rows),
+                }
+            }
+        }
+    }
+
+    /// Encodes rows from `stream` until about `target_bytes`: waits for the first rows until
+    /// `deadline`, then takes only what is already there. Returns the JSON, its row count and
+    /// whether the stream has ended.
+    async fn fill(
+        &self,
+        stream: &mut SendableRecordBatchStream,
+        carry: &mut Option<RecordBatch>,
+        deadline: Instant,
+        target_bytes: usize,
+    ) -> Result<(Vec<u8>, u64, bool), GatewayError> {
+        let mut data = vec![b'['];
+        let mut rows = 0u64;
+        loop {
+            let next = match carry.take() {
+                Some(batch) => Next::Batch(batch),
+                None if rows == 0 => tokio::select! {
+                    next = stream.next() => Next::of(next)?,
+                    () = tokio::time::sleep_until(deadline.into()) => Next::NotYet,
+                    () = self.cancel.cancelled() => return Err(GatewayError::Cancelled),
+                },
+                None => match futures::FutureExt::now_or_never(stream.next()) {
+                    Some(next) => Next::of(next)?,
+                    None => Next::NotYet,
+                },
+            };
+            let batch = match next {
+                Next::Batch(batch) => batch,
+                Next::NotYet => break,
+                Next::End => {
+                    data.push(b']');
+                    return Ok((data, rows, true));
+                }
+            };
+            let columns = batch.columns();
+            let mut row = 0;
+            while row < batch.num_rows() {
+                if rows > 0 {
+                    data.push(b',');
+                }
+                write_row(&mut data, columns, row)?;
+                rows += 1;
+                row += 1;
+                if data.len() >= target_bytes {
+                    break;
+                }
+            }
+            if row < batch.num_rows() {
+                *carry = Some(batch.slice(row, batch.num_rows() - row));
+            }
+            if data.len() >= target_bytes {
+                break;
+            }
+        }
+        data.push(b']');
+        Ok((data, rows, false))
+    }
+}
+
+impl Page {
+    fn empty(state: QueryState, columns: Option<Vec<(String, TrinoType)>>, rows: u64) -> Self {
+        Page {
+            state,
+            columns,
+            data: None,
+            rows,
+            update_type: None,
+            update_count: None,
+            error: None,
+            more: true,
+        }
+    }
+
+    fn failed(error: GatewayError, columns: Option<Vec<(String, TrinoType)>>, rows: u64) -> Self {
+        Page {
+            state: QueryState::Failed,
+            columns,
+            data: None,
+            rows,
+            update_type: None,
+            update_count: None,
+            error: Some(error),
+            more: false,
+        }
+    }
+}
+
+/// What the result stream had for a page.
+enum Next {
+    Batch(RecordBatch),
+    /// Nothing yet: the page goes out with what it has.
+    NotYet,
+    End,
+}
+
+impl Next {
+    fn of(item: Option<datafusion::error::Result<RecordBatch>>) -> Result<Self, GatewayError> {
+        match item {
+            Some(Ok(batch)) => Ok(Next::Batch(batch)),
+            Some(Err(e)) => Err(e.into()),
+            None => Ok(Next::End),
+        }
+    }
+}

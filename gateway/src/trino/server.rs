@@ -1,0 +1,359 @@
+//! The Trino client protocol's HTTP routes (axum).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+
+use crate::engine::{Engine, SessionSettings};
+use crate::trino::headers::ClientSession;
+use crate::trino::query::{PageError, TrinoQuery};
+use crate::trino::results::{BaseUri, render};
+
+/// Longest `maxWait` a client may ask for.
+const MAX_WAIT_LIMIT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
+/// Page size without `targetResultSize`, and the most a client may ask for.
+const DEFAULT_TARGET_BYTES: usize = 1024 * 1024;
+const MAX_TARGET_BYTES: usize = 128 * 1024 * 1024;
+
+/// What the routes share.
+pub struct TrinoEndpoint {
+    engine: Arc<Engine>,
+    queries: std::sync::Mutex<HashMap<String, Arc<TrinoQuery>>>,
+    sequence: AtomicU64,
+    /// Five lower-case letters naming this coordinator run in query ids, as Trino's do.
+    run_id: String,
+    started: Instant,
+    environment: String,
+    /// A query nobody asked about for this long is cancelled and forgotten.
+    abandoned_after: Duration,
+}
+
+impl TrinoEndpoint {
+    pub fn new(engine: Arc<Engine>, environment: String, abandoned_after: Duration) -> Arc<Self> {
+        let run_id: String = uuid::Uuid::new_v4()
+            .as_bytes()
+            .iter()
+            .take(5)
+            .map(|b| char::from(b'a' + b % 26))
+            .collect();
+        Arc::new(Self {
+            engine,
+            queries: std::sync::Mutex::new(HashMap::new()),
+            sequence: AtomicU64::new(0),
+            run_id,
+            started: Instant::now(),
+            environment,
+            abandoned_after,
+        })
+    }
+
+    fn next_query_id(&self) -> String {
+        let n = self.sequence.fetch_add(1, Ordering::Relaxed) % 100_000;
+        format!(
+            "{}_{n:05}_{}",
+            chrono::Utc::now().format("%Y%m%d_%H%M%S"),
+            self.run_id
+        )
+    }
+
+    fn query(&self, id: &str) -> Option<Arc<TrinoQuery>> {
+        self.queries.lock().ok()?.get(id).cloned()
+    }
+
+    /// Cancels and forgets queries abandoned by their clients.
+    pub fn reap(&self) -> usize {
+        let Ok(mut queries) = self.queries.lock() else {
+            return 0;
+        };
+        let before = queries.len();
+        queries.retain(|_, q| {
+            let keep = q.idle_for() < self.abandoned_after;
+            if !keep {
+                q.cancel();
+            }
+            keep
+        });
+        before - queries.len()
+    }
+
+    pub fn running_queries(&self) -> usize {
+        self.queries.lock().map(|q| q.len()).unwrap_or(0)
+    }
+}
+
+/// The routes, with a background task reaping abandoned queries.
+pub fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
+    let reaper = Arc::downgrade(&endpoint);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            let Some(endpoint) = reaper.upgrade() else {
+                break;
+            };
+            let reaped = endpoint.reap();
+            if reaped > 0 {
+                tracing::info!(reaped, "cancelled queries abandoned by their clients");
+            }
+        }
+    });
+    Router::new()
+        .route("/v1/statement", post(submit))
+        .route(
+            "/v1/statement/{phase}/{id}/{slug}/{token}",
+            get(next_page).delete(cancel_statement),
+        )
+        .route("/v1/query/{id}", get(query_info).delete(cancel_query))
+        .route("/v1/info", get(info))
+        .route("/v1/info/state", get(info_state))
+        .with_state(endpoint)
+}
+
+fn base_uri(headers: &HeaderMap) -> BaseUri {
+    let host = headers
+        .get("x-forwarded-host")
+        .or_else(|| headers.get(header::HOST))
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    BaseUri(format!("{scheme}://{host}"))
+}
+
+fn json_response(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn text_error(status: StatusCode, message: impl Into<String>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain")],
+        message.into(),
+    )
+        .into_response()
+}
+
+async fn submit(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let session = match ClientSession::from_headers(&headers) {
+        Ok(session) => session,
+        Err(e) => return text_error(StatusCode::BAD_REQUEST, e.0),
+    };
+    let Ok(sql) = String::from_utf8(body.to_vec()) else {
+        return text_error(StatusCode::BAD_REQUEST, "the SQL statement is not UTF-8");
+    };
+    if sql.trim().is_empty() {
+        return text_error(StatusCode::BAD_REQUEST, "SQL statement is empty");
+    }
+    let settings = SessionSettings {
+        catalog: session.catalog.clone(),
+        schema: session.schema.clone(),
+    };
+    let query = TrinoQuery::start(
+        Arc::clone(&endpoint.engine),
+        endpoint.next_query_id(),
+        sql,
+        session.user.clone(),
+        settings,
+    );
+    if let Ok(mut queries) = endpoint.queries.lock() {
+        queries.insert(query.id.clone(), Arc::clone(&query));
+    }
+    match query.page(0, Duration::ZERO, DEFAULT_TARGET_BYTES).await {
+        Ok(page) => json_response(render(
+            &base_uri(&headers),
+            &query,
+            0,
+            &page,
+            endpoint.engine.workers().statuses().len() + 1,
+        )),
+        Err(_) => text_error(StatusCode::INTERNAL_SERVER_ERROR, "the query vanished"),
+    }
+}
+
+async fn next_page(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    Path((_phase, id, slug, token)): Path<(String, String, String, String)>,
+    Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(query) = endpoint.query(&id) else {
+        return text_error(StatusCode::NOT_FOUND, format!("query {id} not found"));
+    };
+    if query.slug != slug {
+        return text_error(StatusCode::NOT_FOUND, format!("query {id} not found"));
+    }
+    let Ok(token) = token.parse::<u64>() else {
+        return text_error(StatusCode::NOT_FOUND, "invalid token");
+    };
+    let max_wait = match params.get("maxWait").map(|w| parse_duration(w)) {
+        None => DEFAULT_MAX_WAIT,
+        Some(Some(wait)) => wait.min(MAX_WAIT_LIMIT),
+        Some(None) => return text_error(StatusCode::BAD_REQUEST, "invalid maxWait"),
+    };
+    let target = match params.get("targetResultSize").map(|s| parse_data_size(s)) {
+        None => DEFAULT_TARGET_BYTES,
+        Some(Some(bytes)) => bytes.clamp(1, MAX_TARGET_BYTES),
+        Some(None) => return text_error(StatusCode::BAD_REQUEST, "invalid targetResultSize"),
+    };
+    match query.page(token, max_wait, target).await {
+        Ok(page) => {
+            let body = render(
+                &base_uri(&headers),
+                &query,
+                token,
+                &page,
+                endpoint.engine.workers().statuses().len() + 1,
+            );
+            json_response(body)
+        }
+        Err(PageError::Gone) => text_error(
+            StatusCode::GONE,
+            format!("token {token} is no longer available"),
+        ),
+        Err(PageError::NotFound) => {
+            text_error(StatusCode::NOT_FOUND, format!("token {token} not found"))
+        }
+    }
+}
+
+async fn cancel_statement(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    Path((_phase, id, slug, _token)): Path<(String, String, String, String)>,
+) -> Response {
+    match endpoint.query(&id) {
+        Some(query) if query.slug == slug => {
+            query.cancel();
+            StatusCode::NO_CONTENT.into_response()
+        }
+        _ => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+    }
+}
+
+async fn cancel_query(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    Path(id): Path<String>,
+) -> Response {
+    match endpoint.query(&id) {
+        Some(query) => {
+            query.cancel();
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+    }
+}
+
+async fn query_info(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    Path(id): Path<String>,
+) -> Response {
+    match endpoint.query(&id) {
+        Some(query) => axum::Json(json!({
+            "queryId": query.id,
+            "query": query.sql,
+            "session": {"user": query.user},
+            "state": if query.is_cancelled() { "FAILED" } else { "RUNNING" },
+            "elapsedTimeMillis": query.created.elapsed().as_millis() as u64,
+        }))
+        .into_response(),
+        None => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+    }
+}
+
+async fn info(State(endpoint): State<Arc<TrinoEndpoint>>) -> Response {
+    axum::Json(json!({
+        "nodeVersion": {"version": env!("CARGO_PKG_VERSION")},
+        "environment": endpoint.environment,
+        "coordinator": true,
+        "starting": false,
+        "uptime": format_duration(endpoint.started.elapsed()),
+    }))
+    .into_response()
+}
+
+async fn info_state() -> Response {
+    axum::Json("ACTIVE").into_response()
+}
+
+/// Airlift's duration text: `500ms`, `1s`, `1.50m`, `2h`, `1d`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.trim().parse().ok()?;
+    let seconds = match unit {
+        "ns" => value / 1e9,
+        "us" => value / 1e6,
+        "ms" => value / 1e3,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86_400.0,
+        _ => return None,
+    };
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// Airlift's data size text: `16MB`, `1kB`, `512B` (powers of 1024, as airlift's).
+pub fn parse_data_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.trim().parse().ok()?;
+    let scale = match unit {
+        "B" => 1.0,
+        "kB" | "KB" => 1024.0,
+        "MB" => 1024.0 * 1024.0,
+        "GB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let bytes = value * scale;
+    (bytes.is_finite() && bytes >= 0.0).then_some(bytes as usize)
+}
+
+/// Uptime as airlift prints durations: `12.50m`.
+fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.2}s")
+    } else if s < 3600.0 {
+        format!("{:.2}m", s / 60.0)
+    } else if s < 86_400.0 {
+        format!("{:.2}h", s / 3600.0)
+    } else {
+        format!("{:.2}d", s / 86_400.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_airlift_durations_and_sizes() {
+        assert_eq!(parse_duration("1s"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.50m"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("abc"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_data_size("16MB"), Some(16 * 1024 * 1024));
+        assert_eq!(parse_data_size("1kB"), Some(1024));
+        assert_eq!(parse_data_size("12XB"), None);
+    }
+}

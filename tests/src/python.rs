@@ -1,0 +1,33 @@
+//! The project's Python clients (`.venv`, made by `scripts/test.sh` from the pinned
+//! `tests/python/requirements.txt`), run as scripts against a running cluster.
+
+use std::path::PathBuf;
+
+/// Runs `tests/python/<script>` with `args`; its combined output when it exits 0 and prints
+/// unittest's `OK` (or its own), an error with that output otherwise.
+pub async fn run_python(script: &str, args: &[String]) -> Result<String, String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join("../.venv/bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "{} is missing: scripts/test.sh creates the virtualenv with the pinned clients",
+            python.display()
+        ));
+    }
+    let output = tokio::process::Command::new(python)
+        .arg(root.join("python").join(script))
+        .args(args)
+        .output()
+        .await
+        .map_err(|e| format!("cannot run {script}: {e}"))?;
+    let report = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if output.status.success() && report.contains("OK") {
+        Ok(report)
+    } else {
+        Err(format!("{script} {args:?} failed:\n{report}"))
+    }
+}
