@@ -240,6 +240,15 @@ pub async fn start_coordinator_on(
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
     let client_auth = ClientAuth::from_config(&config.client_auth)?;
+    if trino_listener.is_some() && client_auth.required() {
+        // Rather no endpoint than one that lets anybody in past the configured passwords.
+        return Err(ConfigError::Invalid(
+            "[client_auth] type = \"password\" is not enforced on the Trino protocol yet: set \
+             coordinator.trino_http_port = 0 (Flight SQL is authenticated)"
+                .into(),
+        )
+        .into());
+    }
     let (auth_layer, service) = flight_service(Arc::clone(&engine), client_auth);
     let service = flight_sql_server(service);
     let mut builder = tonic::transport::Server::builder();

@@ -74,6 +74,7 @@ impl TestCluster {
         Self::start_with(LocalOptions {
             workers: 1,
             scale_factor: 0.0,
+            trino_http_port: None,
             client_auth: sqe_gateway::config::ClientAuthConfig {
                 kind: sqe_gateway::config::ClientAuthType::Password,
                 users: std::collections::HashMap::from([(user.to_string(), hash)]),

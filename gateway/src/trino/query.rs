@@ -84,6 +84,8 @@ pub struct TrinoQuery {
     progress: Mutex<Progress>,
     /// Last time a client asked for this query; abandoned queries are reaped by it.
     last_seen: SyncMutex<Instant>,
+    /// Whether its last page has been served (then only a repeat of it can be asked for).
+    finished: std::sync::atomic::AtomicBool,
 }
 
 /// Why a page could not be served.
@@ -123,6 +125,7 @@ impl TrinoQuery {
                 done: false,
             }),
             last_seen: SyncMutex::new(Instant::now()),
+            finished: std::sync::atomic::AtomicBool::new(false),
         });
         let background = Arc::clone(&query);
         tokio::spawn(async move {
@@ -186,6 +189,11 @@ impl TrinoQuery {
         self.cancel.cancel();
     }
 
+    /// Whether the client has been sent the last page.
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
     }
@@ -218,6 +226,8 @@ impl TrinoQuery {
         };
         let page = Arc::new(page);
         progress.done = !page.more;
+        self.finished
+            .store(progress.done, std::sync::atomic::Ordering::Relaxed);
         progress.served = Some((token, Arc::clone(&page)));
         Ok(page)
     }

@@ -24,6 +24,8 @@ const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 /// Page size without `targetResultSize`, and the most a client may ask for.
 const DEFAULT_TARGET_BYTES: usize = 1024 * 1024;
 const MAX_TARGET_BYTES: usize = 128 * 1024 * 1024;
+/// How long a finished query (and its last page) is kept for a repeated request.
+const FINISHED_RETENTION: Duration = Duration::from_secs(60);
 
 /// What the routes share.
 pub struct TrinoEndpoint {
@@ -77,7 +79,13 @@ impl TrinoEndpoint {
         };
         let before = queries.len();
         queries.retain(|_, q| {
-            let keep = q.idle_for() < self.abandoned_after;
+            // A finished query is kept only for a client repeating its last request.
+            let limit = if q.is_finished() {
+                FINISHED_RETENTION.min(self.abandoned_after)
+            } else {
+                self.abandoned_after
+            };
+            let keep = q.idle_for() < limit;
             if !keep {
                 q.cancel();
             }
@@ -267,7 +275,13 @@ async fn query_info(
             "queryId": query.id,
             "query": query.sql,
             "session": {"user": query.user},
-            "state": if query.is_cancelled() { "FAILED" } else { "RUNNING" },
+            "state": if query.is_cancelled() {
+                "FAILED"
+            } else if query.is_finished() {
+                "FINISHED"
+            } else {
+                "RUNNING"
+            },
             "elapsedTimeMillis": query.created.elapsed().as_millis() as u64,
         }))
         .into_response(),
