@@ -206,6 +206,23 @@ fn batch_stream(schema: SchemaRef, batch: RecordBatch) -> BoxedStream<arrow_flig
     encode(schema, one_batch(Ok(batch)))
 }
 
+/// The result of a key command: Iceberg tables have no keys, so no rows of `schema`.
+fn no_rows(schema: SchemaRef) -> Response<BoxedStream<arrow_flight::FlightData>> {
+    Response::new(batch_stream(
+        Arc::clone(&schema),
+        RecordBatch::new_empty(schema),
+    ))
+}
+
+/// FlightInfo for a key command, whose ticket is the command itself.
+fn keyless_info(
+    schema: &Schema,
+    ticket: Vec<u8>,
+    request: Request<FlightDescriptor>,
+) -> Result<Response<FlightInfo>, Status> {
+    Ok(Response::new(info(schema, ticket, request.into_inner())?))
+}
+
 fn ingest_target(command: &CommandStatementIngest) -> Result<IngestTarget, Status> {
     if command.temporary {
         return Err(Status::unimplemented("temporary tables are not supported"));
@@ -520,11 +537,11 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetPrimaryKeys,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        Ok(Response::new(info(
+        keyless_info(
             &primary_keys_schema(),
             query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+            request,
+        )
     }
 
     async fn do_get_primary_keys(
@@ -532,11 +549,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _query: CommandGetPrimaryKeys,
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
-        let schema = primary_keys_schema();
-        Ok(Response::new(batch_stream(
-            Arc::clone(&schema),
-            RecordBatch::new_empty(schema),
-        )))
+        Ok(no_rows(primary_keys_schema()))
     }
 
     async fn get_flight_info_exported_keys(
@@ -544,11 +557,11 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetExportedKeys,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        Ok(Response::new(info(
+        keyless_info(
             &foreign_keys_schema(),
             query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+            request,
+        )
     }
 
     async fn do_get_exported_keys(
@@ -556,11 +569,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _query: CommandGetExportedKeys,
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
-        let schema = foreign_keys_schema();
-        Ok(Response::new(batch_stream(
-            Arc::clone(&schema),
-            RecordBatch::new_empty(schema),
-        )))
+        Ok(no_rows(foreign_keys_schema()))
     }
 
     async fn get_flight_info_imported_keys(
@@ -568,11 +577,11 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetImportedKeys,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        Ok(Response::new(info(
+        keyless_info(
             &foreign_keys_schema(),
             query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+            request,
+        )
     }
 
     async fn do_get_imported_keys(
@@ -580,11 +589,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _query: CommandGetImportedKeys,
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
-        let schema = foreign_keys_schema();
-        Ok(Response::new(batch_stream(
-            Arc::clone(&schema),
-            RecordBatch::new_empty(schema),
-        )))
+        Ok(no_rows(foreign_keys_schema()))
     }
 
     async fn get_flight_info_cross_reference(
@@ -592,11 +597,11 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandGetCrossReference,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        Ok(Response::new(info(
+        keyless_info(
             &foreign_keys_schema(),
             query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+            request,
+        )
     }
 
     async fn do_get_cross_reference(
@@ -604,11 +609,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _query: CommandGetCrossReference,
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
-        let schema = foreign_keys_schema();
-        Ok(Response::new(batch_stream(
-            Arc::clone(&schema),
-            RecordBatch::new_empty(schema),
-        )))
+        Ok(no_rows(foreign_keys_schema()))
     }
 
     async fn do_put_statement_update(
