@@ -2,15 +2,19 @@
 
 pub mod catalog;
 pub mod client_auth;
+pub mod client_statements;
 pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod flight;
 pub mod local;
+pub mod metadata;
 pub mod peers;
 pub mod runtime;
+pub mod session_properties;
 pub mod shell;
 pub mod sql_types;
 pub mod tpch;
 pub mod trino;
+pub mod units;

@@ -105,7 +105,7 @@ impl Engine {
         data: SendableRecordBatchStream,
     ) -> Result<u64> {
         let schema = iceberg_schema_for(data.schema().as_ref(), false)?;
-        let table = self.create_table(ident, schema, None).await?;
+        let table = self.create_table(ident, schema, None, None).await?;
         match self.write_stream(table, data).await {
             Ok(rows) => Ok(rows),
             Err(e) => {

@@ -2,12 +2,14 @@
 //! are reachable.
 
 mod deadline;
+pub mod functions;
 mod ingest;
+mod show;
 mod table_properties;
 mod template;
 
 pub use ingest::{IfExists, IfMissing, IngestTarget};
-pub use template::StatementTemplate;
+pub use template::{OutputColumn, StatementTemplate};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
-use datafusion::catalog::{CatalogProvider, CatalogProviderList, MemoryCatalogProviderList};
+use datafusion::catalog::{CatalogProvider, CatalogProviderList};
 use datafusion::common::{SchemaReference, TableReference};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::provider_as_source;
+use datafusion::execution::FunctionRegistry;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::{
     SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
@@ -46,10 +49,12 @@ use sqe_worker::table::IcebergTableProvider;
 use sqe_worker::types::iceberg_schema_for;
 
 use self::deadline::DeadlineStream;
+use self::functions::{SessionContext, session_functions};
 use self::table_properties::{TableProperties, partition_spec};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
+use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
 
 /// How long catalog names may be cached between statements.
 const NAME_CACHE_TTL: Duration = Duration::from_secs(1);
@@ -84,11 +89,17 @@ impl Default for EngineSettings {
     }
 }
 
-/// Per-client defaults for name resolution.
+/// What a client's session decides for its statements: name resolution, who it is and its
+/// session properties.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionSettings {
     pub catalog: Option<String>,
     pub schema: Option<String>,
+    /// The user, as `current_user` reports it.
+    pub user: String,
+    /// The client's time zone, as `current_timezone()` reports it (UTC when unset).
+    pub time_zone: Option<String>,
+    pub properties: SessionProperties,
 }
 
 /// What kind of statement was prepared; protocols report DDL and DML differently from queries.
@@ -132,6 +143,8 @@ pub struct Prepared {
     kind: StatementKind,
     schema: SchemaRef,
     action: Action,
+    /// How long it may run, streaming its results included.
+    max_run_time: Option<Duration>,
 }
 
 enum Action {
@@ -144,6 +157,7 @@ enum Action {
         ident: TableIdent,
         schema: Box<IcebergSchema>,
         partition: Option<UnboundPartitionSpec>,
+        location: Option<String>,
         if_not_exists: bool,
     },
     CreateSchema {
@@ -172,6 +186,7 @@ struct CreateTableAs {
     input: LogicalPlan,
     if_not_exists: bool,
     partitioning: Vec<String>,
+    location: Option<String>,
     state: SessionState,
 }
 
@@ -200,6 +215,8 @@ pub struct Engine {
     settings: EngineSettings,
     channels: SqeChannelResolver,
     provider: Arc<IcebergCatalogProvider>,
+    /// The catalogs SQL sees: Iceberg and `system`, with their `information_schema`.
+    catalogs: Arc<dyn CatalogProviderList>,
     workers: Arc<WorkerPool>,
     codec: SqeCodec,
     runtime: Arc<RuntimeEnv>,
@@ -261,11 +278,16 @@ impl Engine {
             None,
         ));
         provider.refresh().await?;
+        let catalogs = crate::metadata::catalog_list(
+            &settings.catalog_name,
+            Arc::clone(&provider) as Arc<dyn CatalogProvider>,
+        )?;
         let codec = SqeCodec::new(settings.storage_props.clone());
         Ok(Arc::new(Self {
             settings,
             channels,
             provider,
+            catalogs,
             workers,
             codec,
             runtime,
@@ -299,6 +321,24 @@ impl Engine {
             .schema(schema)
             .map(|s| s.table_names())
             .unwrap_or_default())
+    }
+
+    /// Fails unless `catalog.schema` exists (refreshing cached names first when needed).
+    pub async fn require_schema_exists(&self, catalog: &str, schema: &str) -> Result<()> {
+        let Some(provider) = self.catalogs.catalog(catalog) else {
+            return Err(GatewayError::NotFound(format!(
+                "catalog '{catalog}' does not exist"
+            )));
+        };
+        if provider.schema(schema).is_none() {
+            self.refresh_names(true).await?;
+        }
+        if provider.schema(schema).is_none() {
+            return Err(GatewayError::NotFound(format!(
+                "schema '{catalog}.{schema}' does not exist"
+            )));
+        }
+        Ok(())
     }
 
     /// The columns of `schema.table`, as DataFusion sees them.
@@ -346,35 +386,67 @@ impl Engine {
         Ok(())
     }
 
-    /// A DataFusion session for one statement. It plans distributed when at least one worker
-    /// is reachable, and for the coordinator alone otherwise.
-    pub fn session_state(&self, session: &SessionSettings) -> Result<SessionState> {
-        let mut config = SessionConfig::new()
-            .with_information_schema(true)
-            .with_create_default_catalog_and_schema(false)
-            .with_default_catalog_and_schema(
-                session
-                    .catalog
-                    .as_deref()
-                    .unwrap_or(&self.settings.catalog_name),
-                session.schema.as_deref().unwrap_or("default"),
-            );
-        if self.settings.target_partitions > 0 {
-            config = config.with_target_partitions(self.settings.target_partitions);
+    /// The bounds session properties are checked against.
+    pub fn property_limits(&self) -> PropertyLimits {
+        PropertyLimits {
+            max_run_time: self.settings.query_max_run_time,
+            default_concurrency: if self.settings.target_partitions > 0 {
+                self.settings.target_partitions
+            } else {
+                std::thread::available_parallelism().map_or(1, usize::from)
+            },
         }
-        let catalogs = MemoryCatalogProviderList::new();
-        catalogs.register_catalog(
-            self.settings.catalog_name.clone(),
-            Arc::clone(&self.provider) as Arc<dyn CatalogProvider>,
-        );
+    }
+
+    /// A DataFusion session for one statement. It plans distributed when at least one worker
+    /// is reachable and the session allows it, and for the coordinator alone otherwise.
+    pub fn session_state(&self, session: &SessionSettings) -> Result<SessionState> {
+        self.session_state_with(session, true)
+    }
+
+    fn session_state_with(
+        &self,
+        session: &SessionSettings,
+        distributable: bool,
+    ) -> Result<SessionState> {
+        let catalog = session
+            .catalog
+            .as_deref()
+            .unwrap_or(&self.settings.catalog_name);
+        let schema = session.schema.as_deref().unwrap_or("default");
+        let properties = &session.properties;
+        let mut config = SessionConfig::new()
+            .with_information_schema(false)
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(catalog, schema);
+        let partitions = properties
+            .task_concurrency
+            .unwrap_or(self.settings.target_partitions);
+        if partitions > 0 {
+            config = config.with_target_partitions(partitions);
+        }
+        let join = properties.join_distribution();
+        let optimizer = &mut config.options_mut().optimizer;
+        match join {
+            JoinDistribution::Automatic => {}
+            JoinDistribution::Partitioned => {
+                optimizer.hash_join_single_partition_threshold = 0;
+                optimizer.hash_join_single_partition_threshold_rows = 0;
+            }
+            JoinDistribution::Broadcast => {
+                optimizer.hash_join_single_partition_threshold = usize::MAX;
+                optimizer.hash_join_single_partition_threshold_rows = usize::MAX;
+            }
+        }
         let builder = SessionStateBuilder::new()
             .with_default_features()
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))
-            .with_catalog_list(Arc::new(catalogs));
-        let builder = if self.workers.reachable_urls().is_empty() {
-            builder
-        } else {
+            .with_catalog_list(Arc::clone(&self.catalogs));
+        let distributed = distributable
+            && properties.distributed_execution != Some(false)
+            && !self.workers.reachable_urls().is_empty();
+        let builder = if distributed {
             builder
                 .with_distributed_worker_resolver(PoolResolver(Arc::clone(&self.workers)))
                 .with_distributed_user_codec(self.codec.clone())
@@ -385,10 +457,22 @@ impl Engine {
                 )?
                 // Scans report row counts, so DataFusion builds small join sides whole
                 // (CollectLeft); broadcasting them keeps the probe side spread over workers.
-                .with_distributed_broadcast_joins(true)?
+                .with_distributed_broadcast_joins(join != JoinDistribution::Partitioned)?
                 .with_distributed_planner()
+        } else {
+            builder
         };
-        Ok(builder.build())
+        let mut state = builder.build();
+        let context = SessionContext {
+            user: session.user.clone(),
+            catalog: Some(catalog.to_string()),
+            schema: Some(schema.to_string()),
+            time_zone: session.time_zone.clone().unwrap_or_else(|| "UTC".into()),
+        };
+        for function in session_functions(&context) {
+            state.register_udf(function)?;
+        }
+        Ok(state)
     }
 
     /// Parses and plans one statement. DDL is checked here and carried out by [`Self::run`].
@@ -407,6 +491,7 @@ impl Engine {
             kind,
             schema: kind.command_schema(),
             action,
+            max_run_time: None,
         };
         match logical {
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
@@ -434,6 +519,7 @@ impl Engine {
                             ident,
                             schema: Box::new(schema),
                             partition,
+                            location: properties.location,
                             if_not_exists: create.if_not_exists,
                         },
                     ));
@@ -449,6 +535,7 @@ impl Engine {
                         input,
                         if_not_exists: create.if_not_exists,
                         partitioning: properties.partitioning,
+                        location: properties.location,
                         state,
                     })),
                 ))
@@ -504,6 +591,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
+                    max_run_time: None,
                 })
             }
             LogicalPlan::Dml(dml) => Err(GatewayError::NotSupported(format!(
@@ -532,6 +620,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
+                    max_run_time: None,
                 })
             }
             LogicalPlan::Analyze(analyze) => {
@@ -544,6 +633,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
+                    max_run_time: None,
                 })
             }
             query => {
@@ -555,6 +645,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
+                    max_run_time: None,
                 })
             }
         }
@@ -573,7 +664,7 @@ impl Engine {
     /// Runs a prepared statement.
     pub async fn run(self: &Arc<Self>, prepared: Prepared) -> Result<Outcome> {
         let kind = prepared.kind;
-        let limit = self.settings.query_max_run_time;
+        let limit = prepared.max_run_time;
         let deadline = limit.map(|limit| (tokio::time::Instant::now() + limit, limit));
         let bounded = |stream: SendableRecordBatchStream| -> SendableRecordBatchStream {
             match deadline {
@@ -607,10 +698,12 @@ impl Engine {
                 ident,
                 schema,
                 partition,
+                location,
                 if_not_exists,
             } => {
                 if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
-                    self.create_table(&ident, *schema, partition).await?;
+                    self.create_table(&ident, *schema, partition, location)
+                        .await?;
                 }
                 Outcome::Updated { rows: None }
             }
@@ -676,6 +769,7 @@ impl Engine {
         ident: &TableIdent,
         schema: IcebergSchema,
         partition: Option<UnboundPartitionSpec>,
+        location: Option<String>,
     ) -> Result<iceberg::table::Table> {
         if self.catalog().table_exists(ident).await? {
             return Err(GatewayError::AlreadyExists(format!(
@@ -686,6 +780,7 @@ impl Engine {
             .name(ident.name().to_string())
             .schema(schema)
             .partition_spec_opt(partition)
+            .location_opt(location)
             .build();
         Ok(self
             .catalog()
@@ -706,6 +801,7 @@ impl Engine {
             input,
             if_not_exists,
             partitioning,
+            location,
             state,
         } = ctas;
         if if_not_exists && self.catalog().table_exists(&ident).await? {
@@ -713,7 +809,9 @@ impl Engine {
         }
         let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
         let partition = partition_spec(&schema, &partitioning)?;
-        let table = self.create_table(&ident, schema, partition).await?;
+        let table = self
+            .create_table(&ident, schema, partition, location)
+            .await?;
         let insert = async {
             let provider = IcebergTableProvider::try_new(
                 Arc::clone(self.catalog()),
@@ -783,6 +881,9 @@ impl Engine {
 
     fn check_catalog(&self, catalog: Option<&str>) -> Result<()> {
         match catalog {
+            Some(crate::metadata::SYSTEM_CATALOG) => Err(GatewayError::NotSupported(
+                "changing the system catalog: it is read-only".into(),
+            )),
             Some(c) if c != self.settings.catalog_name => Err(GatewayError::NotFound(format!(
                 "catalog '{c}' does not exist (this coordinator serves '{}')",
                 self.settings.catalog_name

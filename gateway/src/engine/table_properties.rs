@@ -13,8 +13,10 @@ use crate::error::{GatewayError, Result};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct TableProperties {
     /// Partition fields in Trino's syntax: `col`, `year(col)`, `month(col)`, `day(col)`,
-    /// `hour(col)`, `bucket(n, col)`, `truncate(n, col)`.
+    /// `hour(col)`, `bucket(col, n)`, `truncate(col, n)` (Spark's `bucket(n, col)` too).
     pub partitioning: Vec<String>,
+    /// Where the table's files go, instead of the catalog's default.
+    pub location: Option<String>,
 }
 
 /// Removes SQE's table properties from a CREATE TABLE statement and returns them.
@@ -42,14 +44,45 @@ pub fn take_table_properties(statement: &mut DfStatement) -> Result<TablePropert
         };
         match key.value.to_ascii_lowercase().as_str() {
             "partitioning" => properties.partitioning = string_array(&value, "partitioning")?,
+            "location" => properties.location = Some(string(&value, "location")?),
+            // Accepted as SHOW CREATE TABLE prints them, so its text creates the table again.
+            "format" => {
+                let format = string(&value, "format")?;
+                if !format.eq_ignore_ascii_case("PARQUET") {
+                    return Err(GatewayError::NotSupported(format!(
+                        "table format '{format}': SQE writes PARQUET"
+                    )));
+                }
+            }
+            "format_version" => {
+                if value.to_string() != "2" {
+                    return Err(GatewayError::NotSupported(format!(
+                        "format_version = {value}: SQE creates Iceberg v2 tables"
+                    )));
+                }
+            }
             other => {
                 return Err(GatewayError::Analysis(format!(
-                    "unknown table property '{other}' (supported: partitioning)"
+                    "unknown table property '{other}' (supported: partitioning, location, format, format_version)"
                 )));
             }
         }
     }
     Ok(properties)
+}
+
+fn string(value: &Expr, property: &str) -> Result<String> {
+    match value {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Ok(s.clone()),
+            other => Err(GatewayError::Analysis(format!(
+                "table property '{property}' takes a string, got {other}"
+            ))),
+        },
+        other => Err(GatewayError::Analysis(format!(
+            "table property '{property}' takes a string, got {other}"
+        ))),
+    }
 }
 
 fn string_array(value: &Expr, property: &str) -> Result<Vec<String>> {
@@ -117,7 +150,7 @@ fn parse_partition_field(field: &str) -> Result<(Transform, String)> {
     let field = field.trim();
     let invalid = || {
         GatewayError::Analysis(format!(
-            "invalid partition field '{field}': use col, year(col), month(col), day(col), hour(col), bucket(n, col) or truncate(n, col)"
+            "invalid partition field '{field}': use col, year(col), month(col), day(col), hour(col), bucket(col, n) or truncate(col, n)"
         ))
     };
     let Some((function, rest)) = field.split_once('(') else {
@@ -136,14 +169,26 @@ fn parse_partition_field(field: &str) -> Result<(Transform, String)> {
         ("month", [column]) => return Ok((Transform::Month, column.to_string())),
         ("day", [column]) => return Ok((Transform::Day, column.to_string())),
         ("hour", [column]) => return Ok((Transform::Hour, column.to_string())),
-        ("bucket", [n, column]) => (Transform::Bucket(positive(n).ok_or_else(invalid)?), column),
-        ("truncate", [n, column]) => (
-            Transform::Truncate(positive(n).ok_or_else(invalid)?),
-            column,
-        ),
+        // Trino writes `bucket(col, n)`, Spark `bucket(n, col)`: a column is never a number.
+        ("bucket", [a, b]) => {
+            let (n, column) = count_and_column(a, b).ok_or_else(invalid)?;
+            (Transform::Bucket(n), column)
+        }
+        ("truncate", [a, b]) => {
+            let (n, column) = count_and_column(a, b).ok_or_else(invalid)?;
+            (Transform::Truncate(n), column)
+        }
         _ => return Err(invalid()),
     };
     Ok((transform.0, transform.1.to_string()))
+}
+
+fn count_and_column<'a>(a: &'a str, b: &'a str) -> Option<(u32, &'a str)> {
+    match (positive(a), positive(b)) {
+        (None, Some(n)) => Some((n, a)),
+        (Some(n), None) => Some((n, b)),
+        _ => None,
+    }
 }
 
 /// A bucket count or truncation width: 1 up to i32::MAX (Iceberg stores them as int).
@@ -183,15 +228,35 @@ mod tests {
     }
 
     #[test]
-    fn unknown_property_is_an_error() {
-        let mut statement = parse("CREATE TABLE t (a INT) WITH (format = 'ORC')");
-        let err = take_table_properties(&mut statement)
-            .err()
-            .map(|e| e.to_string());
+    fn unknown_and_unsupported_properties_are_errors() {
+        let error = |sql: &str| {
+            take_table_properties(&mut parse(sql))
+                .err()
+                .map(|e| e.to_string())
+        };
         assert_eq!(
-            err.as_deref(),
-            Some("unknown table property 'format' (supported: partitioning)")
+            error("CREATE TABLE t (a INT) WITH (sorted_by = ARRAY['a'])").as_deref(),
+            Some(
+                "unknown table property 'sorted_by' (supported: partitioning, location, format, format_version)"
+            )
         );
+        assert_eq!(
+            error("CREATE TABLE t (a INT) WITH (format = 'ORC')").as_deref(),
+            Some("not supported: table format 'ORC': SQE writes PARQUET")
+        );
+        assert!(error("CREATE TABLE t (a INT) WITH (format_version = 1)").is_some());
+        assert_eq!(
+            error("CREATE TABLE t (a INT) WITH (format = 'parquet', format_version = 2)"),
+            None
+        );
+    }
+
+    #[test]
+    fn location_is_kept() -> Result<()> {
+        let mut statement = parse("CREATE TABLE t (a INT) WITH (location = 'file:///tmp/t')");
+        let properties = take_table_properties(&mut statement)?;
+        assert_eq!(properties.location.as_deref(), Some("file:///tmp/t"));
+        Ok(())
     }
 
     #[test]
@@ -220,6 +285,11 @@ mod tests {
         assert!(partition_spec(&schema, &["day(name)".into()]).is_err());
         assert!(partition_spec(&schema, &["missing".into()]).is_err());
         assert!(partition_spec(&schema, &["bucket(x, id)".into()]).is_err());
+        let trino_order = partition_spec(&schema, &["bucket(id, 8)".into()])?;
+        assert_eq!(
+            trino_order,
+            partition_spec(&schema, &["bucket(8, id)".into()])?
+        );
         assert!(partition_spec(&schema, &["bucket(0, id)".into()]).is_err());
         assert!(partition_spec(&schema, &["truncate(0, name)".into()]).is_err());
         Ok(())

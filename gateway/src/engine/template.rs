@@ -6,10 +6,11 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::{DdlStatement, DmlStatement, LogicalPlan, WriteOp};
+use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
 
 use super::table_properties::{TableProperties, take_table_properties};
 use super::{Engine, Prepared, SessionSettings, StatementKind, explain_schema};
+use crate::client_statements::{ClientStatement, niladic_calls, recognize};
 use crate::error::{GatewayError, Result};
 
 /// A parsed and logically planned statement, possibly with `$1`, `$2`, ... parameters.
@@ -21,6 +22,7 @@ pub struct StatementTemplate {
     kind: StatementKind,
     dataset_schema: SchemaRef,
     parameter_schema: SchemaRef,
+    max_run_time: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -45,6 +47,69 @@ impl StatementTemplate {
     /// One field per parameter, `$1` first; `Null` where the type could not be inferred.
     pub fn parameter_schema(&self) -> SchemaRef {
         Arc::clone(&self.parameter_schema)
+    }
+}
+
+/// A column a query returns, with the table it comes from when it is a plain table column.
+#[derive(Debug, Clone)]
+pub struct OutputColumn {
+    pub name: String,
+    pub data_type: DataType,
+    /// `(catalog, schema, table)`
+    pub origin: Option<(String, String, String)>,
+}
+
+impl StatementTemplate {
+    /// Output column names as Trino gives them: a column or an alias keeps its name, any other
+    /// expression is `_col<position>`.
+    pub fn trino_column_names(&self) -> Vec<String> {
+        let fields = self.dataset_schema.fields();
+        let mut names: Vec<String> = fields.iter().map(|f| f.name().clone()).collect();
+        if self.kind != StatementKind::Query {
+            return names;
+        }
+        let mut plan = &self.logical;
+        loop {
+            match plan {
+                LogicalPlan::Sort(sort) => plan = sort.input.as_ref(),
+                LogicalPlan::Limit(limit) => plan = limit.input.as_ref(),
+                LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) => {
+                    plan = input.as_ref()
+                }
+                _ => break,
+            }
+        }
+        if let LogicalPlan::Projection(projection) = plan
+            && projection.expr.len() == names.len()
+        {
+            for (i, expr) in projection.expr.iter().enumerate() {
+                if !matches!(expr, Expr::Alias(_) | Expr::Column(_)) {
+                    names[i] = format!("_col{i}");
+                }
+            }
+        }
+        names
+    }
+
+    /// The columns the statement returns; table references are resolved against the given
+    /// default catalog and schema.
+    pub fn output_columns(&self, catalog: &str, schema: &str) -> Vec<OutputColumn> {
+        self.logical
+            .schema()
+            .iter()
+            .map(|(qualifier, field)| OutputColumn {
+                name: field.name().clone(),
+                data_type: field.data_type().clone(),
+                origin: qualifier.map(|q| {
+                    let resolved = q.clone().resolve(catalog, schema);
+                    (
+                        resolved.catalog.to_string(),
+                        resolved.schema.to_string(),
+                        resolved.table.to_string(),
+                    )
+                }),
+            })
+            .collect()
     }
 }
 
@@ -116,12 +181,34 @@ impl Engine {
         sql: &str,
     ) -> Result<StatementTemplate> {
         self.refresh_names(false).await?;
-        let state = self.session_state(session)?;
-        let dialect = state.config().options().sql_parser.dialect;
-        let mut statement = state.sql_to_statement(sql, &dialect)?;
-        let properties = take_table_properties(&mut statement)?;
-        self.refresh_if_schemas_unknown(&state, &statement).await?;
-        let logical = state.statement_to_plan(statement).await?;
+        let rewritten = niladic_calls(sql)?;
+        let sql = rewritten.as_deref().unwrap_or(sql);
+        let (state, logical, properties) = match recognize(sql)? {
+            Some(ClientStatement::Show(show)) => {
+                let state = self.session_state_with(session, false)?;
+                let logical = self.show_plan(&state, session, show).await?;
+                (state, logical, TableProperties::default())
+            }
+            Some(other) => {
+                return Err(GatewayError::NotSupported(format!(
+                    "{}: a Trino session statement, answered by the Trino endpoint only",
+                    other.name()
+                )));
+            }
+            None => {
+                let mut state = self.session_state(session)?;
+                let dialect = state.config().options().sql_parser.dialect;
+                let mut statement = state.sql_to_statement(sql, &dialect)?;
+                let properties = take_table_properties(&mut statement)?;
+                self.refresh_if_schemas_unknown(&state, &statement).await?;
+                if self.reads_metadata(&state, &statement)? {
+                    // Metadata is computed on the coordinator.
+                    state = self.session_state_with(session, false)?;
+                }
+                let logical = state.statement_to_plan(statement).await?;
+                (state, logical, properties)
+            }
+        };
         let kind = statement_kind(&logical);
         let dataset_schema = match (&logical, kind) {
             (LogicalPlan::Explain(_) | LogicalPlan::Analyze(_), _) => explain_schema(),
@@ -136,6 +223,7 @@ impl Engine {
             kind,
             dataset_schema,
             parameter_schema,
+            max_run_time: session.properties.max_run_time(&self.property_limits()),
         })
     }
 
@@ -157,8 +245,11 @@ impl Engine {
         } else {
             template.logical.clone().with_param_values(parameters)?
         };
-        self.prepare_logical(template.state.clone(), logical, template.properties.clone())
-            .await
+        let mut prepared = self
+            .prepare_logical(template.state.clone(), logical, template.properties.clone())
+            .await?;
+        prepared.max_run_time = template.max_run_time;
+        Ok(prepared)
     }
 }
 

@@ -50,6 +50,10 @@ pub const INVALID_CAST_ARGUMENT: ErrorCode = user(9, "INVALID_CAST_ARGUMENT");
 pub const ALREADY_EXISTS: ErrorCode = user(12, "ALREADY_EXISTS");
 pub const NOT_SUPPORTED: ErrorCode = user(13, "NOT_SUPPORTED");
 pub const INVALID_SESSION_PROPERTY: ErrorCode = user(14, "INVALID_SESSION_PROPERTY");
+pub const UNKNOWN_TRANSACTION: ErrorCode = user(20, "UNKNOWN_TRANSACTION");
+pub const NOT_IN_TRANSACTION: ErrorCode = user(21, "NOT_IN_TRANSACTION");
+pub const INCOMPATIBLE_CLIENT: ErrorCode = user(27, "INCOMPATIBLE_CLIENT");
+pub const INVALID_PARAMETER_USAGE: ErrorCode = user(80, "INVALID_PARAMETER_USAGE");
 pub const CATALOG_NOT_FOUND: ErrorCode = user(44, "CATALOG_NOT_FOUND");
 pub const SCHEMA_NOT_FOUND: ErrorCode = user(45, "SCHEMA_NOT_FOUND");
 pub const TABLE_NOT_FOUND: ErrorCode = user(46, "TABLE_NOT_FOUND");
@@ -154,6 +158,14 @@ fn analysis_code(message: &str) -> ErrorCode {
         TYPE_MISMATCH
     } else if lower.contains("session property") {
         INVALID_SESSION_PROPERTY
+    } else if lower.contains("unknown transaction") {
+        UNKNOWN_TRANSACTION
+    } else if lower.contains("no transaction in progress") {
+        NOT_IN_TRANSACTION
+    } else if lower.contains("does not support transactions") {
+        INCOMPATIBLE_CLIENT
+    } else if lower.contains("number of parameters") {
+        INVALID_PARAMETER_USAGE
     } else {
         GENERIC_USER_ERROR
     }

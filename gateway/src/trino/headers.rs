@@ -23,6 +23,9 @@ pub struct ClientSession {
     /// `X-Trino-Prepared-Statement`: name -> SQL.
     pub prepared: BTreeMap<String, String>,
     pub transaction_id: Option<String>,
+    /// Whether the client sent `X-Trino-Transaction-Id` at all (`NONE` outside a
+    /// transaction): clients that do not cannot start one.
+    pub supports_transactions: bool,
     pub client_tags: Vec<String>,
     pub client_capabilities: Vec<String>,
     pub client_info: Option<String>,
@@ -44,6 +47,7 @@ impl ClientSession {
             prepared: pairs(headers, "x-trino-prepared-statement")?,
             transaction_id: single(headers, "x-trino-transaction-id")?
                 .filter(|t| !t.eq_ignore_ascii_case("NONE")),
+            supports_transactions: headers.contains_key("x-trino-transaction-id"),
             client_tags: list(headers, "x-trino-client-tags")?,
             client_capabilities: list(headers, "x-trino-client-capabilities")?,
             client_info: single(headers, "x-trino-client-info")?,

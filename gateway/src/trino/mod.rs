@@ -9,5 +9,6 @@ pub mod headers;
 pub mod query;
 pub mod results;
 pub mod server;
+pub mod session;
 
 pub use server::{TrinoEndpoint, trino_router};

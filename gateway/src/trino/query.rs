@@ -10,10 +10,12 @@ use futures::StreamExt;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Engine, Outcome, SessionSettings};
+use crate::engine::{Engine, Outcome};
 use crate::error::GatewayError;
 use crate::sql_types::TrinoType;
 use crate::trino::encode::write_row;
+use crate::trino::headers::ClientSession;
+use crate::trino::session::{self, SessionChanges, Transactions};
 
 /// The states Trino reports in `stats.state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +88,8 @@ pub struct TrinoQuery {
     last_seen: SyncMutex<Instant>,
     /// Whether its last page has been served (then only a repeat of it can be asked for).
     finished: std::sync::atomic::AtomicBool,
+    /// What the statement changed in the client's session, once it has run.
+    changes: std::sync::OnceLock<SessionChanges>,
 }
 
 /// Why a page could not be served.
@@ -101,10 +105,10 @@ impl TrinoQuery {
     /// Registers a query and starts planning and running it in the background.
     pub fn start(
         engine: Arc<Engine>,
+        transactions: Arc<Transactions>,
         id: String,
         sql: String,
-        user: String,
-        session: SessionSettings,
+        client: ClientSession,
     ) -> Arc<Self> {
         let cancel = CancellationToken::new();
         let (started_tx, started) = watch::channel(false);
@@ -112,7 +116,7 @@ impl TrinoQuery {
             id,
             slug: uuid::Uuid::new_v4().simple().to_string(),
             sql,
-            user,
+            user: client.user.clone(),
             created: Instant::now(),
             cancel: cancel.clone(),
             started,
@@ -126,41 +130,44 @@ impl TrinoQuery {
             }),
             last_seen: SyncMutex::new(Instant::now()),
             finished: std::sync::atomic::AtomicBool::new(false),
+            changes: std::sync::OnceLock::new(),
         });
         let background = Arc::clone(&query);
         tokio::spawn(async move {
-            let run = async {
-                let prepared = engine.prepare(&session, &background.sql).await?;
-                let kind = prepared.kind();
-                let schema = prepared.schema();
-                let outcome = engine.run(prepared).await?;
-                Ok::<_, GatewayError>((kind, schema, outcome))
-            };
+            let run = session::execute(&engine, &client, &transactions, &background.sql);
             let result = tokio::select! {
                 result = run => result,
                 () = cancel.cancelled() => Err(GatewayError::Cancelled),
             };
             let mut progress = background.progress.lock().await;
             match result {
-                Ok((kind, schema, Outcome::Rows(stream))) if kind.update_type().is_none() => {
-                    progress.columns = Some(
-                        schema
-                            .fields()
-                            .iter()
-                            .map(|f| (f.name().clone(), TrinoType::from_arrow(f.data_type())))
-                            .collect(),
-                    );
-                    progress.execution = Execution::Rows(stream);
-                }
-                Ok((kind, _, outcome)) => {
-                    let count = match outcome {
-                        Outcome::Updated { rows } => rows,
-                        Outcome::Rows(_) => None,
-                    };
-                    progress.execution = Execution::Updated {
-                        update_type: kind.update_type().unwrap_or("UNKNOWN"),
-                        count,
-                    };
+                Ok(executed) => {
+                    let _ = background.changes.set(executed.changes);
+                    match (executed.update_type, executed.outcome) {
+                        (None, Outcome::Rows(stream)) => {
+                            progress.columns = Some(
+                                executed
+                                    .schema
+                                    .fields()
+                                    .iter()
+                                    .map(|f| {
+                                        (f.name().clone(), TrinoType::from_arrow(f.data_type()))
+                                    })
+                                    .collect(),
+                            );
+                            progress.execution = Execution::Rows(stream);
+                        }
+                        (update_type, outcome) => {
+                            let count = match outcome {
+                                Outcome::Updated { rows } => rows,
+                                Outcome::Rows(_) => None,
+                            };
+                            progress.execution = Execution::Updated {
+                                update_type: update_type.unwrap_or("UNKNOWN"),
+                                count,
+                            };
+                        }
+                    }
                 }
                 Err(e) => progress.execution = Execution::Failed(e),
             }
@@ -168,6 +175,11 @@ impl TrinoQuery {
             let _ = started_tx.send(true);
         });
         query
+    }
+
+    /// What the statement changed in the client's session; `None` until it has run.
+    pub fn session_changes(&self) -> Option<&SessionChanges> {
+        self.changes.get()
     }
 
     pub fn touch(&self) {
@@ -207,6 +219,17 @@ impl TrinoQuery {
         target_bytes: usize,
     ) -> Result<Arc<Page>, PageError> {
         self.touch();
+        let deadline = Instant::now() + max_wait;
+        if token > 0 {
+            // Wait for planning without holding `progress`: the background task needs it to
+            // hand over its result.
+            let mut started = self.started.clone();
+            tokio::select! {
+                _ = started.wait_for(|s| *s) => {}
+                () = tokio::time::sleep_until(deadline.into()) => {}
+                () = self.cancel.cancelled() => {}
+            }
+        }
         let mut progress = self.progress.lock().await;
         match &progress.served {
             Some((served, page)) if *served == token => return Ok(Arc::clone(page)),
@@ -221,8 +244,7 @@ impl TrinoQuery {
             // The answer to the POST: accepted, nothing to show yet.
             Page::empty(QueryState::Queued, None, progress.rows)
         } else {
-            self.next_page(&mut progress, Instant::now() + max_wait, target_bytes)
-                .await
+            self.next_page(&mut progress, deadline, target_bytes).await
         };
         let page = Arc::new(page);
         progress.done = !page.more;

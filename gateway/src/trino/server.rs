@@ -13,10 +13,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
-use crate::engine::{Engine, SessionSettings};
+use crate::engine::Engine;
 use crate::trino::headers::ClientSession;
 use crate::trino::query::{PageError, TrinoQuery};
 use crate::trino::results::{BaseUri, render};
+use crate::trino::session::Transactions;
+use crate::units::{format_duration, parse_data_size, parse_duration};
 
 /// Longest `maxWait` a client may ask for.
 const MAX_WAIT_LIMIT: Duration = Duration::from_secs(10);
@@ -38,6 +40,7 @@ pub struct TrinoEndpoint {
     environment: String,
     /// A query nobody asked about for this long is cancelled and forgotten.
     abandoned_after: Duration,
+    transactions: Arc<Transactions>,
 }
 
 impl TrinoEndpoint {
@@ -56,6 +59,7 @@ impl TrinoEndpoint {
             started: Instant::now(),
             environment,
             abandoned_after,
+            transactions: Arc::new(Transactions::default()),
         })
     }
 
@@ -77,6 +81,7 @@ impl TrinoEndpoint {
         let Ok(mut queries) = self.queries.lock() else {
             return 0;
         };
+        self.transactions.reap(self.abandoned_after);
         let before = queries.len();
         queries.retain(|_, q| {
             // A finished query is kept only for a client repeating its last request.
@@ -140,8 +145,13 @@ fn base_uri(headers: &HeaderMap) -> BaseUri {
     BaseUri(format!("{scheme}://{host}"))
 }
 
-fn json_response(body: Vec<u8>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+/// A page's JSON, with the headers carrying the statement's session changes once it has run.
+fn page_response(query: &TrinoQuery, body: Vec<u8>) -> Response {
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(changes) = query.session_changes() {
+        changes.write_headers(response.headers_mut());
+    }
+    response
 }
 
 fn text_error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -168,28 +178,27 @@ async fn submit(
     if sql.trim().is_empty() {
         return text_error(StatusCode::BAD_REQUEST, "SQL statement is empty");
     }
-    let settings = SessionSettings {
-        catalog: session.catalog.clone(),
-        schema: session.schema.clone(),
-    };
     let query = TrinoQuery::start(
         Arc::clone(&endpoint.engine),
+        Arc::clone(&endpoint.transactions),
         endpoint.next_query_id(),
         sql,
-        session.user.clone(),
-        settings,
+        session,
     );
     if let Ok(mut queries) = endpoint.queries.lock() {
         queries.insert(query.id.clone(), Arc::clone(&query));
     }
     match query.page(0, Duration::ZERO, DEFAULT_TARGET_BYTES).await {
-        Ok(page) => json_response(render(
-            &base_uri(&headers),
+        Ok(page) => page_response(
             &query,
-            0,
-            &page,
-            endpoint.engine.workers().statuses().len() + 1,
-        )),
+            render(
+                &base_uri(&headers),
+                &query,
+                0,
+                &page,
+                endpoint.engine.workers().statuses().len() + 1,
+            ),
+        ),
         Err(_) => text_error(StatusCode::INTERNAL_SERVER_ERROR, "the query vanished"),
     }
 }
@@ -228,7 +237,7 @@ async fn next_page(
                 &page,
                 endpoint.engine.workers().statuses().len() + 1,
             );
-            json_response(body)
+            page_response(&query, body)
         }
         Err(PageError::Gone) => text_error(
             StatusCode::GONE,
@@ -302,72 +311,4 @@ async fn info(State(endpoint): State<Arc<TrinoEndpoint>>) -> Response {
 
 async fn info_state() -> Response {
     axum::Json("ACTIVE").into_response()
-}
-
-/// Airlift's duration text: `500ms`, `1s`, `1.50m`, `2h`, `1d`.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number.trim().parse().ok()?;
-    let seconds = match unit {
-        "ns" => value / 1e9,
-        "us" => value / 1e6,
-        "ms" => value / 1e3,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86_400.0,
-        _ => return None,
-    };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
-}
-
-/// Airlift's data size text: `16MB`, `1kB`, `512B` (powers of 1024, as airlift's).
-pub fn parse_data_size(text: &str) -> Option<usize> {
-    let text = text.trim();
-    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number.trim().parse().ok()?;
-    let scale = match unit {
-        "B" => 1.0,
-        "kB" | "KB" => 1024.0,
-        "MB" => 1024.0 * 1024.0,
-        "GB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let bytes = value * scale;
-    (bytes.is_finite() && bytes >= 0.0).then_some(bytes as usize)
-}
-
-/// Uptime as airlift prints durations: `12.50m`.
-fn format_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 60.0 {
-        format!("{s:.2}s")
-    } else if s < 3600.0 {
-        format!("{:.2}m", s / 60.0)
-    } else if s < 86_400.0 {
-        format!("{:.2}h", s / 3600.0)
-    } else {
-        format!("{:.2}d", s / 86_400.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_airlift_durations_and_sizes() {
-        assert_eq!(parse_duration("1s"), Some(Duration::from_secs(1)));
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.50m"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("abc"), None);
-        assert_eq!(parse_duration("-1s"), None);
-        assert_eq!(parse_duration("5"), None);
-        assert_eq!(parse_data_size("16MB"), Some(16 * 1024 * 1024));
-        assert_eq!(parse_data_size("1kB"), Some(1024));
-        assert_eq!(parse_data_size("12XB"), None);
-    }
 }

@@ -14,11 +14,14 @@ async fn python_trino_client_and_protocol_edges() -> TestResult {
         .coordinator
         .trino_http_addr
         .ok_or("the test cluster serves the Trino protocol")?;
-    run_python(
+    let args = [addr.ip().to_string(), addr.port().to_string()];
+    for script in [
         "test_trino.py",
-        &[addr.ip().to_string(), addr.port().to_string()],
-    )
-    .await?;
+        "test_trino_session.py",
+        "test_trino_metadata.py",
+    ] {
+        run_python(script, &args).await?;
+    }
     cluster.stop().await;
     Ok(())
 }

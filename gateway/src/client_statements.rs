@@ -1,0 +1,661 @@
+//! Recognizes the Trino statements SQE answers itself rather than hand to DataFusion: session
+//! (`USE`, `SET/RESET SESSION`), prepared statements, transactions and `SHOW`/`DESCRIBE`.
+//! Works on tokens, so quoting, comments and case are handled as SQL handles them.
+
+use datafusion::sql::sqlparser::ast::Expr;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Word};
+
+use crate::error::{GatewayError, Result};
+
+/// A statement SQE handles before planning.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientStatement {
+    Use {
+        catalog: Option<String>,
+        schema: String,
+    },
+    SetSession {
+        name: String,
+        value: Box<Expr>,
+    },
+    ResetSession {
+        name: String,
+    },
+    Prepare {
+        name: String,
+        sql: String,
+    },
+    Execute {
+        name: String,
+        parameters: Vec<Expr>,
+    },
+    ExecuteImmediate {
+        sql: String,
+        parameters: Vec<Expr>,
+    },
+    Deallocate {
+        name: String,
+    },
+    DescribeInput {
+        name: String,
+    },
+    DescribeOutput {
+        name: String,
+    },
+    StartTransaction,
+    Commit,
+    Rollback,
+    Show(Show),
+}
+
+impl ClientStatement {
+    /// The statement's name, which Trino also reports as its `updateType`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientStatement::Use { .. } => "USE",
+            ClientStatement::SetSession { .. } => "SET SESSION",
+            ClientStatement::ResetSession { .. } => "RESET SESSION",
+            ClientStatement::Prepare { .. } => "PREPARE",
+            ClientStatement::Execute { .. } => "EXECUTE",
+            ClientStatement::ExecuteImmediate { .. } => "EXECUTE IMMEDIATE",
+            ClientStatement::Deallocate { .. } => "DEALLOCATE",
+            ClientStatement::DescribeInput { .. } => "DESCRIBE INPUT",
+            ClientStatement::DescribeOutput { .. } => "DESCRIBE OUTPUT",
+            ClientStatement::StartTransaction => "START TRANSACTION",
+            ClientStatement::Commit => "COMMIT",
+            ClientStatement::Rollback => "ROLLBACK",
+            ClientStatement::Show(_) => "SHOW",
+        }
+    }
+}
+
+/// The `SHOW` statements (and `DESCRIBE table`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Show {
+    Catalogs {
+        like: Option<String>,
+    },
+    Schemas {
+        catalog: Option<String>,
+        like: Option<String>,
+    },
+    Tables {
+        /// `[catalog.]schema`
+        schema: Vec<String>,
+        like: Option<String>,
+    },
+    /// `SHOW COLUMNS FROM t`, `DESCRIBE t`: `[[catalog.]schema.]table`
+    Columns {
+        table: Vec<String>,
+    },
+    CreateTable {
+        table: Vec<String>,
+    },
+    Functions {
+        like: Option<String>,
+    },
+    Session {
+        like: Option<String>,
+    },
+}
+
+fn syntax(message: impl Into<String>) -> GatewayError {
+    GatewayError::Syntax(message.into())
+}
+
+/// The statement's tokens without whitespace and comments, and the whole token list.
+struct Tokens {
+    all: Vec<Token>,
+    /// Indexes into `all` of the significant tokens.
+    significant: Vec<usize>,
+    at: usize,
+}
+
+impl Tokens {
+    fn new(sql: &str) -> Result<Self> {
+        let all = tokenize(sql)?;
+        let significant = all
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self {
+            all,
+            significant,
+            at: 0,
+        })
+    }
+
+    fn peek(&self) -> Option<&Token> {
+        self.significant.get(self.at).map(|&i| &self.all[i])
+    }
+
+    fn next(&mut self) -> Option<&Token> {
+        let token = self.significant.get(self.at).map(|&i| &self.all[i]);
+        self.at += 1;
+        token
+    }
+
+    fn peek_keyword(&self, keyword: &str) -> bool {
+        matches!(self.peek(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(keyword))
+    }
+
+    fn keyword(&mut self, keyword: &str) -> bool {
+        let found = self.peek_keyword(keyword);
+        if found {
+            self.at += 1;
+        }
+        found
+    }
+
+    fn keywords(&mut self, keywords: &[&str]) -> bool {
+        let start = self.at;
+        if keywords.iter().all(|k| self.keyword(k)) {
+            true
+        } else {
+            self.at = start;
+            false
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        self.peek().is_none_or(|t| matches!(t, Token::EOF))
+    }
+
+    fn end(&self) -> Result<()> {
+        match self.peek() {
+            None | Some(Token::EOF) => Ok(()),
+            Some(other) => Err(syntax(format!("unexpected '{other}'"))),
+        }
+    }
+
+    /// An identifier, lower-cased unless quoted (as Trino resolves names).
+    fn identifier(&mut self) -> Result<String> {
+        match self.next() {
+            Some(Token::Word(w)) => Ok(identifier_text(w)),
+            Some(other) => Err(syntax(format!("expected a name, found '{other}'"))),
+            None => Err(syntax("expected a name")),
+        }
+    }
+
+    /// `a`, `a.b`, `a.b.c`
+    fn qualified_name(&mut self) -> Result<Vec<String>> {
+        let mut parts = vec![self.identifier()?];
+        while matches!(self.peek(), Some(Token::Period)) {
+            self.at += 1;
+            parts.push(self.identifier()?);
+        }
+        Ok(parts)
+    }
+
+    fn string(&mut self) -> Result<String> {
+        match self.next() {
+            Some(Token::SingleQuotedString(s)) => Ok(s.replace("''", "'")),
+            Some(other) => Err(syntax(format!("expected a string, found '{other}'"))),
+            None => Err(syntax("expected a string")),
+        }
+    }
+
+    fn like(&mut self) -> Result<Option<String>> {
+        if !self.keyword("LIKE") {
+            return Ok(None);
+        }
+        let pattern = self.string()?;
+        if self.keyword("ESCAPE") {
+            return Err(GatewayError::NotSupported("LIKE ... ESCAPE in SHOW".into()));
+        }
+        Ok(Some(pattern))
+    }
+
+    /// The rest of the statement as SQL text, comments and spacing kept.
+    fn rest_text(&self) -> String {
+        let Some(&from) = self.significant.get(self.at) else {
+            return String::new();
+        };
+        let text: String = self.all[from..]
+            .iter()
+            .filter(|t| !matches!(t, Token::EOF))
+            .map(|t| t.to_string())
+            .collect();
+        text.trim().trim_end_matches(';').trim().to_string()
+    }
+
+    /// `USING v1, v2, ...` up to the end, or nothing.
+    fn using(&mut self) -> Result<Vec<Expr>> {
+        if self.keyword("USING") {
+            self.expressions()
+        } else {
+            self.end()?;
+            Ok(Vec::new())
+        }
+    }
+
+    /// The rest as a comma-separated list of expressions.
+    fn expressions(&self) -> Result<Vec<Expr>> {
+        let Some(&from) = self.significant.get(self.at) else {
+            return Err(syntax("expected parameter values after USING"));
+        };
+        let tokens: Vec<Token> = self.all[from..]
+            .iter()
+            .filter(|t| !matches!(t, Token::SemiColon))
+            .cloned()
+            .collect();
+        let dialect = GenericDialect {};
+        let mut parser = Parser::new(&dialect).with_tokens(tokens);
+        let expressions = parser
+            .parse_comma_separated(Parser::parse_expr)
+            .map_err(|e| syntax(e.to_string()))?;
+        parser
+            .expect_token(&Token::EOF)
+            .map_err(|e| syntax(e.to_string()))?;
+        Ok(expressions)
+    }
+}
+
+fn identifier_text(word: &Word) -> String {
+    if word.quote_style.is_some() {
+        word.value.replace("\"\"", "\"")
+    } else {
+        word.value.to_ascii_lowercase()
+    }
+}
+
+/// Tokens exactly as written: string contents are not unescaped, so printing them back gives
+/// the original text.
+pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
+    let dialect = GenericDialect {};
+    Tokenizer::new(&dialect, sql)
+        .with_unescape(false)
+        .tokenize()
+        .map_err(|e| syntax(e.to_string()))
+}
+
+/// Recognizes `sql` as one of the statements SQE answers itself; `None` for everything else.
+pub fn recognize(sql: &str) -> Result<Option<ClientStatement>> {
+    let mut t = Tokens::new(sql)?;
+    let statement = if t.keyword("USE") {
+        let mut name = t.qualified_name()?;
+        let (catalog, schema) = match name.len() {
+            1 => (None, name.remove(0)),
+            2 => (Some(name.remove(0)), name.remove(0)),
+            _ => return Err(syntax("USE takes a schema or catalog.schema")),
+        };
+        ClientStatement::Use { catalog, schema }
+    } else if t.keywords(&["SET", "SESSION"]) {
+        if t.peek_keyword("AUTHORIZATION") {
+            return Err(GatewayError::NotSupported(
+                "SET SESSION AUTHORIZATION".into(),
+            ));
+        }
+        let name = t.qualified_name()?.join(".");
+        if !matches!(t.next(), Some(Token::Eq)) {
+            return Err(syntax(format!("expected '=' after SET SESSION {name}")));
+        }
+        let mut value = t.expressions()?;
+        if value.len() != 1 {
+            return Err(syntax("SET SESSION takes one value"));
+        }
+        return Ok(Some(ClientStatement::SetSession {
+            name,
+            value: Box::new(value.remove(0)),
+        }));
+    } else if t.keywords(&["RESET", "SESSION"]) {
+        if t.peek_keyword("AUTHORIZATION") {
+            return Err(GatewayError::NotSupported(
+                "RESET SESSION AUTHORIZATION".into(),
+            ));
+        }
+        ClientStatement::ResetSession {
+            name: t.qualified_name()?.join("."),
+        }
+    } else if t.keyword("PREPARE") {
+        let name = t.identifier()?;
+        if !t.keyword("FROM") {
+            return Err(syntax(format!("expected FROM after PREPARE {name}")));
+        }
+        let sql = t.rest_text();
+        if sql.is_empty() {
+            return Err(syntax("PREPARE needs a statement after FROM"));
+        }
+        return Ok(Some(ClientStatement::Prepare { name, sql }));
+    } else if t.keywords(&["EXECUTE", "IMMEDIATE"]) {
+        let sql = t.string()?;
+        let parameters = t.using()?;
+        return Ok(Some(ClientStatement::ExecuteImmediate { sql, parameters }));
+    } else if t.keyword("EXECUTE") {
+        let name = t.identifier()?;
+        let parameters = t.using()?;
+        return Ok(Some(ClientStatement::Execute { name, parameters }));
+    } else if t.keywords(&["DEALLOCATE", "PREPARE"]) {
+        ClientStatement::Deallocate {
+            name: t.identifier()?,
+        }
+    } else if t.keyword("DESCRIBE") || t.keyword("DESC") {
+        if t.keyword("INPUT") {
+            ClientStatement::DescribeInput {
+                name: t.identifier()?,
+            }
+        } else if t.keyword("OUTPUT") {
+            ClientStatement::DescribeOutput {
+                name: t.identifier()?,
+            }
+        } else {
+            ClientStatement::Show(Show::Columns {
+                table: table_name(&mut t)?,
+            })
+        }
+    } else if t.keywords(&["START", "TRANSACTION"]) {
+        // Isolation level and access mode are accepted: every statement commits on its own.
+        while !t.at_end() {
+            t.next();
+        }
+        ClientStatement::StartTransaction
+    } else if t.keyword("COMMIT") {
+        t.keyword("WORK");
+        ClientStatement::Commit
+    } else if t.keyword("ROLLBACK") {
+        t.keyword("WORK");
+        ClientStatement::Rollback
+    } else if t.keyword("SHOW") {
+        let Some(show) = show(&mut t)? else {
+            return Ok(None);
+        };
+        ClientStatement::Show(show)
+    } else {
+        return Ok(None);
+    };
+    t.end()?;
+    Ok(Some(statement))
+}
+
+fn table_name(t: &mut Tokens) -> Result<Vec<String>> {
+    let name = t.qualified_name()?;
+    if name.len() > 3 {
+        return Err(syntax(format!("too many parts in {}", name.join("."))));
+    }
+    Ok(name)
+}
+
+fn show(t: &mut Tokens) -> Result<Option<Show>> {
+    let show = if t.keyword("CATALOGS") {
+        Show::Catalogs { like: t.like()? }
+    } else if t.keyword("SCHEMAS") {
+        let catalog = if t.keyword("FROM") || t.keyword("IN") {
+            Some(t.identifier()?)
+        } else {
+            None
+        };
+        Show::Schemas {
+            catalog,
+            like: t.like()?,
+        }
+    } else if t.keyword("TABLES") {
+        let schema = if t.keyword("FROM") || t.keyword("IN") {
+            let name = t.qualified_name()?;
+            if name.len() > 2 {
+                return Err(syntax("SHOW TABLES FROM takes schema or catalog.schema"));
+            }
+            name
+        } else {
+            Vec::new()
+        };
+        Show::Tables {
+            schema,
+            like: t.like()?,
+        }
+    } else if t.keyword("COLUMNS") {
+        if !(t.keyword("FROM") || t.keyword("IN")) {
+            return Err(syntax("expected FROM after SHOW COLUMNS"));
+        }
+        Show::Columns {
+            table: table_name(t)?,
+        }
+    } else if t.keywords(&["CREATE", "TABLE"]) {
+        Show::CreateTable {
+            table: table_name(t)?,
+        }
+    } else if t.keyword("FUNCTIONS") {
+        Show::Functions { like: t.like()? }
+    } else if t.keyword("SESSION") {
+        Show::Session { like: t.like()? }
+    } else {
+        // SHOW STATS, SHOW GRANTS, ...: DataFusion answers or refuses.
+        return Ok(None);
+    };
+    Ok(Some(show))
+}
+
+/// `sql` with every `?` parameter replaced by the matching value in parentheses. The values
+/// are parsed expressions printed back as SQL, so they cannot change the statement's shape.
+pub fn bind_parameters(sql: &str, parameters: &[Expr]) -> Result<String> {
+    let tokens = tokenize(sql)?;
+    let expected = count_parameters(&tokens);
+    if expected != parameters.len() {
+        return Err(GatewayError::Analysis(format!(
+            "Incorrect number of parameters: expected {expected} but found {}",
+            parameters.len()
+        )));
+    }
+    let mut values = parameters.iter();
+    let mut out = String::with_capacity(sql.len());
+    for token in &tokens {
+        match token {
+            Token::Placeholder(p) if p == "?" => {
+                if let Some(value) = values.next() {
+                    out.push('(');
+                    out.push_str(&value.to_string());
+                    out.push(')');
+                }
+            }
+            Token::EOF => {}
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// `sql` with its `?` parameters numbered `$1`, `$2`, ... (DataFusion's placeholders), for
+/// inferring their types.
+pub fn number_parameters(sql: &str) -> Result<String> {
+    let mut n = 0;
+    let mut out = String::with_capacity(sql.len());
+    for token in tokenize(sql)? {
+        match token {
+            Token::Placeholder(p) if p == "?" => {
+                n += 1;
+                out.push_str(&format!("${n}"));
+            }
+            Token::EOF => {}
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+fn count_parameters(tokens: &[Token]) -> usize {
+    tokens
+        .iter()
+        .filter(|t| matches!(t, Token::Placeholder(p) if p == "?"))
+        .count()
+}
+
+/// Trino's niladic functions written without parentheses (`current_schema`), which the SQL
+/// parser would otherwise read as column names, rewritten as calls.
+pub fn niladic_calls(sql: &str) -> Result<Option<String>> {
+    const NILADIC: &[&str] = &["current_schema"];
+    let tokens = tokenize(sql)?;
+    let significant: Vec<usize> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t, Token::Whitespace(_)))
+        .map(|(i, _)| i)
+        .collect();
+    let mut rewrite = Vec::new();
+    for (k, &i) in significant.iter().enumerate() {
+        let niladic = matches!(&tokens[i], Token::Word(w)
+            if w.quote_style.is_none() && NILADIC.iter().any(|n| w.value.eq_ignore_ascii_case(n)));
+        if !niladic {
+            continue;
+        }
+        let next = significant.get(k + 1).map(|&j| &tokens[j]);
+        let prev = k.checked_sub(1).map(|p| &tokens[significant[p]]);
+        if !matches!(next, Some(Token::LParen)) && !matches!(prev, Some(Token::Period)) {
+            rewrite.push(i);
+        }
+    }
+    if rewrite.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(sql.len() + 2 * rewrite.len());
+    for (i, token) in tokens.iter().enumerate() {
+        if matches!(token, Token::EOF) {
+            continue;
+        }
+        out.push_str(&token.to_string());
+        if rewrite.contains(&i) {
+            out.push_str("()");
+        }
+    }
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn show(sql: &str) -> Option<Show> {
+        match recognize(sql) {
+            Ok(Some(ClientStatement::Show(show))) => Some(show),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn recognizes_session_statements() -> Result<()> {
+        assert_eq!(
+            recognize("use Iceberg.\"TpcH\"")?,
+            Some(ClientStatement::Use {
+                catalog: Some("iceberg".into()),
+                schema: "TpcH".into()
+            })
+        );
+        match recognize("SET SESSION task_concurrency = 8;")? {
+            Some(ClientStatement::SetSession { name, value }) => {
+                assert_eq!(name, "task_concurrency");
+                assert_eq!(value.to_string(), "8");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            recognize("RESET SESSION iceberg.x")?,
+            Some(ClientStatement::ResetSession {
+                name: "iceberg.x".into()
+            })
+        );
+        assert!(recognize("SET SESSION x 1").is_err());
+        assert_eq!(recognize("SET TIME ZONE 'UTC'")?, None);
+        assert_eq!(
+            recognize("start transaction read only")?,
+            Some(ClientStatement::StartTransaction)
+        );
+        assert_eq!(recognize("COMMIT")?, Some(ClientStatement::Commit));
+        assert_eq!(recognize("select 1")?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn recognizes_prepared_statements() -> Result<()> {
+        assert_eq!(
+            recognize("PREPARE q1 FROM SELECT * FROM t WHERE a = ? -- note\n")?,
+            Some(ClientStatement::Prepare {
+                name: "q1".into(),
+                sql: "SELECT * FROM t WHERE a = ? -- note".into()
+            })
+        );
+        match recognize("EXECUTE IMMEDIATE 'SELECT ''x'', ?' USING DOUBLE '1.5'")? {
+            Some(ClientStatement::ExecuteImmediate { sql, parameters }) => {
+                assert_eq!(sql, "SELECT 'x', ?");
+                assert_eq!(parameters.len(), 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        match recognize("EXECUTE q1 USING 1, 'a'")? {
+            Some(ClientStatement::Execute { name, parameters }) => {
+                assert_eq!(name, "q1");
+                assert_eq!(parameters.len(), 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A value list must be only values: nothing may follow them.
+        assert!(recognize("EXECUTE q1 USING 1; DROP TABLE t").is_err());
+        assert_eq!(
+            recognize("DESCRIBE OUTPUT q1")?,
+            Some(ClientStatement::DescribeOutput { name: "q1".into() })
+        );
+        assert_eq!(
+            recognize("deallocate prepare q1")?,
+            Some(ClientStatement::Deallocate { name: "q1".into() })
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn recognizes_show_statements() {
+        assert_eq!(
+            show("SHOW TABLES FROM iceberg.tpch LIKE 'n%'"),
+            Some(Show::Tables {
+                schema: vec!["iceberg".into(), "tpch".into()],
+                like: Some("n%".into())
+            })
+        );
+        assert_eq!(
+            show("describe tpch.nation"),
+            Some(Show::Columns {
+                table: vec!["tpch".into(), "nation".into()]
+            })
+        );
+        assert_eq!(
+            show("SHOW SCHEMAS FROM iceberg"),
+            Some(Show::Schemas {
+                catalog: Some("iceberg".into()),
+                like: None
+            })
+        );
+        assert_eq!(show("SHOW CATALOGS"), Some(Show::Catalogs { like: None }));
+        assert_eq!(
+            show("SHOW CREATE TABLE t"),
+            Some(Show::CreateTable {
+                table: vec!["t".into()]
+            })
+        );
+        assert!(recognize("SHOW TABLES FROM a.b.c").is_err());
+    }
+
+    #[test]
+    fn binds_parameters_as_parenthesised_values() -> Result<()> {
+        let values = match recognize("EXECUTE q USING 'it''s', 2")? {
+            Some(ClientStatement::Execute { parameters, .. }) => parameters,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            bind_parameters("SELECT ? AS a, '?' AS b WHERE x = ?", &values)?,
+            "SELECT ('it''s') AS a, '?' AS b WHERE x = (2)"
+        );
+        assert!(bind_parameters("SELECT ?", &values).is_err());
+        assert_eq!(number_parameters("SELECT ?, ?")?, "SELECT $1, $2");
+        Ok(())
+    }
+
+    #[test]
+    fn niladic_functions_become_calls() -> Result<()> {
+        assert_eq!(
+            niladic_calls("SELECT current_schema, current_timezone(), t.current_schema")?,
+            Some("SELECT current_schema(), current_timezone(), t.current_schema".into())
+        );
+        assert_eq!(niladic_calls("SELECT 1")?, None);
+        Ok(())
+    }
+}

@@ -1,0 +1,105 @@
+//! Walks the catalogs SQL sees, narrowed to what a scan's filters ask for.
+
+use std::sync::{Arc, Weak};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::CatalogProviderList;
+use datafusion::error::{DataFusionError, Result as DfResult};
+
+/// Which catalogs, schemas and tables to list; `None` is all.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub catalog: Option<String>,
+    pub schema: Option<String>,
+    pub table: Option<String>,
+}
+
+/// A table and, when loaded, its columns.
+#[derive(Debug, Clone)]
+pub struct TableEntry {
+    pub catalog: String,
+    pub schema: String,
+    pub table: String,
+}
+
+fn upgrade(all: &Weak<dyn CatalogProviderList>) -> DfResult<Arc<dyn CatalogProviderList>> {
+    all.upgrade()
+        .ok_or_else(|| DataFusionError::Internal("the catalog list is gone".into()))
+}
+
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names
+}
+
+pub fn catalogs(all: &Weak<dyn CatalogProviderList>, scope: &Scope) -> DfResult<Vec<String>> {
+    let list = upgrade(all)?;
+    Ok(sorted(list.catalog_names())
+        .into_iter()
+        .filter(|c| scope.catalog.as_ref().is_none_or(|want| want == c))
+        .collect())
+}
+
+/// `(catalog, schema)` pairs.
+pub fn schemas(
+    all: &Weak<dyn CatalogProviderList>,
+    scope: &Scope,
+) -> DfResult<Vec<(String, String)>> {
+    let list = upgrade(all)?;
+    let mut out = Vec::new();
+    for catalog in catalogs(all, scope)? {
+        let Some(provider) = list.catalog(&catalog) else {
+            continue;
+        };
+        for schema in sorted(provider.schema_names()) {
+            if scope.schema.as_ref().is_none_or(|want| *want == schema) {
+                out.push((catalog.clone(), schema));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Tables by name, without loading them.
+pub fn tables(all: &Weak<dyn CatalogProviderList>, scope: &Scope) -> DfResult<Vec<TableEntry>> {
+    let list = upgrade(all)?;
+    let mut out = Vec::new();
+    for (catalog, schema) in schemas(all, scope)? {
+        let Some(provider) = list.catalog(&catalog).and_then(|c| c.schema(&schema)) else {
+            continue;
+        };
+        for table in sorted(provider.table_names()) {
+            if scope.table.as_ref().is_none_or(|want| *want == table) {
+                out.push(TableEntry {
+                    catalog: catalog.clone(),
+                    schema: schema.clone(),
+                    table,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Tables with their columns; a table dropped while listing is skipped.
+pub async fn table_schemas(
+    all: &Weak<dyn CatalogProviderList>,
+    scope: &Scope,
+) -> DfResult<Vec<(TableEntry, SchemaRef)>> {
+    let entries = tables(all, scope)?;
+    let list = upgrade(all)?;
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Some(schema) = list
+            .catalog(&entry.catalog)
+            .and_then(|c| c.schema(&entry.schema))
+        else {
+            continue;
+        };
+        if let Some(table) = schema.table(&entry.table).await? {
+            let columns = table.schema();
+            out.push((entry, columns));
+        }
+    }
+    Ok(out)
+}
