@@ -38,6 +38,97 @@ pub struct ClientAuth {
     users: Option<HashMap<String, String>>,
     signer: TokenSigner,
     verifier: TokenVerifier,
+    external: Option<ExternalJwt>,
+}
+
+/// How JWTs from an identity provider are checked.
+struct ExternalJwt {
+    key: jsonwebtoken::DecodingKey,
+    validation: jsonwebtoken::Validation,
+    user_claim: String,
+}
+
+impl ExternalJwt {
+    fn from_config(config: &ClientAuthConfig) -> Result<Option<Self>> {
+        use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+        let invalid = |m: String| GatewayError::Config(ConfigError::Invalid(m));
+        let secret = secret(&config.jwt_secret, &config.jwt_secret_file)?;
+        let (key, algorithm) = match (secret, &config.jwt_public_key_file) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "[client_auth] give jwt_secret (HS256) or jwt_public_key_file (RS256), not both"
+                        .into(),
+                ));
+            }
+            (Some(secret), None) => {
+                let key = DecodingKey::from_secret(secret.as_bytes())
+                    .map_err(|e| invalid(format!("jwt_secret: {e}")))?;
+                (key, Algorithm::HS256)
+            }
+            (None, Some(path)) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    invalid(format!(
+                        "cannot read jwt_public_key_file {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                let key = DecodingKey::from_rsa_pem(&pem)
+                    .map_err(|e| invalid(format!("jwt_public_key_file {}: {e}", path.display())))?;
+                (key, Algorithm::RS256)
+            }
+            (None, None) => {
+                if config.kind == ClientAuthType::Jwt {
+                    return Err(invalid(
+                        "[client_auth] type = \"jwt\" needs jwt_secret, jwt_secret_file or jwt_public_key_file"
+                            .into(),
+                    ));
+                }
+                return Ok(None);
+            }
+        };
+        if config.kind == ClientAuthType::None {
+            return Err(invalid(
+                "[client_auth] JWT settings need type = \"jwt\" or \"password\"".into(),
+            ));
+        }
+        let mut validation = Validation::new(algorithm);
+        validation.set_required_spec_claims(&["exp"]);
+        match &config.jwt_audience {
+            Some(audience) => validation.set_audience(&[audience]),
+            None => validation.validate_aud = false,
+        }
+        if let Some(issuer) = &config.jwt_issuer {
+            validation.set_issuer(&[issuer]);
+        }
+        Ok(Some(Self {
+            key,
+            validation,
+            user_claim: config.jwt_user_claim.clone(),
+        }))
+    }
+
+    fn verify(&self, token: &str) -> Result<Principal> {
+        let claims = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
+            token,
+            &self.key,
+            &self.validation,
+        )
+        .map_err(|e| GatewayError::Unauthenticated(format!("invalid bearer token: {e}")))?
+        .claims;
+        let user = claims
+            .get(&self.user_claim)
+            .and_then(|v| v.as_str())
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                GatewayError::Unauthenticated(format!(
+                    "the bearer token has no '{}' claim naming the user",
+                    self.user_claim
+                ))
+            })?;
+        Ok(Principal {
+            user: user.to_string(),
+        })
+    }
 }
 
 impl std::fmt::Debug for ClientAuth {
@@ -51,7 +142,7 @@ impl std::fmt::Debug for ClientAuth {
 impl ClientAuth {
     pub fn from_config(config: &ClientAuthConfig) -> Result<Arc<Self>> {
         let users = match config.kind {
-            ClientAuthType::None => None,
+            ClientAuthType::None | ClientAuthType::Jwt => None,
             ClientAuthType::Password => {
                 let mut users = config.users.clone();
                 if let Some(path) = &config.password_file {
@@ -86,6 +177,7 @@ impl ClientAuth {
             users,
             signer,
             verifier,
+            external: ExternalJwt::from_config(config)?,
         }))
     }
 
@@ -97,12 +189,27 @@ impl ClientAuth {
 
     /// Whether requests must prove who they are.
     pub fn required(&self) -> bool {
+        self.users.is_some() || self.external.is_some()
+    }
+
+    /// Whether users log in with passwords.
+    pub fn accepts_passwords(&self) -> bool {
         self.users.is_some()
+    }
+
+    /// Whether JWTs from an identity provider are accepted.
+    pub fn accepts_external_jwt(&self) -> bool {
+        self.external.is_some()
     }
 
     /// Checks a user's password (slow by design: call it once per login).
     pub async fn login(self: &Arc<Self>, user: &str, password: &str) -> Result<Principal> {
         let Some(users) = &self.users else {
+            if self.external.is_some() {
+                return Err(GatewayError::Unauthenticated(
+                    "password login is not enabled: present a bearer token".into(),
+                ));
+            }
             return Ok(Principal {
                 user: user.to_string(),
             });
@@ -133,12 +240,20 @@ impl ClientAuth {
             .map_err(|e| GatewayError::Internal(format!("cannot issue a token: {e}")))
     }
 
-    /// The principal a bearer token was issued to.
+    /// The principal a bearer token was issued to: by SQE at login, or by the configured
+    /// identity provider.
     pub fn verify(&self, token: &str) -> Result<Principal> {
-        let claims = self
-            .verifier
-            .verify(token)
-            .map_err(|e| GatewayError::Unauthenticated(format!("invalid bearer token: {e}")))?;
+        let claims = match self.verifier.verify(token) {
+            Ok(claims) => claims,
+            Err(e) => {
+                return match &self.external {
+                    Some(external) => external.verify(token),
+                    None => Err(GatewayError::Unauthenticated(format!(
+                        "invalid bearer token: {e}"
+                    ))),
+                };
+            }
+        };
         let user = claims.sub.ok_or_else(|| {
             GatewayError::Unauthenticated("the bearer token names no user".into())
         })?;
@@ -215,6 +330,118 @@ mod tests {
         }
         assert!(auth.verify("forged.token.here").is_err());
         Ok(())
+    }
+
+    fn external_token(
+        key: &jsonwebtoken::EncodingKey,
+        algorithm: jsonwebtoken::Algorithm,
+        claims: serde_json::Value,
+    ) -> String {
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), &claims, key)
+            .unwrap_or_default()
+    }
+
+    fn jwt_error(e: jsonwebtoken::errors::Error) -> GatewayError {
+        GatewayError::Internal(e.to_string())
+    }
+
+    fn in_an_hour() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() + 3600)
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn identity_provider_jwts_hs256() -> Result<()> {
+        use jsonwebtoken::{Algorithm, EncodingKey};
+        let auth = ClientAuth::from_config(&ClientAuthConfig {
+            kind: ClientAuthType::Jwt,
+            jwt_secret: Some("idp-secret".into()),
+            jwt_issuer: Some("https://idp.example".into()),
+            jwt_audience: Some("sqe".into()),
+            ..Default::default()
+        })?;
+        assert!(auth.required());
+        assert!(!auth.accepts_passwords());
+        let key = EncodingKey::from_secret(b"idp-secret").map_err(jwt_error)?;
+        let good = serde_json::json!({"sub": "carol", "iss": "https://idp.example", "aud": "sqe", "exp": in_an_hour()});
+        assert_eq!(
+            auth.verify(&external_token(&key, Algorithm::HS256, good.clone()))?
+                .user,
+            "carol"
+        );
+        let mut wrong_issuer = good.clone();
+        wrong_issuer["iss"] = "https://evil.example".into();
+        assert!(
+            auth.verify(&external_token(&key, Algorithm::HS256, wrong_issuer))
+                .is_err()
+        );
+        let mut expired = good.clone();
+        expired["exp"] = 1_000.into();
+        assert!(
+            auth.verify(&external_token(&key, Algorithm::HS256, expired))
+                .is_err()
+        );
+        let other_key = EncodingKey::from_secret(b"guessed").map_err(jwt_error)?;
+        assert!(
+            auth.verify(&external_token(&other_key, Algorithm::HS256, good))
+                .is_err()
+        );
+        // No passwords with JWT-only authentication.
+        assert!(auth.login("carol", "anything").await.is_err());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn identity_provider_jwts_rs256() -> Result<()> {
+        use jsonwebtoken::{Algorithm, EncodingKey};
+        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let public = dir.path().join("public.pem");
+        std::fs::write(&public, include_bytes!("../testdata/jwt-test-public.pem"))
+            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let auth = ClientAuth::from_config(&ClientAuthConfig {
+            kind: ClientAuthType::Jwt,
+            jwt_public_key_file: Some(public),
+            jwt_user_claim: "preferred_username".into(),
+            ..Default::default()
+        })?;
+        let key = EncodingKey::from_rsa_pem(include_bytes!("../testdata/jwt-test-private.pem"))
+            .map_err(jwt_error)?;
+        let claims = serde_json::json!({"preferred_username": "dave", "exp": in_an_hour()});
+        assert_eq!(
+            auth.verify(&external_token(&key, Algorithm::RS256, claims))?
+                .user,
+            "dave"
+        );
+        let unnamed = serde_json::json!({"sub": "dave", "exp": in_an_hour()});
+        assert!(
+            auth.verify(&external_token(&key, Algorithm::RS256, unnamed))
+                .is_err()
+        );
+        // An HS256 token "signed" with the public key must not pass (algorithm confusion).
+        let confused = EncodingKey::from_secret(include_bytes!("../testdata/jwt-test-public.pem"))
+            .map_err(jwt_error)?;
+        let claims = serde_json::json!({"preferred_username": "dave", "exp": in_an_hour()});
+        assert!(
+            auth.verify(&external_token(&confused, Algorithm::HS256, claims))
+                .is_err()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn jwt_settings_are_checked() {
+        let jwt_without_key = ClientAuthConfig {
+            kind: ClientAuthType::Jwt,
+            ..Default::default()
+        };
+        assert!(ClientAuth::from_config(&jwt_without_key).is_err());
+        let key_without_type = ClientAuthConfig {
+            jwt_secret: Some("x".into()),
+            ..Default::default()
+        };
+        assert!(ClientAuth::from_config(&key_without_type).is_err());
     }
 
     #[tokio::test]

@@ -39,8 +39,10 @@ pub enum ClientAuthType {
     /// Anyone; the user is whoever the client says.
     #[default]
     None,
-    /// Users with bcrypt-hashed passwords.
+    /// Users with bcrypt-hashed passwords (and bearer JWTs when a JWT key is configured).
     Password,
+    /// Bearer JWTs from an identity provider, checked with the configured key.
+    Jwt,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -58,6 +60,15 @@ pub struct ClientAuthConfig {
     pub token_secret_file: Option<PathBuf>,
     /// Lifetime of an issued token.
     pub token_ttl_secs: u64,
+    /// Bearer JWTs from an identity provider: an HS256 secret, or an RS256 public key (PEM).
+    pub jwt_secret: Option<String>,
+    pub jwt_secret_file: Option<PathBuf>,
+    pub jwt_public_key_file: Option<PathBuf>,
+    /// Required `iss` and `aud` of those JWTs, when set.
+    pub jwt_issuer: Option<String>,
+    pub jwt_audience: Option<String>,
+    /// The claim naming the user.
+    pub jwt_user_claim: String,
 }
 
 impl Default for ClientAuthConfig {
@@ -69,6 +80,12 @@ impl Default for ClientAuthConfig {
             token_secret: None,
             token_secret_file: None,
             token_ttl_secs: 3600,
+            jwt_secret: None,
+            jwt_secret_file: None,
+            jwt_public_key_file: None,
+            jwt_issuer: None,
+            jwt_audience: None,
+            jwt_user_claim: "sub".into(),
         }
     }
 }
@@ -133,6 +150,9 @@ pub struct CoordinatorSection {
     pub environment: String,
     /// A Trino-protocol query whose client stops asking for pages this long is cancelled.
     pub trino_client_timeout_secs: u64,
+    /// Accept passwords and tokens on a plain-HTTP Trino port (only behind a proxy that
+    /// terminates TLS).
+    pub trino_allow_insecure_auth: bool,
 }
 
 impl Default for CoordinatorSection {
@@ -160,6 +180,7 @@ impl Default for CoordinatorSection {
             tls_key_file: None,
             environment: "sqe".into(),
             trino_client_timeout_secs: 300,
+            trino_allow_insecure_auth: false,
         }
     }
 }

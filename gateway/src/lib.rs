@@ -15,6 +15,7 @@ pub mod runtime;
 pub mod session_properties;
 pub mod shell;
 pub mod sql_types;
+pub mod tls_listener;
 pub mod tpch;
 pub mod trino;
 pub mod units;

@@ -21,6 +21,7 @@ use crate::engine::{Engine, EngineSettings};
 use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::peers::{channel_resolver, token_verifier};
+use crate::tls_listener::TlsListener;
 use crate::trino::{TrinoEndpoint, trino_router};
 
 /// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
@@ -240,16 +241,30 @@ pub async fn start_coordinator_on(
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
     let client_auth = ClientAuth::from_config(&config.client_auth)?;
-    if trino_listener.is_some() && client_auth.required() {
-        // Rather no endpoint than one that lets anybody in past the configured passwords.
+    let trino_tls = match (
+        &config.coordinator.tls_cert_file,
+        &config.coordinator.tls_key_file,
+    ) {
+        (Some(cert), Some(key)) if trino_listener.is_some() => {
+            Some(crate::tls_listener::server_config(cert, key)?)
+        }
+        _ => None,
+    };
+    if trino_listener.is_some()
+        && client_auth.required()
+        && trino_tls.is_none()
+        && !config.coordinator.trino_allow_insecure_auth
+    {
+        // As Trino: no passwords or tokens in clear text, unless a TLS proxy is in front.
         return Err(ConfigError::Invalid(
-            "[client_auth] type = \"password\" is not enforced on the Trino protocol yet: set \
-             coordinator.trino_http_port = 0 (Flight SQL is authenticated)"
+            "[client_auth] on the Trino protocol port needs TLS (coordinator.tls_cert_file and \
+             tls_key_file), or coordinator.trino_allow_insecure_auth = true behind a \
+             TLS-terminating proxy, or trino_http_port = 0"
                 .into(),
         )
         .into());
     }
-    let (auth_layer, service) = flight_service(Arc::clone(&engine), client_auth);
+    let (auth_layer, service) = flight_service(Arc::clone(&engine), Arc::clone(&client_auth));
     let service = flight_sql_server(service);
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = client_tls(&config.coordinator)? {
@@ -270,8 +285,10 @@ pub async fn start_coordinator_on(
             Arc::clone(&engine),
             config.coordinator.environment.clone(),
             Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1)),
+            client_auth,
+            trino_tls.is_some(),
         );
-        (listener, trino_router(endpoint))
+        (listener, trino_router(endpoint), trino_tls)
     });
     let server = ServerTask::spawn(|stop| async move {
         let stop = futures::FutureExt::shared(stop);
@@ -287,11 +304,23 @@ pub async fn start_coordinator_on(
             }
         };
         let trino = async {
-            if let Some((listener, router)) = trino
-                && let Err(e) = axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.clone())
-                    .await
-            {
+            let served = match trino {
+                None => Ok(()),
+                Some((listener, router, None)) => {
+                    axum::serve(listener, router)
+                        .with_graceful_shutdown(stop.clone())
+                        .await
+                }
+                Some((listener, router, Some(tls))) => match TlsListener::new(listener, tls) {
+                    Ok(listener) => {
+                        axum::serve(listener, router)
+                            .with_graceful_shutdown(stop.clone())
+                            .await
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            if let Err(e) = served {
                 tracing::error!(error = %e, "Trino protocol server failed");
             }
         };

@@ -11,6 +11,7 @@ pub mod baseline;
 pub mod cluster;
 pub mod process;
 pub mod python;
+pub mod tls;
 
 /// Renders batches as a text table, the form results are compared in.
 pub fn render(batches: &[datafusion::arrow::array::RecordBatch]) -> String {

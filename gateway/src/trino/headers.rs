@@ -10,6 +10,23 @@ use http::HeaderMap;
 #[error("{0}")]
 pub struct BadHeader(pub String);
 
+/// Why a request's headers are refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// Malformed or missing (400).
+    #[error("{0}")]
+    Bad(String),
+    /// `X-Trino-User` names someone other than the authenticated user (403).
+    #[error("{0}")]
+    Impersonation(String),
+}
+
+impl From<BadHeader> for HeaderError {
+    fn from(e: BadHeader) -> Self {
+        HeaderError::Bad(e.0)
+    }
+}
+
 /// The client's view of its session, from one request's headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientSession {
@@ -33,10 +50,28 @@ pub struct ClientSession {
 }
 
 impl ClientSession {
-    pub fn from_headers(headers: &HeaderMap) -> Result<Self, BadHeader> {
-        let user = single(headers, "x-trino-user")?
-            .filter(|u| !u.trim().is_empty())
-            .ok_or_else(|| BadHeader("the X-Trino-User header is required".into()))?;
+    /// The session a request asks for. `authenticated` is the user the request proved to
+    /// be, if authentication is on: `X-Trino-User` may then be left out, and may not name
+    /// anybody else.
+    pub fn from_headers(
+        headers: &HeaderMap,
+        authenticated: Option<&str>,
+    ) -> Result<Self, HeaderError> {
+        let named = single(headers, "x-trino-user")?.filter(|u| !u.trim().is_empty());
+        let user = match (named, authenticated) {
+            (Some(named), Some(user)) if named != user => {
+                return Err(HeaderError::Impersonation(format!(
+                    "Access Denied: User {user} cannot impersonate user {named}"
+                )));
+            }
+            (_, Some(user)) => user.to_string(),
+            (Some(named), None) => named,
+            (None, None) => {
+                return Err(HeaderError::Bad(
+                    "the X-Trino-User header is required".into(),
+                ));
+            }
+        };
         Ok(Self {
             user,
             source: single(headers, "x-trino-source")?,
@@ -160,15 +195,18 @@ mod tests {
 
     #[test]
     fn reads_the_session_from_headers() {
-        let session = ClientSession::from_headers(&headers(&[
-            ("x-trino-user", b"alice"),
-            ("x-trino-schema", b"tpch"),
-            ("x-trino-session", b"query_max_run_time=10m, a=1"),
-            ("x-trino-session", b"b=x%2Cy"),
-            ("x-trino-prepared-statement", b"q1=SELECT+%3F+%2B+1"),
-            ("x-trino-client-tags", b"etl, nightly"),
-            ("x-trino-transaction-id", b"NONE"),
-        ]))
+        let session = ClientSession::from_headers(
+            &headers(&[
+                ("x-trino-user", b"alice"),
+                ("x-trino-schema", b"tpch"),
+                ("x-trino-session", b"query_max_run_time=10m, a=1"),
+                ("x-trino-session", b"b=x%2Cy"),
+                ("x-trino-prepared-statement", b"q1=SELECT+%3F+%2B+1"),
+                ("x-trino-client-tags", b"etl, nightly"),
+                ("x-trino-transaction-id", b"NONE"),
+            ]),
+            None,
+        )
         .expect("valid headers");
         assert_eq!(session.user, "alice");
         assert_eq!(session.schema.as_deref(), Some("tpch"));
@@ -191,29 +229,44 @@ mod tests {
 
     #[test]
     fn malformed_headers_are_errors_with_a_message() {
-        let missing = ClientSession::from_headers(&headers(&[])).expect_err("no user");
-        assert!(missing.0.contains("X-Trino-User"));
-        let bad_pair = ClientSession::from_headers(&headers(&[
-            ("x-trino-user", b"a"),
-            ("x-trino-session", b"novalue"),
-        ]))
+        let missing = ClientSession::from_headers(&headers(&[]), None).expect_err("no user");
+        assert!(missing.to_string().contains("X-Trino-User"));
+        let bad_pair = ClientSession::from_headers(
+            &headers(&[("x-trino-user", b"a"), ("x-trino-session", b"novalue")]),
+            None,
+        )
         .expect_err("not a pair");
-        assert!(bad_pair.0.contains("not name=value"), "{bad_pair}");
-        let bad_escape = ClientSession::from_headers(&headers(&[
-            ("x-trino-user", b"a"),
-            ("x-trino-session", b"a=%zz"),
-        ]))
+        assert!(
+            bad_pair.to_string().contains("not name=value"),
+            "{bad_pair}"
+        );
+        let bad_escape = ClientSession::from_headers(
+            &headers(&[("x-trino-user", b"a"), ("x-trino-session", b"a=%zz")]),
+            None,
+        )
         .expect_err("bad escape");
-        assert!(bad_escape.0.contains("URL-encoded"), "{bad_escape}");
-        let twice = ClientSession::from_headers(&headers(&[
-            ("x-trino-user", b"a"),
-            ("x-trino-user", b"b"),
-        ]))
+        assert!(
+            bad_escape.to_string().contains("URL-encoded"),
+            "{bad_escape}"
+        );
+        let twice = ClientSession::from_headers(
+            &headers(&[("x-trino-user", b"a"), ("x-trino-user", b"b")]),
+            None,
+        )
         .expect_err("two users");
-        assert!(twice.0.contains("more than once"));
-        let binary = ClientSession::from_headers(&headers(&[("x-trino-user", b"\xff\xfe")]))
+        assert!(twice.to_string().contains("more than once"));
+        let binary = ClientSession::from_headers(&headers(&[("x-trino-user", b"\xff\xfe")]), None)
             .expect_err("not ascii");
-        assert!(binary.0.contains("ASCII"));
+        assert!(binary.to_string().contains("ASCII"));
+    }
+
+    #[test]
+    fn an_authenticated_user_cannot_be_someone_else() {
+        let impersonating =
+            ClientSession::from_headers(&headers(&[("x-trino-user", b"bob")]), Some("alice"));
+        assert!(matches!(impersonating, Err(HeaderError::Impersonation(_))));
+        let implied = ClientSession::from_headers(&headers(&[]), Some("alice"));
+        assert_eq!(implied.map(|s| s.user).ok().as_deref(), Some("alice"));
     }
 
     #[test]

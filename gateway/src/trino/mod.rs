@@ -3,6 +3,7 @@
 //! parsing, value encoding and JSON shapes are protocol; `query` owns one query's pages;
 //! `server` is the axum wiring.
 
+pub mod auth;
 pub mod encode;
 pub mod errors;
 pub mod headers;

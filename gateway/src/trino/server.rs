@@ -13,8 +13,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
+use crate::client_auth::ClientAuth;
 use crate::engine::Engine;
-use crate::trino::headers::ClientSession;
+use crate::trino::auth::{Refused, TrinoAuth};
+use crate::trino::headers::{ClientSession, HeaderError};
 use crate::trino::query::{PageError, TrinoQuery};
 use crate::trino::results::{BaseUri, render};
 use crate::trino::session::Transactions;
@@ -41,10 +43,19 @@ pub struct TrinoEndpoint {
     /// A query nobody asked about for this long is cancelled and forgotten.
     abandoned_after: Duration,
     transactions: Arc<Transactions>,
+    auth: TrinoAuth,
+    /// `https` when the port serves TLS.
+    scheme: &'static str,
 }
 
 impl TrinoEndpoint {
-    pub fn new(engine: Arc<Engine>, environment: String, abandoned_after: Duration) -> Arc<Self> {
+    pub fn new(
+        engine: Arc<Engine>,
+        environment: String,
+        abandoned_after: Duration,
+        client_auth: Arc<ClientAuth>,
+        tls: bool,
+    ) -> Arc<Self> {
         let run_id: String = uuid::Uuid::new_v4()
             .as_bytes()
             .iter()
@@ -60,6 +71,8 @@ impl TrinoEndpoint {
             environment,
             abandoned_after,
             transactions: Arc::new(Transactions::default()),
+            auth: TrinoAuth::new(client_auth),
+            scheme: if tls { "https" } else { "http" },
         })
     }
 
@@ -74,6 +87,18 @@ impl TrinoEndpoint {
 
     fn query(&self, id: &str) -> Option<Arc<TrinoQuery>> {
         self.queries.lock().ok()?.get(id).cloned()
+    }
+
+    /// The query `id` as the request's user may see it: another user's query is not found.
+    async fn query_for(&self, headers: &HeaderMap, id: &str) -> Result<Arc<TrinoQuery>, Response> {
+        let principal = self.auth.authenticate(headers).await.map_err(refused)?;
+        match self.query(id) {
+            Some(query) if principal.is_none_or(|p| p.user == query.user) => Ok(query),
+            _ => Err(text_error(
+                StatusCode::NOT_FOUND,
+                format!("query {id} not found"),
+            )),
+        }
     }
 
     /// Cancels and forgets queries abandoned by their clients.
@@ -132,7 +157,15 @@ pub fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
         .with_state(endpoint)
 }
 
-fn base_uri(headers: &HeaderMap) -> BaseUri {
+fn refused(refused: Refused) -> Response {
+    let mut response = text_error(refused.status, refused.message.clone());
+    for (name, value) in refused.headers() {
+        response.headers_mut().append(name, value);
+    }
+    response
+}
+
+fn base_uri(headers: &HeaderMap, scheme: &str) -> BaseUri {
     let host = headers
         .get("x-forwarded-host")
         .or_else(|| headers.get(header::HOST))
@@ -141,7 +174,7 @@ fn base_uri(headers: &HeaderMap) -> BaseUri {
     let scheme = headers
         .get("x-forwarded-proto")
         .and_then(|h| h.to_str().ok())
-        .unwrap_or("http");
+        .unwrap_or(scheme);
     BaseUri(format!("{scheme}://{host}"))
 }
 
@@ -168,9 +201,17 @@ async fn submit(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let session = match ClientSession::from_headers(&headers) {
+    let principal = match endpoint.auth.authenticate(&headers).await {
+        Ok(principal) => principal,
+        Err(e) => return refused(e),
+    };
+    let authenticated = principal.as_ref().map(|p| p.user.as_str());
+    let session = match ClientSession::from_headers(&headers, authenticated) {
         Ok(session) => session,
-        Err(e) => return text_error(StatusCode::BAD_REQUEST, e.0),
+        Err(HeaderError::Bad(message)) => return text_error(StatusCode::BAD_REQUEST, message),
+        Err(HeaderError::Impersonation(message)) => {
+            return text_error(StatusCode::FORBIDDEN, message);
+        }
     };
     let Ok(sql) = String::from_utf8(body.to_vec()) else {
         return text_error(StatusCode::BAD_REQUEST, "the SQL statement is not UTF-8");
@@ -192,7 +233,7 @@ async fn submit(
         Ok(page) => page_response(
             &query,
             render(
-                &base_uri(&headers),
+                &base_uri(&headers, endpoint.scheme),
                 &query,
                 0,
                 &page,
@@ -209,8 +250,9 @@ async fn next_page(
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(query) = endpoint.query(&id) else {
-        return text_error(StatusCode::NOT_FOUND, format!("query {id} not found"));
+    let query = match endpoint.query_for(&headers, &id).await {
+        Ok(query) => query,
+        Err(response) => return response,
     };
     if query.slug != slug {
         return text_error(StatusCode::NOT_FOUND, format!("query {id} not found"));
@@ -231,7 +273,7 @@ async fn next_page(
     match query.page(token, max_wait, target).await {
         Ok(page) => {
             let body = render(
-                &base_uri(&headers),
+                &base_uri(&headers, endpoint.scheme),
                 &query,
                 token,
                 &page,
@@ -252,35 +294,39 @@ async fn next_page(
 async fn cancel_statement(
     State(endpoint): State<Arc<TrinoEndpoint>>,
     Path((_phase, id, slug, _token)): Path<(String, String, String, String)>,
+    headers: HeaderMap,
 ) -> Response {
-    match endpoint.query(&id) {
-        Some(query) if query.slug == slug => {
+    match endpoint.query_for(&headers, &id).await {
+        Ok(query) if query.slug == slug => {
             query.cancel();
             StatusCode::NO_CONTENT.into_response()
         }
-        _ => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+        Ok(_) => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+        Err(response) => response,
     }
 }
 
 async fn cancel_query(
     State(endpoint): State<Arc<TrinoEndpoint>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
-    match endpoint.query(&id) {
-        Some(query) => {
+    match endpoint.query_for(&headers, &id).await {
+        Ok(query) => {
             query.cancel();
             StatusCode::NO_CONTENT.into_response()
         }
-        None => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+        Err(response) => response,
     }
 }
 
 async fn query_info(
     State(endpoint): State<Arc<TrinoEndpoint>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
-    match endpoint.query(&id) {
-        Some(query) => axum::Json(json!({
+    match endpoint.query_for(&headers, &id).await {
+        Ok(query) => axum::Json(json!({
             "queryId": query.id,
             "query": query.sql,
             "session": {"user": query.user},
@@ -294,7 +340,7 @@ async fn query_info(
             "elapsedTimeMillis": query.created.elapsed().as_millis() as u64,
         }))
         .into_response(),
-        None => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
+        Err(response) => response,
     }
 }
 

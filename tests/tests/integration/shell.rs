@@ -2,7 +2,6 @@
 //! piped stdin), every output format, sessions, errors, password and token authentication,
 //! TLS; and interactively in a pseudo-terminal (driven by pexpect from the project's .venv).
 
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 
 use sqe_gateway::runtime::{bind, start_coordinator};
@@ -275,29 +274,10 @@ async fn password_and_token_authentication() -> TestResult {
     Ok(())
 }
 
-/// A CA and a certificate it signed for `localhost`, as PEM files in `dir`.
-fn tls_files(dir: &std::path::Path) -> Result<(PathBuf, PathBuf, PathBuf), Error> {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
-    let key = KeyPair::generate()?;
-    let cert = CertificateParams::new(vec!["localhost".to_string()])?.signed_by(&key, &ca)?;
-    let (ca_file, cert_file, key_file) = (
-        dir.join("ca.pem"),
-        dir.join("server.pem"),
-        dir.join("server.key"),
-    );
-    std::fs::write(&ca_file, ca.pem())?;
-    std::fs::write(&cert_file, cert.pem())?;
-    std::fs::write(&key_file, key.serialize_pem())?;
-    Ok((ca_file, cert_file, key_file))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tls_endpoint() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (ca, cert, key) = tls_files(dir.path())?;
+    let (ca, cert, key) = sqe_tests::tls::tls_files(dir.path())?;
     let mut config = local_coordinator_config(dir.path());
     config.coordinator.tls_cert_file = Some(cert);
     config.coordinator.tls_key_file = Some(key);

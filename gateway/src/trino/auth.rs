@@ -1,0 +1,193 @@
+//! Who sends a Trino-protocol request: HTTP Basic against the configured users, or a bearer
+//! token (issued by SQE, or a JWT from the configured identity provider). Without
+//! `[client_auth]` the `X-Trino-User` header names the user, as on an unsecured Trino.
+//!
+//! Clients send their password with every request (each page of a query), and bcrypt is slow
+//! by design, so a verified password is remembered for a few minutes by a SHA-256 digest of
+//! the credentials, never the password itself.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
+
+use crate::client_auth::{ClientAuth, Principal};
+use crate::error::GatewayError;
+
+/// How long a verified password is trusted without checking its hash again.
+const VERIFIED_TTL: Duration = Duration::from_secs(300);
+/// Most credentials remembered at once.
+const VERIFIED_MAX: usize = 10_000;
+
+/// Why a request is refused.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub status: StatusCode,
+    pub message: String,
+    /// `WWW-Authenticate` challenges for a 401.
+    pub challenges: Vec<&'static str>,
+}
+
+pub struct TrinoAuth {
+    auth: Arc<ClientAuth>,
+    verified: Mutex<HashMap<[u8; 32], (String, Instant)>>,
+}
+
+impl TrinoAuth {
+    pub fn new(auth: Arc<ClientAuth>) -> Self {
+        Self {
+            auth,
+            verified: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn required(&self) -> bool {
+        self.auth.required()
+    }
+
+    fn challenges(&self) -> Vec<&'static str> {
+        let mut challenges = Vec::new();
+        if self.auth.accepts_passwords() {
+            challenges.push("Basic realm=\"SQE\"");
+        }
+        challenges.push("Bearer realm=\"SQE\"");
+        challenges
+    }
+
+    fn unauthorized(&self, message: impl Into<String>) -> Refused {
+        Refused {
+            status: StatusCode::UNAUTHORIZED,
+            message: message.into(),
+            challenges: self.challenges(),
+        }
+    }
+
+    /// The authenticated principal, `None` when authentication is off.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Principal>, Refused> {
+        if !self.required() {
+            return Ok(None);
+        }
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(self.unauthorized("authentication required"));
+        };
+        let value = value
+            .to_str()
+            .map_err(|_| self.unauthorized("malformed Authorization header"))?;
+        let (scheme, credentials) = value.split_once(' ').unwrap_or((value, ""));
+        let credentials = credentials.trim();
+        let result = if scheme.eq_ignore_ascii_case("basic") {
+            self.basic(credentials).await
+        } else if scheme.eq_ignore_ascii_case("bearer") {
+            self.auth.verify(credentials)
+        } else {
+            return Err(self.unauthorized(format!("unsupported authentication scheme {scheme}")));
+        };
+        result
+            .map(Some)
+            .map_err(|e| self.unauthorized(e.to_string()))
+    }
+
+    async fn basic(&self, credentials: &str) -> Result<Principal, GatewayError> {
+        if !self.auth.accepts_passwords() {
+            return Err(GatewayError::Unauthenticated(
+                "password login is not enabled: present a bearer token".into(),
+            ));
+        }
+        let malformed = || GatewayError::Unauthenticated("malformed Basic credentials".into());
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(credentials)
+            .map_err(|_| malformed())?;
+        let text = String::from_utf8(decoded).map_err(|_| malformed())?;
+        let (user, password) = text.split_once(':').ok_or_else(malformed)?;
+        let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        if let Ok(verified) = self.verified.lock()
+            && let Some((known, at)) = verified.get(&digest)
+            && known == user
+            && at.elapsed() < VERIFIED_TTL
+        {
+            return Ok(Principal {
+                user: user.to_string(),
+            });
+        }
+        let principal = self.auth.login(user, password).await?;
+        if let Ok(mut verified) = self.verified.lock() {
+            if verified.len() >= VERIFIED_MAX {
+                verified.retain(|_, (_, at)| at.elapsed() < VERIFIED_TTL);
+                if verified.len() >= VERIFIED_MAX {
+                    verified.clear();
+                }
+            }
+            verified.insert(digest, (principal.user.clone(), Instant::now()));
+        }
+        Ok(principal)
+    }
+}
+
+impl Refused {
+    pub fn headers(&self) -> Vec<(header::HeaderName, HeaderValue)> {
+        self.challenges
+            .iter()
+            .map(|c| (header::WWW_AUTHENTICATE, HeaderValue::from_static(c)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ClientAuthConfig, ClientAuthType};
+
+    fn basic(user: &str, password: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        if let Ok(value) = HeaderValue::from_str(&format!("Basic {encoded}")) {
+            headers.insert(header::AUTHORIZATION, value);
+        }
+        headers
+    }
+
+    #[tokio::test]
+    async fn basic_credentials_are_checked_and_remembered() -> Result<(), GatewayError> {
+        let hash = bcrypt::hash("s3cret", 4).map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let auth = TrinoAuth::new(ClientAuth::from_config(&ClientAuthConfig {
+            kind: ClientAuthType::Password,
+            users: HashMap::from([("alice".to_string(), hash)]),
+            ..Default::default()
+        })?);
+        let alice = auth.authenticate(&basic("alice", "s3cret")).await;
+        assert_eq!(
+            alice.ok().flatten().map(|p| p.user).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(auth.verified.lock().map(|v| v.len()).unwrap_or(0), 1);
+        // Remembered: a second request does not check the hash again, and still gets alice.
+        let again = auth.authenticate(&basic("alice", "s3cret")).await;
+        assert_eq!(
+            again.ok().flatten().map(|p| p.user).as_deref(),
+            Some("alice")
+        );
+        let wrong = auth.authenticate(&basic("alice", "nope")).await;
+        let refused = wrong
+            .err()
+            .ok_or_else(|| GatewayError::Internal("accepted".into()))?;
+        assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+        assert!(refused.challenges.iter().any(|c| c.starts_with("Basic")));
+        let missing = auth.authenticate(&HeaderMap::new()).await;
+        assert_eq!(
+            missing.err().map(|r| r.status),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn without_auth_nobody_is_asked() -> Result<(), GatewayError> {
+        let auth = TrinoAuth::new(ClientAuth::disabled()?);
+        assert_eq!(auth.authenticate(&HeaderMap::new()).await, Ok(None));
+        Ok(())
+    }
+}
