@@ -11,6 +11,7 @@ pub mod flight;
 pub mod local;
 pub mod metadata;
 pub mod peers;
+pub mod query_runtime;
 pub mod runtime;
 pub mod session_properties;
 pub mod shell;

@@ -21,6 +21,7 @@ use crate::engine::{Engine, EngineSettings};
 use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::peers::{channel_resolver, token_verifier};
+use crate::query_runtime::QueryRuntime;
 use crate::tls_listener::TlsListener;
 use crate::trino::{TrinoEndpoint, trino_router};
 
@@ -73,8 +74,18 @@ impl ServerTask {
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
+        Self::spawn_on(&tokio::runtime::Handle::current(), serve)
+    }
+
+    fn spawn_on<F>(
+        handle: &tokio::runtime::Handle,
+        serve: impl FnOnce(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) -> F,
+    ) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let shutdown = Shutdown::new();
-        let task = tokio::spawn(serve(Box::pin(shutdown.wait())));
+        let task = handle.spawn(serve(Box::pin(shutdown.wait())));
         Self { shutdown, task }
     }
 
@@ -104,6 +115,8 @@ pub struct RunningWorker {
     /// How this worker reaches its peers.
     pub channels: SqeChannelResolver,
     pub server: ServerTask,
+    /// Where the worker serves and runs its tasks (kept alive as long as the worker).
+    pub runtime: Arc<QueryRuntime>,
 }
 
 impl RunningWorker {
@@ -140,7 +153,24 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
     };
     let version = settings.version.clone();
     let channels = settings.channels.clone();
-    let server = ServerTask::spawn(|stop| async move {
+    // Tasks run where the worker serves them: on threads of its own, so a CPU-bound task never
+    // holds up the process's other servers (in `sqe local`, the coordinator).
+    // Twice the cores: a task that does not yield (a cross join feeding an aggregate) must
+    // leave threads for the worker's RPCs, its other tasks and the drop of a cancelled stream.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let runtime = QueryRuntime::new("sqe-worker", 2 * cores)
+        .map_err(|e| GatewayError::Internal(format!("cannot start the worker runtime: {e}")))?;
+    let listener = listener
+        .into_std()
+        .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
+    let server = ServerTask::spawn_on(runtime.handle(), |stop| async move {
+        let listener = match TcpListener::from_std(listener) {
+            Ok(listener) => listener,
+            Err(e) => {
+                tracing::error!(error = %e, "worker listener");
+                return;
+            }
+        };
         if let Err(e) = serve(listener, worker, &settings, stop).await {
             tracing::error!(error = %e, "worker server failed");
         }
@@ -153,6 +183,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         verifier_stats: verifier.map(|v| v.stats()),
         channels,
         server,
+        runtime,
     })
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::error::DataFusionError;
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use tokio::net::TcpListener;
@@ -39,12 +40,20 @@ pub struct WorkerSettings {
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     tasks_received: AtomicU64,
+    /// The pool every task's operators reserve their memory from.
+    memory: Option<Arc<dyn MemoryPool>>,
 }
 
 impl WorkerStats {
     /// Plan fragments (distributed tasks) this worker has accepted since it started.
     pub fn tasks_received(&self) -> u64 {
         self.tasks_received.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the worker's running tasks hold in its memory pool; back to 0 once every task
+    /// has ended or been dropped.
+    pub fn memory_reserved(&self) -> usize {
+        self.memory.as_ref().map_or(0, |pool| pool.reserved())
     }
 }
 
@@ -71,9 +80,12 @@ pub fn build_worker(
                 .build())
         }
     })
-    .with_runtime_env(runtime)
+    .with_runtime_env(Arc::clone(&runtime))
     .with_version(settings.version.clone());
-    let stats = Arc::new(WorkerStats::default());
+    let stats = Arc::new(WorkerStats {
+        tasks_received: AtomicU64::new(0),
+        memory: Some(Arc::clone(&runtime.memory_pool)),
+    });
     let counted = Arc::clone(&stats);
     worker.add_on_plan_hook(move |plan| {
         counted.tasks_received.fetch_add(1, Ordering::Relaxed);

@@ -30,15 +30,14 @@ use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{
     DdlStatement, DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp,
 };
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
-use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
-use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::prelude::SessionConfig;
 use datafusion_distributed::{
     DistributedExec, DistributedExt, DistributedMetricsFormat, SessionStateBuilderExt,
     display_plan_ascii, rewrite_distributed_plan_with_metrics,
 };
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
 use iceberg::spec::{Schema as IcebergSchema, UnboundPartitionSpec};
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
@@ -54,6 +53,7 @@ use self::table_properties::{TableProperties, partition_spec};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
+use crate::query_runtime::QueryRuntime;
 use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
 
 /// How long catalog names may be cached between statements.
@@ -220,6 +220,8 @@ pub struct Engine {
     workers: Arc<WorkerPool>,
     codec: SqeCodec,
     runtime: Arc<RuntimeEnv>,
+    /// Where plans run: not on the threads serving clients.
+    query_runtime: Arc<QueryRuntime>,
     names_refreshed: Mutex<Option<Instant>>,
 }
 
@@ -283,7 +285,17 @@ impl Engine {
             Arc::clone(&provider) as Arc<dyn CatalogProvider>,
         )?;
         let codec = SqeCodec::new(settings.storage_props.clone());
+        // Twice the threads a query uses: a CPU-bound query that does not yield (nested-loop
+        // joins) leaves threads for the next small one; the OS time-slices them.
+        let threads = 2 * if settings.target_partitions > 0 {
+            settings.target_partitions
+        } else {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        };
+        let query_runtime = QueryRuntime::new("sqe-query", threads)
+            .map_err(|e| GatewayError::Internal(format!("cannot start the query runtime: {e}")))?;
         Ok(Arc::new(Self {
+            query_runtime,
             settings,
             channels,
             provider,
@@ -674,7 +686,7 @@ impl Engine {
         };
         let outcome = match prepared.action {
             Action::Plan { plan, task_ctx } => {
-                let stream = bounded(spawned(plan, task_ctx));
+                let stream = bounded(self.query_runtime.execute(plan, task_ctx));
                 if kind == StatementKind::Insert {
                     Outcome::Updated {
                         rows: Some(count_rows(stream).await?),
@@ -737,7 +749,7 @@ impl Engine {
                 Outcome::Updated { rows: None }
             }
             Action::ExplainAnalyze { plan, task_ctx } => {
-                let rows: u64 = bounded(spawned(Arc::clone(&plan), task_ctx))
+                let rows: u64 = bounded(self.query_runtime.execute(Arc::clone(&plan), task_ctx))
                     .try_fold(0u64, |n, b| async move { Ok(n + b.num_rows() as u64) })
                     .await?;
                 let plan = rewrite_distributed_plan_with_metrics(
@@ -827,7 +839,9 @@ impl Engine {
             )?
             .build()?;
             let physical = state.create_physical_plan(&plan).await?;
-            let stream = execute_stream(physical, Arc::new(TaskContext::from(&state)))?;
+            let stream = self
+                .query_runtime
+                .execute(physical, Arc::new(TaskContext::from(&state)));
             count_rows(stream).await
         };
         let insert = async {
@@ -941,24 +955,6 @@ pub fn render_plan(plan: &Arc<dyn ExecutionPlan>, with_metrics: bool) -> String 
             .indent(true)
             .to_string()
     }
-}
-
-/// Runs `plan` in tasks of its own and streams what it produces: whoever reads the result (a
-/// client connection, the deadline) is never stuck inside a long CPU-bound poll of the plan.
-/// Dropping the stream aborts the plan.
-fn spawned(plan: Arc<dyn ExecutionPlan>, task_ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-    let mut builder = RecordBatchReceiverStreamBuilder::new(plan.schema(), 2);
-    let tx = builder.tx();
-    builder.spawn(async move {
-        let mut stream = execute_stream(plan, task_ctx)?;
-        while let Some(batch) = stream.next().await {
-            if tx.send(batch).await.is_err() {
-                break;
-            }
-        }
-        Ok(())
-    });
-    builder.build()
 }
 
 /// Reads the single `count` row a write plan produces.

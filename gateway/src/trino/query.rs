@@ -86,6 +86,8 @@ pub struct TrinoQuery {
     progress: Mutex<Progress>,
     /// Last time a client asked for this query; abandoned queries are reaped by it.
     last_seen: SyncMutex<Instant>,
+    /// Page requests being answered right now (a long poll is not idleness).
+    in_flight: std::sync::atomic::AtomicUsize,
     /// Whether its last page has been served (then only a repeat of it can be asked for).
     finished: std::sync::atomic::AtomicBool,
     /// What the statement changed in the client's session, once it has run.
@@ -129,6 +131,7 @@ impl TrinoQuery {
                 done: false,
             }),
             last_seen: SyncMutex::new(Instant::now()),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
             finished: std::sync::atomic::AtomicBool::new(false),
             changes: std::sync::OnceLock::new(),
         });
@@ -188,17 +191,31 @@ impl TrinoQuery {
         }
     }
 
+    /// How long no client has asked for this query; zero while a request is being answered.
     pub fn idle_for(&self) -> Duration {
+        if self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return Duration::ZERO;
+        }
         self.last_seen
             .lock()
             .map(|t| t.elapsed())
             .unwrap_or_default()
     }
 
-    /// Stops the query: planning ends, the plan's streams are dropped, which cancels its tasks
-    /// on every worker.
-    pub fn cancel(&self) {
+    /// Stops the query: planning ends, and the plan's stream is dropped now (not when the
+    /// client next asks for a page), which ends its tasks on every worker.
+    pub fn cancel(self: &Arc<Self>) {
         self.cancel.cancel();
+        let query = Arc::clone(self);
+        tokio::spawn(async move {
+            // A page being produced holds the lock; it sees the cancellation and drops the
+            // stream itself.
+            let mut progress = query.progress.lock().await;
+            if matches!(progress.execution, Execution::Rows(_)) {
+                progress.execution = Execution::Failed(GatewayError::Cancelled);
+                progress.carry = None;
+            }
+        });
     }
 
     /// Whether the client has been sent the last page.
@@ -213,6 +230,21 @@ impl TrinoQuery {
     /// The page for `token`: the next one is produced (waiting up to `max_wait` for rows, up
     /// to about `target_bytes` of JSON), the current one is repeated as it was.
     pub async fn page(
+        &self,
+        token: u64,
+        max_wait: Duration,
+        target_bytes: usize,
+    ) -> Result<Arc<Page>, PageError> {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let page = self.produce_page(token, max_wait, target_bytes).await;
+        self.touch();
+        self.in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        page
+    }
+
+    async fn produce_page(
         &self,
         token: u64,
         max_wait: Duration,
