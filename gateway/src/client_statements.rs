@@ -114,19 +114,18 @@ struct Tokens {
 }
 
 impl Tokens {
-    fn new(sql: &str) -> Result<Self> {
-        let all = tokenize(sql)?;
+    fn new(all: Vec<Token>) -> Self {
         let significant = all
             .iter()
             .enumerate()
             .filter(|(_, t)| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
             .map(|(i, _)| i)
             .collect();
-        Ok(Self {
+        Self {
             all,
             significant,
             at: 0,
-        })
+        }
     }
 
     fn peek(&self) -> Option<&Token> {
@@ -215,11 +214,7 @@ impl Tokens {
         let Some(&from) = self.significant.get(self.at) else {
             return String::new();
         };
-        let text: String = self.all[from..]
-            .iter()
-            .filter(|t| !matches!(t, Token::EOF))
-            .map(|t| t.to_string())
-            .collect();
+        let text = print(&self.all[from..], |_, _| None);
         text.trim().trim_end_matches(';').trim().to_string()
     }
 
@@ -275,7 +270,12 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
 
 /// Recognizes `sql` as one of the statements SQE answers itself; `None` for everything else.
 pub fn recognize(sql: &str) -> Result<Option<ClientStatement>> {
-    let mut t = Tokens::new(sql)?;
+    recognize_tokens(tokenize(sql)?)
+}
+
+/// [`recognize`] on the statement's [`tokenize`]d form, for callers that already have it.
+pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
+    let mut t = Tokens::new(tokens);
     let statement = if t.keyword("USE") {
         let mut name = t.qualified_name()?;
         let (catalog, schema) = match name.len() {
@@ -440,53 +440,55 @@ pub fn bind_parameters(sql: &str, parameters: &[Expr]) -> Result<String> {
         )));
     }
     let mut values = parameters.iter();
-    let mut out = String::with_capacity(sql.len());
-    for token in &tokens {
-        match token {
-            Token::Placeholder(p) if p == "?" => {
-                if let Some(value) = values.next() {
-                    out.push('(');
-                    out.push_str(&value.to_string());
-                    out.push(')');
-                }
-            }
-            Token::EOF => {}
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    Ok(out)
+    Ok(print(&tokens, |_, token| {
+        is_parameter(token).then(|| {
+            values
+                .next()
+                .map(|value| format!("({value})"))
+                .unwrap_or_default()
+        })
+    }))
 }
 
 /// `sql` with its `?` parameters numbered `$1`, `$2`, ... (DataFusion's placeholders), for
 /// inferring their types.
 pub fn number_parameters(sql: &str) -> Result<String> {
     let mut n = 0;
-    let mut out = String::with_capacity(sql.len());
-    for token in tokenize(sql)? {
-        match token {
-            Token::Placeholder(p) if p == "?" => {
-                n += 1;
-                out.push_str(&format!("${n}"));
-            }
-            Token::EOF => {}
-            other => out.push_str(&other.to_string()),
+    Ok(print(&tokenize(sql)?, |_, token| {
+        is_parameter(token).then(|| {
+            n += 1;
+            format!("${n}")
+        })
+    }))
+}
+
+fn is_parameter(token: &Token) -> bool {
+    matches!(token, Token::Placeholder(p) if p == "?")
+}
+
+/// The tokens printed back as SQL; `replace` gives another text for a token (by index).
+fn print(tokens: &[Token], mut replace: impl FnMut(usize, &Token) -> Option<String>) -> String {
+    let mut out = String::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if matches!(token, Token::EOF) {
+            continue;
+        }
+        match replace(i, token) {
+            Some(text) => out.push_str(&text),
+            None => out.push_str(&token.to_string()),
         }
     }
-    Ok(out)
+    out
 }
 
 fn count_parameters(tokens: &[Token]) -> usize {
-    tokens
-        .iter()
-        .filter(|t| matches!(t, Token::Placeholder(p) if p == "?"))
-        .count()
+    tokens.iter().filter(|t| is_parameter(t)).count()
 }
 
 /// Trino's niladic functions written without parentheses (`current_schema`), which the SQL
 /// parser would otherwise read as column names, rewritten as calls.
-pub fn niladic_calls(sql: &str) -> Result<Option<String>> {
+pub fn niladic_calls(tokens: &[Token]) -> Option<String> {
     const NILADIC: &[&str] = &["current_schema"];
-    let tokens = tokenize(sql)?;
     let significant: Vec<usize> = tokens
         .iter()
         .enumerate()
@@ -507,19 +509,11 @@ pub fn niladic_calls(sql: &str) -> Result<Option<String>> {
         }
     }
     if rewrite.is_empty() {
-        return Ok(None);
+        return None;
     }
-    let mut out = String::with_capacity(sql.len() + 2 * rewrite.len());
-    for (i, token) in tokens.iter().enumerate() {
-        if matches!(token, Token::EOF) {
-            continue;
-        }
-        out.push_str(&token.to_string());
-        if rewrite.contains(&i) {
-            out.push_str("()");
-        }
-    }
-    Ok(Some(out))
+    Some(print(tokens, |i, token| {
+        rewrite.contains(&i).then(|| format!("{token}()"))
+    }))
 }
 
 #[cfg(test)]
@@ -652,10 +646,12 @@ mod tests {
     #[test]
     fn niladic_functions_become_calls() -> Result<()> {
         assert_eq!(
-            niladic_calls("SELECT current_schema, current_timezone(), t.current_schema")?,
+            niladic_calls(&tokenize(
+                "SELECT current_schema, current_timezone(), t.current_schema"
+            )?),
             Some("SELECT current_schema(), current_timezone(), t.current_schema".into())
         );
-        assert_eq!(niladic_calls("SELECT 1")?, None);
+        assert_eq!(niladic_calls(&tokenize("SELECT 1")?), None);
         Ok(())
     }
 }

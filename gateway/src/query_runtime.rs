@@ -4,19 +4,18 @@
 //! on threads of their own that the OS schedules fairly against the serving threads.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use futures::StreamExt;
-use tokio::runtime::{Handle, Runtime};
+use sqe_layers::dedicated_runtime::DedicatedRuntime;
+use tokio::runtime::Handle;
 
 /// A multi-thread runtime whose threads are named `<name>-<n>`.
 #[derive(Debug)]
 pub struct QueryRuntime {
-    runtime: Option<Runtime>,
-    handle: Handle,
+    runtime: DedicatedRuntime,
 }
 
 impl QueryRuntime {
@@ -27,22 +26,13 @@ impl QueryRuntime {
         } else {
             threads
         };
-        let counter = AtomicU64::new(0);
-        let prefix = name.to_string();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name_fn(move || format!("{prefix}-{}", counter.fetch_add(1, Ordering::Relaxed)))
-            .enable_all()
-            .build()?;
-        let handle = runtime.handle().clone();
         Ok(Arc::new(Self {
-            runtime: Some(runtime),
-            handle,
+            runtime: DedicatedRuntime::new(&format!("{name}-"), threads)?,
         }))
     }
 
     pub fn handle(&self) -> &Handle {
-        &self.handle
+        self.runtime.handle()
     }
 
     /// Runs `plan` on this runtime and streams what it produces. Dropping the stream aborts
@@ -54,7 +44,7 @@ impl QueryRuntime {
     ) -> SendableRecordBatchStream {
         let schema = plan.schema();
         let (tx, rx) = tokio::sync::mpsc::channel(2);
-        let task = self.handle.spawn(async move {
+        let task = self.handle().spawn(async move {
             let mut stream = match execute_stream(plan, task_ctx) {
                 Ok(stream) => stream,
                 Err(e) => {
@@ -75,15 +65,6 @@ impl QueryRuntime {
             batch
         });
         Box::pin(RecordBatchStreamAdapter::new(schema, batches))
-    }
-}
-
-impl Drop for QueryRuntime {
-    fn drop(&mut self) {
-        // Dropping a runtime blocks; from inside another runtime that panics.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 

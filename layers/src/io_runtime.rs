@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use pin_project::pin_project;
-use tokio::runtime::{Handle, Runtime};
+
+use crate::dedicated_runtime::DedicatedRuntime;
+use tokio::runtime::Handle;
 use tonic::transport::Endpoint;
 
 /// Threads of an I/O runtime are named `sqe-io-<n>`.
@@ -47,31 +49,20 @@ impl IoStats {
 /// A multi-thread tokio runtime reserved for network I/O.
 #[derive(Debug)]
 pub struct IoRuntime {
-    runtime: Option<Runtime>,
-    handle: Handle,
+    runtime: DedicatedRuntime,
     stats: Arc<IoStats>,
 }
 
 impl IoRuntime {
     pub fn new(threads: usize) -> std::io::Result<Arc<Self>> {
-        let counter = AtomicU64::new(0);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads.max(1))
-            .thread_name_fn(move || {
-                format!("{THREAD_PREFIX}{}", counter.fetch_add(1, Ordering::Relaxed))
-            })
-            .enable_all()
-            .build()?;
-        let handle = runtime.handle().clone();
         Ok(Arc::new(Self {
-            runtime: Some(runtime),
-            handle,
+            runtime: DedicatedRuntime::new(THREAD_PREFIX, threads)?,
             stats: Arc::default(),
         }))
     }
 
     pub fn handle(&self) -> &Handle {
-        &self.handle
+        self.runtime.handle()
     }
 
     pub fn stats(&self) -> Arc<IoStats> {
@@ -81,7 +72,7 @@ impl IoRuntime {
     /// An executor for `Endpoint::executor`.
     pub fn executor(&self) -> IoExecutor {
         IoExecutor {
-            handle: self.handle.clone(),
+            handle: self.handle().clone(),
             stats: Arc::clone(&self.stats),
         }
     }
@@ -89,15 +80,6 @@ impl IoRuntime {
     /// An endpoint whose connection tasks run on this runtime.
     pub fn endpoint(&self, url: &str) -> Result<Endpoint, tonic::transport::Error> {
         Ok(Endpoint::from_shared(url.to_string())?.executor(self.executor()))
-    }
-}
-
-impl Drop for IoRuntime {
-    fn drop(&mut self) {
-        // Dropping a runtime blocks; from inside another runtime that panics. Let it go quietly.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 

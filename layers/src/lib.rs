@@ -34,6 +34,7 @@
 //! ```
 
 pub mod auth;
+pub mod dedicated_runtime;
 pub mod io_runtime;
 pub mod retry;
 mod stack;

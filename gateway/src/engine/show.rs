@@ -107,8 +107,9 @@ impl Engine {
     ) -> Result<()> {
         self.require_schema(state, c, s)?;
         let schema = state.catalog_list().catalog(c).and_then(|c| c.schema(s));
+        // The cached names answer without loading the table; a miss is checked with the catalog.
         let found = match schema {
-            Some(schema) => schema.table(t).await?.is_some(),
+            Some(schema) => schema.table_exist(t) || schema.table(t).await?.is_some(),
             None => false,
         };
         if !found {

@@ -10,7 +10,7 @@ use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, Wr
 
 use super::table_properties::{TableProperties, take_table_properties};
 use super::{Engine, Prepared, SessionSettings, StatementKind, explain_schema};
-use crate::client_statements::{ClientStatement, niladic_calls, recognize};
+use crate::client_statements::{ClientStatement, niladic_calls, recognize_tokens, tokenize};
 use crate::error::{GatewayError, Result};
 
 /// A parsed and logically planned statement, possibly with `$1`, `$2`, ... parameters.
@@ -181,9 +181,10 @@ impl Engine {
         sql: &str,
     ) -> Result<StatementTemplate> {
         self.refresh_names(false).await?;
-        let rewritten = niladic_calls(sql)?;
+        let tokens = tokenize(sql)?;
+        let rewritten = niladic_calls(&tokens);
         let sql = rewritten.as_deref().unwrap_or(sql);
-        let (state, logical, properties) = match recognize(sql)? {
+        let (state, logical, properties) = match recognize_tokens(tokens)? {
             Some(ClientStatement::Show(show)) => {
                 let state = self.session_state_with(session, false)?;
                 let logical = self.show_plan(&state, session, show).await?;
