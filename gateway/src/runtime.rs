@@ -146,6 +146,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         verifier: verifier.clone(),
     };
     let (worker, stats) = build_worker(&settings)?;
+    let served_stats = Arc::clone(&stats);
     let url = match &config.worker.advertise_url {
         Some(u) => Url::parse(u).map_err(|e| GatewayError::Internal(e.to_string()))?,
         None => Url::parse(&format!("http://{addr}"))
@@ -171,7 +172,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
                 return;
             }
         };
-        if let Err(e) = serve(listener, worker, &settings, stop).await {
+        if let Err(e) = serve(listener, worker, &served_stats, &settings, stop).await {
             tracing::error!(error = %e, "worker server failed");
         }
     });

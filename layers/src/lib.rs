@@ -18,7 +18,9 @@
 //! | channel | a tonic `Channel` whose connection tasks run on an [`io_runtime::IoRuntime`] |
 //!
 //! Server side: [`trace::TraceExtractLayer`] (continues the caller's trace), then
-//! [`auth::VerifyLayer`] (rejects requests without a valid token with `Unauthenticated`).
+//! [`auth::VerifyLayer`] (rejects requests without a valid token with `Unauthenticated`);
+//! [`stream_count::StreamCountLayer`] counts the calls of one RPC still running, streamed
+//! responses included (a worker's running task partitions).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +41,7 @@ pub mod io_runtime;
 pub mod retry;
 mod stack;
 mod status;
+pub mod stream_count;
 pub mod timeout;
 pub mod trace;
 

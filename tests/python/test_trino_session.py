@@ -54,6 +54,19 @@ class Session(unittest.TestCase):
         self.assertEqual(rows[0][1:], ["tester", "Europe/Paris"])
         self.assertRegex(rows[0][0], r"^\d+\.\d+\.\d+")
         self.assertEqual([d[0] for d in cur.description], ["_col0", "_col1", "_col2"])
+        # The session zone is the one timestamps with time zone are produced in.
+        ((now,),) = run(cur, "SELECT now()")
+        self.assertEqual(str(now.tzinfo), "Europe/Paris")
+        self.assertLess(abs(now - datetime.datetime.now(datetime.timezone.utc)).total_seconds(), 300)
+
+    def test_unknown_time_zone_is_a_user_error(self):
+        headers = {"X-Trino-User": "tester", "X-Trino-Time-Zone": "Mars/Olympus_Mons"}
+        results = requests.post(f"{BASE}/v1/statement", data="SELECT 1", headers=headers).json()
+        while "nextUri" in results:
+            results = requests.get(results["nextUri"], headers=headers).json()
+        self.assertEqual(results["stats"]["state"], "FAILED")
+        self.assertEqual(results["error"]["errorType"], "USER_ERROR")
+        self.assertIn("Time zone not supported: Mars/Olympus_Mons", results["error"]["message"])
 
     def test_set_and_reset_session_round_trip_through_the_client(self):
         conn = connect(schema="tpch")

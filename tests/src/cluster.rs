@@ -93,6 +93,14 @@ impl TestCluster {
         self.dir.path()
     }
 
+    /// Where the coordinator serves the Trino protocol.
+    pub fn trino_addr(&self) -> Result<std::net::SocketAddr, &'static str> {
+        self.cluster
+            .coordinator
+            .trino_http_addr
+            .ok_or("the test cluster serves the Trino protocol")
+    }
+
     pub fn flight_url(&self) -> String {
         format!("http://{}", self.cluster.coordinator.flight_sql_addr)
     }

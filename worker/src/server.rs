@@ -14,6 +14,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 
 use sqe_layers::auth::TokenVerifier;
 use sqe_layers::server_layers;
+use sqe_layers::stream_count::{OpenStreams, StreamCountLayer};
 
 use crate::channel::SqeChannelResolver;
 use crate::codec::SqeCodec;
@@ -36,10 +37,16 @@ pub struct WorkerSettings {
     pub verifier: Option<Arc<TokenVerifier>>,
 }
 
+/// The RPC through which a task's partitions are executed and streamed to their consumer.
+const EXECUTE_TASK: &str = "/worker.WorkerService/ExecuteTask";
+
 /// Live counters of one worker process.
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     tasks_received: AtomicU64,
+    /// `ExecuteTask` calls still streaming: a cancelled consumer resets its stream, the server
+    /// drops the body, and with it the task's partition streams (their spawned tasks abort).
+    task_streams: OpenStreams,
     /// The pool every task's operators reserve their memory from.
     memory: Option<Arc<dyn MemoryPool>>,
 }
@@ -48,6 +55,12 @@ impl WorkerStats {
     /// Plan fragments (distributed tasks) this worker has accepted since it started.
     pub fn tasks_received(&self) -> u64 {
         self.tasks_received.load(Ordering::Relaxed)
+    }
+
+    /// Partition streams of plan fragments this worker is executing now (its running work);
+    /// 0 once every consumer has finished or cancelled.
+    pub fn open_task_streams(&self) -> usize {
+        self.task_streams.current()
     }
 
     /// Bytes the worker's running tasks hold in its memory pool; back to 0 once every task
@@ -84,6 +97,7 @@ pub fn build_worker(
     .with_version(settings.version.clone());
     let stats = Arc::new(WorkerStats {
         tasks_received: AtomicU64::new(0),
+        task_streams: OpenStreams::default(),
         memory: Some(Arc::clone(&runtime.memory_pool)),
     });
     let counted = Arc::clone(&stats);
@@ -94,16 +108,21 @@ pub fn build_worker(
     Ok((worker, stats))
 }
 
-/// Serves `worker` on `listener` behind the server-side layers (trace context, token check)
-/// until `shutdown` completes.
+/// Serves `worker` on `listener` behind the server-side layers (trace context, token check,
+/// then the count of running task streams in `stats`) until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     worker: Worker,
+    stats: &WorkerStats,
     settings: &WorkerSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     tonic::transport::Server::builder()
-        .layer(server_layers(&settings.node_id, settings.verifier.clone()))
+        .layer(
+            server_layers(&settings.node_id, settings.verifier.clone()).layer(
+                StreamCountLayer::new(EXECUTE_TASK, stats.task_streams.clone()),
+            ),
+        )
         .add_service(worker.into_worker_server())
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
         .await

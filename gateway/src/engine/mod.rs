@@ -437,6 +437,12 @@ impl Engine {
         if partitions > 0 {
             config = config.with_target_partitions(partitions);
         }
+        if let Some(zone) = &session.time_zone {
+            // Trino's session zone: what `now()` and `current_timezone()` answer in.
+            zone.parse::<datafusion::arrow::array::timezone::Tz>()
+                .map_err(|_| GatewayError::Analysis(format!("Time zone not supported: {zone}")))?;
+            config.options_mut().execution.time_zone = Some(zone.clone());
+        }
         let join = properties.join_distribution();
         let optimizer = &mut config.options_mut().optimizer;
         match join {
@@ -475,6 +481,8 @@ impl Engine {
             builder
         };
         let mut state = builder.build();
+        // The statement's `now()`: simplified to this instant when the plan is optimized.
+        state.mark_start_execution();
         let context = SessionContext {
             user: session.user.clone(),
             catalog: Some(catalog.to_string()),

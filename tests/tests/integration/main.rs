@@ -6,6 +6,7 @@ mod flight_sql;
 mod processes;
 mod scans;
 mod shell;
+mod trino_cancel;
 mod trino_http;
 mod worker_channel;
 mod writes;

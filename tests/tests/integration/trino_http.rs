@@ -9,11 +9,7 @@ use crate::TestResult;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn python_trino_client_and_protocol_edges() -> TestResult {
     let cluster = TestCluster::start(2, 0.01).await?;
-    let addr = cluster
-        .cluster
-        .coordinator
-        .trino_http_addr
-        .ok_or("the test cluster serves the Trino protocol")?;
+    let addr = cluster.trino_addr()?;
     let args = [addr.ip().to_string(), addr.port().to_string()];
     for script in [
         "test_trino.py",
