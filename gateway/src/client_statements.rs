@@ -48,6 +48,11 @@ pub enum ClientStatement {
     Commit,
     Rollback,
     Show(Show),
+    /// `CALL system.runtime.kill_query(query_id => '...', message => '...')`
+    KillQuery {
+        query_id: String,
+        message: Option<String>,
+    },
 }
 
 impl ClientStatement {
@@ -67,6 +72,7 @@ impl ClientStatement {
             ClientStatement::Commit => "COMMIT",
             ClientStatement::Rollback => "ROLLBACK",
             ClientStatement::Show(_) => "SHOW",
+            ClientStatement::KillQuery { .. } => "CALL",
         }
     }
 }
@@ -359,6 +365,21 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
     } else if t.keyword("ROLLBACK") {
         t.keyword("WORK");
         ClientStatement::Rollback
+    } else if t.keyword("CALL") {
+        let procedure = t.qualified_name()?.join(".").to_ascii_lowercase();
+        if procedure != "system.runtime.kill_query" && procedure != "runtime.kill_query" {
+            return Err(GatewayError::NotFound(format!(
+                "Procedure not registered: {procedure}"
+            )));
+        }
+        let mut arguments = call_arguments(&mut t, &["query_id", "message"])?;
+        let query_id = arguments
+            .remove("query_id")
+            .ok_or_else(|| syntax("kill_query needs a query_id"))?;
+        ClientStatement::KillQuery {
+            query_id,
+            message: arguments.remove("message"),
+        }
     } else if t.keyword("SHOW") {
         let Some(show) = show(&mut t)? else {
             return Ok(None);
@@ -369,6 +390,46 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
     };
     t.end()?;
     Ok(Some(statement))
+}
+
+/// A procedure's string arguments, by name (`name => 'v'`) or in `names` order.
+fn call_arguments(
+    t: &mut Tokens,
+    names: &[&str],
+) -> Result<std::collections::HashMap<String, String>> {
+    let mut arguments = std::collections::HashMap::new();
+    if !matches!(t.next(), Some(Token::LParen)) {
+        return Err(syntax("expected '(' after the procedure name"));
+    }
+    let mut position = 0;
+    loop {
+        if matches!(t.peek(), Some(Token::RParen)) {
+            t.next();
+            return Ok(arguments);
+        }
+        let name = if matches!(t.peek(), Some(Token::Word(_))) {
+            let name = t.identifier()?.to_ascii_lowercase();
+            if !matches!(t.next(), Some(Token::RArrow)) {
+                return Err(syntax(format!("expected '=>' after argument {name}")));
+            }
+            if !names.contains(&name.as_str()) {
+                return Err(syntax(format!("unknown argument {name}")));
+            }
+            name
+        } else {
+            names
+                .get(position)
+                .map(|n| n.to_string())
+                .ok_or_else(|| syntax("too many arguments"))?
+        };
+        position += 1;
+        arguments.insert(name, t.string()?);
+        match t.next() {
+            Some(Token::Comma) => {}
+            Some(Token::RParen) => return Ok(arguments),
+            _ => return Err(syntax("expected ',' or ')' between arguments")),
+        }
+    }
 }
 
 fn table_name(t: &mut Tokens) -> Result<Vec<String>> {
@@ -593,6 +654,32 @@ mod tests {
             recognize("deallocate prepare q1")?,
             Some(ClientStatement::Deallocate { name: "q1".into() })
         );
+        Ok(())
+    }
+
+    #[test]
+    fn recognizes_kill_query() -> Result<()> {
+        let kill = |sql: &str| recognize(sql);
+        assert_eq!(
+            kill("CALL system.runtime.kill_query(query_id => '20261130_1', message => 'slow')")?,
+            Some(ClientStatement::KillQuery {
+                query_id: "20261130_1".into(),
+                message: Some("slow".into()),
+            })
+        );
+        assert_eq!(
+            kill("call runtime.kill_query('q1')")?,
+            Some(ClientStatement::KillQuery {
+                query_id: "q1".into(),
+                message: None,
+            })
+        );
+        assert!(matches!(
+            kill("CALL system.runtime.drop_everything('x')"),
+            Err(GatewayError::NotFound(_))
+        ));
+        assert!(kill("CALL system.runtime.kill_query(message => 'm')").is_err());
+        assert!(kill("CALL system.runtime.kill_query(query_id => 'a' 'b')").is_err());
         Ok(())
     }
 

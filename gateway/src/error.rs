@@ -59,6 +59,9 @@ pub enum GatewayError {
     /// The client did not prove who it is.
     #[error("authentication failed: {0}")]
     Unauthenticated(String),
+    /// Authenticated, but not allowed to do this.
+    #[error("Access Denied: {0}")]
+    PermissionDenied(String),
     /// The query ran longer than it may.
     #[error("{0}")]
     TimeLimit(String),
@@ -178,6 +181,7 @@ impl From<GatewayError> for tonic::Status {
             GatewayError::Cancelled => Code::Cancelled,
             GatewayError::TimeLimit(_) => Code::DeadlineExceeded,
             GatewayError::Unauthenticated(_) => Code::Unauthenticated,
+            GatewayError::PermissionDenied(_) => Code::PermissionDenied,
             GatewayError::Catalog(_) => Code::Unavailable,
             GatewayError::Internal(_) => Code::Internal,
             GatewayError::Remote { code, .. } => *code,

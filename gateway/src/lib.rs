@@ -8,6 +8,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod flight;
+pub mod history;
 pub mod local;
 pub mod metadata;
 pub mod peers;

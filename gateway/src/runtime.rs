@@ -20,6 +20,8 @@ use crate::config::{CoordinatorConfig, WorkerConfig};
 use crate::engine::{Engine, EngineSettings};
 use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
+use crate::history::HistorySettings;
+use crate::metadata::NodeIdentity;
 use crate::peers::{channel_resolver, token_verifier};
 use crate::query_runtime::QueryRuntime;
 use crate::tls_listener::TlsListener;
@@ -257,6 +259,18 @@ pub async fn start_coordinator_on(
             "not every configured worker is reachable yet"
         );
     }
+    // Where clients reach this coordinator: the Trino port if served, else Flight SQL.
+    let tls = config.coordinator.tls_cert_file.is_some();
+    let client_uri = match &trino_listener {
+        Some(listener) => listener
+            .local_addr()
+            .ok()
+            .map(|a| format!("{}://{a}", if tls { "https" } else { "http" })),
+        None => flight_listener
+            .local_addr()
+            .ok()
+            .map(|a| format!("grpc://{a}")),
+    };
     let settings = EngineSettings {
         catalog_name: config.catalog.name.clone(),
         target_partitions: config.coordinator.target_partitions,
@@ -267,6 +281,20 @@ pub async fn start_coordinator_on(
             .coordinator
             .query_max_run_time_secs
             .map(Duration::from_secs),
+        history: HistorySettings {
+            // Disabled, only running queries are listed.
+            max_entries: if config.query_history.enabled {
+                config.query_history.max_entries
+            } else {
+                0
+            },
+            ttl: Duration::from_secs(config.query_history.ttl_secs),
+        },
+        node: NodeIdentity {
+            node_id: config.coordinator.node_id.clone(),
+            uri: client_uri,
+            version: build_version(),
+        },
     };
     let engine = Engine::new(settings, catalog, workers, channels).await?;
     let flight_sql_addr = flight_listener

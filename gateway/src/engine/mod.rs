@@ -35,7 +35,7 @@ use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion_distributed::{
     DistributedExec, DistributedExt, DistributedMetricsFormat, SessionStateBuilderExt,
-    display_plan_ascii, rewrite_distributed_plan_with_metrics,
+    TaskEstimator, display_plan_ascii, rewrite_distributed_plan_with_metrics,
 };
 use futures::TryStreamExt;
 
@@ -53,6 +53,8 @@ use self::table_properties::{TableProperties, partition_spec};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
+use crate::history::{HistorySettings, QueryHistory, TaskLedger, TaskRouter};
+use crate::metadata::{NodeIdentity, RuntimeView};
 use crate::query_runtime::QueryRuntime;
 use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
 
@@ -74,6 +76,10 @@ pub struct EngineSettings {
     pub storage_props: HashMap<String, String>,
     /// Longest a statement may run, streaming its results included; `None` is unbounded.
     pub query_max_run_time: Option<Duration>,
+    /// `[query_history]`.
+    pub history: HistorySettings,
+    /// The coordinator as `system.runtime.nodes` lists it.
+    pub node: NodeIdentity,
 }
 
 impl Default for EngineSettings {
@@ -85,6 +91,12 @@ impl Default for EngineSettings {
             memory_limit: None,
             storage_props: HashMap::new(),
             query_max_run_time: None,
+            history: HistorySettings::default(),
+            node: NodeIdentity {
+                node_id: "coordinator".into(),
+                uri: None,
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
         }
     }
 }
@@ -201,6 +213,17 @@ impl Prepared {
         Arc::clone(&self.schema)
     }
 
+    /// Where its distributed plan's tasks go, once it runs; `None` unless it runs distributed.
+    pub fn task_ledger(&self) -> Option<Arc<TaskLedger>> {
+        let Action::Plan { plan, task_ctx } = &self.action else {
+            return None;
+        };
+        plan.downcast_ref::<DistributedExec>()?;
+        let ledger = task_ctx.session_config().get_extension::<TaskLedger>()?;
+        ledger.set_plan(plan);
+        Some(ledger)
+    }
+
     /// The physical plan, for queries and INSERT.
     pub fn plan(&self) -> Option<&Arc<dyn ExecutionPlan>> {
         match &self.action {
@@ -223,6 +246,10 @@ pub struct Engine {
     /// Where plans run: not on the threads serving clients.
     query_runtime: Arc<QueryRuntime>,
     names_refreshed: Mutex<Option<Instant>>,
+    /// Every statement clients ran, for `system.runtime.queries` and `kill_query`.
+    history: Arc<QueryHistory>,
+    /// Assigns distributed tasks to workers, recording where each went.
+    router: Arc<dyn TaskEstimator + Send + Sync>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -280,9 +307,15 @@ impl Engine {
             None,
         ));
         provider.refresh().await?;
+        let history = QueryHistory::new(settings.history);
         let catalogs = crate::metadata::catalog_list(
             &settings.catalog_name,
             Arc::clone(&provider) as Arc<dyn CatalogProvider>,
+            RuntimeView {
+                history: Arc::clone(&history),
+                workers: Arc::clone(&workers),
+                coordinator: settings.node.clone(),
+            },
         )?;
         let codec = SqeCodec::new(settings.storage_props.clone());
         // Twice the threads a query uses: a CPU-bound query that does not yield (nested-loop
@@ -304,7 +337,13 @@ impl Engine {
             codec,
             runtime,
             names_refreshed: Mutex::new(Some(Instant::now())),
+            history,
+            router: Arc::new(TaskRouter::default()),
         }))
+    }
+
+    pub fn history(&self) -> &Arc<QueryHistory> {
+        &self.history
     }
 
     pub fn workers(&self) -> &Arc<WorkerPool> {
@@ -428,6 +467,7 @@ impl Engine {
         let schema = session.schema.as_deref().unwrap_or("default");
         let properties = &session.properties;
         let mut config = SessionConfig::new()
+            .with_extension(Arc::new(TaskLedger::default()))
             .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(catalog, schema);
@@ -470,6 +510,7 @@ impl Engine {
                 .with_distributed_user_codec(self.codec.clone())
                 .with_distributed_channel_resolver(self.channels.clone())
                 .with_distributed_task_estimator(IcebergTaskEstimator)
+                .with_distributed_task_estimator(Arc::clone(&self.router))
                 .with_distributed_file_scan_config_bytes_per_partition(
                     self.settings.scan_bytes_per_partition,
                 )?

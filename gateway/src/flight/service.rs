@@ -54,6 +54,7 @@ use crate::engine::{
     Engine, IfExists, IfMissing, IngestTarget, Outcome, Prepared, SessionSettings,
 };
 use crate::error::GatewayError;
+use crate::history::{QueryStart, QueryTracker, kill_through};
 
 type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
@@ -93,19 +94,44 @@ impl SqeFlightSqlService {
             .get(session_key(request.metadata(), request.remote_addr()).as_deref())
     }
 
+    /// Records a statement this endpoint received in the query history.
+    fn track(&self, session: &SessionSettings, sql: &str) -> QueryTracker {
+        self.engine.history().begin(QueryStart {
+            id: None,
+            endpoint: "flight_sql",
+            user: session.user.clone(),
+            source: None,
+            sql: sql.to_string(),
+            catalog: session.catalog.clone(),
+            schema: session.schema.clone(),
+        })
+    }
+
     /// Plans `prepared` for a later DoGet and describes it.
     fn planned_info(
         &self,
         prepared: Prepared,
         principal: Principal,
+        tracker: QueryTracker,
         descriptor: FlightDescriptor,
     ) -> Result<FlightInfo, Status> {
         let schema = prepared.schema();
         let update_type = prepared.kind().update_type();
-        let id = self.statements.plan(Planned {
-            prepared,
-            principal,
-        });
+        let id = Uuid::new_v4();
+        tracker.on_kill(kill_through(
+            &self.statements,
+            move |statements, _message| {
+                statements.cancel(&id);
+            },
+        ));
+        self.statements.plan(
+            id,
+            Planned {
+                prepared,
+                principal,
+                tracker,
+            },
+        );
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
         };
@@ -307,10 +333,18 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let (principal, session) = (principal(&request), self.session(&request));
-        let prepared = self.engine.prepare(&session, &query.query).await?;
+        let tracker = self.track(&session, &query.query);
+        let prepared = match self.engine.prepare(&session, &query.query).await {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                tracker.failed(&e);
+                return Err(e.into());
+            }
+        };
         Ok(Response::new(self.planned_info(
             prepared,
             principal,
+            tracker,
             request.into_inner(),
         )?))
     }
@@ -334,13 +368,22 @@ impl FlightSqlService for SqeFlightSqlService {
                 rows.len()
             )));
         }
-        let prepared = self
+        let tracker = self.track(&self.session(&request), &statement.sql);
+        let prepared = match self
             .engine
             .bind(&statement.template, rows.pop().unwrap_or_default())
-            .await?;
+            .await
+        {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                tracker.failed(&e);
+                return Err(e.into());
+            }
+        };
         Ok(Response::new(self.planned_info(
             prepared,
             principal,
+            tracker,
             request.into_inner(),
         )?))
     }
@@ -359,17 +402,29 @@ impl FlightSqlService for SqeFlightSqlService {
             .ok_or_else(|| {
                 Status::not_found("statement ticket unknown, already used, cancelled or expired")
             })?;
-        let schema = planned.prepared.schema();
-        let kind = planned.prepared.kind();
+        let Planned {
+            prepared, tracker, ..
+        } = planned;
+        let schema = prepared.schema();
+        let kind = prepared.kind();
         let running = self.statements.start(id);
         let token = running.token();
+        tracker.running(prepared.task_ledger());
         let outcome = tokio::select! {
-            outcome = self.engine.run(planned.prepared) => outcome?,
-            () = token.cancelled() => return Err(Status::cancelled("query cancelled")),
+            outcome = self.engine.run(prepared) => outcome,
+            () = token.cancelled() => Err(GatewayError::Cancelled),
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracker.failed(&e);
+                return Err(e.into());
+            }
         };
         let batches = match outcome {
-            Outcome::Rows(stream) => stream,
+            Outcome::Rows(stream) => tracker.observe(stream),
             Outcome::Updated { rows } => {
+                tracker.finished(rows);
                 let batch = kind.command_result(rows)?;
                 Box::pin(RecordBatchStreamAdapter::new(
                     batch.schema(),
@@ -618,11 +673,28 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
         let session = self.session(&request);
-        match self.engine.execute(&session, &command.query).await? {
-            Outcome::Updated { rows } => Ok(rows.map_or(0, |r| r as i64)),
-            Outcome::Rows(_) => Err(Status::invalid_argument(
-                "this statement returns rows: run it as a query (CommandStatementQuery)",
-            )),
+        let tracker = self.track(&session, &command.query);
+        let outcome = async {
+            let prepared = self.engine.prepare(&session, &command.query).await?;
+            tracker.running(prepared.task_ledger());
+            self.engine.run(prepared).await
+        };
+        match outcome.await {
+            Ok(Outcome::Updated { rows }) => {
+                tracker.finished(rows);
+                Ok(rows.map_or(0, |r| r as i64))
+            }
+            Ok(Outcome::Rows(_)) => {
+                let e = GatewayError::Analysis(
+                    "this statement returns rows: run it as a query (CommandStatementQuery)".into(),
+                );
+                tracker.failed(&e);
+                Err(Status::invalid_argument(e.to_string()))
+            }
+            Err(e) => {
+                tracker.failed(&e);
+                Err(e.into())
+            }
         }
     }
 
@@ -684,6 +756,7 @@ impl FlightSqlService for SqeFlightSqlService {
             .statements
             .prepared(&id, &principal)
             .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
+        let session = self.session(&request);
         let mut rows = Self::parameter_rows(request).await?;
         if rows.is_empty() {
             rows = statement.parameter_rows.clone();
@@ -691,19 +764,33 @@ impl FlightSqlService for SqeFlightSqlService {
         if rows.is_empty() {
             rows.push(Vec::new());
         }
-        let mut total = 0i64;
-        for parameters in rows {
-            let prepared = self.engine.bind(&statement.template, parameters).await?;
-            match self.engine.run(prepared).await? {
-                Outcome::Updated { rows } => total += rows.map_or(0, |r| r as i64),
-                Outcome::Rows(_) => {
-                    return Err(Status::invalid_argument(
-                        "this statement returns rows: execute it as a query",
-                    ));
+        let tracker = self.track(&session, &statement.sql);
+        let run = async {
+            let mut total = 0u64;
+            for parameters in rows {
+                let prepared = self.engine.bind(&statement.template, parameters).await?;
+                tracker.running(prepared.task_ledger());
+                match self.engine.run(prepared).await? {
+                    Outcome::Updated { rows } => total += rows.unwrap_or(0),
+                    Outcome::Rows(_) => {
+                        return Err(GatewayError::Analysis(
+                            "this statement returns rows: execute it as a query".into(),
+                        ));
+                    }
                 }
             }
+            Ok(total)
+        };
+        match run.await {
+            Ok(total) => {
+                tracker.finished(Some(total));
+                Ok(i64::try_from(total).unwrap_or(i64::MAX))
+            }
+            Err(e) => {
+                tracker.failed(&e);
+                Err(e.into())
+            }
         }
-        Ok(total)
     }
 
     async fn do_action_create_prepared_statement(
@@ -719,6 +806,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let dataset_schema = ipc_schema(&template.dataset_schema())?;
         let parameter_schema = ipc_schema(&template.parameter_schema())?;
         let id = self.statements.prepare(PreparedStatement {
+            sql: query.query.clone(),
             template,
             parameter_rows: Vec::new(),
             principal,

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::client_auth::Principal;
 use crate::engine::{Prepared, StatementTemplate};
+use crate::history::QueryTracker;
 
 /// How long a planned statement waits for its DoGet, and a prepared statement for its next use.
 const PLANNED_TTL: Duration = Duration::from_secs(300);
@@ -20,12 +21,16 @@ const PREPARED_IDLE: Duration = Duration::from_secs(3600);
 pub struct Planned {
     pub prepared: Prepared,
     pub principal: Principal,
+    /// Its record in the query history, from planning on.
+    pub tracker: QueryTracker,
 }
 
 /// A prepared statement: its template and the parameters last bound (a row of values per
 /// execution: queries take one row, updates run once per row).
 #[derive(Clone)]
 pub struct PreparedStatement {
+    /// The text it was prepared from, for the query history.
+    pub sql: String,
     pub template: StatementTemplate,
     pub parameter_rows: Vec<Vec<ScalarValue>>,
     pub principal: Principal,
@@ -48,13 +53,12 @@ pub struct Statements {
 }
 
 impl Statements {
-    pub fn plan(&self, planned: Planned) -> Uuid {
-        let id = Uuid::new_v4();
+    /// Keeps `planned` for the DoGet of ticket `id`.
+    pub fn plan(&self, id: Uuid, planned: Planned) {
         if let Ok(mut map) = self.planned.lock() {
             map.retain(|_, (at, _)| at.elapsed() < PLANNED_TTL);
             map.insert(id, (Instant::now(), planned));
         }
-        id
     }
 
     /// Takes the planned statement `id` to run it; only its principal may.

@@ -6,6 +6,7 @@
 mod information_schema;
 mod jdbc;
 mod rows;
+mod runtime;
 mod walk;
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use futures::future::BoxFuture;
 
 pub use self::rows::{Cell, Kind, TableSpec};
+pub use self::runtime::{NodeIdentity, RuntimeView, worker_node_id};
 use crate::error::{GatewayError, Result};
 
 /// The catalog of metadata about all catalogs.
@@ -176,11 +178,13 @@ impl CatalogProvider for WithInformationSchema {
     }
 }
 
-/// The catalogs SQL sees: the Iceberg catalog under `name` and the `system` catalog, each
+/// The catalogs SQL sees: the Iceberg catalog under `name` and the `system` catalog (with
+/// `runtime` computed from `runtime`), each
 /// with its `information_schema`.
 pub fn catalog_list(
     name: &str,
     iceberg: Arc<dyn CatalogProvider>,
+    runtime: RuntimeView,
 ) -> Result<Arc<dyn CatalogProviderList>> {
     if name == SYSTEM_CATALOG || name == INFORMATION_SCHEMA {
         return Err(GatewayError::Config(crate::error::ConfigError::Invalid(
@@ -197,13 +201,16 @@ pub fn catalog_list(
                 information_schema: information_schema::schema(name, all.clone()),
             }),
         );
-        list.register_catalog(SYSTEM_CATALOG.to_string(), system_catalog(all));
+        list.register_catalog(SYSTEM_CATALOG.to_string(), system_catalog(all, runtime));
         list
     });
     Ok(list)
 }
 
-fn system_catalog(all: Weak<dyn CatalogProviderList>) -> Arc<dyn CatalogProvider> {
+fn system_catalog(
+    all: Weak<dyn CatalogProviderList>,
+    runtime: RuntimeView,
+) -> Arc<dyn CatalogProvider> {
     let schemas = MemoryCatalogProvider::new();
     let register = |name: &str, tables: Vec<(&'static str, Arc<dyn TableProvider>)>| {
         let schema = MemorySchemaProvider::new();
@@ -215,6 +222,7 @@ fn system_catalog(all: Weak<dyn CatalogProviderList>) -> Arc<dyn CatalogProvider
     };
     register("jdbc", jdbc::tables(all.clone()));
     register("metadata", jdbc::metadata_tables(all.clone()));
+    register("runtime", runtime::tables(runtime));
     Arc::new(WithInformationSchema {
         inner: Arc::new(schemas),
         information_schema: information_schema::schema(SYSTEM_CATALOG, all),

@@ -2,16 +2,24 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::{DataFusionError, Result as DfResult};
 
-/// The column types metadata tables use: Trino's `varchar`, `bigint` and `boolean`.
+/// The column types metadata tables use: Trino's `varchar`, `bigint`, `boolean` and
+/// `timestamp(3) with time zone` (in UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Text,
     Int,
     Bool,
+    Time,
+}
+
+fn utc_millis() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
 }
 
 /// A metadata table's name and columns.
@@ -31,6 +39,7 @@ impl TableSpec {
                     Kind::Text => DataType::Utf8,
                     Kind::Int => DataType::Int64,
                     Kind::Bool => DataType::Boolean,
+                    Kind::Time => utc_millis(),
                 };
                 Field::new(*name, data_type, true)
             })
@@ -45,6 +54,14 @@ pub enum Cell {
     Text(Option<String>),
     Int(Option<i64>),
     Bool(Option<bool>),
+    /// Milliseconds since the epoch.
+    Time(Option<i64>),
+}
+
+impl From<Option<chrono::DateTime<chrono::Utc>>> for Cell {
+    fn from(v: Option<chrono::DateTime<chrono::Utc>>) -> Self {
+        Cell::Time(v.map(|t| t.timestamp_millis()))
+    }
 }
 
 impl From<&str> for Cell {
@@ -95,13 +112,30 @@ pub fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<RecordBatch> 
     };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for (i, field) in schema.fields().iter().enumerate() {
-        let cells = rows.iter().map(|row| row.get(i).cloned().unwrap_or(NULL));
+        let cells = rows
+            .iter()
+            .map(|row| row.get(i).cloned().unwrap_or(NULL))
+            .map(|c| match c {
+                // Any null fits any column: reduce nulls to one shape.
+                Cell::Int(None) | Cell::Bool(None) | Cell::Time(None) => NULL,
+                c => c,
+            });
         let column: ArrayRef = match field.data_type() {
+            DataType::Timestamp(TimeUnit::Millisecond, _) => Arc::new(
+                cells
+                    .map(|c| match c {
+                        Cell::Time(v) => Ok(v),
+                        Cell::Text(None) => Ok(None),
+                        _ => Err(mismatch(field.name())),
+                    })
+                    .collect::<DfResult<TimestampMillisecondArray>>()?
+                    .with_timezone("UTC"),
+            ),
             DataType::Int64 => Arc::new(
                 cells
                     .map(|c| match c {
                         Cell::Int(v) => Ok(v),
-                        Cell::Text(None) | Cell::Bool(None) => Ok(None),
+                        Cell::Text(None) => Ok(None),
                         _ => Err(mismatch(field.name())),
                     })
                     .collect::<DfResult<Int64Array>>()?,
@@ -110,7 +144,7 @@ pub fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<RecordBatch> 
                 cells
                     .map(|c| match c {
                         Cell::Bool(v) => Ok(v),
-                        Cell::Text(None) | Cell::Int(None) => Ok(None),
+                        Cell::Text(None) => Ok(None),
                         _ => Err(mismatch(field.name())),
                     })
                     .collect::<DfResult<BooleanArray>>()?,
@@ -119,7 +153,6 @@ pub fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<RecordBatch> 
                 cells
                     .map(|c| match c {
                         Cell::Text(v) => Ok(v),
-                        Cell::Int(None) | Cell::Bool(None) => Ok(None),
                         _ => Err(mismatch(field.name())),
                     })
                     .collect::<DfResult<StringArray>>()?,

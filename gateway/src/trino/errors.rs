@@ -98,7 +98,7 @@ pub fn error_code(error: &GatewayError) -> ErrorCode {
         GatewayError::NotSupported(_) => NOT_SUPPORTED,
         GatewayError::ResourcesExhausted(_) => EXCEEDED_GLOBAL_MEMORY_LIMIT,
         GatewayError::Cancelled => USER_CANCELED,
-        GatewayError::Unauthenticated(_) => PERMISSION_DENIED,
+        GatewayError::Unauthenticated(_) | GatewayError::PermissionDenied(_) => PERMISSION_DENIED,
         GatewayError::TimeLimit(_) => EXCEEDED_TIME_LIMIT,
         GatewayError::Internal(message) => {
             // Arithmetic and cast failures surface from Arrow kernels as plain errors.
@@ -270,6 +270,10 @@ mod tests {
                 "GENERIC_INTERNAL_ERROR",
             ),
             (GatewayError::NotSupported("x".into()), "NOT_SUPPORTED"),
+            (
+                GatewayError::PermissionDenied("another user's query".into()),
+                "PERMISSION_DENIED",
+            ),
         ];
         for (error, name) in cases {
             assert_eq!(trino_error(&error)["errorName"], name, "{error}");

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Engine, Outcome};
 use crate::error::GatewayError;
+use crate::history::{QueryStart, kill_through};
 use crate::sql_types::TrinoType;
 use crate::trino::encode::write_row;
 use crate::trino::headers::ClientSession;
@@ -135,9 +136,19 @@ impl TrinoQuery {
             finished: std::sync::atomic::AtomicBool::new(false),
             changes: std::sync::OnceLock::new(),
         });
+        let tracker = engine.history().begin(QueryStart {
+            id: Some(query.id.clone()),
+            endpoint: "trino",
+            user: client.user.clone(),
+            source: client.source.clone(),
+            sql: query.sql.clone(),
+            catalog: client.catalog.clone(),
+            schema: client.schema.clone(),
+        });
+        tracker.on_kill(kill_through(&query, |query, _message| query.cancel()));
         let background = Arc::clone(&query);
         tokio::spawn(async move {
-            let run = session::execute(&engine, &client, &transactions, &background.sql);
+            let run = session::execute(&engine, &client, &transactions, &background.sql, &tracker);
             let result = tokio::select! {
                 result = run => result,
                 () = cancel.cancelled() => Err(GatewayError::Cancelled),
@@ -158,13 +169,14 @@ impl TrinoQuery {
                                     })
                                     .collect(),
                             );
-                            progress.execution = Execution::Rows(stream);
+                            progress.execution = Execution::Rows(tracker.observe(stream));
                         }
                         (update_type, outcome) => {
                             let count = match outcome {
                                 Outcome::Updated { rows } => rows,
                                 Outcome::Rows(_) => None,
                             };
+                            tracker.finished(count);
                             progress.execution = Execution::Updated {
                                 update_type: update_type.unwrap_or("UNKNOWN"),
                                 count,
@@ -172,7 +184,10 @@ impl TrinoQuery {
                         }
                     }
                 }
-                Err(e) => progress.execution = Execution::Failed(e),
+                Err(e) => {
+                    tracker.failed(&e);
+                    progress.execution = Execution::Failed(e);
+                }
             }
             drop(progress);
             let _ = started_tx.send(true);

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -35,9 +34,6 @@ const FINISHED_RETENTION: Duration = Duration::from_secs(60);
 pub struct TrinoEndpoint {
     engine: Arc<Engine>,
     queries: std::sync::Mutex<HashMap<String, Arc<TrinoQuery>>>,
-    sequence: AtomicU64,
-    /// Five lower-case letters naming this coordinator run in query ids, as Trino's do.
-    run_id: String,
     started: Instant,
     environment: String,
     /// A query nobody asked about for this long is cancelled and forgotten.
@@ -56,17 +52,9 @@ impl TrinoEndpoint {
         client_auth: Arc<ClientAuth>,
         tls: bool,
     ) -> Arc<Self> {
-        let run_id: String = uuid::Uuid::new_v4()
-            .as_bytes()
-            .iter()
-            .take(5)
-            .map(|b| char::from(b'a' + b % 26))
-            .collect();
         Arc::new(Self {
             engine,
             queries: std::sync::Mutex::new(HashMap::new()),
-            sequence: AtomicU64::new(0),
-            run_id,
             started: Instant::now(),
             environment,
             abandoned_after,
@@ -74,15 +62,6 @@ impl TrinoEndpoint {
             auth: TrinoAuth::new(client_auth),
             scheme: if tls { "https" } else { "http" },
         })
-    }
-
-    fn next_query_id(&self) -> String {
-        let n = self.sequence.fetch_add(1, Ordering::Relaxed) % 100_000;
-        format!(
-            "{}_{n:05}_{}",
-            chrono::Utc::now().format("%Y%m%d_%H%M%S"),
-            self.run_id
-        )
     }
 
     fn query(&self, id: &str) -> Option<Arc<TrinoQuery>> {
@@ -222,7 +201,7 @@ async fn submit(
     let query = TrinoQuery::start(
         Arc::clone(&endpoint.engine),
         Arc::clone(&endpoint.transactions),
-        endpoint.next_query_id(),
+        endpoint.engine.history().next_id(),
         sql,
         session,
     );

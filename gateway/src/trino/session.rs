@@ -23,6 +23,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use crate::client_statements::{ClientStatement, bind_parameters, number_parameters, recognize};
 use crate::engine::{Engine, Outcome, SessionSettings, StatementKind, StatementTemplate};
 use crate::error::{GatewayError, Result};
+use crate::history::{KillError, QueryTracker};
 use crate::session_properties::{self, PropertyType, SessionProperties};
 use crate::sql_types::TrinoType;
 use crate::trino::headers::{ClientSession, url_encode};
@@ -173,6 +174,7 @@ pub async fn execute(
     client: &ClientSession,
     transactions: &Transactions,
     sql: &str,
+    tracker: &QueryTracker,
 ) -> Result<Executed> {
     if let Some(id) = &client.transaction_id
         && !transactions.touch(id)
@@ -185,7 +187,7 @@ pub async fn execute(
     let in_transaction = client.transaction_id.is_some();
     let statement = match recognize(sql)? {
         None | Some(ClientStatement::Show(_)) => {
-            return run_sql(engine, &settings, sql, in_transaction).await;
+            return run_sql(engine, &settings, sql, in_transaction, tracker).await;
         }
         Some(statement) => statement,
     };
@@ -233,6 +235,7 @@ pub async fn execute(
                 &settings,
                 &bind_parameters(sql, &parameters)?,
                 in_transaction,
+                tracker,
             )
             .await;
         }
@@ -247,6 +250,7 @@ pub async fn execute(
                 &settings,
                 &bind_parameters(&sql, &parameters)?,
                 in_transaction,
+                tracker,
             )
             .await;
         }
@@ -284,6 +288,22 @@ pub async fn execute(
             transactions.end(id);
             changes.clear_transaction = true;
         }
+        ClientStatement::KillQuery { query_id, message } => {
+            engine
+                .history()
+                .kill(&query_id, &client.user, message.as_deref())
+                .map_err(|e| match e {
+                    KillError::NotFound => {
+                        GatewayError::NotFound(format!("Query not found: {query_id}"))
+                    }
+                    KillError::NotOwner => GatewayError::PermissionDenied(format!(
+                        "Cannot kill query {query_id} of another user"
+                    )),
+                    KillError::AlreadyEnded(_) => {
+                        GatewayError::Analysis(format!("Target query is not running: {query_id}"))
+                    }
+                })?;
+        }
         ClientStatement::Show(_) => {}
     }
     Ok(Executed::update(name, changes))
@@ -294,6 +314,7 @@ async fn run_sql(
     settings: &SessionSettings,
     sql: &str,
     in_transaction: bool,
+    tracker: &QueryTracker,
 ) -> Result<Executed> {
     let template = engine.template(settings, sql).await?;
     if in_transaction && template.kind() != StatementKind::Query {
@@ -305,6 +326,7 @@ async fn run_sql(
     let prepared = engine.bind(&template, Vec::new()).await?;
     let kind = prepared.kind();
     let schema = renamed(&prepared.schema(), template.trino_column_names());
+    tracker.running(prepared.task_ledger());
     let outcome = engine.run(prepared).await?;
     Ok(Executed {
         update_type: kind.update_type(),

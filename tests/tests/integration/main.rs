@@ -4,6 +4,7 @@ mod config_errors;
 mod distributed;
 mod flight_sql;
 mod processes;
+mod runtime_tables;
 mod scans;
 mod shell;
 mod trino_cancel;

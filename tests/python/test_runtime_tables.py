@@ -1,0 +1,166 @@
+"""system.runtime.{nodes,queries,tasks} and kill_query, through the Trino client and ADBC.
+
+Run by tests/tests/integration/runtime_tables.rs against a cluster of a coordinator and two
+workers it started:
+    python test_runtime_tables.py <host> <trino port> <flight uri>
+"""
+
+import sys
+import threading
+import time
+import unittest
+import uuid
+import warnings
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import trino
+from trino.exceptions import TrinoQueryError, TrinoUserError
+
+HOST, PORT, FLIGHT_URI = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+LINEITEM_ROWS = 60175  # TPC-H lineitem at SF 0.01
+
+warnings.filterwarnings("ignore", message="Cannot disable autocommit")
+
+
+def cursor(user="ann"):
+    conn = trino.dbapi.connect(
+        host=HOST, port=PORT, user=user, catalog="iceberg", schema="tpch", source="runtime-test"
+    )
+    return conn.cursor()
+
+
+def rows(sql, params=None, user="ann"):
+    cur = cursor(user)
+    cur.execute(sql, params) if params is not None else cur.execute(sql)
+    return cur.fetchall()
+
+
+def eventually(check, what, timeout=30):
+    """Polls `check` until it returns a truthy value; fails with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: still {value!r} after {timeout}s")
+        time.sleep(0.1)
+
+
+class RuntimeTables(unittest.TestCase):
+    def test_nodes_lists_the_coordinator_and_both_workers(self):
+        nodes = rows(
+            "SELECT node_id, http_uri, node_version, coordinator, state, last_heartbeat "
+            "FROM system.runtime.nodes ORDER BY coordinator DESC, node_id"
+        )
+        self.assertEqual(len(nodes), 3, nodes)
+        coordinator, *workers = nodes
+        self.assertEqual(coordinator[3:5], [True, "active"])
+        self.assertTrue(coordinator[1].startswith("http://"), coordinator)
+        for worker in workers:
+            self.assertEqual(worker[3:5], [False, "active"], worker)
+            self.assertTrue(worker[1].startswith("http://127.0.0.1:"), worker)
+            self.assertIsNotNone(worker[5], "a reachable worker has been seen")
+        self.assertEqual(len({w[0] for w in workers}), 2)
+
+    def test_a_flight_sql_query_is_recorded_with_its_tasks_on_both_workers(self):
+        marker = f"flight_{uuid.uuid4().hex[:8]}"
+        with flight_sql.connect(FLIGHT_URI) as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT count(*) AS {marker} FROM iceberg.tpch.lineitem")
+            self.assertEqual(cur.fetchall(), [(LINEITEM_ROWS,)])
+        query_id, state, endpoint, output_rows, tasks = eventually(
+            lambda: rows(
+                "SELECT query_id, state, endpoint, output_rows, distributed_tasks "
+                "FROM system.runtime.queries WHERE query LIKE ? AND endpoint = 'flight_sql'",
+                [f"%{marker}%"],
+            ),
+            "the Flight SQL query in the history",
+        )[0]
+        self.assertEqual((state, endpoint, output_rows), ("FINISHED", "flight_sql", 1))
+        self.assertGreater(tasks, 1)
+
+        def task_rows():
+            found = rows(
+                "SELECT stage_id, task_id, node_id, state, input_rows, output_rows "
+                "FROM system.runtime.tasks WHERE query_id = ?",
+                [query_id],
+            )
+            return found if all(r[4] is not None for r in found) else None
+
+        found = eventually(task_rows, "task metrics from the workers")
+        self.assertEqual(len(found), tasks)
+        self.assertEqual(len({r[2] for r in found}), 2, f"tasks on both workers: {found}")
+        self.assertTrue(all(r[3] == "FINISHED" for r in found), found)
+        # The leaf stage's tasks read every row exactly once between them.
+        leaf = max(r[0] for r in found)
+        self.assertEqual(sum(r[4] for r in found if r[0] == leaf), LINEITEM_ROWS, found)
+
+    def test_failures_are_recorded_with_their_error(self):
+        with self.assertRaises(TrinoUserError):
+            rows("SELECT * FROM no_such_table_here")
+        recorded = rows(
+            "SELECT state, error_code, error_message, user, source FROM system.runtime.queries "
+            "WHERE query = 'SELECT * FROM no_such_table_here'"
+        )
+        self.assertEqual(len(recorded), 1, recorded)
+        state, code, message, user, source = recorded[0]
+        self.assertEqual((state, code, user, source), ("FAILED", "TABLE_NOT_FOUND", "ann", "runtime-test"))
+        self.assertIn("no_such_table_here", message)
+
+    def test_kill_query_cancels_a_running_query_of_its_own_user(self):
+        cur = cursor()
+        failure = []
+
+        def run():
+            try:
+                cur.execute(
+                    "SELECT a.l_orderkey, b.l_partkey FROM lineitem a "
+                    "JOIN lineitem b ON a.l_linenumber = b.l_linenumber"
+                )
+                while cur.fetchmany(1000):
+                    pass
+            except TrinoQueryError as e:
+                failure.append(e)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        query_id = eventually(lambda: cur.query_id, "the long query's id")
+        eventually(
+            lambda: len(
+                rows(
+                    "SELECT node_id FROM system.runtime.nodes "
+                    "WHERE NOT coordinator AND running_tasks > 0"
+                )
+            )
+            == 2,
+            "the long query running on both workers",
+        )
+
+        with self.assertRaises(TrinoUserError) as denied:
+            rows(f"CALL system.runtime.kill_query(query_id => '{query_id}')", user="bob")
+        self.assertEqual(denied.exception.error_name, "PERMISSION_DENIED")
+
+        rows(f"CALL system.runtime.kill_query(query_id => '{query_id}', message => 'too slow')")
+        thread.join(60)
+        self.assertFalse(thread.is_alive(), "the killed query kept running")
+        self.assertEqual(len(failure), 1, "the killed query ends with an error")
+
+        state, code, message = rows(
+            "SELECT state, error_code, error_message FROM system.runtime.queries WHERE query_id = ?",
+            [query_id],
+        )[0]
+        self.assertEqual((state, code), ("CANCELED", "ADMINISTRATIVELY_KILLED"))
+        self.assertEqual(message, "Query killed. Message: too slow")
+        running = rows("SELECT sum(running_tasks) FROM system.runtime.nodes")
+        self.assertEqual(running, [[0]])
+
+        with self.assertRaises(TrinoUserError) as again:
+            rows(f"CALL system.runtime.kill_query(query_id => '{query_id}')")
+        self.assertIn("not running", again.exception.message)
+        with self.assertRaises(TrinoUserError) as unknown:
+            rows("CALL system.runtime.kill_query(query_id => 'no_such_query')")
+        self.assertEqual(unknown.exception.error_name, "NOT_FOUND")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
