@@ -32,6 +32,17 @@ pub struct CoordinatorConfig {
     pub client_auth: ClientAuthConfig,
 }
 
+/// Which workers' versions the coordinator sends tasks to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerVersionPolicy {
+    /// Any version.
+    #[default]
+    Any,
+    /// Only `expected_worker_version` (by default the coordinator's own version).
+    Exact,
+}
+
 /// How clients prove who they are (Flight SQL handshake, Trino HTTP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -131,6 +142,10 @@ pub struct CoordinatorSection {
     pub target_partitions: usize,
     /// How often reachability of `worker_urls` is checked.
     pub worker_probe_interval_secs: u64,
+    /// `any`, or `exact`: tasks go only to workers reporting `expected_worker_version`.
+    pub worker_version_policy: WorkerVersionPolicy,
+    /// The version `exact` requires; unset, the coordinator's own (`SQE_VERSION` or build).
+    pub expected_worker_version: Option<String>,
     /// Longest a query may run, streaming its results included (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
     /// The secret before the current one, still accepted while peers are rotated.
@@ -170,6 +185,8 @@ impl Default for CoordinatorSection {
             scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
             target_partitions: 0,
             worker_probe_interval_secs: 5,
+            worker_version_policy: WorkerVersionPolicy::Any,
+            expected_worker_version: None,
             query_max_run_time_secs: None,
             worker_secret_previous: None,
             rpc_timeout_ms: 30_000,
@@ -759,6 +776,28 @@ mod tests {
         let err = err.unwrap_or_default();
         assert!(err.contains("coordinator.toml"), "{err}");
         assert!(err.contains("unknown field `worker_url`"), "{err}");
+    }
+
+    #[test]
+    fn worker_version_policy_is_any_or_exact() -> Result<(), ConfigError> {
+        let exact = coordinator(
+            "[coordinator]\nworker_version_policy = \"exact\"\nexpected_worker_version = \"2.0\"\n",
+            &[],
+        )?;
+        assert_eq!(
+            exact.coordinator.worker_version_policy,
+            WorkerVersionPolicy::Exact
+        );
+        assert_eq!(
+            exact.coordinator.expected_worker_version.as_deref(),
+            Some("2.0")
+        );
+        let err = coordinator("[coordinator]\nworker_version_policy = \"newest\"\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown variant `newest`"), "{err}");
+        Ok(())
     }
 
     #[test]

@@ -15,8 +15,8 @@ use url::Url;
 
 use crate::catalog::connect_catalog;
 use crate::client_auth::ClientAuth;
-use crate::cluster::WorkerPool;
-use crate::config::{CoordinatorConfig, WorkerConfig};
+use crate::cluster::{VersionRequirement, WorkerPool};
+use crate::config::{CoordinatorConfig, WorkerConfig, WorkerVersionPolicy};
 use crate::engine::{Engine, EngineSettings};
 use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
@@ -244,7 +244,17 @@ pub async fn start_coordinator_on(
     // its start-up says whether worker RPCs are authenticated.
     token_verifier(&peers)?;
     let channels = channel_resolver(&config.coordinator.node_id, &peers)?;
-    let workers = WorkerPool::new(urls, channels.clone());
+    let required = match config.coordinator.worker_version_policy {
+        WorkerVersionPolicy::Any => VersionRequirement::Any,
+        WorkerVersionPolicy::Exact => VersionRequirement::Exact(
+            config
+                .coordinator
+                .expected_worker_version
+                .clone()
+                .unwrap_or_else(build_version),
+        ),
+    };
+    let workers = WorkerPool::new(urls, channels.clone(), required);
     workers
         .start(Duration::from_secs(
             config.coordinator.worker_probe_interval_secs.max(1),

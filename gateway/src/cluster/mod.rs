@@ -2,4 +2,4 @@
 
 mod workers;
 
-pub use workers::{PoolResolver, WorkerPool, WorkerStatus};
+pub use workers::{PoolResolver, VersionRequirement, WorkerPool, WorkerStatus};

@@ -128,10 +128,11 @@ fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
         Cell::from(0),
     ]];
     for worker in view.workers.statuses() {
-        let state = if worker.reachable {
-            "active"
-        } else {
-            "unreachable"
+        let state = match (worker.reachable, worker.compatible) {
+            (false, _) => "unreachable",
+            (true, true) => "active",
+            // Up, but of a version the coordinator sends no tasks to.
+            (true, false) => "incompatible",
         };
         let last_seen = worker.last_seen.map(|at| {
             chrono::Utc::now() - chrono::Duration::from_std(at.elapsed()).unwrap_or_default()
