@@ -104,16 +104,21 @@ fn records(view: &RuntimeView, filters: &Filters) -> Vec<Arc<QueryRecord>> {
     }
 }
 
-/// Tasks of running queries assigned to each worker, by URL.
-fn running_tasks(view: &RuntimeView, worker: &url::Url) -> i64 {
-    view.history
-        .records()
-        .iter()
-        .filter(|r| r.snapshot().state == QueryState::Running)
-        .filter_map(|r| r.tasks().map(|t| t.tasks()))
-        .flatten()
-        .filter(|t| &t.worker == worker)
-        .count() as i64
+/// Tasks of running queries routed to each worker, by URL.
+fn running_tasks(view: &RuntimeView) -> std::collections::HashMap<url::Url, i64> {
+    let mut counts = std::collections::HashMap::new();
+    for record in view.history.records() {
+        let Some(ledger) = record.tasks() else {
+            continue;
+        };
+        if record.snapshot().state != QueryState::Running {
+            continue;
+        }
+        for task in ledger.tasks() {
+            *counts.entry(task.worker).or_insert(0) += 1;
+        }
+    }
+    counts
 }
 
 fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
@@ -127,6 +132,7 @@ fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
         NULL,
         Cell::from(0),
     ]];
+    let running = running_tasks(view);
     for worker in view.workers.statuses() {
         let state = match (worker.reachable, worker.compatible) {
             (false, _) => "unreachable",
@@ -144,7 +150,7 @@ fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
             Cell::from(false),
             Cell::from(state),
             Cell::from(last_seen),
-            Cell::from(running_tasks(view, &worker.url)),
+            Cell::from(running.get(&worker.url).copied().unwrap_or(0)),
         ]);
     }
     rows
