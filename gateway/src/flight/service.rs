@@ -334,13 +334,11 @@ impl FlightSqlService for SqeFlightSqlService {
     ) -> Result<Response<FlightInfo>, Status> {
         let (principal, session) = (principal(&request), self.session(&request));
         let tracker = self.track(&session, &query.query);
-        let prepared = match self.engine.prepare(&session, &query.query).await {
-            Ok(prepared) => prepared,
-            Err(e) => {
-                tracker.failed(&e);
-                return Err(e.into());
-            }
-        };
+        let prepared = self
+            .engine
+            .prepare(&session, &query.query)
+            .await
+            .inspect_err(|e| tracker.failed(e))?;
         Ok(Response::new(self.planned_info(
             prepared,
             principal,
@@ -369,17 +367,11 @@ impl FlightSqlService for SqeFlightSqlService {
             )));
         }
         let tracker = self.track(&self.session(&request), &statement.sql);
-        let prepared = match self
+        let prepared = self
             .engine
             .bind(&statement.template, rows.pop().unwrap_or_default())
             .await
-        {
-            Ok(prepared) => prepared,
-            Err(e) => {
-                tracker.failed(&e);
-                return Err(e.into());
-            }
-        };
+            .inspect_err(|e| tracker.failed(e))?;
         Ok(Response::new(self.planned_info(
             prepared,
             principal,
@@ -413,14 +405,8 @@ impl FlightSqlService for SqeFlightSqlService {
         let outcome = tokio::select! {
             outcome = self.engine.run(prepared) => outcome,
             () = token.cancelled() => Err(GatewayError::Cancelled),
-        };
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                tracker.failed(&e);
-                return Err(e.into());
-            }
-        };
+        }
+        .inspect_err(|e| tracker.failed(e))?;
         let batches = match outcome {
             Outcome::Rows(stream) => tracker.observe(stream),
             Outcome::Updated { rows } => {
@@ -679,21 +665,17 @@ impl FlightSqlService for SqeFlightSqlService {
             tracker.running(prepared.task_ledger());
             self.engine.run(prepared).await
         };
-        match outcome.await {
-            Ok(Outcome::Updated { rows }) => {
+        match outcome.await.inspect_err(|e| tracker.failed(e))? {
+            Outcome::Updated { rows } => {
                 tracker.finished(rows);
                 Ok(rows.map_or(0, |r| r as i64))
             }
-            Ok(Outcome::Rows(_)) => {
+            Outcome::Rows(_) => {
                 let e = GatewayError::Analysis(
                     "this statement returns rows: run it as a query (CommandStatementQuery)".into(),
                 );
                 tracker.failed(&e);
                 Err(Status::invalid_argument(e.to_string()))
-            }
-            Err(e) => {
-                tracker.failed(&e);
-                Err(e.into())
             }
         }
     }
@@ -781,16 +763,9 @@ impl FlightSqlService for SqeFlightSqlService {
             }
             Ok(total)
         };
-        match run.await {
-            Ok(total) => {
-                tracker.finished(Some(total));
-                Ok(i64::try_from(total).unwrap_or(i64::MAX))
-            }
-            Err(e) => {
-                tracker.failed(&e);
-                Err(e.into())
-            }
-        }
+        let total = run.await.inspect_err(|e| tracker.failed(e))?;
+        tracker.finished(Some(total));
+        Ok(i64::try_from(total).unwrap_or(i64::MAX))
     }
 
     async fn do_action_create_prepared_statement(
