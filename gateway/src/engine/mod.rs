@@ -522,8 +522,6 @@ impl Engine {
             builder
         };
         let mut state = builder.build();
-        // The statement's `now()`: simplified to this instant when the plan is optimized.
-        state.mark_start_execution();
         let context = SessionContext {
             user: session.user.clone(),
             catalog: Some(catalog.to_string()),

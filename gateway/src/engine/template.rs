@@ -246,8 +246,12 @@ impl Engine {
         } else {
             template.logical.clone().with_param_values(parameters)?
         };
+        // Each binding is one execution: its `now()` is this instant (simplified to it when
+        // the plan is optimized), also for a prepared statement run again later.
+        let mut state = template.state.clone();
+        state.mark_start_execution();
         let mut prepared = self
-            .prepare_logical(template.state.clone(), logical, template.properties.clone())
+            .prepare_logical(state, logical, template.properties.clone())
             .await?;
         prepared.max_run_time = template.max_run_time;
         Ok(prepared)

@@ -196,3 +196,34 @@ async fn flight_sql_commands_adbc_does_not_send() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// A prepared statement is planned once and run many times: each run's `now()` is its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn prepared_statements_read_the_clock_on_each_run() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    let mut client = client(&cluster).await?;
+    let mut statement = client.prepare("SELECT now() AS t".into(), None).await?;
+    let mut times = Vec::new();
+    for _ in 0..2 {
+        let info = statement.execute().await?;
+        let batches = fetch(&mut client, info).await?;
+        let column = batches
+            .first()
+            .map(|b| b.column(0).clone())
+            .ok_or("now() returned no rows")?;
+        let nanos = column
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::TimestampNanosecondArray>()
+            .ok_or_else(|| format!("now() is {:?}", column.data_type()))?
+            .value(0);
+        times.push(nanos);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        times[1] >= times[0] + 20_000_000,
+        "the second run's now() is at least 20 ms after the first: {times:?}"
+    );
+    statement.close().await?;
+    cluster.stop().await;
+    Ok(())
+}
