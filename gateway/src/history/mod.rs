@@ -173,6 +173,10 @@ impl QueryRecord {
         }
     }
 
+    fn ended_at(&self) -> Option<Instant> {
+        self.progress.lock().ok()?.ended.map(|(_, at)| at)
+    }
+
     pub fn snapshot(&self) -> QuerySnapshot {
         let p = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
         let ms = |from: Instant, to: Instant| to.duration_since(from).as_millis() as i64;
@@ -272,28 +276,26 @@ impl QueryHistory {
     }
 
     /// Drops finished queries past the TTL, then the oldest finished beyond `max_entries`.
+    /// Each record is looked at once: a query has ended exactly when it is final.
     fn prune(&self, records: &mut VecDeque<Arc<QueryRecord>>) {
         let ttl = self.settings.ttl;
-        records.retain(|r| {
-            let ended = r
-                .progress
-                .lock()
-                .ok()
-                .and_then(|p| p.ended.map(|(_, at)| at));
-            ended.is_none_or(|at| at.elapsed() < ttl)
-        });
-        let mut excess = records
+        let now = Instant::now();
+        // Per record: None while running, else whether it is past the TTL.
+        let expired: Vec<Option<bool>> = records
             .iter()
-            .filter(|r| r.state().is_final())
-            .count()
-            .saturating_sub(self.settings.max_entries);
-        records.retain(|r| {
-            if excess > 0 && r.state().is_final() {
+            .map(|r| r.ended_at().map(|at| now.duration_since(at) >= ttl))
+            .collect();
+        let finished = expired.iter().filter(|e| **e == Some(false)).count();
+        let mut excess = finished.saturating_sub(self.settings.max_entries);
+        let mut expired = expired.into_iter();
+        records.retain(|_| match expired.next().flatten() {
+            None => true,
+            Some(true) => false,
+            Some(false) if excess > 0 => {
                 excess -= 1;
                 false
-            } else {
-                true
             }
+            Some(false) => true,
         });
     }
 
