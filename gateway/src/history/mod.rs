@@ -138,7 +138,7 @@ pub struct QuerySnapshot {
 }
 
 impl QueryRecord {
-    fn state(&self) -> QueryState {
+    pub fn state(&self) -> QueryState {
         self.progress
             .lock()
             .ok()

@@ -108,6 +108,13 @@ impl TaskLedger {
         }
     }
 
+    /// How many tasks have been routed so far.
+    pub fn task_count(&self) -> usize {
+        self.inner
+            .lock()
+            .map_or(0, |l| l.routed.iter().map(|s| s.workers.len()).sum())
+    }
+
     /// Every task routed so far, by stage and task number.
     pub fn tasks(&self) -> Vec<TaskRow> {
         let Ok(ledger) = self.inner.lock() else {

@@ -111,7 +111,7 @@ fn running_tasks(view: &RuntimeView) -> std::collections::HashMap<url::Url, i64>
         let Some(ledger) = record.tasks() else {
             continue;
         };
-        if record.snapshot().state != QueryState::Running {
+        if record.state() != QueryState::Running {
             continue;
         }
         for task in ledger.tasks() {
@@ -161,7 +161,7 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
         .iter()
         .map(|record| {
             let q = record.snapshot();
-            let tasks = record.tasks().map(|t| t.tasks().len() as i64);
+            let tasks = record.tasks().map(|t| t.task_count() as i64);
             vec![
                 Cell::from(q.id),
                 Cell::from(q.state.name()),
