@@ -269,17 +269,45 @@ pub async fn start_coordinator_on(
             "not every configured worker is reachable yet"
         );
     }
+    let client_auth = ClientAuth::from_config(&config.client_auth)?;
+    let trino_tls = match (
+        &config.coordinator.tls_cert_file,
+        &config.coordinator.tls_key_file,
+    ) {
+        (Some(cert), Some(key)) if trino_listener.is_some() => {
+            Some(crate::tls_listener::server_config(cert, key)?)
+        }
+        _ => None,
+    };
+    if trino_listener.is_some()
+        && client_auth.required()
+        && trino_tls.is_none()
+        && !config.coordinator.trino_allow_insecure_auth
+    {
+        // As Trino: no passwords or tokens in clear text, unless a TLS proxy is in front.
+        return Err(ConfigError::Invalid(
+            "[client_auth] on the Trino protocol port needs TLS (coordinator.tls_cert_file and \
+             tls_key_file), or coordinator.trino_allow_insecure_auth = true behind a \
+             TLS-terminating proxy, or trino_http_port = 0"
+                .into(),
+        )
+        .into());
+    }
+    let flight_tls = client_tls(&config.coordinator)?;
     // Where clients reach this coordinator: the Trino port if served, else Flight SQL.
-    let tls = config.coordinator.tls_cert_file.is_some();
     let client_uri = match &trino_listener {
-        Some(listener) => listener
-            .local_addr()
-            .ok()
-            .map(|a| format!("{}://{a}", if tls { "https" } else { "http" })),
-        None => flight_listener
-            .local_addr()
-            .ok()
-            .map(|a| format!("grpc://{a}")),
+        Some(listener) => listener.local_addr().ok().map(|a| {
+            let scheme = if trino_tls.is_some() { "https" } else { "http" };
+            format!("{scheme}://{a}")
+        }),
+        None => flight_listener.local_addr().ok().map(|a| {
+            let scheme = if flight_tls.is_some() {
+                "grpc+tls"
+            } else {
+                "grpc"
+            };
+            format!("{scheme}://{a}")
+        }),
     };
     let settings = EngineSettings {
         catalog_name: config.catalog.name.clone(),
@@ -310,34 +338,10 @@ pub async fn start_coordinator_on(
     let flight_sql_addr = flight_listener
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
-    let client_auth = ClientAuth::from_config(&config.client_auth)?;
-    let trino_tls = match (
-        &config.coordinator.tls_cert_file,
-        &config.coordinator.tls_key_file,
-    ) {
-        (Some(cert), Some(key)) if trino_listener.is_some() => {
-            Some(crate::tls_listener::server_config(cert, key)?)
-        }
-        _ => None,
-    };
-    if trino_listener.is_some()
-        && client_auth.required()
-        && trino_tls.is_none()
-        && !config.coordinator.trino_allow_insecure_auth
-    {
-        // As Trino: no passwords or tokens in clear text, unless a TLS proxy is in front.
-        return Err(ConfigError::Invalid(
-            "[client_auth] on the Trino protocol port needs TLS (coordinator.tls_cert_file and \
-             tls_key_file), or coordinator.trino_allow_insecure_auth = true behind a \
-             TLS-terminating proxy, or trino_http_port = 0"
-                .into(),
-        )
-        .into());
-    }
     let (auth_layer, service) = flight_service(Arc::clone(&engine), Arc::clone(&client_auth));
     let service = flight_sql_server(service);
     let mut builder = tonic::transport::Server::builder();
-    if let Some(tls) = client_tls(&config.coordinator)? {
+    if let Some(tls) = flight_tls {
         builder = builder
             .tls_config(tls)
             .map_err(|e| GatewayError::Config(ConfigError::Invalid(format!("TLS: {e}"))))?;

@@ -22,7 +22,9 @@ use url::Url;
 /// How long a finished query waits for its workers' task metrics.
 const METRICS_WAIT: Duration = Duration::from_secs(5);
 
-/// Names of the nodes where a stage ends (their child is the head of the stage below).
+/// Names of the nodes where a stage ends (their child is the head of the stage below). By
+/// name: after the metrics rewrite each node is wrapped in the library's private wrapper, which
+/// keeps the name but hides the type `is_network_boundary` looks for.
 const BOUNDARIES: [&str; 3] = [
     "NetworkShuffleExec",
     "NetworkCoalesceExec",
