@@ -142,6 +142,10 @@ pub struct CoordinatorSection {
     pub target_partitions: usize,
     /// How often reachability of `worker_urls` is checked.
     pub worker_probe_interval_secs: u64,
+    /// A registered worker that misses this many heartbeats is unreachable (no tasks).
+    pub missed_heartbeats: u32,
+    /// A registered worker (not in `worker_urls`) silent this long is dropped from the list.
+    pub worker_forget_after_secs: u64,
     /// `any`, or `exact`: tasks go only to workers reporting `expected_worker_version`.
     pub worker_version_policy: WorkerVersionPolicy,
     /// The version `exact` requires; unset, the coordinator's own (`SQE_VERSION` or build).
@@ -185,6 +189,8 @@ impl Default for CoordinatorSection {
             scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
             target_partitions: 0,
             worker_probe_interval_secs: 5,
+            missed_heartbeats: 3,
+            worker_forget_after_secs: 600,
             worker_version_policy: WorkerVersionPolicy::Any,
             expected_worker_version: None,
             query_max_run_time_secs: None,
@@ -215,6 +221,11 @@ pub struct WorkerSection {
     /// The coordinator's Flight SQL endpoint, where workers register and heartbeat.
     pub coordinator_url: Option<String>,
     pub heartbeat_interval_secs: u64,
+    /// On SIGTERM, after announcing the drain: how long tasks of queries planned just before
+    /// it may still arrive.
+    pub shutdown_grace_secs: u64,
+    /// On SIGTERM: the longest the worker waits for its running tasks before it stops anyway.
+    pub drain_timeout_secs: u64,
     /// Memory DataFusion may use on this worker for all fragments together (e.g. "512MB").
     pub memory_limit: Option<ByteSize>,
     pub worker_secret: Option<String>,
@@ -243,6 +254,8 @@ impl Default for WorkerSection {
             advertise_url: None,
             coordinator_url: None,
             heartbeat_interval_secs: 5,
+            shutdown_grace_secs: 2,
+            drain_timeout_secs: 300,
             memory_limit: None,
             worker_secret: None,
             worker_secret_file: None,
@@ -603,6 +616,11 @@ impl ConfigFile for WorkerConfig {
         }
         if let Some(url) = &self.worker.advertise_url {
             validate_url(url, "worker.advertise_url", origin)?;
+        }
+        if self.worker.heartbeat_interval_secs == 0 {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: worker.heartbeat_interval_secs must be at least 1"
+            )));
         }
         if !self.worker.allow_unauthenticated_workers && self.worker_secret()?.is_none() {
             return Err(ConfigError::MissingWorkerSecret {

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
 use sqe_gateway::error::GatewayError;
 use sqe_gateway::local::{LocalOptions, start_local};
-use sqe_gateway::runtime::{Shutdown, bind, start_coordinator, start_worker};
+use sqe_gateway::runtime::{Shutdown, bind, start_coordinator, start_worker, version_requirement};
 use sqe_gateway::shell::{self, ShellArgs};
 use tracing_subscriber::EnvFilter;
 
@@ -72,31 +72,59 @@ fn init_logging(default: &str) {
         .try_init();
 }
 
+/// Resolves on Ctrl-C or SIGTERM.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("shutting down");
+}
+
 /// Triggers `shutdown` on Ctrl-C or SIGTERM.
 fn stop_on_signal(shutdown: Vec<Shutdown>) {
     tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot listen for SIGTERM");
-                        let _ = ctrl_c.await;
-                        shutdown.iter().for_each(Shutdown::trigger);
-                        return;
-                    }
-                };
-            tokio::select! {
-                _ = ctrl_c => {}
-                _ = term.recv() => {}
+        termination().await;
+        shutdown.iter().for_each(Shutdown::trigger);
+    });
+}
+
+/// On SIGHUP, reads the config file again and applies what can change while running: which
+/// worker versions get tasks (a rolling deploy's switch). Other changes need a restart.
+#[cfg(unix)]
+fn reload_on_hangup(path: PathBuf, workers: std::sync::Arc<sqe_gateway::cluster::WorkerPool>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGHUP: no config reload");
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            match CoordinatorConfig::load(&path) {
+                Ok(config) => {
+                    tracing::info!(config = %path.display(), "SIGHUP: worker version policy reloaded; other settings apply at restart");
+                    workers.require_version(version_requirement(&config.coordinator));
+                }
+                Err(e) => tracing::error!(error = %e, "SIGHUP: config not reloaded"),
             }
         }
-        #[cfg(not(unix))]
-        let _ = ctrl_c.await;
-        tracing::info!("shutting down");
-        shutdown.iter().for_each(Shutdown::trigger);
     });
 }
 
@@ -104,7 +132,8 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
     match cli.command {
         Command::Coordinator { config } => {
             init_logging("info");
-            let config = CoordinatorConfig::load(&config)?;
+            let config_path = config;
+            let config = CoordinatorConfig::load(&config_path)?;
             let listener = bind(
                 &config.coordinator.bind_address,
                 config.coordinator.flight_sql_port,
@@ -112,6 +141,11 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             )
             .await?;
             let coordinator = start_coordinator(&config, listener).await?;
+            #[cfg(unix)]
+            reload_on_hangup(
+                config_path,
+                std::sync::Arc::clone(coordinator.engine.workers()),
+            );
             stop_on_signal(vec![coordinator.server.shutdown_handle()]);
             coordinator.server.join().await;
         }
@@ -125,8 +159,12 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             )
             .await?;
             let worker = start_worker(&config, listener).await?;
-            stop_on_signal(vec![worker.server.shutdown_handle()]);
-            worker.server.join().await;
+            // SIGTERM drains a registered worker: no new tasks, running ones finish.
+            let ended = worker.server.ended();
+            tokio::select! {
+                () = termination() => worker.drain_and_stop().await,
+                () = ended => {}
+            }
         }
         Command::Local {
             data_dir,

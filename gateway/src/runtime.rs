@@ -5,17 +5,22 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqe_layers::auth::VerifierStats;
+use sqe_layers::auth::{VerifierStats, VerifyLayer};
+use sqe_proto::ControlPlaneServer;
 use sqe_worker::channel::SqeChannelResolver;
 use sqe_worker::server::{WorkerSettings, WorkerStats, build_worker, serve};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tower::Layer;
 use url::Url;
 
 use crate::catalog::connect_catalog;
 use crate::client_auth::ClientAuth;
-use crate::cluster::{VersionRequirement, WorkerPool};
+use crate::cluster::{
+    Membership, MembershipSettings, PoolSettings, Registry, VersionRequirement, WorkerPool,
+    advertised_url,
+};
 use crate::config::{CoordinatorConfig, WorkerConfig, WorkerVersionPolicy};
 use crate::engine::{Engine, EngineSettings};
 use crate::error::{ConfigError, GatewayError, Result};
@@ -67,6 +72,7 @@ impl Shutdown {
 pub struct ServerTask {
     shutdown: Shutdown,
     task: JoinHandle<()>,
+    ended: watch::Receiver<bool>,
 }
 
 impl ServerTask {
@@ -87,8 +93,25 @@ impl ServerTask {
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         let shutdown = Shutdown::new();
-        let task = handle.spawn(serve(Box::pin(shutdown.wait())));
-        Self { shutdown, task }
+        let (ended_tx, ended) = watch::channel(false);
+        let served = serve(Box::pin(shutdown.wait()));
+        let task = handle.spawn(async move {
+            served.await;
+            ended_tx.send_replace(true);
+        });
+        Self {
+            shutdown,
+            task,
+            ended,
+        }
+    }
+
+    /// Resolves when the server has ended (stopped, or failed), without waiting for it.
+    pub fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut ended = self.ended.clone();
+        async move {
+            let _ = ended.wait_for(|ended| *ended).await;
+        }
     }
 
     /// Stops accepting requests and waits for the server to end.
@@ -119,11 +142,24 @@ pub struct RunningWorker {
     pub server: ServerTask,
     /// Where the worker serves and runs its tasks (kept alive as long as the worker).
     pub runtime: Arc<QueryRuntime>,
+    /// Its registration with a coordinator (`coordinator_url`), if any.
+    pub membership: Option<Membership>,
 }
 
 impl RunningWorker {
+    /// Stops serving at once (registered or not: the coordinator will miss its heartbeats).
     pub async fn stop(self) {
+        drop(self.membership);
         self.server.stop().await;
+    }
+
+    /// A graceful shutdown: a registered worker drains (no new tasks, running ones finish)
+    /// and deregisters; any other just stops.
+    pub async fn drain_and_stop(self) {
+        match self.membership {
+            Some(membership) => membership.drain_and_leave(self.server).await,
+            None => self.server.stop().await,
+        }
     }
 }
 
@@ -149,12 +185,9 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
     };
     let (worker, stats) = build_worker(&settings)?;
     let served_stats = Arc::clone(&stats);
-    let url = match &config.worker.advertise_url {
-        Some(u) => Url::parse(u).map_err(|e| GatewayError::Internal(e.to_string()))?,
-        None => Url::parse(&format!("http://{addr}"))
-            .map_err(|e| GatewayError::Internal(e.to_string()))?,
-    };
+    let url = advertised_url(config.worker.advertise_url.as_deref(), addr)?;
     let version = settings.version.clone();
+    let node_id = settings.node_id.clone();
     let channels = settings.channels.clone();
     // Tasks run where the worker serves them: on threads of its own, so a CPU-bound task never
     // holds up the process's other servers (in `sqe local`, the coordinator).
@@ -179,6 +212,28 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         }
     });
     tracing::info!(%url, %version, authenticated = verifier.is_some(), "worker listening");
+    let membership = match &config.worker.coordinator_url {
+        Some(coordinator_url) => {
+            let channel = channels.stack().channel(coordinator_url).map_err(|e| {
+                GatewayError::Config(ConfigError::Invalid(format!("worker.coordinator_url: {e}")))
+            })?;
+            let settings = MembershipSettings {
+                coordinator_url: coordinator_url.clone(),
+                node_id,
+                url: url.clone(),
+                version,
+                heartbeat_interval: Duration::from_secs(
+                    config.worker.heartbeat_interval_secs.max(1),
+                ),
+                task_threads: u32::try_from(2 * cores).unwrap_or(u32::MAX),
+                memory_limit_bytes: config.worker.memory_limit.map_or(0, |m| m.0 as u64),
+                shutdown_grace: Duration::from_secs(config.worker.shutdown_grace_secs),
+                drain_timeout: Duration::from_secs(config.worker.drain_timeout_secs),
+            };
+            Some(Membership::start(settings, channel, Arc::clone(&stats)))
+        }
+        None => None,
+    };
     Ok(RunningWorker {
         url,
         addr,
@@ -187,6 +242,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         channels,
         server,
         runtime,
+        membership,
     })
 }
 
@@ -240,21 +296,21 @@ pub async fn start_coordinator_on(
         .map(|u| Url::parse(u).map_err(|e| GatewayError::Internal(format!("worker URL {u}: {e}"))))
         .collect::<Result<Vec<_>>>()?;
     let peers = config.peer_settings()?;
-    // The coordinator verifies nothing yet (workers call it with registration, issue 6), but
-    // its start-up says whether worker RPCs are authenticated.
-    token_verifier(&peers)?;
+    // Workers registering over the control plane present worker_secret tokens.
+    let verifier = token_verifier(&peers)?;
+    let accepts_workers = verifier.is_some() || peers.allow_unauthenticated;
     let channels = channel_resolver(&config.coordinator.node_id, &peers)?;
-    let required = match config.coordinator.worker_version_policy {
-        WorkerVersionPolicy::Any => VersionRequirement::Any,
-        WorkerVersionPolicy::Exact => VersionRequirement::Exact(
-            config
-                .coordinator
-                .expected_worker_version
-                .clone()
-                .unwrap_or_else(build_version),
-        ),
+    let pool_settings = PoolSettings {
+        required: version_requirement(&config.coordinator),
+        missed_heartbeats: config.coordinator.missed_heartbeats,
+        forget_after: Duration::from_secs(config.coordinator.worker_forget_after_secs),
     };
-    let workers = WorkerPool::new(urls, channels.clone(), required);
+    let workers = WorkerPool::new(urls, channels.clone(), pool_settings);
+    let registry = ControlPlaneServer::new(Arc::new(Registry::new(
+        Arc::clone(&workers),
+        config.coordinator.node_id.clone(),
+        accepts_workers,
+    )));
     workers
         .start(Duration::from_secs(
             config.coordinator.worker_probe_interval_secs.max(1),
@@ -368,9 +424,12 @@ pub async fn start_coordinator_on(
         let stop = futures::FutureExt::shared(stop);
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(flight_listener);
         let flight = async {
-            if let Err(e) = builder
-                .layer(auth_layer)
-                .add_service(service)
+            let router = builder.layer(auth_layer).add_service(service);
+            let router = match verifier {
+                Some(verifier) => router.add_service(VerifyLayer::new(verifier).layer(registry)),
+                None => router.add_service(registry),
+            };
+            if let Err(e) = router
                 .serve_with_incoming_shutdown(incoming, stop.clone())
                 .await
             {
@@ -410,6 +469,19 @@ pub async fn start_coordinator_on(
         trino_http_addr,
         server,
     })
+}
+
+/// Which worker versions get tasks, as `[coordinator]` says.
+pub fn version_requirement(coordinator: &crate::config::CoordinatorSection) -> VersionRequirement {
+    match coordinator.worker_version_policy {
+        WorkerVersionPolicy::Any => VersionRequirement::Any,
+        WorkerVersionPolicy::Exact => VersionRequirement::Exact(
+            coordinator
+                .expected_worker_version
+                .clone()
+                .unwrap_or_else(build_version),
+        ),
+    }
 }
 
 /// The TLS identity client endpoints serve, when `tls_cert_file` and `tls_key_file` are set.

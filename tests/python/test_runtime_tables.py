@@ -7,7 +7,6 @@ workers it started:
 
 import sys
 import threading
-import time
 import unittest
 import uuid
 import warnings
@@ -15,6 +14,7 @@ import warnings
 import adbc_driver_flightsql.dbapi as flight_sql
 import trino
 from trino.exceptions import TrinoQueryError, TrinoUserError
+from polling import eventually
 
 HOST, PORT, FLIGHT_URI = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 LINEITEM_ROWS = 60175  # TPC-H lineitem at SF 0.01
@@ -33,18 +33,6 @@ def rows(sql, params=None, user="ann"):
     cur = cursor(user)
     cur.execute(sql, params) if params is not None else cur.execute(sql)
     return cur.fetchall()
-
-
-def eventually(check, what, timeout=30):
-    """Polls `check` until it returns a truthy value; fails with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: still {value!r} after {timeout}s")
-        time.sleep(0.1)
 
 
 class RuntimeTables(unittest.TestCase):

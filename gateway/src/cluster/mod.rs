@@ -1,5 +1,12 @@
-//! The coordinator's view of its workers.
+//! The coordinator's view of its workers, and the control plane that keeps it current.
 
+mod membership;
+mod registry;
 mod workers;
 
-pub use workers::{PoolResolver, VersionRequirement, WorkerPool, WorkerStatus};
+pub use membership::{Membership, MembershipSettings, advertised_url};
+pub use registry::Registry;
+pub use workers::{
+    Announcement, PoolResolver, PoolSettings, Registration, VersionRequirement, WorkerPool,
+    WorkerState, WorkerStatus, host_port,
+};

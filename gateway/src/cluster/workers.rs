@@ -1,4 +1,10 @@
 //! Which workers can take tasks right now.
+//!
+//! Workers come from two places, merged by URL: `worker_urls` in the coordinator's config
+//! (their liveness is a periodic `GetWorkerInfo` probe), and workers that register over the
+//! control plane (their liveness is their heartbeats; they are probed only until their
+//! registered URL and version are confirmed, as seed 001's version-aware resolver polls only
+//! workers whose version is unknown).
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -6,23 +12,134 @@ use std::time::{Duration, Instant};
 use datafusion::error::DataFusionError;
 use datafusion_distributed::{GetWorkerInfoRequest, WorkerResolver};
 use sqe_worker::channel::SqeChannelResolver;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use url::Url;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A worker's state as `system.runtime.nodes` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerState {
+    /// Gets tasks.
+    Active,
+    /// Shutting down: finishes its tasks, gets no new ones.
+    Draining,
+    /// Missed its heartbeats, or does not answer: gets no tasks until it is back.
+    Unreachable,
+    /// Up, but of a version the coordinator sends no tasks to.
+    Incompatible,
+}
+
+impl WorkerState {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerState::Active => "active",
+            WorkerState::Draining => "draining",
+            WorkerState::Unreachable => "unreachable",
+            WorkerState::Incompatible => "incompatible",
+        }
+    }
+}
+
+/// What a registered worker told the coordinator.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub node_id: String,
+    pub heartbeat_interval: Duration,
+    pub last_heartbeat: Instant,
+    /// Task streams it reported running in its last heartbeat.
+    pub running_tasks: u64,
+    pub task_threads: u32,
+    pub memory_limit_bytes: u64,
+}
+
 /// What the coordinator last learned about one worker.
 #[derive(Debug, Clone)]
 pub struct WorkerStatus {
     pub url: Url,
-    /// It answered the last probe (possibly with an authentication error).
+    /// Listed in `worker_urls` (kept when it deregisters; probed while not registered).
+    pub configured: bool,
+    /// Present while the worker is registered over the control plane.
+    pub registration: Option<Registration>,
+    /// The node id it last registered with, kept after it leaves.
+    known_as: Option<String>,
+    /// It answered the last probe (possibly with an authentication error). For a registered
+    /// worker: its registered URL was confirmed by a probe.
     pub reachable: bool,
     /// It refused the coordinator's token: a `worker_secret` mismatch.
     pub auth_failed: bool,
     pub version: Option<String>,
+    /// The last successful probe or heartbeat.
     pub last_seen: Option<Instant>,
     /// Its version is one the coordinator sends tasks to.
     pub compatible: bool,
+    pub draining: bool,
+    /// Bumped by each registration, so a probe begun before it cannot confirm it.
+    epoch: u64,
+}
+
+impl WorkerStatus {
+    fn new(url: Url, configured: bool) -> Self {
+        Self {
+            url,
+            configured,
+            registration: None,
+            known_as: None,
+            reachable: false,
+            auth_failed: false,
+            version: None,
+            last_seen: None,
+            compatible: false,
+            draining: false,
+            epoch: 0,
+        }
+    }
+
+    /// Whether it is up: a registered worker by its heartbeats, a configured one by probes.
+    fn alive(&self, missed_heartbeats: u32) -> bool {
+        match &self.registration {
+            Some(r) => {
+                self.reachable
+                    && r.last_heartbeat.elapsed() <= r.heartbeat_interval * missed_heartbeats
+            }
+            None => self.reachable,
+        }
+    }
+
+    pub fn state(&self, missed_heartbeats: u32) -> WorkerState {
+        if !self.alive(missed_heartbeats) {
+            WorkerState::Unreachable
+        } else if self.draining {
+            WorkerState::Draining
+        } else if !self.compatible {
+            WorkerState::Incompatible
+        } else {
+            WorkerState::Active
+        }
+    }
+
+    /// Its name in `system.runtime`: the node id it registered, else its URL's `host:port`.
+    pub fn node_id(&self) -> String {
+        match &self.known_as {
+            Some(name) => name.clone(),
+            None => host_port(&self.url),
+        }
+    }
+
+    /// Needs a probe: configured workers always (probes are their liveness), registered ones
+    /// until their URL and version are confirmed.
+    fn wants_probe(&self) -> bool {
+        self.registration.is_none() || !self.reachable
+    }
+}
+
+/// A URL's `host:port`.
+pub fn host_port(url: &Url) -> String {
+    match (url.host_str(), url.port_or_known_default()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        _ => url.to_string(),
+    }
 }
 
 /// Which worker versions get tasks: during a rolling deploy only the new code's.
@@ -42,6 +159,26 @@ impl VersionRequirement {
     }
 }
 
+/// How the pool judges its workers.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    pub required: VersionRequirement,
+    /// A registered worker silent for this many heartbeat intervals is unreachable.
+    pub missed_heartbeats: u32,
+    /// A registered worker (not in `worker_urls`) silent this long is forgotten.
+    pub forget_after: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            required: VersionRequirement::Any,
+            missed_heartbeats: 3,
+            forget_after: Duration::from_secs(600),
+        }
+    }
+}
+
 /// Why a probe did not return the worker's info.
 enum ProbeError {
     /// The worker answered, refusing the token.
@@ -50,11 +187,22 @@ enum ProbeError {
     Unreachable(String),
 }
 
-/// The configured workers and their reachability, refreshed by a background probe.
+/// A worker's registration, as the control plane received it.
+#[derive(Debug, Clone)]
+pub struct Announcement {
+    pub url: Url,
+    pub node_id: String,
+    pub version: String,
+    pub heartbeat_interval: Duration,
+    pub task_threads: u32,
+    pub memory_limit_bytes: u64,
+}
+
+/// The workers and their state, refreshed by a background probe and by the control plane.
 ///
 /// The distributed planner asks for worker URLs synchronously while planning; it gets the
-/// workers that answered the last probe. With none reachable the coordinator plans the query
-/// for itself instead of sending tasks nowhere.
+/// active ones. With none the coordinator plans the query for itself instead of sending tasks
+/// nowhere.
 ///
 /// A worker that answers but refuses the coordinator's token stays in the rotation on purpose:
 /// queries sent to it fail with "worker authentication failed at <url>", which points at the
@@ -63,31 +211,29 @@ enum ProbeError {
 pub struct WorkerPool {
     status: RwLock<Vec<WorkerStatus>>,
     required: RwLock<VersionRequirement>,
+    missed_heartbeats: u32,
+    forget_after: Duration,
     channels: SqeChannelResolver,
+    /// Wakes the probe loop to confirm a new registration at once.
+    registered: Arc<Notify>,
     probe_task: RwLock<Option<JoinHandle<()>>>,
 }
 
 impl WorkerPool {
-    pub fn new(
-        urls: Vec<Url>,
-        channels: SqeChannelResolver,
-        required: VersionRequirement,
-    ) -> Arc<Self> {
-        let status = urls
-            .into_iter()
-            .map(|url| WorkerStatus {
-                url,
-                reachable: false,
-                auth_failed: false,
-                version: None,
-                last_seen: None,
-                compatible: false,
-            })
-            .collect();
+    pub fn new(urls: Vec<Url>, channels: SqeChannelResolver, settings: PoolSettings) -> Arc<Self> {
+        let mut status: Vec<WorkerStatus> = Vec::new();
+        for url in urls {
+            if !status.iter().any(|s| s.url == url) {
+                status.push(WorkerStatus::new(url, true));
+            }
+        }
         Arc::new(Self {
             status: RwLock::new(status),
-            required: RwLock::new(required),
+            required: RwLock::new(settings.required),
+            missed_heartbeats: settings.missed_heartbeats.max(1),
+            forget_after: settings.forget_after,
             channels,
+            registered: Arc::new(Notify::new()),
             probe_task: RwLock::new(None),
         })
     }
@@ -96,13 +242,26 @@ impl WorkerPool {
         self.status.read().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// The workers that get tasks: reachable, of a compatible version.
+    pub fn missed_heartbeats(&self) -> u32 {
+        self.missed_heartbeats
+    }
+
+    /// The workers that get tasks: the active ones.
     pub fn reachable_urls(&self) -> Vec<Url> {
         self.statuses()
             .into_iter()
-            .filter(|s| s.reachable && s.compatible)
+            .filter(|s| s.state(self.missed_heartbeats) == WorkerState::Active)
             .map(|s| s.url)
             .collect()
+    }
+
+    /// The name `system.runtime` gives the worker at `url`.
+    pub fn node_id_of(&self, url: &Url) -> String {
+        self.status
+            .read()
+            .ok()
+            .and_then(|s| s.iter().find(|s| &s.url == url).map(WorkerStatus::node_id))
+            .unwrap_or_else(|| host_port(url))
     }
 
     pub fn required_version(&self) -> VersionRequirement {
@@ -112,56 +271,187 @@ impl WorkerPool {
     /// Changes which versions get tasks, from the next query on (a rolling deploy's switch).
     pub fn require_version(&self, required: VersionRequirement) {
         if let Ok(mut status) = self.status.write() {
-            for entry in status.iter_mut() {
+            for entry in status.iter_mut().filter(|e| !e.auth_failed) {
                 entry.compatible = required.accepts(entry.version.as_deref());
             }
         }
+        tracing::info!(?required, "worker version requirement set");
         if let Ok(mut slot) = self.required.write() {
             *slot = required;
         }
     }
 
-    /// Asks every worker for its info, concurrently, and records who answered.
+    /// A worker registered: it gets tasks once a probe confirms its URL and version.
+    pub fn register(&self, worker: Announcement) {
+        let required = self.required_version();
+        if let Ok(mut status) = self.status.write() {
+            let index = match status.iter().position(|s| s.url == worker.url) {
+                Some(i) => i,
+                None => {
+                    status.push(WorkerStatus::new(worker.url.clone(), false));
+                    status.len() - 1
+                }
+            };
+            let entry = &mut status[index];
+            match &entry.version {
+                Some(old) if *old != worker.version => tracing::info!(
+                    url = %worker.url, from = %old, to = %worker.version,
+                    "worker came back with a new version"
+                ),
+                _ => {}
+            }
+            tracing::info!(url = %worker.url, node_id = %worker.node_id, version = %worker.version, "worker registered");
+            entry.known_as = Some(worker.node_id.clone());
+            entry.registration = Some(Registration {
+                node_id: worker.node_id,
+                heartbeat_interval: worker.heartbeat_interval,
+                last_heartbeat: Instant::now(),
+                running_tasks: 0,
+                task_threads: worker.task_threads,
+                memory_limit_bytes: worker.memory_limit_bytes,
+            });
+            entry.compatible = required.accepts(Some(&worker.version));
+            entry.version = Some(worker.version);
+            entry.reachable = false;
+            entry.auth_failed = false;
+            entry.draining = false;
+            entry.last_seen = Some(Instant::now());
+            entry.epoch += 1;
+        }
+        self.registered.notify_one();
+    }
+
+    /// A heartbeat; false when the worker is not registered here (it should register again).
+    pub fn heartbeat(&self, url: &Url, node_id: &str, running_tasks: u64, draining: bool) -> bool {
+        let Ok(mut status) = self.status.write() else {
+            return false;
+        };
+        let Some(entry) = status.iter_mut().find(|s| &s.url == url) else {
+            return false;
+        };
+        let Some(registration) = entry.registration.as_mut() else {
+            return false;
+        };
+        if registration.node_id != node_id {
+            return false;
+        }
+        let now = Instant::now();
+        if now.duration_since(registration.last_heartbeat)
+            > registration.heartbeat_interval * self.missed_heartbeats
+        {
+            tracing::info!(%url, node_id, "worker heartbeats resumed");
+        }
+        registration.last_heartbeat = now;
+        registration.running_tasks = running_tasks;
+        entry.last_seen = Some(now);
+        if draining && !entry.draining {
+            entry.draining = true;
+        }
+        true
+    }
+
+    /// The worker is shutting down: no new tasks. False when it is not known here.
+    pub fn drain(&self, url: &Url) -> bool {
+        let Ok(mut status) = self.status.write() else {
+            return false;
+        };
+        let Some(entry) = status.iter_mut().find(|s| &s.url == url) else {
+            return false;
+        };
+        if !entry.draining {
+            tracing::info!(%url, "worker draining: no new tasks");
+        }
+        entry.draining = true;
+        true
+    }
+
+    /// The worker left. A configured one stays listed, unreachable until a probe finds it again.
+    pub fn deregister(&self, url: &Url) {
+        if let Ok(mut status) = self.status.write() {
+            tracing::info!(%url, "worker deregistered");
+            status.retain(|s| &s.url != url || s.configured);
+            if let Some(entry) = status.iter_mut().find(|s| &s.url == url) {
+                entry.registration = None;
+                entry.reachable = false;
+                entry.draining = false;
+                entry.epoch += 1;
+            }
+        }
+    }
+
+    /// Probes the workers that need it, concurrently, and records who answered; forgets
+    /// registered workers long silent.
     pub async fn probe(&self) {
-        let urls: Vec<Url> = self.statuses().into_iter().map(|s| s.url).collect();
-        let probes = urls.iter().map(|url| self.probe_one(url));
+        let targets: Vec<(Url, u64)> = self
+            .statuses()
+            .into_iter()
+            .filter(WorkerStatus::wants_probe)
+            .map(|s| (s.url, s.epoch))
+            .collect();
+        let probes = targets.iter().map(|(url, _)| self.probe_one(url));
         let results = futures::future::join_all(probes).await;
         let now = Instant::now();
         let required = self.required_version();
-        if let Ok(mut status) = self.status.write() {
-            for (entry, result) in status.iter_mut().zip(results) {
-                match result {
-                    Ok(version) => {
-                        if !entry.reachable || entry.auth_failed {
-                            tracing::info!(worker = %entry.url, %version, "worker reachable");
-                        }
-                        let compatible = required.accepts(Some(&version));
-                        if !compatible && (entry.compatible || !entry.reachable) {
-                            tracing::warn!(worker = %entry.url, %version, ?required, "worker version not accepted: it gets no tasks");
-                        }
-                        entry.reachable = true;
-                        entry.auth_failed = false;
-                        entry.version = Some(version);
-                        entry.last_seen = Some(now);
-                        entry.compatible = compatible;
+        let Ok(mut status) = self.status.write() else {
+            return;
+        };
+        for ((url, epoch), result) in targets.into_iter().zip(results) {
+            let Some(entry) = status.iter_mut().find(|s| s.url == url && s.epoch == epoch) else {
+                continue;
+            };
+            match result {
+                Ok(version) => {
+                    if !entry.reachable || entry.auth_failed {
+                        tracing::info!(worker = %entry.url, %version, "worker reachable");
                     }
-                    Err(ProbeError::Unauthenticated(message)) => {
-                        tracing::error!(worker = %entry.url, %message, "worker refuses this coordinator's token: check worker_secret");
-                        entry.reachable = true;
-                        entry.auth_failed = true;
-                        entry.last_seen = Some(now);
-                        // Kept in the rotation, so queries fail naming the bad secret.
-                        entry.compatible = true;
+                    if let Some(registered) = entry
+                        .version
+                        .as_deref()
+                        .filter(|_| entry.registration.is_some())
+                        && registered != version
+                    {
+                        tracing::warn!(worker = %entry.url, registered, reported = %version, "worker reports another version than it registered: using the reported one");
                     }
-                    Err(ProbeError::Unreachable(e)) => {
-                        if entry.reachable {
-                            tracing::warn!(worker = %entry.url, error = %e, "worker unreachable");
-                        }
-                        entry.reachable = false;
+                    let compatible = required.accepts(Some(&version));
+                    if !compatible && (entry.compatible || !entry.reachable) {
+                        tracing::warn!(worker = %entry.url, %version, ?required, "worker version not accepted: it gets no tasks");
                     }
+                    entry.reachable = true;
+                    entry.auth_failed = false;
+                    entry.version = Some(version);
+                    entry.last_seen = Some(now);
+                    entry.compatible = compatible;
+                }
+                Err(ProbeError::Unauthenticated(message)) => {
+                    tracing::error!(worker = %entry.url, %message, "worker refuses this coordinator's token: check worker_secret");
+                    entry.reachable = true;
+                    entry.auth_failed = true;
+                    entry.last_seen = Some(now);
+                    // Kept in the rotation, so queries fail naming the bad secret.
+                    entry.compatible = true;
+                }
+                Err(ProbeError::Unreachable(e)) => {
+                    if entry.reachable || entry.registration.is_some() {
+                        tracing::warn!(worker = %entry.url, error = %e, "worker unreachable");
+                    }
+                    entry.reachable = false;
                 }
             }
         }
+        let forget_after = self.forget_after;
+        status.retain_mut(|s| {
+            let silent = s
+                .registration
+                .as_ref()
+                .is_some_and(|r| r.last_heartbeat.elapsed() > forget_after);
+            if !silent {
+                return true;
+            }
+            tracing::info!(worker = %s.url, "forgetting a worker silent for {forget_after:?}");
+            s.registration = None;
+            s.reachable = false;
+            s.configured
+        });
     }
 
     async fn probe_one(&self, url: &Url) -> Result<String, ProbeError> {
@@ -184,15 +474,20 @@ impl WorkerPool {
         }
     }
 
-    /// Probes now, then every `interval` in the background until the pool is dropped.
+    /// Probes now, then every `interval` (and at once after a registration) in the background
+    /// until the pool is dropped.
     pub async fn start(self: &Arc<Self>, interval: Duration) {
         self.probe().await;
         let weak = Arc::downgrade(self);
+        let registered = Arc::clone(&self.registered);
         let task = tokio::spawn(async move {
             let mut ticker = tokio::time::interval(interval);
             ticker.tick().await;
             loop {
-                ticker.tick().await;
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    () = registered.notified() => {}
+                }
                 let Some(pool) = weak.upgrade() else { break };
                 pool.probe().await;
             }
@@ -226,60 +521,4 @@ impl WorkerResolver for PoolResolver {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn unreachable_worker_is_not_offered() -> Result<(), Box<dyn std::error::Error>> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
-        drop(listener);
-        let peers = crate::config::CoordinatorConfig::default().peer_settings()?;
-        let channels = crate::peers::channel_resolver("coordinator", &peers)?;
-        let pool = WorkerPool::new(vec![url], channels, VersionRequirement::Any);
-        pool.probe().await;
-        assert!(pool.reachable_urls().is_empty());
-        assert!(!pool.statuses()[0].reachable);
-        Ok(())
-    }
-
-    fn version_requirement(version: &str) -> VersionRequirement {
-        VersionRequirement::Exact(version.into())
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn only_workers_of_the_required_version_get_tasks()
-    -> Result<(), Box<dyn std::error::Error>> {
-        let mut workers = Vec::new();
-        for version in ["v1", "v2"] {
-            let mut config = crate::config::WorkerConfig::default();
-            config.worker.allow_unauthenticated_workers = true;
-            config.worker.version = Some(version.into());
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-            workers.push(crate::runtime::start_worker(&config, listener).await?);
-        }
-        let urls: Vec<Url> = workers.iter().map(|w| w.url.clone()).collect();
-        let mut coordinator = crate::config::CoordinatorConfig::default();
-        coordinator.coordinator.allow_unauthenticated_workers = true;
-        let channels =
-            crate::peers::channel_resolver("coordinator", &coordinator.peer_settings()?)?;
-        let pool = WorkerPool::new(urls.clone(), channels, version_requirement("v1"));
-        pool.probe().await;
-        assert_eq!(pool.reachable_urls(), [urls[0].clone()]);
-        let versions: Vec<Option<String>> =
-            pool.statuses().into_iter().map(|s| s.version).collect();
-        assert_eq!(versions, [Some("v1".into()), Some("v2".into())]);
-
-        // The rolling deploy's switch: from the next query on, only v2 gets tasks.
-        pool.require_version(version_requirement("v2"));
-        assert_eq!(pool.reachable_urls(), [urls[1].clone()]);
-        pool.probe().await;
-        assert_eq!(pool.reachable_urls(), [urls[1].clone()]);
-        pool.require_version(VersionRequirement::Any);
-        assert_eq!(pool.reachable_urls(), urls);
-        for worker in workers {
-            worker.stop().await;
-        }
-        Ok(())
-    }
-}
+mod tests;

@@ -27,7 +27,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use futures::future::BoxFuture;
 
 pub use self::rows::{Cell, Kind, TableSpec};
-pub use self::runtime::{NodeIdentity, RuntimeView, worker_node_id};
+pub use self::runtime::{NodeIdentity, RuntimeView};
 use crate::error::{GatewayError, Result};
 
 /// The catalog of metadata about all catalogs.

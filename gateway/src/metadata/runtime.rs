@@ -80,14 +80,6 @@ const TASKS: TableSpec = TableSpec {
     ],
 };
 
-/// A worker's name in `system.runtime`: its URL's `host:port`.
-pub fn worker_node_id(url: &url::Url) -> String {
-    match (url.host_str(), url.port_or_known_default()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        _ => url.to_string(),
-    }
-}
-
 /// A worker URL as written in config, without the trailing `/` the URL type adds.
 fn uri(url: &url::Url) -> String {
     url.as_str().trim_end_matches('/').to_string()
@@ -133,18 +125,14 @@ fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
         Cell::from(0),
     ]];
     let running = running_tasks(view);
+    let missed = view.workers.missed_heartbeats();
     for worker in view.workers.statuses() {
-        let state = match (worker.reachable, worker.compatible) {
-            (false, _) => "unreachable",
-            (true, true) => "active",
-            // Up, but of a version the coordinator sends no tasks to.
-            (true, false) => "incompatible",
-        };
+        let state = worker.state(missed).name();
         let last_seen = worker.last_seen.map(|at| {
             chrono::Utc::now() - chrono::Duration::from_std(at.elapsed()).unwrap_or_default()
         });
         rows.push(vec![
-            Cell::from(worker_node_id(&worker.url)),
+            Cell::from(worker.node_id()),
             Cell::from(uri(&worker.url)),
             Cell::from(worker.version.clone()),
             Cell::from(false),
@@ -199,7 +187,7 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
                 Cell::from(q.id.clone()),
                 Cell::from(task.stage as i64),
                 Cell::from(task.task as i64),
-                Cell::from(worker_node_id(&task.worker)),
+                Cell::from(view.workers.node_id_of(&task.worker)),
                 Cell::from(uri(&task.worker)),
                 Cell::from(q.state.name()),
                 Cell::from(q.execution_ms),

@@ -46,6 +46,11 @@ pub struct Verify<S> {
     verifier: Arc<TokenVerifier>,
 }
 
+/// A verified service keeps its gRPC name, so it can be added to a tonic server on its own.
+impl<S: tonic::server::NamedService> tonic::server::NamedService for Verify<S> {
+    const NAME: &'static str = S::NAME;
+}
+
 fn bearer<B>(request: &Request<B>) -> Result<&str, AuthError> {
     let value = request
         .headers()

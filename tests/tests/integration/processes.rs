@@ -116,3 +116,41 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     );
     Ok(())
 }
+
+/// Seed 004 on real processes: 1 coordinator and registering workers, driven by the Trino
+/// client and ADBC (`tests/python/test_distributed_cluster.py`): the seed's invariants, a
+/// killed worker, a rolling deploy under load, a worker back with a new version.
+#[tokio::test]
+async fn seed_004_distributed_cluster_membership_and_rolling_deploy() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    sqe_tests::python::run_python(
+        "test_distributed_cluster.py",
+        &[
+            sqe_tests::process::sqe_binary().display().to_string(),
+            dir.path().display().to_string(),
+        ],
+    )
+    .await
+    .map_err(|e| {
+        let logs: String = [
+            "coordinator",
+            "worker-1",
+            "worker-2",
+            "worker-3",
+            "worker-4",
+        ]
+        .iter()
+        .map(|name| {
+            let text =
+                std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            format!(
+                "\n--- {name}.log (last lines) ---\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )
+        })
+        .collect();
+        format!("{e}{logs}")
+    })?;
+    Ok(())
+}

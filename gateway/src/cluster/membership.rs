@@ -1,0 +1,230 @@
+//! A worker's side of the control plane: register with the coordinator, heartbeat, and on
+//! shutdown drain (no new tasks, finish the running ones), stop serving and deregister.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sqe_layers::LayeredChannel;
+use sqe_proto::{
+    ControlPlaneClient, DeregisterRequest, DrainRequest, HeartbeatRequest, RegisterRequest,
+};
+use sqe_worker::server::WorkerStats;
+use tokio::task::JoinHandle;
+use url::Url;
+
+use crate::error::{GatewayError, Result};
+use crate::runtime::ServerTask;
+
+/// Who this worker is and how it leaves.
+#[derive(Debug, Clone)]
+pub struct MembershipSettings {
+    pub coordinator_url: String,
+    pub node_id: String,
+    pub url: Url,
+    pub version: String,
+    pub heartbeat_interval: Duration,
+    pub task_threads: u32,
+    pub memory_limit_bytes: u64,
+    /// After announcing the drain: tasks of queries planned just before it may still arrive.
+    pub shutdown_grace: Duration,
+    /// The longest a drain waits for running tasks before the worker stops anyway.
+    pub drain_timeout: Duration,
+}
+
+/// The heartbeat loop of a registered worker.
+pub struct Membership {
+    settings: MembershipSettings,
+    client: ControlPlaneClient<LayeredChannel>,
+    stats: Arc<WorkerStats>,
+    draining: Arc<AtomicBool>,
+    heartbeats: JoinHandle<()>,
+}
+
+/// How often the count of running tasks is read while draining.
+const DRAIN_POLL: Duration = Duration::from_millis(100);
+/// Running tasks must stay at zero this long: between two stages of a query none may run.
+const DRAIN_QUIET: Duration = Duration::from_millis(500);
+
+impl Membership {
+    /// Starts registering and heartbeating in the background (on the current runtime).
+    pub fn start(
+        settings: MembershipSettings,
+        channel: LayeredChannel,
+        stats: Arc<WorkerStats>,
+    ) -> Self {
+        let client = ControlPlaneClient::new(channel);
+        let draining = Arc::new(AtomicBool::new(false));
+        let heartbeats = tokio::spawn(heartbeat_loop(
+            settings.clone(),
+            client.clone(),
+            Arc::clone(&stats),
+            Arc::clone(&draining),
+        ));
+        Self {
+            settings,
+            client,
+            stats,
+            draining,
+            heartbeats,
+        }
+    }
+
+    /// Drains: tells the coordinator, lets already-planned tasks arrive, waits for the running
+    /// ones to finish (at most `drain_timeout`), stops `server` and deregisters.
+    pub async fn drain_and_leave(mut self, server: ServerTask) {
+        let s = &self.settings;
+        self.draining.store(true, Ordering::SeqCst);
+        tracing::info!(coordinator = %s.coordinator_url, "draining: no new tasks");
+        let request = DrainRequest {
+            node_id: s.node_id.clone(),
+            url: s.url.to_string(),
+        };
+        if let Err(e) = self.client.drain(request).await {
+            tracing::warn!(error = %e, "could not announce the drain; finishing running tasks anyway");
+        }
+        tokio::time::sleep(s.shutdown_grace).await;
+        let finished = tokio::time::timeout(s.drain_timeout, idle(&self.stats)).await;
+        if finished.is_err() {
+            tracing::warn!(
+                running = self.stats.open_task_streams(),
+                timeout = ?s.drain_timeout,
+                "drain timed out: stopping with tasks still running"
+            );
+        }
+        server.stop().await;
+        self.heartbeats.abort();
+        let request = DeregisterRequest {
+            node_id: s.node_id.clone(),
+            url: s.url.to_string(),
+        };
+        match self.client.deregister(request).await {
+            Ok(_) => tracing::info!("deregistered"),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not deregister; the coordinator will miss the heartbeats")
+            }
+        }
+    }
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.heartbeats.abort();
+    }
+}
+
+/// Until no task has run for [`DRAIN_QUIET`].
+async fn idle(stats: &WorkerStats) {
+    let mut quiet = Duration::ZERO;
+    while quiet < DRAIN_QUIET {
+        tokio::time::sleep(DRAIN_POLL).await;
+        if stats.open_task_streams() == 0 {
+            quiet += DRAIN_POLL;
+        } else {
+            quiet = Duration::ZERO;
+        }
+    }
+}
+
+async fn heartbeat_loop(
+    settings: MembershipSettings,
+    mut client: ControlPlaneClient<LayeredChannel>,
+    stats: Arc<WorkerStats>,
+    draining: Arc<AtomicBool>,
+) {
+    let mut registered = false;
+    // Logs a failure once per outage, not on every beat.
+    let mut failing = false;
+    let mut ticker = tokio::time::interval(settings.heartbeat_interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let draining = draining.load(Ordering::SeqCst);
+        let outcome = if registered {
+            let beat = HeartbeatRequest {
+                node_id: settings.node_id.clone(),
+                url: settings.url.to_string(),
+                running_tasks: stats.open_task_streams() as u64,
+                draining,
+            };
+            match client.heartbeat(beat).await {
+                Ok(reply) if reply.known => Ok(()),
+                Ok(_) => {
+                    tracing::info!(
+                        "the coordinator does not know this worker (it restarted?): registering again"
+                    );
+                    register(&settings, &mut client, draining).await
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            register(&settings, &mut client, draining).await
+        };
+        match outcome {
+            Ok(()) => {
+                if failing || !registered {
+                    tracing::info!(coordinator = %settings.coordinator_url, node_id = %settings.node_id, url = %settings.url, "registered with the coordinator");
+                }
+                registered = true;
+                failing = false;
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(coordinator = %settings.coordinator_url, error = %e, "cannot reach the coordinator's control plane; retrying every heartbeat");
+                }
+                failing = true;
+                if e.code() != tonic::Code::Unavailable && e.code() != tonic::Code::DeadlineExceeded
+                {
+                    // Refused (secret, bad settings): register again once it is fixed.
+                    registered = false;
+                }
+            }
+        }
+    }
+}
+
+async fn register(
+    settings: &MembershipSettings,
+    client: &mut ControlPlaneClient<LayeredChannel>,
+    draining: bool,
+) -> std::result::Result<(), tonic::Status> {
+    client
+        .register(RegisterRequest {
+            node_id: settings.node_id.clone(),
+            url: settings.url.to_string(),
+            version: settings.version.clone(),
+            heartbeat_interval_ms: u64::try_from(settings.heartbeat_interval.as_millis())
+                .unwrap_or(u64::MAX),
+            task_threads: settings.task_threads,
+            memory_limit_bytes: settings.memory_limit_bytes,
+        })
+        .await?;
+    if draining {
+        client
+            .drain(DrainRequest {
+                node_id: settings.node_id.clone(),
+                url: settings.url.to_string(),
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+/// The URL a worker registers with: `advertise_url`, else its bound address, with the
+/// machine's host name in place of an unspecified (0.0.0.0) address.
+pub fn advertised_url(advertise_url: Option<&str>, addr: std::net::SocketAddr) -> Result<Url> {
+    let text = match advertise_url {
+        Some(url) => url.to_string(),
+        None if addr.ip().is_unspecified() => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .or_else(|| std::env::var("HOSTNAME").ok())
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| "localhost".into());
+            format!("http://{host}:{}", addr.port())
+        }
+        None => format!("http://{addr}"),
+    };
+    Url::parse(&text).map_err(|e| GatewayError::Internal(format!("worker URL {text}: {e}")))
+}

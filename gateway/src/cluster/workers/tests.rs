@@ -1,0 +1,171 @@
+use std::time::Duration;
+
+use super::*;
+use crate::runtime::RunningWorker;
+
+fn version_requirement(version: &str) -> VersionRequirement {
+    VersionRequirement::Exact(version.into())
+}
+
+fn settings(required: VersionRequirement) -> PoolSettings {
+    PoolSettings {
+        required,
+        ..PoolSettings::default()
+    }
+}
+
+fn channels() -> Result<SqeChannelResolver, Box<dyn std::error::Error>> {
+    let mut coordinator = crate::config::CoordinatorConfig::default();
+    coordinator.coordinator.allow_unauthenticated_workers = true;
+    Ok(crate::peers::channel_resolver(
+        "coordinator",
+        &coordinator.peer_settings()?,
+    )?)
+}
+
+async fn start_workers(
+    versions: &[&str],
+) -> Result<Vec<RunningWorker>, Box<dyn std::error::Error>> {
+    let mut workers = Vec::new();
+    for version in versions {
+        let mut config = crate::config::WorkerConfig::default();
+        config.worker.allow_unauthenticated_workers = true;
+        config.worker.version = Some((*version).into());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        workers.push(crate::runtime::start_worker(&config, listener).await?);
+    }
+    Ok(workers)
+}
+
+fn announcement(url: &Url, node_id: &str, version: &str, interval: Duration) -> Announcement {
+    Announcement {
+        url: url.clone(),
+        node_id: node_id.into(),
+        version: version.into(),
+        heartbeat_interval: interval,
+        task_threads: 4,
+        memory_limit_bytes: 0,
+    }
+}
+
+fn state_of(pool: &WorkerPool, url: &Url) -> Option<WorkerState> {
+    pool.statuses()
+        .into_iter()
+        .find(|s| &s.url == url)
+        .map(|s| s.state(pool.missed_heartbeats()))
+}
+
+#[tokio::test]
+async fn unreachable_worker_is_not_offered() -> Result<(), Box<dyn std::error::Error>> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = Url::parse(&format!("http://{}", listener.local_addr()?))?;
+    drop(listener);
+    let pool = WorkerPool::new(vec![url.clone()], channels()?, PoolSettings::default());
+    pool.probe().await;
+    assert!(pool.reachable_urls().is_empty());
+    assert_eq!(state_of(&pool, &url), Some(WorkerState::Unreachable));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_workers_of_the_required_version_get_tasks() -> Result<(), Box<dyn std::error::Error>>
+{
+    let workers = start_workers(&["v1", "v2"]).await?;
+    let urls: Vec<Url> = workers.iter().map(|w| w.url.clone()).collect();
+    let pool = WorkerPool::new(
+        urls.clone(),
+        channels()?,
+        settings(version_requirement("v1")),
+    );
+    pool.probe().await;
+    assert_eq!(pool.reachable_urls(), [urls[0].clone()]);
+    let versions: Vec<Option<String>> = pool.statuses().into_iter().map(|s| s.version).collect();
+    assert_eq!(versions, [Some("v1".into()), Some("v2".into())]);
+    assert_eq!(state_of(&pool, &urls[1]), Some(WorkerState::Incompatible));
+
+    // The rolling deploy's switch: from the next query on, only v2 gets tasks.
+    pool.require_version(version_requirement("v2"));
+    assert_eq!(pool.reachable_urls(), [urls[1].clone()]);
+    pool.probe().await;
+    assert_eq!(pool.reachable_urls(), [urls[1].clone()]);
+    pool.require_version(VersionRequirement::Any);
+    assert_eq!(pool.reachable_urls(), urls);
+    for worker in workers {
+        worker.stop().await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std::error::Error>> {
+    let workers = start_workers(&["v1", "v1"]).await?;
+    let (steady, silent) = (workers[0].url.clone(), workers[1].url.clone());
+    let pool = WorkerPool::new(Vec::new(), channels()?, PoolSettings::default());
+    assert!(
+        !pool.heartbeat(&steady, "w1", 0, false),
+        "unknown before registering"
+    );
+
+    pool.register(announcement(&steady, "w1", "v1", Duration::from_secs(60)));
+    pool.register(announcement(&silent, "w2", "v1", Duration::from_millis(10)));
+    // Registered, not yet confirmed by a probe: no tasks.
+    assert!(pool.reachable_urls().is_empty());
+    assert_eq!(state_of(&pool, &steady), Some(WorkerState::Unreachable));
+    pool.probe().await;
+    assert_eq!(state_of(&pool, &steady), Some(WorkerState::Active));
+    assert_eq!(pool.node_id_of(&steady), "w1");
+
+    // Three 10 ms intervals without a heartbeat: unreachable, no tasks.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(state_of(&pool, &silent), Some(WorkerState::Unreachable));
+    assert_eq!(pool.reachable_urls(), std::slice::from_ref(&steady));
+    // Back when heartbeats resume.
+    assert!(pool.heartbeat(&silent, "w2", 2, false));
+    assert_eq!(state_of(&pool, &silent), Some(WorkerState::Active));
+    // Another node id at that URL is not this registration.
+    assert!(!pool.heartbeat(&silent, "someone-else", 0, false));
+
+    // Draining: up, but no new tasks.
+    assert!(pool.drain(&steady));
+    assert_eq!(state_of(&pool, &steady), Some(WorkerState::Draining));
+    assert!(!pool.reachable_urls().contains(&steady));
+    // Deregistered and not configured: forgotten.
+    pool.deregister(&steady);
+    assert_eq!(state_of(&pool, &steady), None);
+    assert!(!pool.heartbeat(&steady, "w1", 0, false));
+    for worker in workers {
+        worker.stop().await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_merges_with_configured_urls_and_is_rechecked()
+-> Result<(), Box<dyn std::error::Error>> {
+    let workers = start_workers(&["v2"]).await?;
+    let url = workers[0].url.clone();
+    let pool = WorkerPool::new(
+        vec![url.clone()],
+        channels()?,
+        settings(version_requirement("v1")),
+    );
+    // It registers claiming v1; the probe finds it runs v2, and v2 gets no tasks.
+    pool.register(announcement(&url, "w1", "v1", Duration::from_secs(60)));
+    assert_eq!(pool.statuses().len(), 1, "one entry per URL");
+    pool.probe().await;
+    let status = pool.statuses().remove(0);
+    assert_eq!(status.version.as_deref(), Some("v2"));
+    assert_eq!(status.state(3), WorkerState::Incompatible);
+
+    // A configured worker that deregisters stays listed, unreachable until found again.
+    pool.require_version(VersionRequirement::Any);
+    assert_eq!(pool.reachable_urls(), std::slice::from_ref(&url));
+    pool.deregister(&url);
+    assert_eq!(state_of(&pool, &url), Some(WorkerState::Unreachable));
+    pool.probe().await;
+    assert_eq!(state_of(&pool, &url), Some(WorkerState::Active));
+    for worker in workers {
+        worker.stop().await;
+    }
+    Ok(())
+}

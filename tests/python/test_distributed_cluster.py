@@ -1,0 +1,386 @@
+"""Seed 004 (distributed SQE: coordinator + workers) on real processes, through real clients.
+
+Starts the `sqe` binary as one coordinator and registering workers, then checks, in order:
+  1. the seed's invariants: Flight SQL answers, system.runtime.nodes lists the coordinator and
+     both workers, a CTAS round-trip reads back in order, system.runtime.queries records
+     FINISHED queries, a cached count is invalidated by an INSERT, the Trino endpoint answers,
+     and system.runtime.tasks shows fragments on worker-1 and worker-2;
+  2. a killed worker shows `unreachable` within 3 heartbeat intervals, queries keep succeeding
+     on the other, and it is `active` again once it is back;
+  3. a rolling deploy under steady load: two v2 workers join, the coordinator's expected
+     version is switched (config edit + SIGHUP), the v1 workers drain on SIGTERM while a long
+     join runs on them, and exit once it is done: zero failed queries, and the tasks move to
+     the v2 workers;
+  4. a worker restarted at the same URL with a new version is noticed.
+
+Run by tests/tests/integration/processes.rs:
+    python test_distributed_cluster.py <sqe binary> <work dir>
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import warnings
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import trino
+from polling import eventually
+
+SQE, WORK = sys.argv[1], sys.argv[2]
+HEARTBEAT_SECS = 1
+MISSED_HEARTBEATS = 3
+
+warnings.filterwarnings("ignore", message="Cannot disable autocommit")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, process, timeout=60.0):
+    def listening():
+        if process.poll() is not None:
+            raise AssertionError(f"{process.args} exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    eventually(listening, f"port {port}", timeout)
+
+
+class Cluster:
+    """The processes, their config files and logs under WORK."""
+
+    def __init__(self):
+        self.flight_port = free_port()
+        self.trino_port = free_port()
+        self.worker_ports = {}
+        self.processes = {}
+        self.coordinator_config = os.path.join(WORK, "coordinator.toml")
+        self.write_coordinator_config(expected_version="v1")
+
+    def write_coordinator_config(self, expected_version):
+        static = ", ".join(f'"http://127.0.0.1:{self.port_of(n)}"' for n in ("worker-1", "worker-2"))
+        with open(self.coordinator_config, "w") as f:
+            f.write(
+                f"""
+[coordinator]
+node_id = "coordinator"
+bind_address = "127.0.0.1"
+flight_sql_port = {self.flight_port}
+trino_http_port = {self.trino_port}
+worker_urls = [{static}]
+allow_unauthenticated_workers = true
+worker_version_policy = "exact"
+expected_worker_version = "{expected_version}"
+worker_probe_interval_secs = 1
+missed_heartbeats = {MISSED_HEARTBEATS}
+# One scan task per byte: even small tables spread over every worker.
+scan_bytes_per_partition = "1B"
+
+[catalog]
+type = "sql"
+name = "iceberg"
+uri = "{WORK}/catalog.db"
+warehouse = "{WORK}/warehouse"
+
+[query_cache]
+enabled = true
+max_memory_mb = 128
+ttl_secs = 300
+
+[query_history]
+max_entries = 10000
+ttl_secs = 1800
+"""
+            )
+
+    def port_of(self, name):
+        return self.worker_ports.setdefault(name, free_port())
+
+    def start(self, name, args):
+        log = open(os.path.join(WORK, f"{name}.log"), "a")
+        env = dict(os.environ, SQE_LOG="info")
+        process = subprocess.Popen([SQE, *args], cwd=WORK, stdout=subprocess.DEVNULL, stderr=log, env=env)
+        self.processes[name] = process
+        return process
+
+    def start_coordinator(self):
+        process = self.start("coordinator", ["coordinator", "--config", self.coordinator_config])
+        wait_for_port(self.flight_port, process)
+        wait_for_port(self.trino_port, process)
+
+    def start_worker(self, name, version):
+        port = self.port_of(name)
+        path = os.path.join(WORK, f"{name}.toml")
+        with open(path, "w") as f:
+            f.write(
+                f"""
+[worker]
+node_id = "{name}"
+bind_address = "127.0.0.1"
+flight_port = {port}
+coordinator_url = "http://127.0.0.1:{self.flight_port}"
+heartbeat_interval_secs = {HEARTBEAT_SECS}
+shutdown_grace_secs = 1
+memory_limit = "512MB"
+allow_unauthenticated_workers = true
+version = "{version}"
+"""
+            )
+        process = self.start(name, ["worker", "--config", path])
+        wait_for_port(port, process)
+        return process
+
+    def stop_all(self):
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+CLUSTER = Cluster()
+
+
+def trino_rows(sql, params=None, user="seed"):
+    conn = trino.dbapi.connect(
+        host="127.0.0.1", port=CLUSTER.trino_port, user=user, catalog="iceberg", schema="demo", source="seed-004"
+    )
+    cur = conn.cursor()
+    cur.execute(sql, params) if params is not None else cur.execute(sql)
+    return cur.fetchall()
+
+
+def flight_rows(sql):
+    with flight_sql.connect(f"grpc://127.0.0.1:{CLUSTER.flight_port}") as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
+def nodes():
+    """node_id -> (version, state) of the workers, as system.runtime.nodes shows them."""
+    return {
+        node: (version, state)
+        for node, version, state, coordinator in trino_rows(
+            "SELECT node_id, node_version, state, coordinator FROM system.runtime.nodes"
+        )
+        if not coordinator
+    }
+
+
+def workers_of(query_id):
+    rows = trino_rows("SELECT DISTINCT node_id FROM system.runtime.tasks WHERE query_id = ?", [query_id])
+    return {r[0] for r in rows}
+
+
+def distributed_count(marker, client="trino"):
+    """A grouped count over every scan task; returns (query id, total) for Trino."""
+    sql = f"SELECT bucket, count(*) AS {marker} FROM numbers GROUP BY bucket"
+    if client == "flight":
+        return None, sum(r[1] for r in flight_rows(sql.replace("FROM numbers", "FROM iceberg.demo.numbers")))
+    conn = trino.dbapi.connect(
+        host="127.0.0.1", port=CLUSTER.trino_port, user="seed", catalog="iceberg", schema="demo", source="seed-004"
+    )
+    cur = conn.cursor()
+    cur.execute(sql)
+    total = sum(r[1] for r in cur.fetchall())
+    return cur.query_id, total
+
+
+class DistributedCluster(unittest.TestCase):
+    """The phases share one cluster and run in order (unittest sorts by name)."""
+
+    @classmethod
+    def setUpClass(cls):
+        CLUSTER.start_worker("worker-1", "v1")
+        CLUSTER.start_worker("worker-2", "v1")
+        CLUSTER.start_coordinator()
+        eventually(
+            lambda: nodes() == {"worker-1": ("v1", "active"), "worker-2": ("v1", "active")},
+            "both workers registered and active",
+        )
+
+    @classmethod
+    def tearDownClass(cls):
+        CLUSTER.stop_all()
+
+    def test_1_seed_invariants(self):
+        # Connectivity over Flight SQL.
+        self.assertEqual(flight_rows("SELECT 1 AS one"), [(1,)])
+        # The topology.
+        listed = trino_rows("SELECT node_id, coordinator, state FROM system.runtime.nodes ORDER BY node_id")
+        self.assertEqual(
+            listed,
+            [["coordinator", True, "active"], ["worker-1", False, "active"], ["worker-2", False, "active"]],
+        )
+        # CTAS round-trip, read back in order, over Flight SQL.
+        flight_rows("CREATE SCHEMA iceberg.demo")
+        flight_rows(
+            "CREATE TABLE iceberg.demo.numbers AS "
+            "SELECT value AS n, value % 7 AS bucket FROM generate_series(1, 20000)"
+        )
+        head = flight_rows("SELECT n FROM iceberg.demo.numbers ORDER BY n LIMIT 5")
+        self.assertEqual(head, [(1,), (2,), (3,), (4,), (5,)])
+        # The Trino endpoint answers, and its history records FINISHED queries of both endpoints.
+        self.assertEqual(trino_rows("SELECT count(*) FROM numbers"), [[20000]])
+        finished = trino_rows(
+            "SELECT DISTINCT endpoint FROM system.runtime.queries WHERE state = 'FINISHED' ORDER BY endpoint"
+        )
+        self.assertEqual(finished, [["flight_sql"], ["trino"]])
+        # A count read twice, then an INSERT: the next count sees the new rows.
+        count = "SELECT count(*) FROM numbers WHERE bucket = 3"
+        before = trino_rows(count)[0][0]
+        self.assertEqual(trino_rows(count)[0][0], before)
+        trino_rows("INSERT INTO numbers SELECT value, 3 FROM generate_series(20001, 20010)")
+        self.assertEqual(trino_rows(count)[0][0], before + 10)
+        # A query that forces a split runs fragments on both workers.
+        query_id, total = distributed_count("split")
+        self.assertEqual(total, 20010)
+        self.assertEqual(workers_of(query_id), {"worker-1", "worker-2"})
+
+    def test_2_a_killed_worker_becomes_unreachable_and_queries_go_on(self):
+        CLUSTER.processes["worker-2"].kill()
+        CLUSTER.processes["worker-2"].wait()
+        killed = time.monotonic()
+        # Within 3 heartbeat intervals (the last heartbeat was at most one interval before the
+        # kill), plus a second for this poll and the query reading the table.
+        limit = MISSED_HEARTBEATS * HEARTBEAT_SECS + 1.0
+        eventually(lambda: nodes()["worker-2"][1] == "unreachable", "worker-2 unreachable", timeout=limit)
+        detected = time.monotonic() - killed
+        print(f"killed worker shown unreachable after {detected:.1f}s (limit {limit:.1f}s)")
+        for i in range(3):
+            query_id, total = distributed_count(f"after_kill_{i}")
+            self.assertEqual(total, 20010)
+            # With one worker left the planner may keep the whole plan on the coordinator.
+            self.assertNotIn("worker-2", workers_of(query_id))
+        # Back at the same URL: active again once it heartbeats.
+        CLUSTER.start_worker("worker-2", "v1")
+        eventually(lambda: nodes()["worker-2"] == ("v1", "active"), "worker-2 back")
+        query_id, _ = distributed_count("after_restart")
+        self.assertEqual(workers_of(query_id), {"worker-1", "worker-2"})
+
+    def test_3_rolling_deploy_under_load_fails_no_query(self):
+        results = {"ok": 0, "failed": []}
+        phase = ["v1"]  # in each query's text, so the history tells before and after the switch
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def load(client):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                try:
+                    _, total = distributed_count(f"load_{phase[0]}_{client}_{i}", client)
+                    if total < 20010:
+                        raise AssertionError(f"wrong total {total}")
+                    with lock:
+                        results["ok"] += 1
+                except Exception as e:  # noqa: BLE001 - every failure is the finding
+                    with lock:
+                        results["failed"].append(f"{client} #{i}: {e}")
+
+        threads = [threading.Thread(target=load, args=(c,)) for c in ("trino", "flight", "trino")]
+        for t in threads:
+            t.start()
+        try:
+            # The new version joins: registered, up, but no tasks yet.
+            CLUSTER.start_worker("worker-3", "v2")
+            CLUSTER.start_worker("worker-4", "v2")
+            eventually(
+                lambda: {n: s for n, s in nodes().items() if n in ("worker-3", "worker-4")}
+                == {"worker-3": ("v2", "incompatible"), "worker-4": ("v2", "incompatible")},
+                "the v2 workers registered",
+            )
+            # A long join running on the v1 workers when they are told to drain.
+            long = {}
+
+            def long_join():
+                try:
+                    long["count"] = trino_rows(
+                        "SELECT count(*) AS long_drain FROM numbers a JOIN numbers b ON a.n % 2 = b.n % 2"
+                    )[0][0]
+                except Exception as e:  # noqa: BLE001
+                    long["error"] = str(e)
+
+            long_thread = threading.Thread(target=long_join)
+            long_thread.start()
+            long_query_on_v1 = (
+                "SELECT DISTINCT t.node_id FROM system.runtime.tasks t JOIN system.runtime.queries q "
+                "ON t.query_id = q.query_id WHERE strpos(q.query, 'long_drain') > 0 AND q.state = 'RUNNING'"
+            )
+            eventually(
+                lambda: {r[0] for r in trino_rows(long_query_on_v1)} == {"worker-1", "worker-2"},
+                "the long join running on both v1 workers",
+            )
+            # The switch: the coordinator now sends tasks to v2 only.
+            CLUSTER.write_coordinator_config(expected_version="v2")
+            CLUSTER.processes["coordinator"].send_signal(signal.SIGHUP)
+            eventually(
+                lambda: nodes()
+                == {
+                    "worker-1": ("v1", "incompatible"),
+                    "worker-2": ("v1", "incompatible"),
+                    "worker-3": ("v2", "active"),
+                    "worker-4": ("v2", "active"),
+                },
+                "only v2 active after the switch",
+            )
+            phase[0] = "v2"
+            # Drain the old version: SIGTERM, finish running tasks, deregister, exit 0.
+            for name in ("worker-1", "worker-2"):
+                CLUSTER.processes[name].send_signal(signal.SIGTERM)
+            self.assertTrue(trino_rows(long_query_on_v1), "the long join still runs as the drain starts")
+            eventually(
+                lambda: {n: s for n, (_, s) in nodes().items() if n in ("worker-1", "worker-2")}
+                == {"worker-1": "draining", "worker-2": "draining"},
+                "the v1 workers draining",
+            )
+            long_thread.join(timeout=300)
+            # The drain waited for it: its tasks on the v1 workers ran to the end.
+            self.assertEqual(long, {"count": 200200050})
+            for name in ("worker-1", "worker-2"):
+                self.assertEqual(CLUSTER.processes[name].wait(timeout=120), 0, f"{name} exit status")
+            eventually(lambda: results["ok"] >= 10, "queries after the drain", timeout=60)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=120)
+        print(f"rolling deploy: {results['ok']} queries, {len(results['failed'])} failed")
+        self.assertEqual(results["failed"], [])
+        self.assertGreater(results["ok"], 0)
+        # The drained workers left; being in worker_urls, they stay listed, unreachable.
+        self.assertEqual(
+            nodes(),
+            {
+                "worker-1": ("v1", "unreachable"),
+                "worker-2": ("v1", "unreachable"),
+                "worker-3": ("v2", "active"),
+                "worker-4": ("v2", "active"),
+            },
+        )
+        # Queries started after the switch ran their tasks on the v2 workers only.
+        after = trino_rows(
+            "SELECT DISTINCT t.node_id FROM system.runtime.tasks t JOIN system.runtime.queries q "
+            "ON t.query_id = q.query_id WHERE strpos(q.query, 'load_v2_') > 0"
+        )
+        self.assertEqual({r[0] for r in after}, {"worker-3", "worker-4"})
+
+    def test_4_a_restarted_worker_with_a_new_version_is_noticed(self):
+        CLUSTER.start_worker("worker-1", "v2")
+        eventually(lambda: nodes().get("worker-1") == ("v2", "active"), "worker-1 back at v2")
+        query_id, total = distributed_count("after_upgrade")
+        self.assertGreaterEqual(total, 20010)
+        self.assertEqual(workers_of(query_id), {"worker-1", "worker-3", "worker-4"})
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
