@@ -3,6 +3,7 @@
 mod config_errors;
 mod distributed;
 mod flight_sql;
+mod membership;
 mod processes;
 mod runtime_tables;
 mod scans;
