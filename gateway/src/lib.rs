@@ -1,5 +1,6 @@
 //! The SQE coordinator: configuration, catalogs, planning and the client endpoints.
 
+pub mod cache;
 pub mod catalog;
 pub mod client_auth;
 pub mod client_statements;

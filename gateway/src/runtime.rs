@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tower::Layer;
 use url::Url;
 
+use crate::cache::CacheSettings;
 use crate::catalog::connect_catalog;
 use crate::client_auth::ClientAuth;
 use crate::cluster::{
@@ -384,6 +385,12 @@ pub async fn start_coordinator_on(
             },
             ttl: Duration::from_secs(config.query_history.ttl_secs),
         },
+        cache: CacheSettings {
+            enabled: config.query_cache.enabled,
+            max_memory: mebibytes(config.query_cache.max_memory_mb),
+            max_entry: mebibytes(config.query_cache.max_entry_mb),
+            ttl: Duration::from_secs(config.query_cache.ttl_secs),
+        },
         node: NodeIdentity {
             node_id: config.coordinator.node_id.clone(),
             uri: client_uri,
@@ -469,6 +476,10 @@ pub async fn start_coordinator_on(
         trino_http_addr,
         server,
     })
+}
+
+fn mebibytes(mb: u64) -> usize {
+    usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
 }
 
 /// Which worker versions get tasks, as `[coordinator]` says.

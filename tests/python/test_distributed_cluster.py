@@ -3,8 +3,10 @@
 Starts the `sqe` binary as one coordinator and registering workers, then checks, in order:
   1. the seed's invariants: Flight SQL answers, system.runtime.nodes lists the coordinator and
      both workers, a CTAS round-trip reads back in order, system.runtime.queries records
-     FINISHED queries, a cached count is invalidated by an INSERT, the Trino endpoint answers,
-     and system.runtime.tasks shows fragments on worker-1 and worker-2;
+     FINISHED queries, the result cache serves a repeated count (per user; never with now())
+     and is invalidated by an INSERT here and by one through a second coordinator on the same
+     catalog, the Trino endpoint answers, and system.runtime.tasks shows fragments on
+     worker-1 and worker-2;
   2. a killed worker shows `unreachable` within 3 heartbeat intervals, queries keep succeeding
      on the other, and it is `active` again once it is back;
   3. a rolling deploy under steady load: two v2 workers join, the coordinator's expected
@@ -55,6 +57,13 @@ def wait_for_port(port, process, timeout=60.0):
             return False
 
     eventually(listening, f"port {port}", timeout)
+
+
+def write_config(name, text):
+    path = os.path.join(WORK, f"{name}.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 class Cluster:
@@ -121,10 +130,9 @@ ttl_secs = 1800
 
     def start_worker(self, name, version):
         port = self.port_of(name)
-        path = os.path.join(WORK, f"{name}.toml")
-        with open(path, "w") as f:
-            f.write(
-                f"""
+        path = write_config(
+            name,
+            f"""
 [worker]
 node_id = "{name}"
 bind_address = "127.0.0.1"
@@ -135,11 +143,39 @@ shutdown_grace_secs = 1
 memory_limit = "512MB"
 allow_unauthenticated_workers = true
 version = "{version}"
-"""
-            )
+""",
+        )
         process = self.start(name, ["worker", "--config", path])
         wait_for_port(port, process)
         return process
+
+    def start_second_coordinator(self):
+        """A coordinator without workers on the same catalog; returns its Trino port."""
+        flight, trino_port = free_port(), free_port()
+        path = write_config(
+            "coordinator-2",
+            f"""
+[coordinator]
+node_id = "coordinator-2"
+bind_address = "127.0.0.1"
+flight_sql_port = {flight}
+trino_http_port = {trino_port}
+
+[catalog]
+type = "sql"
+name = "iceberg"
+uri = "{WORK}/catalog.db"
+warehouse = "{WORK}/warehouse"
+""",
+        )
+        process = self.start("coordinator-2", ["coordinator", "--config", path])
+        wait_for_port(trino_port, process)
+        return trino_port
+
+    def stop(self, name):
+        process = self.processes.pop(name)
+        process.terminate()
+        process.wait(timeout=60)
 
     def stop_all(self):
         for process in self.processes.values():
@@ -158,6 +194,21 @@ def trino_rows(sql, params=None, user="seed"):
     cur = conn.cursor()
     cur.execute(sql, params) if params is not None else cur.execute(sql)
     return cur.fetchall()
+
+
+def trino_query(sql, user="seed"):
+    """The single value a query returns, and its query id."""
+    conn = trino.dbapi.connect(
+        host="127.0.0.1", port=CLUSTER.trino_port, user=user, catalog="iceberg", schema="demo", source="seed-004"
+    )
+    cur = conn.cursor()
+    cur.execute(sql)
+    return cur.fetchall()[0][0], cur.query_id
+
+
+def cache_use(query_id):
+    """What the result cache did for a query, from system.runtime.queries."""
+    return trino_rows("SELECT result_cache FROM system.runtime.queries WHERE query_id = ?", [query_id])[0][0]
 
 
 def flight_rows(sql):
@@ -236,12 +287,33 @@ class DistributedCluster(unittest.TestCase):
             "SELECT DISTINCT endpoint FROM system.runtime.queries WHERE state = 'FINISHED' ORDER BY endpoint"
         )
         self.assertEqual(finished, [["flight_sql"], ["trino"]])
-        # A count read twice, then an INSERT: the next count sees the new rows.
+        # The result cache: a count read twice is served the second time; an INSERT evicts it.
         count = "SELECT count(*) FROM numbers WHERE bucket = 3"
-        before = trino_rows(count)[0][0]
-        self.assertEqual(trino_rows(count)[0][0], before)
-        trino_rows("INSERT INTO numbers SELECT value, 3 FROM generate_series(20001, 20010)")
-        self.assertEqual(trino_rows(count)[0][0], before + 10)
+        before, first = trino_query(count)
+        again, second = trino_query(count)
+        self.assertEqual((again, cache_use(first), cache_use(second)), (before, "miss", "hit"))
+        # Another user asking the same is not served someone else's result.
+        _, other_user = trino_query(count, user="someone-else")
+        self.assertEqual(cache_use(other_user), "miss")
+        # Non-deterministic functions bypass it.
+        _, clock = trino_query("SELECT count(*), max(now()) FROM numbers")
+        self.assertEqual(cache_use(clock), "bypass")
+        trino_rows("INSERT INTO numbers SELECT value, 3 FROM generate_series(20001, 20005)")
+        after, third = trino_query(count)
+        self.assertEqual((after, cache_use(third)), (before + 5, "miss"))
+        # A commit through another coordinator over the same catalog: the snapshot this one
+        # finds when it plans the query is not the cached one.
+        self.assertEqual(trino_query(count)[0], before + 5)
+        other = CLUSTER.start_second_coordinator()
+        try:
+            conn = trino.dbapi.connect(host="127.0.0.1", port=other, user="seed", catalog="iceberg", schema="demo")
+            cur = conn.cursor()
+            cur.execute("INSERT INTO numbers SELECT value, 3 FROM generate_series(20006, 20010)")
+            self.assertEqual(cur.fetchall(), [[5]])
+        finally:
+            CLUSTER.stop("coordinator-2")
+        latest, fourth = trino_query(count)
+        self.assertEqual((latest, cache_use(fourth)), (before + 10, "miss"))
         # A query that forces a split runs fragments on both workers.
         query_id, total = distributed_count("split")
         self.assertEqual(total, 20010)

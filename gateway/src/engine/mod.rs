@@ -32,6 +32,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::memory::MemoryStream;
 use datafusion::prelude::SessionConfig;
 use datafusion_distributed::{
     DistributedExec, DistributedExt, DistributedMetricsFormat, SessionStateBuilderExt,
@@ -50,6 +51,9 @@ use sqe_worker::types::iceberg_schema_for;
 use self::deadline::DeadlineStream;
 use self::functions::{SessionContext, session_functions};
 use self::table_properties::{TableProperties, partition_spec};
+use crate::cache::{
+    CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
+};
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
@@ -78,6 +82,8 @@ pub struct EngineSettings {
     pub query_max_run_time: Option<Duration>,
     /// `[query_history]`.
     pub history: HistorySettings,
+    /// `[query_cache]`.
+    pub cache: CacheSettings,
     /// The coordinator as `system.runtime.nodes` lists it.
     pub node: NodeIdentity,
 }
@@ -92,6 +98,7 @@ impl Default for EngineSettings {
             storage_props: HashMap::new(),
             query_max_run_time: None,
             history: HistorySettings::default(),
+            cache: CacheSettings::default(),
             node: NodeIdentity {
                 node_id: "coordinator".into(),
                 uri: None,
@@ -157,6 +164,16 @@ pub struct Prepared {
     action: Action,
     /// How long it may run, streaming its results included.
     max_run_time: Option<Duration>,
+    cache: ResultCacheUse,
+}
+
+/// What the result cache does for a statement.
+#[derive(Default)]
+struct ResultCacheUse {
+    /// `None`: the cache is off, or the statement is not a query.
+    used: Option<CacheUse>,
+    /// A miss: where to keep its complete result.
+    fill: Option<(CacheKey, Vec<TableVersion>)>,
 }
 
 enum Action {
@@ -189,6 +206,8 @@ enum Action {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
     },
+    /// Rows the result cache had.
+    Cached(CachedResult),
 }
 
 /// A planned CREATE TABLE AS.
@@ -224,6 +243,11 @@ impl Prepared {
         Some(ledger)
     }
 
+    /// What the result cache did for it (`None`: the cache is off, or not a query).
+    pub fn cache_use(&self) -> Option<CacheUse> {
+        self.cache.used
+    }
+
     /// The physical plan, for queries and INSERT.
     pub fn plan(&self) -> Option<&Arc<dyn ExecutionPlan>> {
         match &self.action {
@@ -250,6 +274,8 @@ pub struct Engine {
     history: Arc<QueryHistory>,
     /// Assigns distributed tasks to workers, recording where each went.
     router: Arc<dyn TaskEstimator + Send + Sync>,
+    /// Results of queries, kept for the same question from the same user.
+    cache: Arc<ResultCache>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -301,10 +327,12 @@ impl Engine {
             runtime = runtime.with_memory_limit(limit, 1.0);
         }
         let runtime = runtime.build_arc()?;
+        let cache = Arc::new(ResultCache::new(settings.cache.clone()));
+        // Commits through this coordinator evict the cached results that read the table.
         let provider = Arc::new(IcebergCatalogProvider::new(
             catalog,
             settings.storage_props.clone(),
-            None,
+            Some(Arc::clone(&cache) as Arc<dyn sqe_worker::write::CommitListener>),
         ));
         provider.refresh().await?;
         let history = QueryHistory::new(settings.history);
@@ -339,6 +367,7 @@ impl Engine {
             names_refreshed: Mutex::new(Some(Instant::now())),
             history,
             router: Arc::new(TaskRouter::default()),
+            cache,
         }))
     }
 
@@ -551,6 +580,7 @@ impl Engine {
             schema: kind.command_schema(),
             action,
             max_run_time: None,
+            cache: ResultCacheUse::default(),
         };
         match logical {
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
@@ -651,6 +681,7 @@ impl Engine {
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
                     max_run_time: None,
+                    cache: ResultCacheUse::default(),
                 })
             }
             LogicalPlan::Dml(dml) => Err(GatewayError::NotSupported(format!(
@@ -680,6 +711,7 @@ impl Engine {
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
                     max_run_time: None,
+                    cache: ResultCacheUse::default(),
                 })
             }
             LogicalPlan::Analyze(analyze) => {
@@ -693,6 +725,7 @@ impl Engine {
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
                     max_run_time: None,
+                    cache: ResultCacheUse::default(),
                 })
             }
             query => {
@@ -705,6 +738,7 @@ impl Engine {
                         task_ctx: Arc::new(TaskContext::from(&state)),
                     },
                     max_run_time: None,
+                    cache: ResultCacheUse::default(),
                 })
             }
         }
@@ -731,9 +765,24 @@ impl Engine {
                 None => stream,
             }
         };
+        let fill = prepared.cache.fill;
         let outcome = match prepared.action {
+            Action::Cached(result) => Outcome::Rows(Box::pin(MemoryStream::try_new(
+                result.batches,
+                result.schema,
+                None,
+            )?)),
             Action::Plan { plan, task_ctx } => {
                 let stream = bounded(self.query_runtime.execute(plan, task_ctx));
+                let stream: SendableRecordBatchStream = match fill {
+                    Some((key, tables)) => Box::pin(CachingStream::new(
+                        stream,
+                        Arc::clone(&self.cache),
+                        key,
+                        tables,
+                    )),
+                    None => stream,
+                };
                 if kind == StatementKind::Insert {
                     Outcome::Updated {
                         rows: Some(count_rows(stream).await?),
@@ -780,6 +829,7 @@ impl Engine {
             Action::DropTable { ident, if_exists } => {
                 if self.catalog().table_exists(&ident).await? {
                     self.catalog().purge_table(&ident).await?;
+                    self.cache.invalidate_table(&ident);
                 } else if !if_exists {
                     return Err(GatewayError::NotFound(format!(
                         "table {ident} does not exist"
@@ -793,6 +843,7 @@ impl Engine {
                 cascade,
             } => {
                 self.drop_schema(&namespace, if_exists, cascade).await?;
+                self.cache.invalidate_namespace(&namespace);
                 Outcome::Updated { rows: None }
             }
             Action::ExplainAnalyze { plan, task_ctx } => {

@@ -9,7 +9,10 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
 
 use super::table_properties::{TableProperties, take_table_properties};
-use super::{Engine, Prepared, SessionSettings, StatementKind, explain_schema};
+use super::{
+    Action, Engine, Prepared, ResultCacheUse, SessionSettings, StatementKind, explain_schema,
+};
+use crate::cache::{CacheUse, Decision, consider};
 use crate::client_statements::{ClientStatement, niladic_calls, recognize_tokens, tokenize};
 use crate::error::{GatewayError, Result};
 
@@ -23,6 +26,8 @@ pub struct StatementTemplate {
     dataset_schema: SchemaRef,
     parameter_schema: SchemaRef,
     max_run_time: Option<std::time::Duration>,
+    /// The session's part of a result cache key: who asks, and what decides the answer.
+    identity: String,
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -225,6 +230,14 @@ impl Engine {
             dataset_schema,
             parameter_schema,
             max_run_time: session.properties.max_run_time(&self.property_limits()),
+            identity: format!(
+                "{}\0{:?}\0{:?}\0{:?}\0{:?}",
+                session.user,
+                session.catalog,
+                session.schema,
+                session.time_zone,
+                session.properties
+            ),
         })
     }
 
@@ -250,11 +263,51 @@ impl Engine {
         // the plan is optimized), also for a prepared statement run again later.
         let mut state = template.state.clone();
         state.mark_start_execution();
+        let cache = match self.cache_decision(template, &logical) {
+            Some(Decision::Cacheable { key, tables }) => {
+                if let Some(hit) = self.cache.get(&key, &tables) {
+                    return Ok(Prepared {
+                        kind: StatementKind::Query,
+                        schema: Arc::clone(&hit.schema),
+                        action: Action::Cached(hit),
+                        max_run_time: template.max_run_time,
+                        cache: ResultCacheUse {
+                            used: Some(CacheUse::Hit),
+                            fill: None,
+                        },
+                    });
+                }
+                ResultCacheUse {
+                    used: Some(CacheUse::Miss),
+                    fill: Some((key, tables)),
+                }
+            }
+            Some(Decision::Bypass(reason)) => {
+                tracing::debug!(%reason, "result cache bypassed");
+                ResultCacheUse {
+                    used: Some(CacheUse::Bypass),
+                    fill: None,
+                }
+            }
+            None => ResultCacheUse::default(),
+        };
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())
             .await?;
         prepared.max_run_time = template.max_run_time;
+        prepared.cache = cache;
         Ok(prepared)
+    }
+
+    /// `None` when the cache is off or the statement is not a plain query.
+    fn cache_decision(
+        &self,
+        template: &StatementTemplate,
+        logical: &LogicalPlan,
+    ) -> Option<Decision> {
+        let plain_query = template.kind == StatementKind::Query
+            && !matches!(logical, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_));
+        (plain_query && self.cache.enabled()).then(|| consider(&template.identity, logical))
     }
 }
 

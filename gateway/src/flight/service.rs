@@ -401,7 +401,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let kind = prepared.kind();
         let running = self.statements.start(id);
         let token = running.token();
-        tracker.running(prepared.task_ledger());
+        tracker.running(&prepared);
         let outcome = tokio::select! {
             outcome = self.engine.run(prepared) => outcome,
             () = token.cancelled() => Err(GatewayError::Cancelled),
@@ -662,7 +662,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let tracker = self.track(&session, &command.query);
         let outcome = async {
             let prepared = self.engine.prepare(&session, &command.query).await?;
-            tracker.running(prepared.task_ledger());
+            tracker.running(&prepared);
             self.engine.run(prepared).await
         };
         match outcome.await.inspect_err(|e| tracker.failed(e))? {
@@ -751,7 +751,7 @@ impl FlightSqlService for SqeFlightSqlService {
             let mut total = 0u64;
             for parameters in rows {
                 let prepared = self.engine.bind(&statement.template, parameters).await?;
-                tracker.running(prepared.task_ledger());
+                tracker.running(&prepared);
                 match self.engine.run(prepared).await? {
                     Outcome::Updated { rows } => total += rows.unwrap_or(0),
                     Outcome::Rows(_) => {

@@ -22,6 +22,7 @@ use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use futures::Stream;
 
 pub use self::tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};
+use crate::cache::CacheUse;
 use crate::error::GatewayError;
 
 /// `[query_history]`: how much of the past to keep.
@@ -116,6 +117,7 @@ struct Progress {
     ended: Option<(DateTime<Utc>, Instant)>,
     output_rows: u64,
     error: Option<(&'static str, String)>,
+    cache: Option<CacheUse>,
 }
 
 /// A query's record as `system.runtime.queries` shows it.
@@ -133,6 +135,8 @@ pub struct QuerySnapshot {
     pub planning_ms: Option<i64>,
     pub execution_ms: Option<i64>,
     pub output_rows: u64,
+    /// What the result cache did (`None`: off, or not a query).
+    pub cache: Option<CacheUse>,
     pub error_code: Option<&'static str>,
     pub error_message: Option<String>,
 }
@@ -194,6 +198,7 @@ impl QueryRecord {
             planning_ms: Some(ms(self.created_at, started_at.or(ended_at).unwrap_or(now))),
             execution_ms: started_at.map(|s| ms(s, ended_at.unwrap_or(now))),
             output_rows: p.output_rows,
+            cache: p.cache,
             error_code: p.error.as_ref().map(|(code, _)| *code),
             error_message: p.error.map(|(_, message)| message),
         }
@@ -365,14 +370,21 @@ impl QueryTracker {
         let _ = self.record.kill.set(Box::new(kill));
     }
 
-    /// Planning is done; the plan starts running. `tasks` is its distributed plan's ledger.
-    pub fn running(&self, tasks: Option<Arc<TaskLedger>>) {
+    /// Planning is done; the statement starts running.
+    pub fn running(&self, prepared: &crate::engine::Prepared) {
+        self.started(prepared.task_ledger(), prepared.cache_use());
+    }
+
+    /// The plan starts running: `tasks` is its distributed plan's ledger, `cache` what the
+    /// result cache did.
+    pub fn started(&self, tasks: Option<Arc<TaskLedger>>, cache: Option<CacheUse>) {
         if let Some(tasks) = tasks {
             let _ = self.record.tasks.set(tasks);
         }
         self.record.update(|p| {
             p.state = Some(QueryState::Running);
             p.started = Some((Utc::now(), Instant::now()));
+            p.cache = cache;
         });
     }
 

@@ -38,7 +38,7 @@ async fn a_query_goes_from_queued_to_finished_with_its_rows() -> DfResult<()> {
     let tracker = history.begin(start("ann", "SELECT a"));
     let id = tracker.id().to_string();
     assert_eq!(history.records()[0].snapshot().state, QueryState::Queued);
-    tracker.running(None);
+    tracker.started(None, None);
     let mut stream = tracker.observe(rows(3, false));
     assert_eq!(history.records()[0].snapshot().state, QueryState::Running);
     while let Some(batch) = stream.next().await {
@@ -60,7 +60,7 @@ async fn a_query_goes_from_queued_to_finished_with_its_rows() -> DfResult<()> {
 async fn stream_errors_fail_the_query_and_reach_the_client_classified() {
     let history = QueryHistory::new(HistorySettings::default());
     let tracker = history.begin(start("ann", "SELECT a"));
-    tracker.running(None);
+    tracker.started(None, None);
     let mut stream = tracker.observe(rows(1, true));
     assert!(matches!(stream.next().await, Some(Ok(_))));
     let error = match stream.next().await {
@@ -81,7 +81,7 @@ async fn stream_errors_fail_the_query_and_reach_the_client_classified() {
 async fn a_dropped_stream_is_a_cancelled_query() {
     let history = QueryHistory::new(HistorySettings::default());
     let tracker = history.begin(start("ann", "SELECT a"));
-    tracker.running(None);
+    tracker.started(None, None);
     drop(tracker.observe(rows(1, false)));
     assert_eq!(history.records()[0].snapshot().state, QueryState::Canceled);
 }

@@ -59,6 +59,7 @@ const QUERIES: TableSpec = TableSpec {
         ("execution_time_ms", I),
         ("output_rows", I),
         ("distributed_tasks", I),
+        ("result_cache", T),
         ("error_code", T),
         ("error_message", T),
     ],
@@ -167,6 +168,7 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
                 Cell::from(q.execution_ms),
                 Cell::from(as_i64(q.output_rows)),
                 Cell::from(tasks.unwrap_or(0)),
+                Cell::from(q.cache.map(|c| c.name().to_string())),
                 Cell::from(q.error_code.map(str::to_string)),
                 Cell::from(q.error_message),
             ]

@@ -326,7 +326,7 @@ async fn run_sql(
     let prepared = engine.bind(&template, Vec::new()).await?;
     let kind = prepared.kind();
     let schema = renamed(&prepared.schema(), template.trino_column_names());
-    tracker.running(prepared.task_ledger());
+    tracker.running(&prepared);
     let outcome = engine.run(prepared).await?;
     Ok(Executed {
         update_type: kind.update_type(),
