@@ -1,4 +1,4 @@
-"""system.runtime.{nodes,queries,tasks} and kill_query, through the Trino client and ADBC.
+"""system.runtime.{nodes,queries,tasks} and kill_query (both endpoints), through the Trino client and ADBC.
 
 Run by tests/tests/integration/runtime_tables.rs against a cluster of a coordinator and two
 workers it started:
@@ -129,16 +129,7 @@ class RuntimeTables(unittest.TestCase):
         self.assertEqual(denied.exception.error_name, "PERMISSION_DENIED")
 
         rows(f"CALL system.runtime.kill_query(query_id => '{query_id}', message => 'too slow')")
-        thread.join(60)
-        self.assertFalse(thread.is_alive(), "the killed query kept running")
-        self.assertEqual(len(failure), 1, "the killed query ends with an error")
-
-        state, code, message = rows(
-            "SELECT state, error_code, error_message FROM system.runtime.queries WHERE query_id = ?",
-            [query_id],
-        )[0]
-        self.assertEqual((state, code), ("CANCELED", "ADMINISTRATIVELY_KILLED"))
-        self.assertEqual(message, "Query killed. Message: too slow")
+        self.assert_killed(thread, failure, query_id, "too slow")
         running = rows("SELECT sum(running_tasks) FROM system.runtime.nodes")
         self.assertEqual(running, [[0]])
 
@@ -148,6 +139,52 @@ class RuntimeTables(unittest.TestCase):
         with self.assertRaises(TrinoUserError) as unknown:
             rows("CALL system.runtime.kill_query(query_id => 'no_such_query')")
         self.assertEqual(unknown.exception.error_name, "NOT_FOUND")
+
+    def test_kill_query_over_flight_sql(self):
+        marker = f"flight_kill_{uuid.uuid4().hex[:8]}"
+        failure = []
+
+        def run():
+            try:
+                with flight_sql.connect(FLIGHT_URI) as conn, conn.cursor() as cur:
+                    cur.execute(
+                        f"SELECT a.l_orderkey AS {marker}, b.l_partkey FROM iceberg.tpch.lineitem a "
+                        "JOIN iceberg.tpch.lineitem b ON a.l_linenumber = b.l_linenumber"
+                    )
+                    while cur.fetchmany(1000):
+                        pass
+            except Exception as e:  # noqa: BLE001 - the kill's error is the expected outcome
+                failure.append(e)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        query_id = eventually(
+            lambda: rows(
+                "SELECT query_id FROM system.runtime.queries WHERE strpos(query, ?) > 0 AND state = 'RUNNING'",
+                [marker],
+            ),
+            "the long Flight SQL query running",
+        )[0][0]
+        # Its owner is the Flight SQL client's user (anonymous here), not ann.
+        with self.assertRaises(TrinoUserError) as denied:
+            rows(f"CALL system.runtime.kill_query(query_id => '{query_id}')")
+        self.assertEqual(denied.exception.error_name, "PERMISSION_DENIED")
+        with flight_sql.connect(FLIGHT_URI) as conn, conn.cursor() as cur:
+            cur.execute(f"CALL system.runtime.kill_query(query_id => '{query_id}', message => 'via flight')")
+            self.assertEqual(cur.fetchall(), [("CALL",)])
+        self.assert_killed(thread, failure, query_id, "via flight")
+
+    def assert_killed(self, thread, failure, query_id, message):
+        """The client's thread ended with one error; the history says who killed it and why."""
+        thread.join(60)
+        self.assertFalse(thread.is_alive(), "the killed query kept running")
+        self.assertEqual(len(failure), 1, "the killed query ends with an error")
+        state, code, recorded = rows(
+            "SELECT state, error_code, error_message FROM system.runtime.queries WHERE query_id = ?",
+            [query_id],
+        )[0]
+        self.assertEqual((state, code), ("CANCELED", "ADMINISTRATIVELY_KILLED"))
+        self.assertEqual(recorded, f"Query killed. Message: {message}")
 
 
 if __name__ == "__main__":

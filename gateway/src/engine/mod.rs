@@ -57,7 +57,7 @@ use crate::cache::{
 use crate::catalog::IcebergCatalogProvider;
 use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
-use crate::history::{HistorySettings, QueryHistory, TaskLedger, TaskRouter};
+use crate::history::{HistorySettings, KillError, QueryHistory, TaskLedger, TaskRouter};
 use crate::metadata::{NodeIdentity, RuntimeView};
 use crate::query_runtime::QueryRuntime;
 use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
@@ -131,6 +131,8 @@ pub enum StatementKind {
     CreateSchema,
     DropTable,
     DropSchema,
+    /// A procedure: `CALL system.runtime.kill_query(...)`.
+    Call,
 }
 
 impl StatementKind {
@@ -145,6 +147,7 @@ impl StatementKind {
             StatementKind::CreateSchema => Some("CREATE SCHEMA"),
             StatementKind::DropTable => Some("DROP TABLE"),
             StatementKind::DropSchema => Some("DROP SCHEMA"),
+            StatementKind::Call => Some("CALL"),
         }
     }
 }
@@ -208,6 +211,12 @@ enum Action {
     },
     /// Rows the result cache had.
     Cached(CachedResult),
+    /// `kill_query`, on behalf of `user`.
+    KillQuery {
+        query_id: String,
+        message: Option<String>,
+        user: String,
+    },
 }
 
 /// A planned CREATE TABLE AS.
@@ -846,6 +855,14 @@ impl Engine {
                 self.cache.invalidate_namespace(&namespace);
                 Outcome::Updated { rows: None }
             }
+            Action::KillQuery {
+                query_id,
+                message,
+                user,
+            } => {
+                self.kill_query(&query_id, &user, message.as_deref())?;
+                Outcome::Updated { rows: None }
+            }
             Action::ExplainAnalyze { plan, task_ctx } => {
                 let rows: u64 = bounded(self.query_runtime.execute(Arc::clone(&plan), task_ctx))
                     .try_fold(0u64, |n, b| async move { Ok(n + b.num_rows() as u64) })
@@ -865,13 +882,33 @@ impl Engine {
                 Outcome::Rows(stream)
             }
         };
-        if kind != StatementKind::Query && kind != StatementKind::Insert {
+        if !matches!(
+            kind,
+            StatementKind::Query | StatementKind::Insert | StatementKind::Call
+        ) {
             // The statement is done; a failed refresh must not report it as failed.
             if let Err(e) = self.refresh_names(true).await {
                 tracing::warn!(error = %e, "could not refresh catalog names after DDL");
             }
         }
         Ok(outcome)
+    }
+
+    /// Cancels a running query of `user`, as Trino's `kill_query` does.
+    fn kill_query(&self, query_id: &str, user: &str, message: Option<&str>) -> Result<()> {
+        self.history
+            .kill(query_id, user, message)
+            .map_err(|e| match e {
+                KillError::NotFound => {
+                    GatewayError::NotFound(format!("Query not found: {query_id}"))
+                }
+                KillError::NotOwner => GatewayError::PermissionDenied(format!(
+                    "Cannot kill query {query_id} of another user"
+                )),
+                KillError::AlreadyEnded(_) => {
+                    GatewayError::Analysis(format!("Target query is not running: {query_id}"))
+                }
+            })
     }
 
     async fn create_table(

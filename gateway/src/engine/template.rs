@@ -28,6 +28,18 @@ pub struct StatementTemplate {
     max_run_time: Option<std::time::Duration>,
     /// The session's part of a result cache key: who asks, and what decides the answer.
     identity: String,
+    /// A procedure call instead of a plan.
+    call: Option<Call>,
+}
+
+/// The procedures SQE knows.
+#[derive(Debug, Clone)]
+enum Call {
+    KillQuery {
+        query_id: String,
+        message: Option<String>,
+        user: String,
+    },
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -189,11 +201,25 @@ impl Engine {
         let tokens = tokenize(sql)?;
         let rewritten = niladic_calls(&tokens);
         let sql = rewritten.as_deref().unwrap_or(sql);
+        let mut call = None;
         let (state, logical, properties) = match recognize_tokens(tokens)? {
             Some(ClientStatement::Show(show)) => {
                 let state = self.session_state_with(session, false)?;
                 let logical = self.show_plan(&state, session, show).await?;
                 (state, logical, TableProperties::default())
+            }
+            Some(ClientStatement::KillQuery { query_id, message }) => {
+                call = Some(Call::KillQuery {
+                    query_id,
+                    message,
+                    user: session.user.clone(),
+                });
+                let state = self.session_state_with(session, false)?;
+                let nothing = LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
+                    produce_one_row: false,
+                    schema: Arc::new(datafusion::common::DFSchema::empty()),
+                });
+                (state, nothing, TableProperties::default())
             }
             Some(other) => {
                 return Err(GatewayError::NotSupported(format!(
@@ -215,7 +241,10 @@ impl Engine {
                 (state, logical, properties)
             }
         };
-        let kind = statement_kind(&logical);
+        let kind = match call {
+            Some(_) => StatementKind::Call,
+            None => statement_kind(&logical),
+        };
         let dataset_schema = match (&logical, kind) {
             (LogicalPlan::Explain(_) | LogicalPlan::Analyze(_), _) => explain_schema(),
             (_, StatementKind::Query) => Arc::new(logical.schema().as_arrow().clone()),
@@ -238,6 +267,7 @@ impl Engine {
                 session.time_zone,
                 session.properties
             ),
+            call,
         })
     }
 
@@ -247,6 +277,24 @@ impl Engine {
         template: &StatementTemplate,
         parameters: Vec<ScalarValue>,
     ) -> Result<Prepared> {
+        if let Some(Call::KillQuery {
+            query_id,
+            message,
+            user,
+        }) = &template.call
+        {
+            return Ok(Prepared {
+                kind: StatementKind::Call,
+                schema: StatementKind::Call.command_schema(),
+                action: Action::KillQuery {
+                    query_id: query_id.clone(),
+                    message: message.clone(),
+                    user: user.clone(),
+                },
+                max_run_time: None,
+                cache: ResultCacheUse::default(),
+            });
+        }
         let expected = template.parameter_schema.fields().len();
         if parameters.len() != expected {
             return Err(GatewayError::Analysis(format!(

@@ -23,7 +23,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use crate::client_statements::{ClientStatement, bind_parameters, number_parameters, recognize};
 use crate::engine::{Engine, Outcome, SessionSettings, StatementKind, StatementTemplate};
 use crate::error::{GatewayError, Result};
-use crate::history::{KillError, QueryTracker};
+use crate::history::QueryTracker;
 use crate::session_properties::{self, PropertyType, SessionProperties};
 use crate::sql_types::TrinoType;
 use crate::trino::headers::{ClientSession, url_encode};
@@ -186,7 +186,8 @@ pub async fn execute(
     let settings = settings(engine, client)?;
     let in_transaction = client.transaction_id.is_some();
     let statement = match recognize(sql)? {
-        None | Some(ClientStatement::Show(_)) => {
+        // SHOW and CALL are planned by the engine, for both endpoints.
+        None | Some(ClientStatement::Show(_) | ClientStatement::KillQuery { .. }) => {
             return run_sql(engine, &settings, sql, in_transaction, tracker).await;
         }
         Some(statement) => statement,
@@ -288,23 +289,7 @@ pub async fn execute(
             transactions.end(id);
             changes.clear_transaction = true;
         }
-        ClientStatement::KillQuery { query_id, message } => {
-            engine
-                .history()
-                .kill(&query_id, &client.user, message.as_deref())
-                .map_err(|e| match e {
-                    KillError::NotFound => {
-                        GatewayError::NotFound(format!("Query not found: {query_id}"))
-                    }
-                    KillError::NotOwner => GatewayError::PermissionDenied(format!(
-                        "Cannot kill query {query_id} of another user"
-                    )),
-                    KillError::AlreadyEnded(_) => {
-                        GatewayError::Analysis(format!("Target query is not running: {query_id}"))
-                    }
-                })?;
-        }
-        ClientStatement::Show(_) => {}
+        ClientStatement::Show(_) | ClientStatement::KillQuery { .. } => {}
     }
     Ok(Executed::update(name, changes))
 }
