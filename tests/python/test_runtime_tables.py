@@ -82,6 +82,36 @@ class RuntimeTables(unittest.TestCase):
         # The leaf stage's tasks read every row exactly once between them.
         leaf = max(r[0] for r in found)
         self.assertEqual(sum(r[4] for r in found if r[0] == leaf), LINEITEM_ROWS, found)
+        # The bytes the leaf tasks' scans read are the query's (no scan ran on the coordinator).
+        task_bytes = rows("SELECT sum(bytes_scanned) FROM system.runtime.tasks WHERE query_id = ?", [query_id])
+        query_bytes = rows("SELECT bytes_scanned FROM system.runtime.queries WHERE query_id = ?", [query_id])
+        self.assertGreater(task_bytes[0][0], 0)
+        self.assertEqual(query_bytes, task_bytes)
+
+    def test_a_query_on_the_coordinator_reports_bytes_scanned_and_peak_memory(self):
+        conn = trino.dbapi.connect(
+            host=HOST, port=PORT, user="ann", catalog="iceberg", schema="tpch",
+            session_properties={"distributed_execution": "false"},
+        )
+        cur = conn.cursor()
+        cur.execute("SELECT l_returnflag, l_linestatus, count(*), sum(l_quantity) FROM lineitem GROUP BY 1, 2 ORDER BY 1, 2")
+        self.assertEqual(len(cur.fetchall()), 4)
+        query_id = cur.query_id
+        scanned, peak, tasks = eventually(
+            lambda: [
+                r for r in rows(
+                    "SELECT bytes_scanned, peak_memory_bytes, distributed_tasks FROM system.runtime.queries "
+                    "WHERE query_id = ?",
+                    [query_id],
+                )
+                if r[0] is not None
+            ],
+            "the query's scan metrics",
+        )[0]
+        self.assertEqual(tasks, 0)
+        self.assertGreater(scanned, 0)
+        # The hash aggregation and sort held coordinator memory.
+        self.assertGreater(peak, 0)
 
     def test_failures_are_recorded_with_their_error(self):
         with self.assertRaises(TrinoUserError):

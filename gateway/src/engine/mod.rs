@@ -4,6 +4,7 @@
 mod deadline;
 pub mod functions;
 mod ingest;
+mod memory;
 mod show;
 mod table_properties;
 mod template;
@@ -50,6 +51,7 @@ use sqe_worker::types::iceberg_schema_for;
 
 use self::deadline::DeadlineStream;
 use self::functions::{SessionContext, session_functions};
+pub use self::memory::QueryMemory;
 use self::table_properties::{TableProperties, partition_spec};
 use crate::cache::{
     CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
@@ -241,15 +243,23 @@ impl Prepared {
         Arc::clone(&self.schema)
     }
 
-    /// Where its distributed plan's tasks go, once it runs; `None` unless it runs distributed.
+    /// Where its plan's tasks go, once it runs, and what they did (no tasks when it runs on
+    /// the coordinator alone); `None` unless it runs a plan.
     pub fn task_ledger(&self) -> Option<Arc<TaskLedger>> {
         let Action::Plan { plan, task_ctx } = &self.action else {
             return None;
         };
-        plan.downcast_ref::<DistributedExec>()?;
         let ledger = task_ctx.session_config().get_extension::<TaskLedger>()?;
         ledger.set_plan(plan);
         Some(ledger)
+    }
+
+    /// Its share of the coordinator's memory pool; `None` unless it runs a plan.
+    pub fn memory(&self) -> Option<Arc<QueryMemory>> {
+        let Action::Plan { task_ctx, .. } = &self.action else {
+            return None;
+        };
+        task_ctx.session_config().get_extension::<QueryMemory>()
     }
 
     /// What the result cache did for it (`None`: the cache is off, or not a query).
@@ -504,8 +514,10 @@ impl Engine {
             .unwrap_or(&self.settings.catalog_name);
         let schema = session.schema.as_deref().unwrap_or("default");
         let properties = &session.properties;
+        let memory = Arc::new(QueryMemory::new(Arc::clone(&self.runtime.memory_pool)));
         let mut config = SessionConfig::new()
             .with_extension(Arc::new(TaskLedger::default()))
+            .with_extension(Arc::clone(&memory))
             .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(catalog, schema);
@@ -537,7 +549,11 @@ impl Engine {
         let builder = SessionStateBuilder::new()
             .with_default_features()
             .with_config(config)
-            .with_runtime_env(Arc::clone(&self.runtime))
+            .with_runtime_env(
+                RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+                    .with_memory_pool(memory)
+                    .build_arc()?,
+            )
             .with_catalog_list(Arc::clone(&self.catalogs));
         let distributed = distributable
             && properties.distributed_execution != Some(false)

@@ -23,6 +23,7 @@ use futures::Stream;
 
 pub use self::tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};
 use crate::cache::CacheUse;
+use crate::engine::QueryMemory;
 use crate::error::GatewayError;
 
 /// `[query_history]`: how much of the past to keep.
@@ -96,8 +97,10 @@ pub struct QueryRecord {
     created_at: Instant,
     progress: Mutex<Progress>,
     kill: OnceLock<Kill>,
-    /// The stages and task assignment of its distributed plan, once it runs.
+    /// The stages and task assignment of its plan, once it runs.
     tasks: OnceLock<Arc<TaskLedger>>,
+    /// Its share of the coordinator's memory pool, once it runs.
+    memory: OnceLock<Arc<QueryMemory>>,
 }
 
 impl std::fmt::Debug for QueryRecord {
@@ -135,6 +138,10 @@ pub struct QuerySnapshot {
     pub planning_ms: Option<i64>,
     pub execution_ms: Option<i64>,
     pub output_rows: u64,
+    /// Bytes its scans read (workers and coordinator); `None` until known, after it ended.
+    pub bytes_scanned: Option<u64>,
+    /// The most coordinator memory it held at once; `None` unless it ran a plan.
+    pub peak_memory_bytes: Option<u64>,
     /// What the result cache did (`None`: off, or not a query).
     pub cache: Option<CacheUse>,
     pub error_code: Option<&'static str>,
@@ -198,6 +205,8 @@ impl QueryRecord {
             planning_ms: Some(ms(self.created_at, started_at.or(ended_at).unwrap_or(now))),
             execution_ms: started_at.map(|s| ms(s, ended_at.unwrap_or(now))),
             output_rows: p.output_rows,
+            bytes_scanned: self.tasks.get().and_then(|t| t.bytes_scanned()),
+            peak_memory_bytes: self.memory.get().map(|m| m.peak() as u64),
             cache: p.cache,
             error_code: p.error.as_ref().map(|(code, _)| *code),
             error_message: p.error.map(|(_, message)| message),
@@ -272,6 +281,7 @@ impl QueryHistory {
             progress: Mutex::new(Progress::default()),
             kill: OnceLock::new(),
             tasks: OnceLock::new(),
+            memory: OnceLock::new(),
         });
         if let Ok(mut records) = self.records.lock() {
             records.push_back(Arc::clone(&record));
@@ -372,6 +382,9 @@ impl QueryTracker {
 
     /// Planning is done; the statement starts running.
     pub fn running(&self, prepared: &crate::engine::Prepared) {
+        if let Some(memory) = prepared.memory() {
+            let _ = self.record.memory.set(memory);
+        }
         self.started(prepared.task_ledger(), prepared.cache_use());
     }
 

@@ -14,8 +14,9 @@ use datafusion::error::Result as DfResult;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::MetricValue;
 use datafusion_distributed::{
-    DISTRIBUTED_DATAFUSION_TASK_ID_LABEL, DistributedMetricsFormat, NetworkBoundaryExt, Stage,
-    TaskEstimation, TaskEstimator, TaskRoutingContext, rewrite_distributed_plan_with_metrics,
+    DISTRIBUTED_DATAFUSION_TASK_ID_LABEL, DistributedExec, DistributedMetricsFormat,
+    NetworkBoundaryExt, Stage, TaskEstimation, TaskEstimator, TaskRoutingContext,
+    rewrite_distributed_plan_with_metrics,
 };
 use url::Url;
 
@@ -45,6 +46,8 @@ pub struct TaskMetrics {
     pub output_rows: u64,
     /// CPU time its operators spent computing.
     pub cpu_ms: u64,
+    /// Bytes its scans read from storage.
+    pub bytes_scanned: u64,
 }
 
 /// A task as `system.runtime.tasks` shows it.
@@ -67,9 +70,13 @@ struct Ledger {
     routed: Vec<StageTasks>,
     plan: Option<Arc<dyn ExecutionPlan>>,
     metrics: HashMap<(usize, usize), TaskMetrics>,
+    /// Bytes read by scans on the coordinator (a plan that did not run distributed, or
+    /// the coordinator's own stage); `None` until the metrics are read.
+    coordinator_bytes_scanned: Option<u64>,
 }
 
-/// The stages and tasks of one statement's distributed plan.
+/// The stages and tasks of one statement's plan (none when it runs on the coordinator alone),
+/// and what they read.
 #[derive(Debug, Default)]
 pub struct TaskLedger {
     inner: Mutex<Ledger>,
@@ -80,7 +87,7 @@ fn address(plan: &Arc<dyn ExecutionPlan>) -> usize {
 }
 
 impl TaskLedger {
-    /// Learns the stages of `plan` (a `DistributedExec`) before it runs.
+    /// Learns the stages of `plan` (none unless it is a `DistributedExec`) before it runs.
     pub fn set_plan(&self, plan: &Arc<dyn ExecutionPlan>) {
         let mut stages = StageWalk::default();
         stages.visit(plan);
@@ -150,6 +157,13 @@ impl TaskLedger {
             Err(_) => None,
         };
         let Some(plan) = plan else { return };
+        if !plan.is::<DistributedExec>() {
+            let bytes = scanned_bytes(&plan);
+            if let Ok(mut ledger) = self.inner.lock() {
+                ledger.coordinator_bytes_scanned = Some(bytes);
+            }
+            return;
+        }
         let rewritten = tokio::time::timeout(
             METRICS_WAIT,
             rewrite_distributed_plan_with_metrics(plan, DistributedMetricsFormat::PerTask),
@@ -165,11 +179,47 @@ impl TaskLedger {
                 order: &order,
                 next: 0,
                 metrics: HashMap::new(),
+                coordinator_bytes: 0,
             };
             reader.visit(&plan, None);
             ledger.metrics = reader.metrics;
+            ledger.coordinator_bytes_scanned = Some(reader.coordinator_bytes);
         }
     }
+
+    /// Bytes the statement's scans read, on the workers and the coordinator; `None` until
+    /// its metrics have been read (after it ended).
+    pub fn bytes_scanned(&self) -> Option<u64> {
+        let ledger = self.inner.lock().ok()?;
+        let coordinator = ledger.coordinator_bytes_scanned?;
+        Some(
+            coordinator
+                + ledger
+                    .metrics
+                    .values()
+                    .map(|m| m.bytes_scanned)
+                    .sum::<u64>(),
+        )
+    }
+}
+
+fn is_bytes_scanned(value: &MetricValue) -> bool {
+    matches!(value, MetricValue::Gauge { name, .. } if name == "bytes_scanned")
+}
+
+/// The `bytes_scanned` a node itself reports.
+fn own_bytes_scanned(node: &Arc<dyn ExecutionPlan>) -> u64 {
+    node.metrics()
+        .iter()
+        .flat_map(|m| m.iter())
+        .filter(|m| is_bytes_scanned(m.value()))
+        .map(|m| m.value().as_usize() as u64)
+        .sum()
+}
+
+/// The `bytes_scanned` of every node of a plan that ran in this process.
+fn scanned_bytes(plan: &Arc<dyn ExecutionPlan>) -> u64 {
+    own_bytes_scanned(plan) + plan.children().into_iter().map(scanned_bytes).sum::<u64>()
 }
 
 /// The stages of a plan about to run, found through its network boundaries.
@@ -205,6 +255,8 @@ struct MetricsReader<'a> {
     order: &'a [usize],
     next: usize,
     metrics: HashMap<(usize, usize), TaskMetrics>,
+    /// Scans in the coordinator's own stage.
+    coordinator_bytes: u64,
 }
 
 impl MetricsReader<'_> {
@@ -220,6 +272,11 @@ impl MetricsReader<'_> {
             for (task, nanos) in per_task(node, |v| matches!(v, MetricValue::ElapsedCompute(_))) {
                 self.entry(stage, task).cpu_ms += nanos / 1_000_000;
             }
+            for (task, bytes) in per_task(node, is_bytes_scanned) {
+                self.entry(stage, task).bytes_scanned += bytes;
+            }
+        } else {
+            self.coordinator_bytes += own_bytes_scanned(node);
         }
         for child in node.children() {
             if is_boundary {

@@ -58,6 +58,8 @@ const QUERIES: TableSpec = TableSpec {
         ("planning_time_ms", I),
         ("execution_time_ms", I),
         ("output_rows", I),
+        ("bytes_scanned", I),
+        ("peak_memory_bytes", I),
         ("distributed_tasks", I),
         ("result_cache", T),
         ("error_code", T),
@@ -78,6 +80,7 @@ const TASKS: TableSpec = TableSpec {
         ("cpu_ms", I),
         ("input_rows", I),
         ("output_rows", I),
+        ("bytes_scanned", I),
     ],
 };
 
@@ -167,6 +170,8 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
                 Cell::from(q.planning_ms),
                 Cell::from(q.execution_ms),
                 Cell::from(as_i64(q.output_rows)),
+                Cell::from(q.bytes_scanned.map(as_i64)),
+                Cell::from(q.peak_memory_bytes.map(as_i64)),
                 Cell::from(tasks.unwrap_or(0)),
                 Cell::from(q.cache.map(|c| c.name().to_string())),
                 Cell::from(q.error_code.map(str::to_string)),
@@ -196,6 +201,7 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
                 Cell::from(metrics.map(|m| as_i64(m.cpu_ms))),
                 Cell::from(metrics.map(|m| as_i64(m.input_rows))),
                 Cell::from(metrics.map(|m| as_i64(m.output_rows))),
+                Cell::from(metrics.map(|m| as_i64(m.bytes_scanned))),
             ]);
         }
     }
