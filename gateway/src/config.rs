@@ -142,6 +142,8 @@ pub struct CoordinatorSection {
     pub target_partitions: usize,
     /// How often reachability of `worker_urls` is checked.
     pub worker_probe_interval_secs: u64,
+    /// Prometheus `/metrics`, `/healthz` and `/readyz`; 0 disables them.
+    pub metrics_port: u16,
     /// A registered worker that misses this many heartbeats is unreachable (no tasks).
     pub missed_heartbeats: u32,
     /// A registered worker (not in `worker_urls`) silent this long is dropped from the list.
@@ -189,6 +191,7 @@ impl Default for CoordinatorSection {
             scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
             target_partitions: 0,
             worker_probe_interval_secs: 5,
+            metrics_port: 0,
             missed_heartbeats: 3,
             worker_forget_after_secs: 600,
             worker_version_policy: WorkerVersionPolicy::Any,
@@ -226,6 +229,8 @@ pub struct WorkerSection {
     pub shutdown_grace_secs: u64,
     /// On SIGTERM: the longest the worker waits for its running tasks before it stops anyway.
     pub drain_timeout_secs: u64,
+    /// Prometheus `/metrics`, `/healthz` and `/readyz`; 0 disables them.
+    pub metrics_port: u16,
     /// Memory DataFusion may use on this worker for all fragments together (e.g. "512MB").
     pub memory_limit: Option<ByteSize>,
     pub worker_secret: Option<String>,
@@ -256,6 +261,7 @@ impl Default for WorkerSection {
             heartbeat_interval_secs: 5,
             shutdown_grace_secs: 2,
             drain_timeout_secs: 300,
+            metrics_port: 0,
             memory_limit: None,
             worker_secret: None,
             worker_secret_file: None,

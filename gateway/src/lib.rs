@@ -12,6 +12,7 @@ pub mod flight;
 pub mod history;
 pub mod local;
 pub mod metadata;
+pub mod observe;
 pub mod peers;
 pub mod query_runtime;
 pub mod runtime;

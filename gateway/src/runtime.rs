@@ -28,6 +28,7 @@ use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::history::HistorySettings;
 use crate::metadata::NodeIdentity;
+use crate::observe::{CoordinatorObserved, Observed, WorkerObserved, observability_router};
 use crate::peers::{channel_resolver, token_verifier};
 use crate::query_runtime::QueryRuntime;
 use crate::tls_listener::TlsListener;
@@ -145,6 +146,8 @@ pub struct RunningWorker {
     pub runtime: Arc<QueryRuntime>,
     /// Its registration with a coordinator (`coordinator_url`), if any.
     pub membership: Option<Membership>,
+    /// Where `/metrics` and the health probes are served, if they are.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 impl RunningWorker {
@@ -200,19 +203,6 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
     let listener = listener
         .into_std()
         .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
-    let server = ServerTask::spawn_on(runtime.handle(), |stop| async move {
-        let listener = match TcpListener::from_std(listener) {
-            Ok(listener) => listener,
-            Err(e) => {
-                tracing::error!(error = %e, "worker listener");
-                return;
-            }
-        };
-        if let Err(e) = serve(listener, worker, &served_stats, &settings, stop).await {
-            tracing::error!(error = %e, "worker server failed");
-        }
-    });
-    tracing::info!(%url, %version, authenticated = verifier.is_some(), "worker listening");
     let membership = match &config.worker.coordinator_url {
         Some(coordinator_url) => {
             let channel = channels.stack().channel(coordinator_url).map_err(|e| {
@@ -222,7 +212,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
                 coordinator_url: coordinator_url.clone(),
                 node_id,
                 url: url.clone(),
-                version,
+                version: version.clone(),
                 heartbeat_interval: Duration::from_secs(
                     config.worker.heartbeat_interval_secs.max(1),
                 ),
@@ -235,6 +225,37 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         }
         None => None,
     };
+    let observability = match config.worker.metrics_port {
+        0 => None,
+        port => {
+            let listener = bind(&config.worker.bind_address, port, "worker.metrics_port").await?;
+            let observed = WorkerObserved {
+                stats: Arc::clone(&stats),
+                verifier: verifier.as_ref().map(|v| v.stats()),
+                retry: channels.stack().retry_stats(),
+                membership: membership.as_ref().map(Membership::state),
+            };
+            Some(ObservabilityListener::new(listener, Arc::new(observed))?)
+        }
+    };
+    let metrics_addr = observability.as_ref().map(|o| o.addr);
+    let server = ServerTask::spawn_on(runtime.handle(), |stop| async move {
+        let stop = futures::FutureExt::shared(stop);
+        let listener = match TcpListener::from_std(listener) {
+            Ok(listener) => listener,
+            Err(e) => {
+                tracing::error!(error = %e, "worker listener");
+                return;
+            }
+        };
+        let tasks = async {
+            if let Err(e) = serve(listener, worker, &served_stats, &settings, stop.clone()).await {
+                tracing::error!(error = %e, "worker server failed");
+            }
+        };
+        tokio::join!(tasks, serve_observability(observability, stop.clone()));
+    });
+    tracing::info!(%url, %version, authenticated = verifier.is_some(), "worker listening");
     Ok(RunningWorker {
         url,
         addr,
@@ -244,7 +265,52 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         server,
         runtime,
         membership,
+        metrics_addr,
     })
+}
+
+/// The observability port, bound, and what it reports.
+struct ObservabilityListener {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    observed: Arc<dyn Observed>,
+}
+
+impl ObservabilityListener {
+    fn new(listener: TcpListener, observed: Arc<dyn Observed>) -> Result<Self> {
+        let addr = listener
+            .local_addr()
+            .map_err(|e| GatewayError::Internal(format!("metrics listener: {e}")))?;
+        // Kept as a std listener: it is served on whichever runtime runs the server task.
+        let listener = listener
+            .into_std()
+            .map_err(|e| GatewayError::Internal(format!("metrics listener: {e}")))?;
+        tracing::info!(%addr, "metrics and health probes listening");
+        Ok(Self {
+            listener,
+            addr,
+            observed,
+        })
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` until `stop` (nothing when not configured).
+async fn serve_observability(
+    observability: Option<ObservabilityListener>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let Some(o) = observability else { return };
+    let served = match TcpListener::from_std(o.listener) {
+        Ok(listener) => {
+            axum::serve(listener, observability_router(o.observed))
+                .with_graceful_shutdown(stop)
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = served {
+        tracing::error!(error = %e, "metrics server failed");
+    }
 }
 
 /// A running coordinator.
@@ -253,6 +319,8 @@ pub struct RunningCoordinator {
     pub flight_sql_addr: SocketAddr,
     /// Where the Trino client protocol is served, unless disabled.
     pub trino_http_addr: Option<SocketAddr>,
+    /// Where `/metrics` and the health probes are served, if they are.
+    pub metrics_addr: Option<SocketAddr>,
     pub server: ServerTask,
 }
 
@@ -397,7 +465,26 @@ pub async fn start_coordinator_on(
             version: build_version(),
         },
     };
+    let retry = channels.stack().retry_stats();
     let engine = Engine::new(settings, catalog, workers, channels).await?;
+    let observability = match config.coordinator.metrics_port {
+        0 => None,
+        port => {
+            let listener = bind(
+                &config.coordinator.bind_address,
+                port,
+                "coordinator.metrics_port",
+            )
+            .await?;
+            let observed = CoordinatorObserved {
+                engine: Arc::clone(&engine),
+                verifier: verifier.as_ref().map(|v| v.stats()),
+                retry,
+            };
+            Some(ObservabilityListener::new(listener, Arc::new(observed))?)
+        }
+    };
+    let metrics_addr = observability.as_ref().map(|o| o.addr);
     let flight_sql_addr = flight_listener
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
@@ -464,7 +551,11 @@ pub async fn start_coordinator_on(
                 tracing::error!(error = %e, "Trino protocol server failed");
             }
         };
-        tokio::join!(flight, trino);
+        tokio::join!(
+            flight,
+            trino,
+            serve_observability(observability, stop.clone())
+        );
     });
     tracing::info!(addr = %flight_sql_addr, "Flight SQL listening");
     if let Some(addr) = trino_http_addr {
@@ -474,6 +565,7 @@ pub async fn start_coordinator_on(
         engine,
         flight_sql_addr,
         trino_http_addr,
+        metrics_addr,
         server,
     })
 }

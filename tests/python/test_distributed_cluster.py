@@ -20,6 +20,7 @@ Run by tests/tests/integration/processes.rs:
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -27,6 +28,8 @@ import sys
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 import warnings
 
 import adbc_driver_flightsql.dbapi as flight_sql
@@ -72,6 +75,7 @@ class Cluster:
     def __init__(self):
         self.flight_port = free_port()
         self.trino_port = free_port()
+        self.metrics_ports = {}
         self.worker_ports = {}
         self.processes = {}
         self.coordinator_config = os.path.join(WORK, "coordinator.toml")
@@ -87,6 +91,7 @@ node_id = "coordinator"
 bind_address = "127.0.0.1"
 flight_sql_port = {self.flight_port}
 trino_http_port = {self.trino_port}
+metrics_port = {self.metrics_port_of("coordinator")}
 worker_urls = [{static}]
 allow_unauthenticated_workers = true
 worker_version_policy = "exact"
@@ -113,6 +118,9 @@ ttl_secs = 1800
 """
             )
 
+    def metrics_port_of(self, name):
+        return self.metrics_ports.setdefault(name, free_port())
+
     def port_of(self, name):
         return self.worker_ports.setdefault(name, free_port())
 
@@ -137,6 +145,7 @@ ttl_secs = 1800
 node_id = "{name}"
 bind_address = "127.0.0.1"
 flight_port = {port}
+metrics_port = {self.metrics_port_of(name)}
 coordinator_url = "http://127.0.0.1:{self.flight_port}"
 heartbeat_interval_secs = {HEARTBEAT_SECS}
 shutdown_grace_secs = 1
@@ -226,6 +235,35 @@ def nodes():
         )
         if not coordinator
     }
+
+
+def scrape(name, path="/metrics"):
+    """(status, body) of a process's observability port."""
+    url = f"http://127.0.0.1:{CLUSTER.metrics_port_of(name)}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metrics(name):
+    """{(metric name, frozenset of label pairs): value} from a /metrics scrape."""
+    status, body = scrape(name)
+    assert status == 200, (status, body)
+    samples = {}
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = re.fullmatch(r'([a-z_]+)(?:\{(.*)\})? (\S+)', line)
+        assert match, f"not in the text format: {line!r}"
+        labels = frozenset(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2) or ""))
+        samples[(match.group(1), labels)] = float(match.group(3))
+    return samples
+
+
+def metric(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())))
 
 
 def workers_of(query_id):
@@ -318,6 +356,31 @@ class DistributedCluster(unittest.TestCase):
         query_id, total = distributed_count("split")
         self.assertEqual(total, 20010)
         self.assertEqual(workers_of(query_id), {"worker-1", "worker-2"})
+
+    def test_1b_metrics_and_probes_after_the_workload(self):
+        coordinator = metrics("coordinator")
+        self.assertGreaterEqual(metric(coordinator, "sqe_queries_total", endpoint="trino", state="FINISHED"), 10)
+        self.assertGreaterEqual(metric(coordinator, "sqe_queries_total", endpoint="flight_sql", state="FINISHED"), 4)
+        self.assertGreaterEqual(
+            metric(coordinator, "sqe_query_duration_seconds_count", endpoint="trino"),
+            metric(coordinator, "sqe_queries_total", endpoint="trino", state="FINISHED"),
+        )
+        self.assertGreaterEqual(metric(coordinator, "sqe_query_output_rows_total", endpoint="trino"), 10)
+        self.assertGreaterEqual(metric(coordinator, "sqe_result_cache_hits_total"), 1)
+        self.assertGreaterEqual(metric(coordinator, "sqe_result_cache_misses_total"), 3)
+        self.assertEqual(metric(coordinator, "sqe_workers", state="active"), 2)
+        self.assertEqual(metric(coordinator, "sqe_workers", state="unreachable"), 0)
+        # The CTAS and one INSERT through this coordinator (the other went through another).
+        self.assertEqual(metric(coordinator, "sqe_iceberg_commits_total"), 2)
+        self.assertEqual(metric(coordinator, "sqe_queries_running"), 0)
+        for name in ("worker-1", "worker-2"):
+            worker = metrics(name)
+            self.assertGreater(metric(worker, "sqe_worker_tasks_received_total"), 0)
+            self.assertEqual(metric(worker, "sqe_worker_task_streams_open"), 0)
+            self.assertEqual(metric(worker, "sqe_worker_registered"), 1)
+            self.assertEqual(scrape(name, "/readyz")[0], 200)
+            self.assertEqual(scrape(name, "/healthz"), (200, "ok\n"))
+        self.assertEqual(scrape("coordinator", "/readyz"), (200, "ready\n"))
 
     def test_2_a_killed_worker_becomes_unreachable_and_queries_go_on(self):
         CLUSTER.processes["worker-2"].kill()

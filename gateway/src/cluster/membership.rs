@@ -32,12 +32,31 @@ pub struct MembershipSettings {
     pub drain_timeout: Duration,
 }
 
+/// Where a worker stands with its coordinator, for `/readyz` and `/metrics`.
+#[derive(Debug, Default)]
+pub struct MembershipState {
+    registered: AtomicBool,
+    draining: AtomicBool,
+}
+
+impl MembershipState {
+    /// The coordinator accepted its registration (and its last heartbeat).
+    pub fn registered(&self) -> bool {
+        self.registered.load(Ordering::SeqCst)
+    }
+
+    /// It is shutting down.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
+
 /// The heartbeat loop of a registered worker.
 pub struct Membership {
     settings: MembershipSettings,
     client: ControlPlaneClient<LayeredChannel>,
     stats: Arc<WorkerStats>,
-    draining: Arc<AtomicBool>,
+    state: Arc<MembershipState>,
     heartbeats: JoinHandle<()>,
 }
 
@@ -54,27 +73,31 @@ impl Membership {
         stats: Arc<WorkerStats>,
     ) -> Self {
         let client = ControlPlaneClient::new(channel);
-        let draining = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(MembershipState::default());
         let heartbeats = tokio::spawn(heartbeat_loop(
             settings.clone(),
             client.clone(),
             Arc::clone(&stats),
-            Arc::clone(&draining),
+            Arc::clone(&state),
         ));
         Self {
             settings,
             client,
             stats,
-            draining,
+            state,
             heartbeats,
         }
+    }
+
+    pub fn state(&self) -> Arc<MembershipState> {
+        Arc::clone(&self.state)
     }
 
     /// Drains: tells the coordinator, lets already-planned tasks arrive, waits for the running
     /// ones to finish (at most `drain_timeout`), stops `server` and deregisters.
     pub async fn drain_and_leave(mut self, server: ServerTask) {
         let s = &self.settings;
-        self.draining.store(true, Ordering::SeqCst);
+        self.state.draining.store(true, Ordering::SeqCst);
         tracing::info!(coordinator = %s.coordinator_url, "draining: no new tasks");
         let request = DrainRequest {
             node_id: s.node_id.clone(),
@@ -94,6 +117,7 @@ impl Membership {
         }
         server.stop().await;
         self.heartbeats.abort();
+        self.state.registered.store(false, Ordering::SeqCst);
         let request = DeregisterRequest {
             node_id: s.node_id.clone(),
             url: s.url.to_string(),
@@ -130,7 +154,7 @@ async fn heartbeat_loop(
     settings: MembershipSettings,
     mut client: ControlPlaneClient<LayeredChannel>,
     stats: Arc<WorkerStats>,
-    draining: Arc<AtomicBool>,
+    state: Arc<MembershipState>,
 ) {
     let mut registered = false;
     // Logs a failure once per outage, not on every beat.
@@ -139,7 +163,7 @@ async fn heartbeat_loop(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let draining = draining.load(Ordering::SeqCst);
+        let draining = state.draining();
         let outcome = if registered {
             let beat = HeartbeatRequest {
                 node_id: settings.node_id.clone(),
@@ -167,6 +191,7 @@ async fn heartbeat_loop(
                 }
                 registered = true;
                 failing = false;
+                state.registered.store(true, Ordering::SeqCst);
             }
             Err(e) => {
                 if !failing {
@@ -177,6 +202,7 @@ async fn heartbeat_loop(
                 {
                     // Refused (secret, bad settings): register again once it is fixed.
                     registered = false;
+                    state.registered.store(false, Ordering::SeqCst);
                 }
             }
         }

@@ -4,7 +4,7 @@ mod membership;
 mod registry;
 mod workers;
 
-pub use membership::{Membership, MembershipSettings, advertised_url};
+pub use membership::{Membership, MembershipSettings, MembershipState, advertised_url};
 pub use registry::Registry;
 pub use workers::{
     Announcement, PoolResolver, PoolSettings, Registration, VersionRequirement, WorkerPool,

@@ -61,6 +61,7 @@ use crate::cluster::{PoolResolver, WorkerPool};
 use crate::error::{GatewayError, Result};
 use crate::history::{HistorySettings, KillError, QueryHistory, TaskLedger, TaskRouter};
 use crate::metadata::{NodeIdentity, RuntimeView};
+use crate::observe::CommitCounter;
 use crate::query_runtime::QueryRuntime;
 use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
 
@@ -295,6 +296,8 @@ pub struct Engine {
     router: Arc<dyn TaskEstimator + Send + Sync>,
     /// Results of queries, kept for the same question from the same user.
     cache: Arc<ResultCache>,
+    /// Commits through this coordinator.
+    commits: Arc<CommitCounter>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -347,11 +350,13 @@ impl Engine {
         }
         let runtime = runtime.build_arc()?;
         let cache = Arc::new(ResultCache::new(settings.cache.clone()));
-        // Commits through this coordinator evict the cached results that read the table.
+        // Commits through this coordinator are counted and evict the cached results that
+        // read the table.
+        let commits = Arc::new(CommitCounter::new(Arc::clone(&cache)));
         let provider = Arc::new(IcebergCatalogProvider::new(
             catalog,
             settings.storage_props.clone(),
-            Some(Arc::clone(&cache) as Arc<dyn sqe_worker::write::CommitListener>),
+            Some(Arc::clone(&commits) as Arc<dyn sqe_worker::write::CommitListener>),
         ));
         provider.refresh().await?;
         let history = QueryHistory::new(settings.history);
@@ -387,7 +392,21 @@ impl Engine {
             history,
             router: Arc::new(TaskRouter::default()),
             cache,
+            commits,
         }))
+    }
+
+    pub fn result_cache(&self) -> &Arc<ResultCache> {
+        &self.cache
+    }
+
+    pub fn commits(&self) -> &Arc<CommitCounter> {
+        &self.commits
+    }
+
+    /// Bytes the running statements hold in the coordinator's memory pool.
+    pub fn memory_reserved(&self) -> usize {
+        self.runtime.memory_pool.reserved()
     }
 
     pub fn history(&self) -> &Arc<QueryHistory> {
@@ -980,7 +999,7 @@ impl Engine {
                 Arc::clone(self.catalog()),
                 table,
                 Arc::new(self.settings.storage_props.clone()),
-                None,
+                Some(Arc::clone(&self.commits) as Arc<dyn sqe_worker::write::CommitListener>),
             )?;
             let plan = LogicalPlanBuilder::insert_into(
                 input,

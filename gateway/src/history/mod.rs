@@ -7,7 +7,7 @@
 
 mod tasks;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -25,6 +25,7 @@ pub use self::tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};
 use crate::cache::CacheUse;
 use crate::engine::QueryMemory;
 use crate::error::GatewayError;
+use crate::observe::{Histogram, LATENCY_BUCKETS};
 
 /// `[query_history]`: how much of the past to keep.
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +87,44 @@ pub struct QueryStart {
     pub schema: Option<String>,
 }
 
+/// Counts of ended queries for `/metrics`, by endpoint.
+#[derive(Debug, Default)]
+pub struct QueryStats {
+    inner: Mutex<HashMap<&'static str, EndpointStats>>,
+}
+
+/// What the queries of one endpoint did.
+#[derive(Debug)]
+pub struct EndpointStats {
+    pub by_state: HashMap<&'static str, u64>,
+    pub output_rows: u64,
+    /// From arrival to end, in seconds.
+    pub latency: Histogram,
+}
+
+impl QueryStats {
+    fn ended(&self, endpoint: &'static str, state: QueryState, seconds: f64, rows: u64) {
+        if let Ok(mut inner) = self.inner.lock() {
+            let stats = inner.entry(endpoint).or_insert_with(|| EndpointStats {
+                by_state: HashMap::new(),
+                output_rows: 0,
+                latency: Histogram::new(LATENCY_BUCKETS),
+            });
+            *stats.by_state.entry(state.name()).or_default() += 1;
+            stats.output_rows += rows;
+            stats.latency.observe(seconds);
+        }
+    }
+
+    /// Reads the stats of every endpoint.
+    pub fn with<R>(&self, read: impl FnOnce(&HashMap<&'static str, EndpointStats>) -> R) -> R {
+        match self.inner.lock() {
+            Ok(inner) => read(&inner),
+            Err(_) => read(&HashMap::new()),
+        }
+    }
+}
+
 /// How a query can be stopped from outside its endpoint (`kill_query`).
 type Kill = Box<dyn Fn(String) + Send + Sync>;
 
@@ -101,6 +140,7 @@ pub struct QueryRecord {
     tasks: OnceLock<Arc<TaskLedger>>,
     /// Its share of the coordinator's memory pool, once it runs.
     memory: OnceLock<Arc<QueryMemory>>,
+    stats: Arc<QueryStats>,
 }
 
 impl std::fmt::Debug for QueryRecord {
@@ -173,6 +213,15 @@ impl QueryRecord {
             p.error = error;
             ended = true;
         });
+        if ended {
+            let p = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+            self.stats.ended(
+                self.start.endpoint,
+                state,
+                self.created_at.elapsed().as_secs_f64(),
+                p.output_rows,
+            );
+        }
         if ended
             && let Some(ledger) = self.tasks.get()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
@@ -222,6 +271,7 @@ impl QueryRecord {
 /// The coordinator's queries, recent first when listed.
 pub struct QueryHistory {
     settings: HistorySettings,
+    stats: Arc<QueryStats>,
     records: Mutex<VecDeque<Arc<QueryRecord>>>,
     sequence: AtomicU64,
     /// Five lower-case letters naming this coordinator run in query ids, as Trino's do.
@@ -254,6 +304,7 @@ impl QueryHistory {
             .collect();
         Arc::new(Self {
             settings,
+            stats: Arc::default(),
             records: Mutex::new(VecDeque::new()),
             sequence: AtomicU64::new(0),
             run_id,
@@ -282,6 +333,7 @@ impl QueryHistory {
             kill: OnceLock::new(),
             tasks: OnceLock::new(),
             memory: OnceLock::new(),
+            stats: Arc::clone(&self.stats),
         });
         if let Ok(mut records) = self.records.lock() {
             records.push_back(Arc::clone(&record));
@@ -315,6 +367,11 @@ impl QueryHistory {
     }
 
     /// Every kept query, newest first.
+    /// Totals over every query since the coordinator started (not bounded like the records).
+    pub fn stats(&self) -> &Arc<QueryStats> {
+        &self.stats
+    }
+
     pub fn records(&self) -> Vec<Arc<QueryRecord>> {
         match self.records.lock() {
             Ok(mut records) => {

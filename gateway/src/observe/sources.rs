@@ -1,0 +1,287 @@
+//! What the coordinator and the workers report on their observability port.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use iceberg::TableIdent;
+use sqe_layers::auth::VerifierStats;
+use sqe_layers::retry::RetryStats;
+use sqe_worker::server::WorkerStats;
+use sqe_worker::write::CommitListener;
+
+use super::{Exposition, Observed};
+use crate::cache::ResultCache;
+use crate::cluster::{MembershipState, WorkerState};
+use crate::engine::Engine;
+
+/// How long `/readyz` waits for the catalog.
+const CATALOG_PROBE: Duration = Duration::from_secs(3);
+
+/// Counts Iceberg commits made through this coordinator, and tells the result cache.
+#[derive(Debug)]
+pub struct CommitCounter {
+    cache: Arc<ResultCache>,
+    commits: AtomicU64,
+}
+
+impl CommitCounter {
+    pub fn new(cache: Arc<ResultCache>) -> Self {
+        Self {
+            cache,
+            commits: AtomicU64::new(0),
+        }
+    }
+
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+}
+
+impl CommitListener for CommitCounter {
+    fn committed(&self, table: &TableIdent, snapshot_id: Option<i64>) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.cache.committed(table, snapshot_id);
+    }
+}
+
+/// Token checks and outgoing retries, which both roles have.
+fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, retry: &RetryStats) {
+    if let Some(verifier) = verifier {
+        text.singles(&[
+            (
+                "sqe_peer_auth_verified_total",
+                "counter",
+                "worker_secret tokens accepted from peers.",
+                verifier.verified() as f64,
+            ),
+            (
+                "sqe_peer_auth_failures_total",
+                "counter",
+                "Peer requests refused: no token, another secret, expired or wrong audience.",
+                verifier.rejected() as f64,
+            ),
+        ]);
+    }
+    text.singles(&[
+        (
+            "sqe_worker_rpc_retries_total",
+            "counter",
+            "Worker RPC attempts retried (failed before the request was sent).",
+            retry.retries() as f64,
+        ),
+        (
+            "sqe_worker_rpc_retry_budget_exhausted_total",
+            "counter",
+            "Retries refused because the retry budget was spent.",
+            retry.budget_exhausted() as f64,
+        ),
+    ]);
+}
+
+/// The coordinator: queries, result cache, workers, memory, commits.
+pub struct CoordinatorObserved {
+    pub engine: Arc<Engine>,
+    pub verifier: Option<Arc<VerifierStats>>,
+    pub retry: Arc<RetryStats>,
+}
+
+impl Observed for CoordinatorObserved {
+    fn metrics(&self) -> String {
+        let mut text = Exposition::default();
+        let history = self.engine.history();
+        history.stats().with(|endpoints| {
+            text.family(
+                "sqe_queries_total",
+                "counter",
+                "Ended queries by endpoint and final state.",
+            );
+            for (endpoint, stats) in endpoints {
+                for (state, count) in &stats.by_state {
+                    text.sample(
+                        "sqe_queries_total",
+                        &[("endpoint", endpoint), ("state", state)],
+                        *count as f64,
+                    );
+                }
+            }
+            text.family(
+                "sqe_query_duration_seconds",
+                "histogram",
+                "Query latency, from arrival to end, by endpoint.",
+            );
+            for (endpoint, stats) in endpoints {
+                text.histogram(
+                    "sqe_query_duration_seconds",
+                    &[("endpoint", endpoint)],
+                    &stats.latency,
+                );
+            }
+            text.family(
+                "sqe_query_output_rows_total",
+                "counter",
+                "Rows returned to clients, by endpoint.",
+            );
+            for (endpoint, stats) in endpoints {
+                text.sample(
+                    "sqe_query_output_rows_total",
+                    &[("endpoint", endpoint)],
+                    stats.output_rows as f64,
+                );
+            }
+        });
+        let running = history
+            .records()
+            .iter()
+            .filter(|r| !r.state().is_final())
+            .count();
+        text.single(
+            "sqe_queries_running",
+            "gauge",
+            "Queries planning or running now.",
+            running as f64,
+        );
+
+        let cache = self.engine.result_cache();
+        let (entries, bytes) = cache.usage();
+        text.singles(&[
+            (
+                "sqe_result_cache_hits_total",
+                "counter",
+                "Queries answered from the result cache.",
+                cache.hits() as f64,
+            ),
+            (
+                "sqe_result_cache_misses_total",
+                "counter",
+                "Cacheable queries not in the result cache.",
+                cache.misses() as f64,
+            ),
+            (
+                "sqe_result_cache_entries",
+                "gauge",
+                "Results in the cache.",
+                entries as f64,
+            ),
+            (
+                "sqe_result_cache_bytes",
+                "gauge",
+                "Memory the cached results hold.",
+                bytes as f64,
+            ),
+        ]);
+
+        let pool = self.engine.workers();
+        let missed = pool.missed_heartbeats();
+        let statuses = pool.statuses();
+        text.family("sqe_workers", "gauge", "Known workers by state.");
+        for state in [
+            WorkerState::Active,
+            WorkerState::Draining,
+            WorkerState::Unreachable,
+            WorkerState::Incompatible,
+        ] {
+            let count = statuses.iter().filter(|s| s.state(missed) == state).count();
+            text.sample("sqe_workers", &[("state", state.name())], count as f64);
+        }
+        text.singles(&[
+            (
+                "sqe_memory_pool_reserved_bytes",
+                "gauge",
+                "Memory the coordinator's running queries hold in its pool.",
+                self.engine.memory_reserved() as f64,
+            ),
+            (
+                "sqe_iceberg_commits_total",
+                "counter",
+                "Iceberg snapshots committed through this coordinator.",
+                self.engine.commits().commits() as f64,
+            ),
+        ]);
+        peer_metrics(&mut text, self.verifier.as_deref(), &self.retry);
+        text.finish()
+    }
+
+    /// Ready when the catalog answers.
+    fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(async move {
+            match tokio::time::timeout(CATALOG_PROBE, self.engine.catalog().list_namespaces(None))
+                .await
+            {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(format!("the catalog fails: {e}")),
+                Err(_) => Err(format!(
+                    "the catalog did not answer within {CATALOG_PROBE:?}"
+                )),
+            }
+        })
+    }
+}
+
+/// A worker: its tasks, memory, token checks and registration.
+pub struct WorkerObserved {
+    pub stats: Arc<WorkerStats>,
+    pub verifier: Option<Arc<VerifierStats>>,
+    pub retry: Arc<RetryStats>,
+    /// `None` when it does not register (listed in the coordinator's `worker_urls`).
+    pub membership: Option<Arc<MembershipState>>,
+}
+
+impl Observed for WorkerObserved {
+    fn metrics(&self) -> String {
+        let mut text = Exposition::default();
+        text.singles(&[
+            (
+                "sqe_worker_tasks_received_total",
+                "counter",
+                "Plan fragments received.",
+                self.stats.tasks_received() as f64,
+            ),
+            (
+                "sqe_worker_task_streams_open",
+                "gauge",
+                "Task partition streams executing now.",
+                self.stats.open_task_streams() as f64,
+            ),
+            (
+                "sqe_memory_pool_reserved_bytes",
+                "gauge",
+                "Memory the worker's tasks hold in its pool.",
+                self.stats.memory_reserved() as f64,
+            ),
+        ]);
+        if let Some(membership) = &self.membership {
+            text.singles(&[
+                (
+                    "sqe_worker_registered",
+                    "gauge",
+                    "1 while registered with the coordinator.",
+                    f64::from(u8::from(membership.registered())),
+                ),
+                (
+                    "sqe_worker_draining",
+                    "gauge",
+                    "1 while draining for shutdown.",
+                    f64::from(u8::from(membership.draining())),
+                ),
+            ]);
+        }
+        peer_metrics(&mut text, self.verifier.as_deref(), &self.retry);
+        text.finish()
+    }
+
+    /// Ready when registered and not draining (a worker that does not register: always).
+    fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>> {
+        let state = match &self.membership {
+            None => Ok(()),
+            Some(m) if m.draining() => Err("draining".to_string()),
+            Some(m) if !m.registered() => {
+                Err("not registered with the coordinator yet".to_string())
+            }
+            Some(_) => Ok(()),
+        };
+        Box::pin(std::future::ready(state))
+    }
+}
