@@ -568,6 +568,13 @@ impl ConfigFile for CoordinatorConfig {
                 section: "coordinator",
             });
         }
+        if self.coordinator.missed_heartbeats == 0 || self.coordinator.worker_forget_after_secs < 60
+        {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: coordinator.missed_heartbeats must be at least 1 and \
+                 coordinator.worker_forget_after_secs at least 60"
+            )));
+        }
         if self.coordinator.trino_http_port != 0
             && self.coordinator.trino_http_port == self.coordinator.flight_sql_port
         {
@@ -623,9 +630,9 @@ impl ConfigFile for WorkerConfig {
         if let Some(url) = &self.worker.advertise_url {
             validate_url(url, "worker.advertise_url", origin)?;
         }
-        if self.worker.heartbeat_interval_secs == 0 {
+        if !(1..=3600).contains(&self.worker.heartbeat_interval_secs) {
             return Err(ConfigError::Invalid(format!(
-                "{origin}: worker.heartbeat_interval_secs must be at least 1"
+                "{origin}: worker.heartbeat_interval_secs must be between 1 and 3600"
             )));
         }
         if !self.worker.allow_unauthenticated_workers && self.worker_secret()?.is_none() {

@@ -19,6 +19,7 @@ pub mod runtime;
 pub mod session_properties;
 pub mod shell;
 pub mod sql_types;
+pub mod telemetry;
 pub mod tls_listener;
 pub mod tpch;
 pub mod trino;

@@ -65,10 +65,13 @@ enum Command {
 }
 
 fn init_logging(default: &str) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_from_env("SQE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(sqe_gateway::telemetry::trace_layer())
         .try_init();
 }
 
@@ -105,16 +108,15 @@ fn stop_on_signal(shutdown: Vec<Shutdown>) {
 
 /// On SIGHUP, reads the config file again and applies what can change while running: which
 /// worker versions get tasks (a rolling deploy's switch). Other changes need a restart.
+/// `hangup` is listened to from before the coordinator starts: a SIGHUP meanwhile is kept, not
+/// fatal.
 #[cfg(unix)]
-fn reload_on_hangup(path: PathBuf, workers: std::sync::Arc<sqe_gateway::cluster::WorkerPool>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut hangup = match signal(SignalKind::hangup()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot listen for SIGHUP: no config reload");
-            return;
-        }
-    };
+fn reload_on_hangup(
+    path: PathBuf,
+    workers: std::sync::Arc<sqe_gateway::cluster::WorkerPool>,
+    hangup: Option<tokio::signal::unix::Signal>,
+) {
+    let Some(mut hangup) = hangup else { return };
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
             match CoordinatorConfig::load(&path) {
@@ -133,6 +135,12 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
         Command::Coordinator { config } => {
             init_logging("info");
             let config_path = config;
+            #[cfg(unix)]
+            let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .inspect_err(
+                    |e| tracing::error!(error = %e, "cannot listen for SIGHUP: no config reload"),
+                )
+                .ok();
             let config = CoordinatorConfig::load(&config_path)?;
             let listener = bind(
                 &config.coordinator.bind_address,
@@ -145,6 +153,7 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             reload_on_hangup(
                 config_path,
                 std::sync::Arc::clone(coordinator.engine.workers()),
+                hangup,
             );
             stop_on_signal(vec![coordinator.server.shutdown_handle()]);
             coordinator.server.join().await;
@@ -162,7 +171,13 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             // SIGTERM drains a registered worker: no new tasks, running ones finish.
             let ended = worker.server.ended();
             tokio::select! {
-                () = termination() => worker.drain_and_stop().await,
+                () = termination() => {
+                    // A second signal stops at once, not waiting for the drain.
+                    tokio::select! {
+                        () = worker.drain_and_stop() => {}
+                        () = termination() => tracing::warn!("second signal: stopping without finishing the drain"),
+                    }
+                }
                 () = ended => {}
             }
         }

@@ -122,6 +122,12 @@ impl ServerTask {
         let _ = self.task.await;
     }
 
+    /// Stops at once, dropping open connections and their streams.
+    pub async fn abort(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+
     /// Waits until the server ends (a signal, or an error).
     pub async fn join(self) {
         let _ = self.task.await;

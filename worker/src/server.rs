@@ -39,6 +39,9 @@ pub struct WorkerSettings {
 
 /// The RPC through which a task's partitions are executed and streamed to their consumer.
 const EXECUTE_TASK: &str = "/worker.WorkerService/ExecuteTask";
+/// The RPC that delivers a task's plan; the coordinator keeps it open for the task's life
+/// (metrics and work units travel on it), also before any partition is pulled.
+const COORDINATOR_CHANNEL: &str = "/worker.WorkerService/CoordinatorChannel";
 
 /// Live counters of one worker process.
 #[derive(Debug, Default)]
@@ -47,6 +50,8 @@ pub struct WorkerStats {
     /// `ExecuteTask` calls still streaming: a cancelled consumer resets its stream, the server
     /// drops the body, and with it the task's partition streams (their spawned tasks abort).
     task_streams: OpenStreams,
+    /// `CoordinatorChannel` calls open: tasks planned here whose coordinator still holds them.
+    plan_channels: OpenStreams,
     /// The pool every task's operators reserve their memory from.
     memory: Option<Arc<dyn MemoryPool>>,
 }
@@ -61,6 +66,12 @@ impl WorkerStats {
     /// 0 once every consumer has finished or cancelled.
     pub fn open_task_streams(&self) -> usize {
         self.task_streams.current()
+    }
+
+    /// Tasks whose plan this worker holds for a coordinator that has not let them go: work
+    /// that may still be pulled even while no partition stream is open.
+    pub fn open_plan_channels(&self) -> usize {
+        self.plan_channels.current()
     }
 
     /// Bytes the worker's running tasks hold in its memory pool; back to 0 once every task
@@ -98,6 +109,7 @@ pub fn build_worker(
     let stats = Arc::new(WorkerStats {
         tasks_received: AtomicU64::new(0),
         task_streams: OpenStreams::default(),
+        plan_channels: OpenStreams::default(),
         memory: Some(Arc::clone(&runtime.memory_pool)),
     });
     let counted = Arc::clone(&stats);
@@ -119,9 +131,15 @@ pub async fn serve(
 ) -> Result<(), tonic::transport::Error> {
     tonic::transport::Server::builder()
         .layer(
-            server_layers(&settings.node_id, settings.verifier.clone()).layer(
-                StreamCountLayer::new(EXECUTE_TASK, stats.task_streams.clone()),
-            ),
+            server_layers(&settings.node_id, settings.verifier.clone())
+                .layer(StreamCountLayer::new(
+                    EXECUTE_TASK,
+                    stats.task_streams.clone(),
+                ))
+                .layer(StreamCountLayer::new(
+                    COORDINATOR_CHANNEL,
+                    stats.plan_channels.clone(),
+                )),
         )
         .add_service(worker.into_worker_server())
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)

@@ -74,6 +74,13 @@ pub fn consider(identity: &str, logical: &LogicalPlan) -> Decision {
     hasher.update(identity.as_bytes());
     hasher.update([0]);
     hasher.update(logical.display_indent_schema().to_string().as_bytes());
+    // The display shows only the first rows of a VALUES list: the key needs all of them.
+    let _ = logical.apply_with_subqueries(|node| {
+        if let LogicalPlan::Values(values) = node {
+            hasher.update(format!("{:?}", values.values).as_bytes());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
     Decision::Cacheable {
         key: CacheKey(hasher.finalize().into()),
         tables,

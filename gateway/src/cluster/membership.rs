@@ -111,11 +111,15 @@ impl Membership {
         if finished.is_err() {
             tracing::warn!(
                 running = self.stats.open_task_streams(),
+                planned = self.stats.open_plan_channels(),
                 timeout = ?s.drain_timeout,
                 "drain timed out: stopping with tasks still running"
             );
+            // A graceful stop would wait for those streams: cut them.
+            server.abort().await;
+        } else {
+            server.stop().await;
         }
-        server.stop().await;
         self.heartbeats.abort();
         self.state.registered.store(false, Ordering::SeqCst);
         let request = DeregisterRequest {
@@ -137,12 +141,13 @@ impl Drop for Membership {
     }
 }
 
-/// Until no task has run for [`DRAIN_QUIET`].
+/// Until no task has been held or run for [`DRAIN_QUIET`]: no partition stream open, and no
+/// coordinator holding a task planned here (its partitions may be pulled later).
 async fn idle(stats: &WorkerStats) {
     let mut quiet = Duration::ZERO;
     while quiet < DRAIN_QUIET {
         tokio::time::sleep(DRAIN_POLL).await;
-        if stats.open_task_streams() == 0 {
+        if stats.open_task_streams() == 0 && stats.open_plan_channels() == 0 {
             quiet += DRAIN_POLL;
         } else {
             quiet = Duration::ZERO;
@@ -194,12 +199,17 @@ async fn heartbeat_loop(
                 state.registered.store(true, Ordering::SeqCst);
             }
             Err(e) => {
-                if !failing {
+                let unreachable = matches!(
+                    e.code(),
+                    tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+                );
+                if !failing && unreachable {
                     tracing::warn!(coordinator = %settings.coordinator_url, error = %e, "cannot reach the coordinator's control plane; retrying every heartbeat");
+                } else if !failing {
+                    tracing::error!(coordinator = %settings.coordinator_url, code = ?e.code(), message = e.message(), "the coordinator refuses this worker; retrying every heartbeat");
                 }
                 failing = true;
-                if e.code() != tonic::Code::Unavailable && e.code() != tonic::Code::DeadlineExceeded
-                {
+                if !unreachable {
                     // Refused (secret, bad settings): register again once it is fixed.
                     registered = false;
                     state.registered.store(false, Ordering::SeqCst);

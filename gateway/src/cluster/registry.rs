@@ -77,14 +77,16 @@ impl ControlPlane for Registry {
                 r.heartbeat_interval_ms
             )));
         }
-        self.pool.register(Announcement {
-            url,
-            node_id: r.node_id,
-            version: r.version,
-            heartbeat_interval: Duration::from_millis(r.heartbeat_interval_ms),
-            task_threads: r.task_threads,
-            memory_limit_bytes: r.memory_limit_bytes,
-        });
+        self.pool
+            .register(Announcement {
+                url,
+                node_id: r.node_id,
+                version: r.version,
+                heartbeat_interval: Duration::from_millis(r.heartbeat_interval_ms),
+                task_threads: r.task_threads,
+                memory_limit_bytes: r.memory_limit_bytes,
+            })
+            .map_err(Status::already_exists)?;
         Ok(Response::new(RegisterResponse {
             coordinator_id: self.coordinator_id.clone(),
         }))
@@ -108,12 +110,14 @@ impl ControlPlane for Registry {
         request: Request<DrainRequest>,
     ) -> Result<Response<DrainResponse>, Status> {
         self.admit()?;
-        let url = worker_url(&request.into_inner().url)?;
-        if self.pool.drain(&url) {
+        let r = request.into_inner();
+        let url = worker_url(&r.url)?;
+        if self.pool.drain(&url, &r.node_id) {
             Ok(Response::new(DrainResponse {}))
         } else {
             Err(Status::not_found(format!(
-                "no worker at {url} is known here"
+                "no worker '{}' at {url} is registered here",
+                r.node_id
             )))
         }
     }
@@ -123,8 +127,9 @@ impl ControlPlane for Registry {
         request: Request<DeregisterRequest>,
     ) -> Result<Response<DeregisterResponse>, Status> {
         self.admit()?;
-        let url = worker_url(&request.into_inner().url)?;
-        self.pool.deregister(&url);
+        let r = request.into_inner();
+        let url = worker_url(&r.url)?;
+        self.pool.deregister(&url, &r.node_id);
         Ok(Response::new(DeregisterResponse {}))
     }
 }

@@ -270,10 +270,13 @@ impl WorkerPool {
 
     /// Changes which versions get tasks, from the next query on (a rolling deploy's switch).
     pub fn require_version(&self, required: VersionRequirement) {
-        if let Ok(mut status) = self.status.write() {
-            for entry in status.iter_mut().filter(|e| !e.auth_failed) {
-                entry.compatible = required.accepts(entry.version.as_deref());
-            }
+        // Under the status lock, as probes and registrations read the requirement: none of
+        // them can apply the old one after this.
+        let Ok(mut status) = self.status.write() else {
+            return;
+        };
+        for entry in status.iter_mut().filter(|e| !e.auth_failed) {
+            entry.compatible = required.accepts(entry.version.as_deref());
         }
         tracing::info!(?required, "worker version requirement set");
         if let Ok(mut slot) = self.required.write() {
@@ -281,10 +284,24 @@ impl WorkerPool {
         }
     }
 
-    /// A worker registered: it gets tasks once a probe confirms its URL and version.
-    pub fn register(&self, worker: Announcement) {
-        let required = self.required_version();
+    /// A worker registered: it gets tasks once a probe confirms its URL and version. Refused
+    /// (with the reason) while another live node holds the URL.
+    pub fn register(&self, worker: Announcement) -> Result<(), String> {
         if let Ok(mut status) = self.status.write() {
+            let required = self.required_version();
+            let missed = self.missed_heartbeats;
+            if let Some(holder) = status
+                .iter()
+                .find(|s| s.url == worker.url)
+                .and_then(|s| s.registration.as_ref())
+                .filter(|r| r.node_id != worker.node_id)
+                .filter(|r| r.last_heartbeat.elapsed() <= r.heartbeat_interval * missed)
+            {
+                return Err(format!(
+                    "{} is registered by the live node '{}': give each worker its own advertise_url",
+                    worker.url, holder.node_id
+                ));
+            }
             let index = match status.iter().position(|s| s.url == worker.url) {
                 Some(i) => i,
                 None => {
@@ -319,6 +336,7 @@ impl WorkerPool {
             entry.epoch += 1;
         }
         self.registered.notify_one();
+        Ok(())
     }
 
     /// A heartbeat; false when the worker is not registered here (it should register again).
@@ -350,12 +368,18 @@ impl WorkerPool {
         true
     }
 
-    /// The worker is shutting down: no new tasks. False when it is not known here.
-    pub fn drain(&self, url: &Url) -> bool {
+    /// The worker is shutting down: no new tasks. False when it is not registered here (under
+    /// that node id).
+    pub fn drain(&self, url: &Url, node_id: &str) -> bool {
         let Ok(mut status) = self.status.write() else {
             return false;
         };
-        let Some(entry) = status.iter_mut().find(|s| &s.url == url) else {
+        let Some(entry) = status.iter_mut().find(|s| {
+            &s.url == url
+                && s.registration
+                    .as_ref()
+                    .is_some_and(|r| r.node_id == node_id)
+        }) else {
             return false;
         };
         if !entry.draining {
@@ -366,9 +390,20 @@ impl WorkerPool {
     }
 
     /// The worker left. A configured one stays listed, unreachable until a probe finds it again.
-    pub fn deregister(&self, url: &Url) {
+    /// Ignored unless `node_id` is the registration at that URL (a late call of an old instance
+    /// must not remove its successor).
+    pub fn deregister(&self, url: &Url, node_id: &str) {
         if let Ok(mut status) = self.status.write() {
-            tracing::info!(%url, "worker deregistered");
+            let registered = status.iter().any(|s| {
+                &s.url == url
+                    && s.registration
+                        .as_ref()
+                        .is_some_and(|r| r.node_id == node_id)
+            });
+            if !registered {
+                return;
+            }
+            tracing::info!(%url, node_id, "worker deregistered");
             status.retain(|s| &s.url != url || s.configured);
             if let Some(entry) = status.iter_mut().find(|s| &s.url == url) {
                 entry.registration = None;
@@ -391,10 +426,10 @@ impl WorkerPool {
         let probes = targets.iter().map(|(url, _)| self.probe_one(url));
         let results = futures::future::join_all(probes).await;
         let now = Instant::now();
-        let required = self.required_version();
         let Ok(mut status) = self.status.write() else {
             return;
         };
+        let required = self.required_version();
         for ((url, epoch), result) in targets.into_iter().zip(results) {
             let Some(entry) = status.iter_mut().find(|s| s.url == url && s.epoch == epoch) else {
                 continue;

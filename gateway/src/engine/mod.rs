@@ -533,10 +533,7 @@ impl Engine {
             .unwrap_or(&self.settings.catalog_name);
         let schema = session.schema.as_deref().unwrap_or("default");
         let properties = &session.properties;
-        let memory = Arc::new(QueryMemory::new(Arc::clone(&self.runtime.memory_pool)));
         let mut config = SessionConfig::new()
-            .with_extension(Arc::new(TaskLedger::default()))
-            .with_extension(Arc::clone(&memory))
             .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(catalog, schema);
@@ -568,11 +565,7 @@ impl Engine {
         let builder = SessionStateBuilder::new()
             .with_default_features()
             .with_config(config)
-            .with_runtime_env(
-                RuntimeEnvBuilder::from_runtime_env(&self.runtime)
-                    .with_memory_pool(memory)
-                    .build_arc()?,
-            )
+            .with_runtime_env(Arc::clone(&self.runtime))
             .with_catalog_list(Arc::clone(&self.catalogs));
         let distributed = distributable
             && properties.distributed_execution != Some(false)
@@ -927,6 +920,23 @@ impl Engine {
             }
         }
         Ok(outcome)
+    }
+
+    /// `state` for one execution: its own task ledger, and its own share of the memory pool
+    /// (a prepared statement run again, or twice at once, must not share them).
+    pub(crate) fn execution_state(&self, state: SessionState) -> Result<SessionState> {
+        let memory = Arc::new(QueryMemory::new(Arc::clone(&self.runtime.memory_pool)));
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+            .with_memory_pool(Arc::clone(&memory) as _)
+            .build_arc()?;
+        let mut state = SessionStateBuilder::new_from_existing(state)
+            .with_runtime_env(runtime)
+            .build();
+        state
+            .config_mut()
+            .set_extension(Arc::new(TaskLedger::default()));
+        state.config_mut().set_extension(memory);
+        Ok(state)
     }
 
     /// Cancels a running query of `user`, as Trino's `kill_query` does.

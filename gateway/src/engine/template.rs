@@ -309,7 +309,7 @@ impl Engine {
         };
         // Each binding is one execution: its `now()` is this instant (simplified to it when
         // the plan is optimized), also for a prepared statement run again later.
-        let mut state = template.state.clone();
+        let mut state = self.execution_state(template.state.clone())?;
         state.mark_start_execution();
         let cache = match self.cache_decision(template, &logical) {
             Some(Decision::Cacheable { key, tables }) => {

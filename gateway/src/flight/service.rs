@@ -94,8 +94,14 @@ impl SqeFlightSqlService {
             .get(session_key(request.metadata(), request.remote_addr()).as_deref())
     }
 
-    /// Records a statement this endpoint received in the query history.
-    fn track(&self, session: &SessionSettings, sql: &str) -> QueryTracker {
+    /// Records a statement this endpoint received in the query history; its trace continues
+    /// the caller's `traceparent` metadata.
+    fn track(
+        &self,
+        traceparent: Option<String>,
+        session: &SessionSettings,
+        sql: &str,
+    ) -> QueryTracker {
         self.engine.history().begin(QueryStart {
             id: None,
             endpoint: "flight_sql",
@@ -104,7 +110,17 @@ impl SqeFlightSqlService {
             sql: sql.to_string(),
             catalog: session.catalog.clone(),
             schema: session.schema.clone(),
+            traceparent,
         })
+    }
+
+    /// The caller's W3C `traceparent` metadata.
+    fn traceparent<T>(request: &Request<T>) -> Option<String> {
+        request
+            .metadata()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
     }
 
     /// Plans `prepared` for a later DoGet and describes it.
@@ -333,7 +349,7 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let (principal, session) = (principal(&request), self.session(&request));
-        let tracker = self.track(&session, &query.query);
+        let tracker = self.track(Self::traceparent(&request), &session, &query.query);
         let prepared = self
             .engine
             .prepare(&session, &query.query)
@@ -366,7 +382,11 @@ impl FlightSqlService for SqeFlightSqlService {
                 rows.len()
             )));
         }
-        let tracker = self.track(&self.session(&request), &statement.sql);
+        let tracker = self.track(
+            Self::traceparent(&request),
+            &self.session(&request),
+            &statement.sql,
+        );
         let prepared = self
             .engine
             .bind(&statement.template, rows.pop().unwrap_or_default())
@@ -659,7 +679,7 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
         let session = self.session(&request);
-        let tracker = self.track(&session, &command.query);
+        let tracker = self.track(Self::traceparent(&request), &session, &command.query);
         let outcome = async {
             let prepared = self.engine.prepare(&session, &command.query).await?;
             tracker.running(&prepared);
@@ -739,6 +759,7 @@ impl FlightSqlService for SqeFlightSqlService {
             .prepared(&id, &principal)
             .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
         let session = self.session(&request);
+        let traceparent = Self::traceparent(&request);
         let mut rows = Self::parameter_rows(request).await?;
         if rows.is_empty() {
             rows = statement.parameter_rows.clone();
@@ -746,7 +767,7 @@ impl FlightSqlService for SqeFlightSqlService {
         if rows.is_empty() {
             rows.push(Vec::new());
         }
-        let tracker = self.track(&session, &statement.sql);
+        let tracker = self.track(traceparent, &session, &statement.sql);
         let run = async {
             let mut total = 0u64;
             for parameters in rows {

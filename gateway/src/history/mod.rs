@@ -26,6 +26,7 @@ use crate::cache::CacheUse;
 use crate::engine::QueryMemory;
 use crate::error::GatewayError;
 use crate::observe::{Histogram, LATENCY_BUCKETS};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// `[query_history]`: how much of the past to keep.
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +86,8 @@ pub struct QueryStart {
     pub sql: String,
     pub catalog: Option<String>,
     pub schema: Option<String>,
+    /// The caller's W3C `traceparent`, if it sent one.
+    pub traceparent: Option<String>,
 }
 
 /// Counts of ended queries for `/metrics`, by endpoint.
@@ -141,6 +144,7 @@ pub struct QueryRecord {
     /// Its share of the coordinator's memory pool, once it runs.
     memory: OnceLock<Arc<QueryMemory>>,
     stats: Arc<QueryStats>,
+    trace_id: Option<String>,
 }
 
 impl std::fmt::Debug for QueryRecord {
@@ -178,6 +182,8 @@ pub struct QuerySnapshot {
     pub planning_ms: Option<i64>,
     pub execution_ms: Option<i64>,
     pub output_rows: u64,
+    /// The W3C trace id of its root span (`None` in a process without a trace layer).
+    pub trace_id: Option<String>,
     /// Bytes its scans read (workers and coordinator); `None` until known, after it ended.
     pub bytes_scanned: Option<u64>,
     /// The most coordinator memory it held at once; `None` unless it ran a plan.
@@ -254,6 +260,7 @@ impl QueryRecord {
             planning_ms: Some(ms(self.created_at, started_at.or(ended_at).unwrap_or(now))),
             execution_ms: started_at.map(|s| ms(s, ended_at.unwrap_or(now))),
             output_rows: p.output_rows,
+            trace_id: self.trace_id.clone(),
             bytes_scanned: self.tasks.get().and_then(|t| t.bytes_scanned()),
             peak_memory_bytes: self.memory.get().map(|m| m.peak() as u64),
             cache: p.cache,
@@ -324,6 +331,17 @@ impl QueryHistory {
     /// Records a query received by an endpoint.
     pub fn begin(self: &Arc<Self>, mut start: QueryStart) -> QueryTracker {
         let id = start.id.take().unwrap_or_else(|| self.next_id());
+        // The query's root span: its trace continues the caller's, if it sent one.
+        let span =
+            tracing::info_span!(parent: None, "query", query_id = %id, endpoint = start.endpoint);
+        if let Some(traceparent) = &start.traceparent
+            && let Ok(value) = http::HeaderValue::from_str(traceparent)
+        {
+            let mut headers = http::HeaderMap::new();
+            headers.insert("traceparent", value);
+            let _ = span.set_parent(sqe_layers::trace::extract_context(&headers));
+        }
+        let trace_id = crate::telemetry::trace_id(&span);
         let record = Arc::new(QueryRecord {
             id,
             start,
@@ -334,12 +352,13 @@ impl QueryHistory {
             tasks: OnceLock::new(),
             memory: OnceLock::new(),
             stats: Arc::clone(&self.stats),
+            trace_id,
         });
         if let Ok(mut records) = self.records.lock() {
             records.push_back(Arc::clone(&record));
             self.prune(&mut records);
         }
-        QueryTracker { record }
+        QueryTracker { record, span }
     }
 
     /// Drops finished queries past the TTL, then the oldest finished beyond `max_entries`.
@@ -421,11 +440,18 @@ impl QueryHistory {
 #[derive(Debug)]
 pub struct QueryTracker {
     record: Arc<QueryRecord>,
+    /// Open while the query runs; the endpoint runs the query inside it.
+    span: tracing::Span,
 }
 
 impl QueryTracker {
     pub fn id(&self) -> &str {
         &self.record.id
+    }
+
+    /// The query's root span.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     pub fn record(&self) -> &Arc<QueryRecord> {

@@ -7,6 +7,7 @@ use super::*;
 
 fn start(user: &str, sql: &str) -> QueryStart {
     QueryStart {
+        traceparent: None,
         endpoint: "test",
         user: user.into(),
         sql: sql.into(),

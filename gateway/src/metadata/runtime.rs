@@ -64,6 +64,7 @@ const QUERIES: TableSpec = TableSpec {
         ("result_cache", T),
         ("error_code", T),
         ("error_message", T),
+        ("trace_id", T),
     ],
 };
 
@@ -176,6 +177,7 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
                 Cell::from(q.cache.map(|c| c.name().to_string())),
                 Cell::from(q.error_code.map(str::to_string)),
                 Cell::from(q.error_message),
+                Cell::from(q.trace_id),
             ]
         })
         .collect()

@@ -47,6 +47,8 @@ pub struct ClientSession {
     pub client_capabilities: Vec<String>,
     pub client_info: Option<String>,
     pub trace_token: Option<String>,
+    /// W3C `traceparent`: the query's trace continues the caller's.
+    pub traceparent: Option<String>,
 }
 
 impl ClientSession {
@@ -87,6 +89,7 @@ impl ClientSession {
             client_capabilities: list(headers, "x-trino-client-capabilities")?,
             client_info: single(headers, "x-trino-client-info")?,
             trace_token: single(headers, "x-trino-trace-token")?,
+            traceparent: single(headers, "traceparent")?,
         })
     }
 }

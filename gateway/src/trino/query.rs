@@ -144,54 +144,60 @@ impl TrinoQuery {
             sql: query.sql.clone(),
             catalog: client.catalog.clone(),
             schema: client.schema.clone(),
+            traceparent: client.traceparent.clone(),
         });
         tracker.on_kill(kill_through(&query, |query, _message| query.cancel()));
         let background = Arc::clone(&query);
-        tokio::spawn(async move {
-            let run = session::execute(&engine, &client, &transactions, &background.sql, &tracker);
-            let result = tokio::select! {
-                result = run => result,
-                () = cancel.cancelled() => Err(GatewayError::Cancelled),
-            };
-            let mut progress = background.progress.lock().await;
-            match result {
-                Ok(executed) => {
-                    let _ = background.changes.set(executed.changes);
-                    match (executed.update_type, executed.outcome) {
-                        (None, Outcome::Rows(stream)) => {
-                            progress.columns = Some(
-                                executed
-                                    .schema
-                                    .fields()
-                                    .iter()
-                                    .map(|f| {
-                                        (f.name().clone(), TrinoType::from_arrow(f.data_type()))
-                                    })
-                                    .collect(),
-                            );
-                            progress.execution = Execution::Rows(tracker.observe(stream));
-                        }
-                        (update_type, outcome) => {
-                            let count = match outcome {
-                                Outcome::Updated { rows } => rows,
-                                Outcome::Rows(_) => None,
-                            };
-                            tracker.finished(count);
-                            progress.execution = Execution::Updated {
-                                update_type: update_type.unwrap_or("UNKNOWN"),
-                                count,
-                            };
+        let span = tracker.span().clone();
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let run =
+                    session::execute(&engine, &client, &transactions, &background.sql, &tracker);
+                let result = tokio::select! {
+                    result = run => result,
+                    () = cancel.cancelled() => Err(GatewayError::Cancelled),
+                };
+                let mut progress = background.progress.lock().await;
+                match result {
+                    Ok(executed) => {
+                        let _ = background.changes.set(executed.changes);
+                        match (executed.update_type, executed.outcome) {
+                            (None, Outcome::Rows(stream)) => {
+                                progress.columns = Some(
+                                    executed
+                                        .schema
+                                        .fields()
+                                        .iter()
+                                        .map(|f| {
+                                            (f.name().clone(), TrinoType::from_arrow(f.data_type()))
+                                        })
+                                        .collect(),
+                                );
+                                progress.execution = Execution::Rows(tracker.observe(stream));
+                            }
+                            (update_type, outcome) => {
+                                let count = match outcome {
+                                    Outcome::Updated { rows } => rows,
+                                    Outcome::Rows(_) => None,
+                                };
+                                tracker.finished(count);
+                                progress.execution = Execution::Updated {
+                                    update_type: update_type.unwrap_or("UNKNOWN"),
+                                    count,
+                                };
+                            }
                         }
                     }
+                    Err(e) => {
+                        tracker.failed(&e);
+                        progress.execution = Execution::Failed(e);
+                    }
                 }
-                Err(e) => {
-                    tracker.failed(&e);
-                    progress.execution = Execution::Failed(e);
-                }
-            }
-            drop(progress);
-            let _ = started_tx.send(true);
-        });
+                drop(progress);
+                let _ = started_tx.send(true);
+            },
+            span,
+        ));
         query
     }
 

@@ -302,7 +302,7 @@ async fn run_sql(
     tracker: &QueryTracker,
 ) -> Result<Executed> {
     let template = engine.template(settings, sql).await?;
-    if in_transaction && template.kind() != StatementKind::Query {
+    if in_transaction && !matches!(template.kind(), StatementKind::Query | StatementKind::Call) {
         return Err(GatewayError::NotSupported(format!(
             "Catalog only supports writes using autocommit: {}",
             engine.catalog_name()

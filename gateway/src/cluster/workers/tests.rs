@@ -106,8 +106,13 @@ async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std
         "unknown before registering"
     );
 
-    pool.register(announcement(&steady, "w1", "v1", Duration::from_secs(60)));
-    pool.register(announcement(&silent, "w2", "v1", Duration::from_millis(10)));
+    pool.register(announcement(&steady, "w1", "v1", Duration::from_secs(60)))?;
+    pool.register(announcement(
+        &silent,
+        "w2",
+        "v1",
+        Duration::from_millis(300),
+    ))?;
     // Registered, not yet confirmed by a probe: no tasks.
     assert!(pool.reachable_urls().is_empty());
     assert_eq!(state_of(&pool, &steady), Some(WorkerState::Unreachable));
@@ -115,8 +120,8 @@ async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std
     assert_eq!(state_of(&pool, &steady), Some(WorkerState::Active));
     assert_eq!(pool.node_id_of(&steady), "w1");
 
-    // Three 10 ms intervals without a heartbeat: unreachable, no tasks.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Three 300 ms intervals without a heartbeat: unreachable, no tasks.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(state_of(&pool, &silent), Some(WorkerState::Unreachable));
     assert_eq!(pool.reachable_urls(), std::slice::from_ref(&steady));
     // Back when heartbeats resume.
@@ -125,12 +130,18 @@ async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std
     // Another node id at that URL is not this registration.
     assert!(!pool.heartbeat(&silent, "someone-else", 0, false));
 
-    // Draining: up, but no new tasks.
-    assert!(pool.drain(&steady));
+    // Another node cannot take a live worker's URL.
+    let impostor = announcement(&steady, "impostor", "v1", Duration::from_secs(60));
+    assert!(pool.register(impostor).is_err());
+    // Draining: up, but no new tasks; only the registered node can drain or deregister it.
+    assert!(!pool.drain(&steady, "impostor"));
+    assert!(pool.drain(&steady, "w1"));
     assert_eq!(state_of(&pool, &steady), Some(WorkerState::Draining));
     assert!(!pool.reachable_urls().contains(&steady));
     // Deregistered and not configured: forgotten.
-    pool.deregister(&steady);
+    pool.deregister(&steady, "impostor");
+    assert_eq!(state_of(&pool, &steady), Some(WorkerState::Draining));
+    pool.deregister(&steady, "w1");
     assert_eq!(state_of(&pool, &steady), None);
     assert!(!pool.heartbeat(&steady, "w1", 0, false));
     for worker in workers {
@@ -150,7 +161,7 @@ async fn registration_merges_with_configured_urls_and_is_rechecked()
         settings(version_requirement("v1")),
     );
     // It registers claiming v1; the probe finds it runs v2, and v2 gets no tasks.
-    pool.register(announcement(&url, "w1", "v1", Duration::from_secs(60)));
+    pool.register(announcement(&url, "w1", "v1", Duration::from_secs(60)))?;
     assert_eq!(pool.statuses().len(), 1, "one entry per URL");
     pool.probe().await;
     let status = pool.statuses().remove(0);
@@ -160,7 +171,7 @@ async fn registration_merges_with_configured_urls_and_is_rechecked()
     // A configured worker that deregisters stays listed, unreachable until found again.
     pool.require_version(VersionRequirement::Any);
     assert_eq!(pool.reachable_urls(), std::slice::from_ref(&url));
-    pool.deregister(&url);
+    pool.deregister(&url, "w1");
     assert_eq!(state_of(&pool, &url), Some(WorkerState::Unreachable));
     pool.probe().await;
     assert_eq!(state_of(&pool, &url), Some(WorkerState::Active));
