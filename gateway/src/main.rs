@@ -68,9 +68,19 @@ fn init_logging(default: &str) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_from_env("SQE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // SQE_LOG_FORMAT=json: one JSON object per line, with the fields of the enclosing span
+    // (a query's query_id and trace_id).
+    let json = std::env::var("SQE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with((!json).then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr)))
+        .with(json.then(|| {
+            tracing_subscriber::fmt::layer()
+                .json()
+                .with_current_span(true)
+                .with_span_list(false)
+                .with_writer(std::io::stderr)
+        }))
         .with(sqe_gateway::telemetry::trace_layer())
         .try_init();
 }

@@ -19,6 +19,7 @@ Run by tests/tests/integration/processes.rs:
     python test_distributed_cluster.py <sqe binary> <work dir>
 """
 
+import json
 import os
 import re
 import signal
@@ -124,15 +125,18 @@ ttl_secs = 1800
     def port_of(self, name):
         return self.worker_ports.setdefault(name, free_port())
 
-    def start(self, name, args):
+    def start(self, name, args, **extra_env):
         log = open(os.path.join(WORK, f"{name}.log"), "a")
-        env = dict(os.environ, SQE_LOG="info")
+        env = dict(os.environ, SQE_LOG="info", **extra_env)
         process = subprocess.Popen([SQE, *args], cwd=WORK, stdout=subprocess.DEVNULL, stderr=log, env=env)
         self.processes[name] = process
         return process
 
     def start_coordinator(self):
-        process = self.start("coordinator", ["coordinator", "--config", self.coordinator_config])
+        # Structured logs: each query's "query ended" line carries its ids.
+        process = self.start(
+            "coordinator", ["coordinator", "--config", self.coordinator_config], SQE_LOG_FORMAT="json"
+        )
         wait_for_port(self.flight_port, process)
         wait_for_port(self.trino_port, process)
 
@@ -382,6 +386,19 @@ class DistributedCluster(unittest.TestCase):
             return trino_rows("SELECT trace_id FROM system.runtime.queries WHERE query_id = ?", [query_id])[0][0]
 
         self.assertEqual(trace_of(traced_query), caller)
+
+        def ended_lines():
+            with open(os.path.join(WORK, "coordinator.log")) as log:
+                lines = [json.loads(line) for line in log if line.startswith("{")]
+            return [
+                line for line in lines
+                if line.get("fields", {}).get("message") == "query ended"
+                and line.get("span", {}).get("query_id") == traced_query
+            ]
+
+        (ended,) = eventually(ended_lines, "the traced query's log line")
+        self.assertEqual(ended["span"]["trace_id"], caller)
+        self.assertEqual(ended["fields"]["state"], "FINISHED")
         flight_trace = trino_rows(
             "SELECT trace_id FROM system.runtime.queries WHERE strpos(query, ?) > 0 AND endpoint = 'flight_sql'",
             [marker],

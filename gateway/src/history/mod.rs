@@ -211,7 +211,8 @@ impl QueryRecord {
         }
     }
 
-    fn end(&self, state: QueryState, error: Option<(&'static str, String)>) {
+    /// Ends the query unless it has ended already; whether this call ended it.
+    fn end(&self, state: QueryState, error: Option<(&'static str, String)>) -> bool {
         let mut ended = false;
         self.update(|p| {
             p.state = Some(state);
@@ -237,6 +238,7 @@ impl QueryRecord {
             let ledger = Arc::clone(ledger);
             runtime.spawn(async move { ledger.collect_metrics().await });
         }
+        ended
     }
 
     fn ended_at(&self) -> Option<Instant> {
@@ -332,8 +334,13 @@ impl QueryHistory {
     pub fn begin(self: &Arc<Self>, mut start: QueryStart) -> QueryTracker {
         let id = start.id.take().unwrap_or_else(|| self.next_id());
         // The query's root span: its trace continues the caller's, if it sent one.
-        let span =
-            tracing::info_span!(parent: None, "query", query_id = %id, endpoint = start.endpoint);
+        let span = tracing::info_span!(
+            parent: None,
+            "query",
+            query_id = %id,
+            endpoint = start.endpoint,
+            trace_id = tracing::field::Empty
+        );
         if let Some(traceparent) = &start.traceparent
             && let Ok(value) = http::HeaderValue::from_str(traceparent)
         {
@@ -342,6 +349,9 @@ impl QueryHistory {
             let _ = span.set_parent(sqe_layers::trace::extract_context(&headers));
         }
         let trace_id = crate::telemetry::trace_id(&span);
+        if let Some(trace_id) = &trace_id {
+            span.record("trace_id", trace_id.as_str());
+        }
         let record = Arc::new(QueryRecord {
             id,
             start,
@@ -487,7 +497,24 @@ impl QueryTracker {
     pub fn finished(&self, output_rows: Option<u64>) {
         self.record
             .update(|p| p.output_rows += output_rows.unwrap_or(0));
-        self.record.end(QueryState::Finished, None);
+        if self.record.end(QueryState::Finished, None) {
+            self.log_ended();
+        }
+    }
+
+    /// One structured line per query, in its span (so with its query and trace ids).
+    fn log_ended(&self) {
+        let q = self.record.snapshot();
+        self.span.in_scope(|| {
+            tracing::info!(
+                state = q.state.name(),
+                user = %q.start.user,
+                elapsed_ms = q.ended.map(|end| (end - q.created).num_milliseconds()),
+                output_rows = q.output_rows,
+                error_code = q.error_code,
+                "query ended"
+            );
+        });
     }
 
     pub fn failed(&self, error: &GatewayError) {
@@ -497,7 +524,9 @@ impl QueryTracker {
             QueryState::Failed
         };
         let code = crate::trino::errors::error_code(error).name;
-        self.record.end(state, Some((code, error.to_string())));
+        if self.record.end(state, Some((code, error.to_string()))) {
+            self.log_ended();
+        }
     }
 
     /// The query's rows, counted; the query ends with the stream (finished, failed, or
@@ -513,10 +542,12 @@ impl QueryTracker {
 
 impl Drop for QueryTracker {
     fn drop(&mut self) {
-        self.record.end(
+        if self.record.end(
             QueryState::Canceled,
             Some(("USER_CANCELED", "Query was canceled".into())),
-        );
+        ) {
+            self.log_ended();
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod distributed;
 mod flight_sql;
 mod membership;
 mod processes;
+mod result_cache;
 mod runtime_tables;
 mod scans;
 mod shell;

@@ -1,0 +1,131 @@
+//! The result cache through the engine: hits only for the same user asking the same thing of
+//! the same snapshots; every row of a VALUES list and every parameter is part of the question.
+
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::Int64Type;
+use futures::TryStreamExt;
+use sqe_gateway::cache::CacheUse;
+use sqe_gateway::engine::{Engine, Outcome, SessionSettings};
+use sqe_gateway::runtime::start_coordinator_on;
+use sqe_tests::cluster::local_coordinator_config;
+
+use crate::TestResult;
+
+fn session(user: &str) -> SessionSettings {
+    SessionSettings {
+        user: user.into(),
+        ..SessionSettings::default()
+    }
+}
+
+/// Runs `sql` (with `parameters`) as `user`; its single count and what the cache did.
+async fn count(
+    engine: &std::sync::Arc<Engine>,
+    user: &str,
+    sql: &str,
+    parameters: Vec<datafusion::common::ScalarValue>,
+) -> Result<(i64, Option<CacheUse>), Box<dyn std::error::Error + Send + Sync>> {
+    let template = engine.template(&session(user), sql).await?;
+    let prepared = engine.bind(&template, parameters).await?;
+    let used = prepared.cache_use();
+    let Outcome::Rows(stream) = engine.run(prepared).await? else {
+        return Err("a query returns rows".into());
+    };
+    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    let value = batches
+        .first()
+        .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
+        .map(|c| c.value(0))
+        .ok_or("one count")?;
+    Ok((value, used))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_answers_only_the_same_question() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut config = local_coordinator_config(dir.path());
+    config.query_cache.enabled = true;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let coordinator = start_coordinator_on(&config, listener, None).await?;
+    let engine = std::sync::Arc::clone(&coordinator.engine);
+    for statement in [
+        "CREATE SCHEMA demo",
+        "CREATE TABLE demo.t AS SELECT value AS x FROM generate_series(1, 10)",
+    ] {
+        engine.execute(&session("ann"), statement).await?;
+    }
+
+    // The same query twice: a miss, then a hit with the same answer.
+    let same = "SELECT count(*) FROM demo.t WHERE x > 3";
+    assert_eq!(
+        count(&engine, "ann", same, vec![]).await?,
+        (7, Some(CacheUse::Miss))
+    );
+    assert_eq!(
+        count(&engine, "ann", same, vec![]).await?,
+        (7, Some(CacheUse::Hit))
+    );
+    // Another user is never served ann's entry.
+    assert_eq!(
+        count(&engine, "bob", same, vec![]).await?,
+        (7, Some(CacheUse::Miss))
+    );
+
+    // Plans display only the first five VALUES rows: the sixth still tells them apart.
+    let values = |sixth: i64| {
+        format!(
+            "SELECT count(*) FROM demo.t JOIN (VALUES (1), (2), (3), (4), (5), ({sixth})) v(y) ON x = y"
+        )
+    };
+    assert_eq!(
+        count(&engine, "ann", &values(6), vec![]).await?,
+        (6, Some(CacheUse::Miss))
+    );
+    assert_eq!(
+        count(&engine, "ann", &values(99), vec![]).await?,
+        (5, Some(CacheUse::Miss))
+    );
+
+    // A prepared statement: each parameter value is its own question; with 3 it asks what the
+    // plain query above asked, so it shares that entry.
+    let prepared = "SELECT count(*) FROM demo.t WHERE x > $1";
+    let int = |v: i64| vec![datafusion::common::ScalarValue::Int64(Some(v))];
+    let runs = [
+        (8, 2, CacheUse::Miss),
+        (8, 2, CacheUse::Hit),
+        (3, 7, CacheUse::Hit),
+    ];
+    for (parameter, expected, used) in runs {
+        assert_eq!(
+            count(&engine, "ann", prepared, int(parameter)).await?,
+            (expected, Some(used)),
+            "x > {parameter}"
+        );
+    }
+
+    // Non-deterministic: never cached.
+    let clock = "SELECT count(*) FROM demo.t WHERE x > 3 AND now() IS NOT NULL";
+    assert_eq!(
+        count(&engine, "ann", clock, vec![]).await?.1,
+        Some(CacheUse::Bypass)
+    );
+    assert_eq!(
+        count(&engine, "ann", clock, vec![]).await?.1,
+        Some(CacheUse::Bypass)
+    );
+
+    // A write to the table: the next read sees it.
+    engine
+        .execute(&session("ann"), "INSERT INTO demo.t VALUES (11), (12)")
+        .await?;
+    assert_eq!(
+        count(&engine, "ann", same, vec![]).await?,
+        (9, Some(CacheUse::Miss))
+    );
+    assert_eq!(
+        count(&engine, "ann", same, vec![]).await?,
+        (9, Some(CacheUse::Hit))
+    );
+    coordinator.stop().await;
+    Ok(())
+}
