@@ -6,7 +6,10 @@ use std::path::PathBuf;
 /// Runs `tests/python/<script>` with `args`; its combined output when it exits 0 and prints
 /// unittest's `OK` (or its own), an error with that output otherwise.
 pub async fn run_python(script: &str, args: &[String]) -> Result<String, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // Read at run time (cargo sets it for `cargo test`): a library built from another checkout
+    // sharing the target directory must not run that checkout's scripts.
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     let python = root.join("../.venv/bin/python");
     if !python.exists() {
         return Err(format!(

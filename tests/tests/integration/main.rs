@@ -3,6 +3,7 @@
 mod config_errors;
 mod distributed;
 mod flight_sql;
+mod helm_chart;
 mod membership;
 mod processes;
 mod result_cache;

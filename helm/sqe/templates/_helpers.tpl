@@ -1,0 +1,57 @@
+{{- define "sqe.fullname" -}}
+{{- printf "%s-sqe" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sqe.labels" -}}
+app.kubernetes.io/name: sqe
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "sqe.secretName" -}}
+{{- if .Values.workerSecret.existingSecret -}}
+{{- .Values.workerSecret.existingSecret -}}
+{{- else -}}
+{{- printf "%s-worker-secret" (include "sqe.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sqe.hasSecret" -}}
+{{- if or .Values.workerSecret.existingSecret .Values.workerSecret.value -}}true{{- end -}}
+{{- end -}}
+
+{{- define "sqe.checkSecret" -}}
+{{- if and .Values.requireWorkerSecret (not (include "sqe.hasSecret" .)) -}}
+{{- fail "requireWorkerSecret is set: give workerSecret.existingSecret (or workerSecret.value); production clusters refuse unauthenticated workers" -}}
+{{- end -}}
+{{- if and (not (include "sqe.hasSecret" .)) (not .Values.allowUnauthenticatedWorkers) -}}
+{{- fail "no worker secret: set workerSecret.existingSecret or workerSecret.value (or, on a private test network, allowUnauthenticatedWorkers=true)" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sqe.commonEnv" -}}
+- name: SQE_VERSION
+  value: {{ .Values.image.tag | quote }}
+{{- if include "sqe.hasSecret" . }}
+- name: SQE_WORKER_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "sqe.secretName" . }}
+      key: {{ .Values.workerSecret.key }}
+{{- end }}
+{{- if .Values.storage.credentialsSecret }}
+- name: SQE_STORAGE__S3_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.storage.credentialsSecret }}, key: access-key-id}
+- name: SQE_STORAGE__S3_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.storage.credentialsSecret }}, key: secret-access-key}
+{{- end }}
+{{- if .Values.telemetry.otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .Values.telemetry.otlpEndpoint | quote }}
+{{- end }}
+- name: SQE_LOG_FORMAT
+  value: json
+{{- end -}}

@@ -1,0 +1,109 @@
+"""The Helm chart, rendered by Helm's own library (helm-python-sdk) and validated strictly
+against Kubernetes' schemas (kubernetes-validate), plus the Dockerfile's shape.
+
+Run by tests/tests/integration/helm_chart.rs:
+    python test_helm_chart.py <chart dir> <Dockerfile> <out dir>
+Writes the rendered coordinator.toml and worker.toml of the production values to <out dir>, for
+the Rust side to load with SQE's own config loader.
+"""
+
+import os
+import re
+import sys
+import unittest
+
+import helm_python as helm
+import kubernetes_validate
+import yaml
+
+CHART, DOCKERFILE, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+KUBERNETES = "1.33.0"
+PRODUCTION = helm.values_from_yaml(open(os.path.join(CHART, "values-production.yaml")).read())
+
+
+def render(values):
+    return helm.Chart.load(CHART).render(values, name="demo", namespace="sqe", is_install=True)
+
+
+def documents(rendered):
+    for path, text in sorted(rendered.items()):
+        for doc in yaml.safe_load_all(text):
+            if doc:
+                yield path, doc
+
+
+class HelmChart(unittest.TestCase):
+    def check_valid(self, rendered):
+        kinds = []
+        for path, doc in documents(rendered):
+            kinds.append(doc["kind"])
+            if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+                # A CRD: no schema in Kubernetes'; check what Prometheus Operator needs.
+                self.assertEqual(doc["spec"]["endpoints"][0]["port"], "metrics")
+                continue
+            kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+        return kinds
+
+    def test_default_values_render_valid_manifests(self):
+        rendered = render({"workerSecret": {"value": "s3cret"}})
+        kinds = self.check_valid(rendered)
+        self.assertEqual(
+            sorted(kinds),
+            ["ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "Secret", "Service", "Service"],
+        )
+        self.assertEqual(helm.lint(CHART, {"workerSecret": {"value": "s3cret"}}, strict=True)["errors"], [])
+
+    def test_production_values_render_valid_manifests_and_config(self):
+        values = dict(PRODUCTION, workerSecret={"existingSecret": "sqe-worker-secret"})
+        rendered = render(values)
+        kinds = self.check_valid(rendered)
+        self.assertIn("ServiceMonitor", kinds)
+        self.assertNotIn("Secret", kinds, "an existing secret is used, not created")
+        docs = dict(((d["kind"], d["metadata"]["name"]), d) for _, d in documents(rendered))
+        worker = docs[("Deployment", "demo-sqe-worker")]
+        self.assertEqual(worker["spec"]["replicas"], 4)
+        pod = worker["spec"]["template"]["spec"]
+        self.assertEqual(pod["terminationGracePeriodSeconds"], 330, "drain timeout + 30 s")
+        env = {e["name"]: e for e in pod["containers"][0]["env"]}
+        self.assertEqual(env["SQE_WORKER_SECRET"]["valueFrom"]["secretKeyRef"]["name"], "sqe-worker-secret")
+        self.assertEqual(env["SQE_VERSION"]["value"], "0.1.0")
+        self.assertEqual(env["SQE_WORKER__ADVERTISE_URL"]["value"], "http://$(POD_IP):50052")
+        self.assertEqual(pod["containers"][0]["readinessProbe"]["httpGet"]["path"], "/readyz")
+        config = docs[("ConfigMap", "demo-sqe-config")]["data"]
+        self.assertIn("allow_unauthenticated_workers = false", config["coordinator.toml"])
+        for name in ("coordinator.toml", "worker.toml"):
+            with open(os.path.join(OUT, name), "w") as f:
+                f.write(config[name])
+
+    def test_production_values_without_a_secret_fail_with_a_clear_message(self):
+        with self.assertRaises(helm.HelmRenderError) as refused:
+            render(PRODUCTION)
+        self.assertIn("production clusters refuse unauthenticated workers", str(refused.exception))
+        # Without production's flag, a missing secret still needs an explicit opt-out.
+        with self.assertRaises(helm.HelmRenderError) as default:
+            render({})
+        self.assertIn("allowUnauthenticatedWorkers=true", str(default.exception))
+
+    def test_dockerfile_is_multi_stage_non_root_and_runs_sqe(self):
+        with open(DOCKERFILE) as f:
+            text = f.read()
+        stages = re.findall(r"^FROM\s+\S+(?:\s+AS\s+(\w+))?", text, re.M | re.I)
+        self.assertGreaterEqual(len(stages), 2, "a build stage and a runtime stage")
+        self.assertRegex(text, r"(?m)^COPY --from=build\s+\S*/release/sqe\s")
+        users = re.findall(r"(?m)^USER\s+(\S+)", text)
+        self.assertTrue(users and users[-1] not in ("root", "0"), users)
+        self.assertRegex(text, r'(?m)^ENTRYPOINT \["/usr/local/bin/sqe"\]')
+        # The chart's command lines match the image's entry point.
+        rendered = render({"workerSecret": {"value": "s3cret"}})
+        args = [
+            d["spec"]["template"]["spec"]["containers"][0]["args"]
+            for _, d in documents(rendered)
+            if d["kind"] == "Deployment"
+        ]
+        self.assertEqual(
+            sorted(a[0] for a in args), ["coordinator", "worker"]
+        )
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

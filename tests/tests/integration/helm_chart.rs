@@ -1,0 +1,74 @@
+//! The Helm chart rendered by Helm's own library and validated against Kubernetes' schemas
+//! (`tests/python/test_helm_chart.py`), and its rendered config files loaded by SQE's own
+//! config loader with the environment its pods set.
+
+use std::path::PathBuf;
+
+use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
+use sqe_tests::python::run_python;
+
+use crate::TestResult;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResult {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = tempfile::tempdir()?;
+    run_python(
+        "test_helm_chart.py",
+        &[
+            root.join("helm/sqe").display().to_string(),
+            root.join("Dockerfile").display().to_string(),
+            out.path().display().to_string(),
+        ],
+    )
+    .await?;
+
+    // What every pod gets from the chart: the secret and the release's version.
+    let common = [
+        ("SQE_WORKER_SECRET", "from-the-secret"),
+        ("SQE_VERSION", "0.1.0"),
+    ];
+    let text = std::fs::read_to_string(out.path().join("coordinator.toml"))?;
+    let coordinator =
+        CoordinatorConfig::from_toml(&text, "rendered coordinator.toml", &env(&common))?;
+    assert_eq!(coordinator.coordinator.metrics_port, 9464);
+    assert!(!coordinator.coordinator.allow_unauthenticated_workers);
+    assert_eq!(
+        coordinator.worker_secret()?.as_deref(),
+        Some("from-the-secret")
+    );
+    assert_eq!(
+        coordinator.coordinator.expected_worker_version.as_deref(),
+        Some("0.1.0")
+    );
+
+    let mut worker_env = common.to_vec();
+    worker_env.extend([
+        ("SQE_WORKER__NODE_ID", "demo-sqe-worker-7d9c-abcde"),
+        ("SQE_WORKER__ADVERTISE_URL", "http://10.0.0.7:50052"),
+    ]);
+    let text = std::fs::read_to_string(out.path().join("worker.toml"))?;
+    let worker = WorkerConfig::from_toml(&text, "rendered worker.toml", &env(&worker_env))?;
+    assert_eq!(
+        worker.worker.coordinator_url.as_deref(),
+        Some("http://demo-sqe-coordinator:50051")
+    );
+    assert_eq!(
+        worker.worker.advertise_url.as_deref(),
+        Some("http://10.0.0.7:50052")
+    );
+    assert_eq!(
+        worker.worker.node_id.as_deref(),
+        Some("demo-sqe-worker-7d9c-abcde")
+    );
+    assert_eq!(worker.worker.metrics_port, 9465);
+    assert_eq!(worker.worker_secret()?.as_deref(), Some("from-the-secret"));
+    Ok(())
+}
