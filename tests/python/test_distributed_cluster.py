@@ -386,6 +386,20 @@ class DistributedCluster(unittest.TestCase):
             return trino_rows("SELECT trace_id FROM system.runtime.queries WHERE query_id = ?", [query_id])[0][0]
 
         self.assertEqual(trace_of(traced_query), caller)
+        # Trino clients are told the trace id on every page.
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{CLUSTER.trino_port}/v1/statement",
+            data=b"SELECT 1",
+            headers={"X-Trino-User": "seed", "traceparent": traceparent},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            self.assertEqual(response.headers["X-SQE-Trace-Id"], caller)
+            next_uri = json.loads(response.read()).get("nextUri")
+        while next_uri:
+            with urllib.request.urlopen(next_uri, timeout=30) as response:
+                self.assertEqual(response.headers["X-SQE-Trace-Id"], caller)
+                next_uri = json.loads(response.read()).get("nextUri")
 
         def ended_lines():
             with open(os.path.join(WORK, "coordinator.log")) as log:

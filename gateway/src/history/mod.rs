@@ -464,6 +464,11 @@ impl QueryTracker {
         &self.span
     }
 
+    /// Its W3C trace id, to find it in a tracing backend.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.record.trace_id.as_deref()
+    }
+
     pub fn record(&self) -> &Arc<QueryRecord> {
         &self.record
     }

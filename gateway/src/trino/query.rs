@@ -93,6 +93,8 @@ pub struct TrinoQuery {
     finished: std::sync::atomic::AtomicBool,
     /// What the statement changed in the client's session, once it has run.
     changes: std::sync::OnceLock<SessionChanges>,
+    /// The W3C trace id of its root span, sent back on every page (`X-SQE-Trace-Id`).
+    trace_id: std::sync::OnceLock<String>,
 }
 
 /// Why a page could not be served.
@@ -135,6 +137,7 @@ impl TrinoQuery {
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             finished: std::sync::atomic::AtomicBool::new(false),
             changes: std::sync::OnceLock::new(),
+            trace_id: std::sync::OnceLock::new(),
         });
         let tracker = engine.history().begin(QueryStart {
             id: Some(query.id.clone()),
@@ -146,6 +149,9 @@ impl TrinoQuery {
             schema: client.schema.clone(),
             traceparent: client.traceparent.clone(),
         });
+        if let Some(trace_id) = tracker.trace_id() {
+            let _ = query.trace_id.set(trace_id.to_string());
+        }
         tracker.on_kill(kill_through(&query, |query, _message| query.cancel()));
         let background = Arc::clone(&query);
         let span = tracker.span().clone();
@@ -204,6 +210,10 @@ impl TrinoQuery {
     /// What the statement changed in the client's session; `None` until it has run.
     pub fn session_changes(&self) -> Option<&SessionChanges> {
         self.changes.get()
+    }
+
+    pub fn trace_id(&self) -> Option<&str> {
+        self.trace_id.get().map(String::as_str)
     }
 
     pub fn touch(&self) {

@@ -157,11 +157,20 @@ fn base_uri(headers: &HeaderMap, scheme: &str) -> BaseUri {
     BaseUri(format!("{scheme}://{host}"))
 }
 
+/// Where each page names the query's trace (not a Trino header: Trino clients ignore it).
+const TRACE_ID_HEADER: &str = "x-sqe-trace-id";
+
 /// A page's JSON, with the headers carrying the statement's session changes once it has run.
 fn page_response(query: &TrinoQuery, body: Vec<u8>) -> Response {
     let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Some(changes) = query.session_changes() {
         changes.write_headers(response.headers_mut());
+    }
+    if let Some(trace_id) = query
+        .trace_id()
+        .and_then(|t| header::HeaderValue::from_str(t).ok())
+    {
+        response.headers_mut().insert(TRACE_ID_HEADER, trace_id);
     }
     response
 }
