@@ -231,19 +231,18 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         }
         None => None,
     };
-    let observability = match config.worker.metrics_port {
-        0 => None,
-        port => {
-            let listener = bind(&config.worker.bind_address, port, "worker.metrics_port").await?;
-            let observed = WorkerObserved {
-                stats: Arc::clone(&stats),
-                verifier: verifier.as_ref().map(|v| v.stats()),
-                retry: channels.stack().retry_stats(),
-                membership: membership.as_ref().map(Membership::state),
-            };
-            Some(ObservabilityListener::new(listener, Arc::new(observed))?)
-        }
-    };
+    let observability = ObservabilityListener::bind(
+        &config.worker.bind_address,
+        config.worker.metrics_port,
+        "worker.metrics_port",
+        || WorkerObserved {
+            stats: Arc::clone(&stats),
+            verifier: verifier.as_ref().map(|v| v.stats()),
+            retry: channels.stack().retry_stats(),
+            membership: membership.as_ref().map(Membership::state),
+        },
+    )
+    .await?;
     let metrics_addr = observability.as_ref().map(|o| o.addr);
     let server = ServerTask::spawn_on(runtime.handle(), |stop| async move {
         let stop = futures::FutureExt::shared(stop);
@@ -283,7 +282,17 @@ struct ObservabilityListener {
 }
 
 impl ObservabilityListener {
-    fn new(listener: TcpListener, observed: Arc<dyn Observed>) -> Result<Self> {
+    /// Binds `metrics_port` on `address`; `None` when the port is 0 (off).
+    async fn bind<O: Observed>(
+        address: &str,
+        port: u16,
+        what: &str,
+        observed: impl FnOnce() -> O,
+    ) -> Result<Option<Self>> {
+        if port == 0 {
+            return Ok(None);
+        }
+        let listener = bind(address, port, what).await?;
         let addr = listener
             .local_addr()
             .map_err(|e| GatewayError::Internal(format!("metrics listener: {e}")))?;
@@ -292,11 +301,11 @@ impl ObservabilityListener {
             .into_std()
             .map_err(|e| GatewayError::Internal(format!("metrics listener: {e}")))?;
         tracing::info!(%addr, "metrics and health probes listening");
-        Ok(Self {
+        Ok(Some(Self {
             listener,
             addr,
-            observed,
-        })
+            observed: Arc::new(observed()),
+        }))
     }
 }
 
@@ -473,23 +482,17 @@ pub async fn start_coordinator_on(
     };
     let retry = channels.stack().retry_stats();
     let engine = Engine::new(settings, catalog, workers, channels).await?;
-    let observability = match config.coordinator.metrics_port {
-        0 => None,
-        port => {
-            let listener = bind(
-                &config.coordinator.bind_address,
-                port,
-                "coordinator.metrics_port",
-            )
-            .await?;
-            let observed = CoordinatorObserved {
-                engine: Arc::clone(&engine),
-                verifier: verifier.as_ref().map(|v| v.stats()),
-                retry,
-            };
-            Some(ObservabilityListener::new(listener, Arc::new(observed))?)
-        }
-    };
+    let observability = ObservabilityListener::bind(
+        &config.coordinator.bind_address,
+        config.coordinator.metrics_port,
+        "coordinator.metrics_port",
+        || CoordinatorObserved {
+            engine: Arc::clone(&engine),
+            verifier: verifier.as_ref().map(|v| v.stats()),
+            retry,
+        },
+    )
+    .await?;
     let metrics_addr = observability.as_ref().map(|o| o.addr);
     let flight_sql_addr = flight_listener
         .local_addr()

@@ -9,7 +9,8 @@
 //! - Each entry remembers the snapshot of every table it read. A hit is served only if planning
 //!   the query again found the same snapshots (the catalog is asked every time), so commits by
 //!   another coordinator invalidate it too; this coordinator's own commits and drops evict the
-//!   entries that read the table at once ([`sqe_worker::write::CommitListener`]).
+//!   entries that read the table at once (through `observe::CommitCounter`, the catalog's
+//!   commit listener).
 //! - Bounded by `max_memory_mb` (least recently used entries go first), `max_entry_mb` (larger
 //!   results are streamed, not kept) and `ttl_secs`.
 
@@ -24,7 +25,6 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use iceberg::{NamespaceIdent, TableIdent};
-use sqe_worker::write::CommitListener;
 
 pub use plan::{Decision, consider};
 pub use stream::CachingStream;
@@ -250,12 +250,6 @@ impl ResultCache {
             .lock()
             .map(|e| (e.map.len(), e.bytes))
             .unwrap_or_default()
-    }
-}
-
-impl CommitListener for ResultCache {
-    fn committed(&self, table: &TableIdent, _snapshot_id: Option<i64>) {
-        self.invalidate_table(table);
     }
 }
 

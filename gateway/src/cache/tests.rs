@@ -72,7 +72,10 @@ fn a_hit_needs_the_same_table_versions() {
 
 #[test]
 fn commits_and_drops_evict_what_read_the_table() {
-    let cache = cache(1 << 20, 1 << 20, Duration::from_secs(60));
+    use sqe_worker::write::CommitListener;
+    let cache = Arc::new(cache(1 << 20, 1 << 20, Duration::from_secs(60)));
+    // Commits reach the cache through the catalog's commit listener.
+    let commits = crate::observe::CommitCounter::new(Arc::clone(&cache));
     cache.put(
         key(1),
         result(1),
@@ -80,7 +83,8 @@ fn commits_and_drops_evict_what_read_the_table() {
     );
     cache.put(key(2), result(1), vec![table("u", None)]);
     cache.put(key(3), result(1), vec![table("v", Some(7))]);
-    cache.committed(&table("t", None).table, Some(2));
+    commits.committed(&table("t", None).table, Some(2));
+    assert_eq!(commits.commits(), 1);
     assert_eq!(cache.usage().0, 2);
     assert!(cache.get(&key(2), &[table("u", None)]).is_some());
     cache.invalidate_namespace(&NamespaceIdent::new("demo".into()));

@@ -32,6 +32,15 @@ pub struct MembershipSettings {
     pub drain_timeout: Duration,
 }
 
+impl MembershipSettings {
+    fn drain_request(&self) -> DrainRequest {
+        DrainRequest {
+            node_id: self.node_id.clone(),
+            url: self.url.to_string(),
+        }
+    }
+}
+
 /// Where a worker stands with its coordinator, for `/readyz` and `/metrics`.
 #[derive(Debug, Default)]
 pub struct MembershipState {
@@ -99,11 +108,7 @@ impl Membership {
         let s = &self.settings;
         self.state.draining.store(true, Ordering::SeqCst);
         tracing::info!(coordinator = %s.coordinator_url, "draining: no new tasks");
-        let request = DrainRequest {
-            node_id: s.node_id.clone(),
-            url: s.url.to_string(),
-        };
-        if let Err(e) = self.client.drain(request).await {
+        if let Err(e) = self.client.drain(s.drain_request()).await {
             tracing::warn!(error = %e, "could not announce the drain; finishing running tasks anyway");
         }
         tokio::time::sleep(s.shutdown_grace).await;
@@ -161,7 +166,6 @@ async fn heartbeat_loop(
     stats: Arc<WorkerStats>,
     state: Arc<MembershipState>,
 ) {
-    let mut registered = false;
     // Logs a failure once per outage, not on every beat.
     let mut failing = false;
     let mut ticker = tokio::time::interval(settings.heartbeat_interval);
@@ -169,6 +173,7 @@ async fn heartbeat_loop(
     loop {
         ticker.tick().await;
         let draining = state.draining();
+        let registered = state.registered();
         let outcome = if registered {
             let beat = HeartbeatRequest {
                 node_id: settings.node_id.clone(),
@@ -194,7 +199,6 @@ async fn heartbeat_loop(
                 if failing || !registered {
                     tracing::info!(coordinator = %settings.coordinator_url, node_id = %settings.node_id, url = %settings.url, "registered with the coordinator");
                 }
-                registered = true;
                 failing = false;
                 state.registered.store(true, Ordering::SeqCst);
             }
@@ -211,7 +215,6 @@ async fn heartbeat_loop(
                 failing = true;
                 if !unreachable {
                     // Refused (secret, bad settings): register again once it is fixed.
-                    registered = false;
                     state.registered.store(false, Ordering::SeqCst);
                 }
             }
@@ -236,12 +239,7 @@ async fn register(
         })
         .await?;
     if draining {
-        client
-            .drain(DrainRequest {
-                node_id: settings.node_id.clone(),
-                url: settings.url.to_string(),
-            })
-            .await?;
+        client.drain(settings.drain_request()).await?;
     }
     Ok(())
 }

@@ -35,15 +35,15 @@ impl Registry {
         }
     }
 
-    fn admit(&self) -> Result<(), Status> {
-        if self.accepts_workers {
-            Ok(())
-        } else {
-            Err(Status::failed_precondition(
+    /// Where every call starts: the coordinator accepts workers, and the caller's URL is one.
+    fn admitted_url(&self, url: &str) -> Result<Url, Status> {
+        if !self.accepts_workers {
+            return Err(Status::failed_precondition(
                 "this coordinator accepts no workers: set worker_secret (or, on a private test \
                  network, allow_unauthenticated_workers) in its [coordinator] section",
-            ))
+            ));
         }
+        worker_url(url)
     }
 }
 
@@ -63,9 +63,8 @@ impl ControlPlane for Registry {
         &self,
         request: Request<RegisterRequest>,
     ) -> Result<Response<RegisterResponse>, Status> {
-        self.admit()?;
         let r = request.into_inner();
-        let url = worker_url(&r.url)?;
+        let url = self.admitted_url(&r.url)?;
         if r.node_id.is_empty() || r.version.is_empty() {
             return Err(Status::invalid_argument(
                 "a worker registers with its node_id and version",
@@ -83,8 +82,6 @@ impl ControlPlane for Registry {
                 node_id: r.node_id,
                 version: r.version,
                 heartbeat_interval: Duration::from_millis(r.heartbeat_interval_ms),
-                task_threads: r.task_threads,
-                memory_limit_bytes: r.memory_limit_bytes,
             })
             .map_err(Status::already_exists)?;
         Ok(Response::new(RegisterResponse {
@@ -96,12 +93,9 @@ impl ControlPlane for Registry {
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
-        self.admit()?;
         let r = request.into_inner();
-        let url = worker_url(&r.url)?;
-        let known = self
-            .pool
-            .heartbeat(&url, &r.node_id, r.running_tasks, r.draining);
+        let url = self.admitted_url(&r.url)?;
+        let known = self.pool.heartbeat(&url, &r.node_id, r.draining);
         Ok(Response::new(HeartbeatResponse { known }))
     }
 
@@ -109,9 +103,8 @@ impl ControlPlane for Registry {
         &self,
         request: Request<DrainRequest>,
     ) -> Result<Response<DrainResponse>, Status> {
-        self.admit()?;
         let r = request.into_inner();
-        let url = worker_url(&r.url)?;
+        let url = self.admitted_url(&r.url)?;
         if self.pool.drain(&url, &r.node_id) {
             Ok(Response::new(DrainResponse {}))
         } else {
@@ -126,9 +119,8 @@ impl ControlPlane for Registry {
         &self,
         request: Request<DeregisterRequest>,
     ) -> Result<Response<DeregisterResponse>, Status> {
-        self.admit()?;
         let r = request.into_inner();
-        let url = worker_url(&r.url)?;
+        let url = self.admitted_url(&r.url)?;
         self.pool.deregister(&url, &r.node_id);
         Ok(Response::new(DeregisterResponse {}))
     }

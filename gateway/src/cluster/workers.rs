@@ -48,10 +48,13 @@ pub struct Registration {
     pub node_id: String,
     pub heartbeat_interval: Duration,
     pub last_heartbeat: Instant,
-    /// Task streams it reported running in its last heartbeat.
-    pub running_tasks: u64,
-    pub task_threads: u32,
-    pub memory_limit_bytes: u64,
+}
+
+impl Registration {
+    /// It has not missed `missed_heartbeats` heartbeats in a row.
+    fn live(&self, missed_heartbeats: u32) -> bool {
+        self.last_heartbeat.elapsed() <= self.heartbeat_interval * missed_heartbeats
+    }
 }
 
 /// What the coordinator last learned about one worker.
@@ -99,12 +102,19 @@ impl WorkerStatus {
     /// Whether it is up: a registered worker by its heartbeats, a configured one by probes.
     fn alive(&self, missed_heartbeats: u32) -> bool {
         match &self.registration {
-            Some(r) => {
-                self.reachable
-                    && r.last_heartbeat.elapsed() <= r.heartbeat_interval * missed_heartbeats
-            }
+            Some(r) => self.reachable && r.live(missed_heartbeats),
             None => self.reachable,
         }
+    }
+
+    /// Registered at `url` as `node_id` (a call from another node, or from an old instance of
+    /// this one, must not change the current registration).
+    fn registered_as(&self, url: &Url, node_id: &str) -> bool {
+        &self.url == url
+            && self
+                .registration
+                .as_ref()
+                .is_some_and(|r| r.node_id == node_id)
     }
 
     pub fn state(&self, missed_heartbeats: u32) -> WorkerState {
@@ -194,8 +204,6 @@ pub struct Announcement {
     pub node_id: String,
     pub version: String,
     pub heartbeat_interval: Duration,
-    pub task_threads: u32,
-    pub memory_limit_bytes: u64,
 }
 
 /// The workers and their state, refreshed by a background probe and by the control plane.
@@ -294,8 +302,7 @@ impl WorkerPool {
                 .iter()
                 .find(|s| s.url == worker.url)
                 .and_then(|s| s.registration.as_ref())
-                .filter(|r| r.node_id != worker.node_id)
-                .filter(|r| r.last_heartbeat.elapsed() <= r.heartbeat_interval * missed)
+                .filter(|r| r.node_id != worker.node_id && r.live(missed))
             {
                 return Err(format!(
                     "{} is registered by the live node '{}': give each worker its own advertise_url",
@@ -323,9 +330,6 @@ impl WorkerPool {
                 node_id: worker.node_id,
                 heartbeat_interval: worker.heartbeat_interval,
                 last_heartbeat: Instant::now(),
-                running_tasks: 0,
-                task_threads: worker.task_threads,
-                memory_limit_bytes: worker.memory_limit_bytes,
             });
             entry.compatible = required.accepts(Some(&worker.version));
             entry.version = Some(worker.version);
@@ -340,27 +344,21 @@ impl WorkerPool {
     }
 
     /// A heartbeat; false when the worker is not registered here (it should register again).
-    pub fn heartbeat(&self, url: &Url, node_id: &str, running_tasks: u64, draining: bool) -> bool {
+    pub fn heartbeat(&self, url: &Url, node_id: &str, draining: bool) -> bool {
         let Ok(mut status) = self.status.write() else {
             return false;
         };
-        let Some(entry) = status.iter_mut().find(|s| &s.url == url) else {
+        let Some(entry) = status.iter_mut().find(|s| s.registered_as(url, node_id)) else {
             return false;
         };
         let Some(registration) = entry.registration.as_mut() else {
             return false;
         };
-        if registration.node_id != node_id {
-            return false;
-        }
-        let now = Instant::now();
-        if now.duration_since(registration.last_heartbeat)
-            > registration.heartbeat_interval * self.missed_heartbeats
-        {
+        if !registration.live(self.missed_heartbeats) {
             tracing::info!(%url, node_id, "worker heartbeats resumed");
         }
+        let now = Instant::now();
         registration.last_heartbeat = now;
-        registration.running_tasks = running_tasks;
         entry.last_seen = Some(now);
         if draining && !entry.draining {
             entry.draining = true;
@@ -374,12 +372,7 @@ impl WorkerPool {
         let Ok(mut status) = self.status.write() else {
             return false;
         };
-        let Some(entry) = status.iter_mut().find(|s| {
-            &s.url == url
-                && s.registration
-                    .as_ref()
-                    .is_some_and(|r| r.node_id == node_id)
-        }) else {
+        let Some(entry) = status.iter_mut().find(|s| s.registered_as(url, node_id)) else {
             return false;
         };
         if !entry.draining {
@@ -394,13 +387,7 @@ impl WorkerPool {
     /// must not remove its successor).
     pub fn deregister(&self, url: &Url, node_id: &str) {
         if let Ok(mut status) = self.status.write() {
-            let registered = status.iter().any(|s| {
-                &s.url == url
-                    && s.registration
-                        .as_ref()
-                        .is_some_and(|r| r.node_id == node_id)
-            });
-            if !registered {
+            if !status.iter().any(|s| s.registered_as(url, node_id)) {
                 return;
             }
             tracing::info!(%url, node_id, "worker deregistered");

@@ -221,12 +221,12 @@ impl QueryRecord {
             ended = true;
         });
         if ended {
-            let p = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+            let rows = self.progress.lock().map_or(0, |p| p.output_rows);
             self.stats.ended(
                 self.start.endpoint,
                 state,
                 self.created_at.elapsed().as_secs_f64(),
-                p.output_rows,
+                rows,
             );
         }
         if ended

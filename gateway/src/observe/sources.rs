@@ -41,9 +41,9 @@ impl CommitCounter {
 }
 
 impl CommitListener for CommitCounter {
-    fn committed(&self, table: &TableIdent, snapshot_id: Option<i64>) {
+    fn committed(&self, table: &TableIdent, _snapshot_id: Option<i64>) {
         self.commits.fetch_add(1, Ordering::Relaxed);
-        self.cache.committed(table, snapshot_id);
+        self.cache.invalidate_table(table);
     }
 }
 

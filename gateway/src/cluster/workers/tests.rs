@@ -43,8 +43,6 @@ fn announcement(url: &Url, node_id: &str, version: &str, interval: Duration) -> 
         node_id: node_id.into(),
         version: version.into(),
         heartbeat_interval: interval,
-        task_threads: 4,
-        memory_limit_bytes: 0,
     }
 }
 
@@ -102,7 +100,7 @@ async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std
     let (steady, silent) = (workers[0].url.clone(), workers[1].url.clone());
     let pool = WorkerPool::new(Vec::new(), channels()?, PoolSettings::default());
     assert!(
-        !pool.heartbeat(&steady, "w1", 0, false),
+        !pool.heartbeat(&steady, "w1", false),
         "unknown before registering"
     );
 
@@ -125,10 +123,10 @@ async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std
     assert_eq!(state_of(&pool, &silent), Some(WorkerState::Unreachable));
     assert_eq!(pool.reachable_urls(), std::slice::from_ref(&steady));
     // Back when heartbeats resume.
-    assert!(pool.heartbeat(&silent, "w2", 2, false));
+    assert!(pool.heartbeat(&silent, "w2", false));
     assert_eq!(state_of(&pool, &silent), Some(WorkerState::Active));
     // Another node id at that URL is not this registration.
-    assert!(!pool.heartbeat(&silent, "someone-else", 0, false));
+    assert!(!pool.heartbeat(&silent, "someone-else", false));
 
     // Another node cannot take a live worker's URL.
     let impostor = announcement(&steady, "impostor", "v1", Duration::from_secs(60));
@@ -143,7 +141,7 @@ async fn registered_workers_live_by_their_heartbeats() -> Result<(), Box<dyn std
     assert_eq!(state_of(&pool, &steady), Some(WorkerState::Draining));
     pool.deregister(&steady, "w1");
     assert_eq!(state_of(&pool, &steady), None);
-    assert!(!pool.heartbeat(&steady, "w1", 0, false));
+    assert!(!pool.heartbeat(&steady, "w1", false));
     for worker in workers {
         worker.stop().await;
     }
