@@ -30,6 +30,8 @@ pub struct CoordinatorConfig {
     pub query_history: QueryHistoryConfig,
     #[serde(default)]
     pub client_auth: ClientAuthConfig,
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
 }
 
 /// Which workers' versions the coordinator sends tasks to.
@@ -113,6 +115,40 @@ pub struct WorkerConfig {
     pub catalog: CatalogConfig,
     #[serde(default)]
     pub storage: StorageConfig,
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
+}
+
+/// Trace export over OTLP (gRPC). Off unless an endpoint is set here or in the standard
+/// `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` variable; keys set here win over `OTEL_*` variables.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// OTLP gRPC endpoint, e.g. `http://tempo:4317`.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name`; default `sqe-coordinator` / `sqe-worker` (or `OTEL_SERVICE_NAME`).
+    pub service_name: Option<String>,
+    /// Share of new traces kept (0.0-1.0); a caller's sampling decision is followed. Unset:
+    /// `OTEL_TRACES_SAMPLER`, else all.
+    pub sampling_ratio: Option<f64>,
+    /// Extra resource attributes (`deployment.environment = "prod"`), over `OTEL_RESOURCE_ATTRIBUTES`.
+    pub resource_attributes: std::collections::BTreeMap<String, String>,
+}
+
+impl TelemetryConfig {
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        if let Some(url) = &self.otlp_endpoint {
+            validate_url(url, "telemetry.otlp_endpoint", origin)?;
+        }
+        if let Some(ratio) = self.sampling_ratio
+            && !(0.0..=1.0).contains(&ratio)
+        {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: telemetry.sampling_ratio must be between 0.0 and 1.0, not {ratio}"
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -124,6 +160,9 @@ pub struct CoordinatorSection {
     pub bind_address: String,
     /// Workers the coordinator dispatches fragments to (`http://host:port`).
     pub worker_urls: Vec<String>,
+    /// `host:port` whose DNS addresses are workers (a Kubernetes headless Service), looked up
+    /// every `worker_probe_interval_secs`; an alternative to workers registering.
+    pub worker_dns: Option<String>,
     /// Shared secret workers and coordinator authenticate each other with.
     pub worker_secret: Option<String>,
     pub worker_secret_file: Option<PathBuf>,
@@ -182,6 +221,7 @@ impl Default for CoordinatorSection {
             node_id: "coordinator".into(),
             bind_address: "0.0.0.0".into(),
             worker_urls: Vec::new(),
+            worker_dns: None,
             worker_secret: None,
             worker_secret_file: None,
             allow_unauthenticated_workers: false,
@@ -552,13 +592,25 @@ impl ConfigFile for CoordinatorConfig {
         "query_cache",
         "query_history",
         "client_auth",
+        "telemetry",
     ];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         for url in &self.coordinator.worker_urls {
             validate_url(url, "coordinator.worker_urls", origin)?;
         }
-        let distributed = !self.coordinator.worker_urls.is_empty();
+        if let Some(name) = &self.coordinator.worker_dns {
+            let port = name
+                .rsplit_once(':')
+                .map(|(host, port)| (host, port.parse::<u16>()));
+            if !matches!(port, Some((host, Ok(_))) if !host.is_empty()) {
+                return Err(ConfigError::Invalid(format!(
+                    "{origin}: coordinator.worker_dns has '{name}', which is not host:port"
+                )));
+            }
+        }
+        let distributed =
+            !self.coordinator.worker_urls.is_empty() || self.coordinator.worker_dns.is_some();
         if distributed
             && !self.coordinator.allow_unauthenticated_workers
             && self.worker_secret()?.is_none()
@@ -590,6 +642,7 @@ impl ConfigFile for CoordinatorConfig {
         }
         self.catalog.validate(origin)?;
         self.storage.iceberg_props()?;
+        self.telemetry.validate(origin)?;
         Ok(())
     }
 }
@@ -621,7 +674,7 @@ impl ConfigFile for WorkerConfig {
         }
     }
 
-    const SECTIONS: &'static [&'static str] = &["worker", "catalog", "storage"];
+    const SECTIONS: &'static [&'static str] = &["worker", "catalog", "storage", "telemetry"];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         if let Some(url) = &self.worker.coordinator_url {
@@ -642,6 +695,7 @@ impl ConfigFile for WorkerConfig {
             });
         }
         self.storage.iceberg_props()?;
+        self.telemetry.validate(origin)?;
         Ok(())
     }
 }
@@ -854,6 +908,56 @@ mod tests {
             &[("SQE_COORDINATOR__WORKER_SECRET", "s3cr3t")],
         );
         assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn worker_dns_is_host_and_port_and_needs_the_secret() {
+        let error = |text: &str| {
+            coordinator(text, &[("SQE_WORKER_SECRET", "s3cr3t")])
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(error("[coordinator]\nworker_dns = \"sqe-workers\"\n").contains("not host:port"));
+        assert!(error("[coordinator]\nworker_dns = \":50052\"\n").contains("not host:port"));
+        assert_eq!(
+            error("[coordinator]\nworker_dns = \"sqe-workers:50052\"\n"),
+            ""
+        );
+        let unsigned = coordinator("[coordinator]\nworker_dns = \"sqe-workers:50052\"\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(unsigned.contains("worker_secret"), "{unsigned}");
+    }
+
+    #[test]
+    fn telemetry_is_off_by_default_and_checked() -> Result<(), ConfigError> {
+        let c = coordinator("", &[])?;
+        assert_eq!(c.telemetry.otlp_endpoint, None);
+        let c = coordinator(
+            "[telemetry]\notlp_endpoint = \"http://tempo:4317\"\nsampling_ratio = 0.5\n\
+             resource_attributes = { \"deployment.environment\" = \"prod\" }\n",
+            &[],
+        )?;
+        assert_eq!(c.telemetry.sampling_ratio, Some(0.5));
+        assert_eq!(
+            c.telemetry
+                .resource_attributes
+                .get("deployment.environment")
+                .map(String::as_str),
+            Some("prod")
+        );
+        for bad in [
+            "[telemetry]\nsampling_ratio = 1.5\n",
+            "[telemetry]\notlp_endpoint = \"tempo:4317\"\n",
+        ] {
+            assert!(coordinator(bad, &[]).is_err(), "{bad}");
+        }
+        // The environment reaches the section too.
+        let c = coordinator("", &[("SQE_TELEMETRY__SERVICE_NAME", "sqe-eu")])?;
+        assert_eq!(c.telemetry.service_name.as_deref(), Some("sqe-eu"));
+        Ok(())
     }
 
     #[test]

@@ -5,11 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use sqe_gateway::config::TelemetryConfig;
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
 use sqe_gateway::error::GatewayError;
 use sqe_gateway::local::{LocalOptions, start_local};
-use sqe_gateway::runtime::{Shutdown, bind, start_coordinator, start_worker, version_requirement};
+use sqe_gateway::runtime::{
+    Shutdown, bind, build_version, start_coordinator, start_worker, version_requirement,
+    worker_node_id, worker_version,
+};
 use sqe_gateway::shell::{self, ShellArgs};
+use sqe_gateway::telemetry::{self, ProcessIdentity, Telemetry};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -64,12 +69,12 @@ enum Command {
     HashPassword,
 }
 
-fn init_logging(default: &str) {
+/// Logs to stderr (SQE_LOG_FORMAT=json: one JSON object per line, with the fields of the
+/// enclosing span, a query's query_id and trace_id), and spans through `telemetry`.
+fn init_logging(default: &str, telemetry: Option<&Telemetry>) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_from_env("SQE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    // SQE_LOG_FORMAT=json: one JSON object per line, with the fields of the enclosing span
-    // (a query's query_id and trace_id).
     let json = std::env::var("SQE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let _ = tracing_subscriber::registry()
         .with(filter)
@@ -81,8 +86,30 @@ fn init_logging(default: &str) {
                 .with_span_list(false)
                 .with_writer(std::io::stderr)
         }))
-        .with(sqe_gateway::telemetry::trace_layer())
+        .with(telemetry.map(telemetry::trace_layer))
         .try_init();
+}
+
+/// Starts the process's tracing: spans exported when `[telemetry]` or `OTEL_*` ask for it.
+fn start_telemetry(
+    config: &TelemetryConfig,
+    role: &'static str,
+    node_id: String,
+    version: String,
+) -> Result<Telemetry, GatewayError> {
+    let telemetry = telemetry::start(
+        config,
+        &ProcessIdentity {
+            role,
+            node_id,
+            version,
+        },
+    )?;
+    init_logging("info", Some(&telemetry));
+    if telemetry.exporting() {
+        tracing::info!("exporting traces over OTLP");
+    }
+    Ok(telemetry)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -140,18 +167,24 @@ fn reload_on_hangup(
     });
 }
 
-async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
+/// Runs the command; `telemetry` keeps the process's tracer provider for a flush at exit.
+async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, GatewayError> {
     match cli.command {
         Command::Coordinator { config } => {
-            init_logging("info");
             let config_path = config;
+            let config = CoordinatorConfig::load(&config_path)?;
+            *telemetry = Some(start_telemetry(
+                &config.telemetry,
+                "coordinator",
+                config.coordinator.node_id.clone(),
+                build_version(),
+            )?);
             #[cfg(unix)]
             let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
                 .inspect_err(
                     |e| tracing::error!(error = %e, "cannot listen for SIGHUP: no config reload"),
                 )
                 .ok();
-            let config = CoordinatorConfig::load(&config_path)?;
             let listener = bind(
                 &config.coordinator.bind_address,
                 config.coordinator.flight_sql_port,
@@ -169,7 +202,6 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             coordinator.server.join().await;
         }
         Command::Worker { config } => {
-            init_logging("info");
             let config = WorkerConfig::load(&config)?;
             let listener = bind(
                 &config.worker.bind_address,
@@ -177,6 +209,12 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
                 "the worker (worker.flight_port)",
             )
             .await?;
+            *telemetry = Some(start_telemetry(
+                &config.telemetry,
+                "worker",
+                worker_node_id(&config, &listener)?,
+                worker_version(&config),
+            )?);
             let worker = start_worker(&config, listener).await?;
             // SIGTERM drains a registered worker: no new tasks, running ones finish.
             let ended = worker.server.ended();
@@ -200,7 +238,12 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             tpch_parts,
             scan_bytes_per_partition,
         } => {
-            init_logging("info");
+            *telemetry = Some(start_telemetry(
+                &TelemetryConfig::default(),
+                "local",
+                "local".into(),
+                build_version(),
+            )?);
             let options = LocalOptions {
                 data_dir,
                 workers,
@@ -244,7 +287,7 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
             }
         }
         Command::Shell(args) => {
-            init_logging("warn");
+            init_logging("warn", None);
             return Ok(shell::run(*args).await);
         }
         Command::HashPassword => {
@@ -266,11 +309,17 @@ async fn run(cli: Cli) -> Result<ExitCode, GatewayError> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run(Cli::parse()).await {
+    let mut telemetry = None;
+    let code = match run(Cli::parse(), &mut telemetry).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");
             ExitCode::FAILURE
         }
+    };
+    if let Some(telemetry) = telemetry {
+        // The flush blocks (the batch exporter's own thread does the sending).
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
+    code
 }

@@ -44,20 +44,25 @@ impl QueryRuntime {
     ) -> SendableRecordBatchStream {
         let schema = plan.schema();
         let (tx, rx) = tokio::sync::mpsc::channel(2);
-        let task = self.handle().spawn(async move {
-            let mut stream = match execute_stream(plan, task_ctx) {
-                Ok(stream) => stream,
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                    return;
+        // The plan runs in the caller's span (a query's): its RPCs and commits join the trace.
+        let span = tracing::Span::current();
+        let task = self.handle().spawn(tracing::Instrument::instrument(
+            async move {
+                let mut stream = match execute_stream(plan, task_ctx) {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                while let Some(batch) = stream.next().await {
+                    if tx.send(batch).await.is_err() {
+                        break;
+                    }
                 }
-            };
-            while let Some(batch) = stream.next().await {
-                if tx.send(batch).await.is_err() {
-                    break;
-                }
-            }
-        });
+            },
+            span,
+        ));
         let abort = AbortOnDrop(task.abort_handle());
         let batches = tokio_stream::wrappers::ReceiverStream::new(rx).map(move |batch| {
             // Owned by the stream: dropping the stream drops it, which aborts the plan.

@@ -28,7 +28,9 @@ use crate::error::{ConfigError, GatewayError, Result};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::history::HistorySettings;
 use crate::metadata::NodeIdentity;
-use crate::observe::{CoordinatorObserved, Observed, WorkerObserved, observability_router};
+use crate::observe::{
+    CoordinatorObserved, Observed, PeerCalls, WorkerObserved, observability_router,
+};
 use crate::peers::{channel_resolver, token_verifier};
 use crate::query_runtime::QueryRuntime;
 use crate::tls_listener::TlsListener;
@@ -37,6 +39,23 @@ use crate::trino::{TrinoEndpoint, trino_router};
 /// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
 pub fn build_version() -> String {
     std::env::var("SQE_VERSION").unwrap_or_else(|_| env!("CARGO_PKG_VERSION").to_string())
+}
+
+/// A worker's node id: `worker.node_id`, else `worker@<address it listens on>`.
+pub fn worker_node_id(config: &WorkerConfig, listener: &TcpListener) -> Result<String> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
+    Ok(config
+        .worker
+        .node_id
+        .clone()
+        .unwrap_or_else(|| format!("worker@{addr}")))
+}
+
+/// The version a worker reports: `worker.version`, else [`build_version`].
+pub fn worker_version(config: &WorkerConfig) -> String {
+    config.worker.version.clone().unwrap_or_else(build_version)
 }
 
 /// A stop signal shared by the servers of one process.
@@ -179,18 +198,14 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         .local_addr()
         .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
     let peers = config.peer_settings()?;
-    let node_id = config
-        .worker
-        .node_id
-        .clone()
-        .unwrap_or_else(|| format!("worker@{addr}"));
+    let node_id = worker_node_id(config, &listener)?;
     let verifier = token_verifier(&peers)?;
     let settings = WorkerSettings {
         channels: channel_resolver(&node_id, &peers)?,
         node_id,
         storage_props: config.storage.iceberg_props()?,
         memory_limit: config.worker.memory_limit.map(|m| m.0),
-        version: config.worker.version.clone().unwrap_or_else(build_version),
+        version: worker_version(config),
         verifier: verifier.clone(),
     };
     let (worker, stats) = build_worker(&settings)?;
@@ -238,7 +253,7 @@ pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Resul
         || WorkerObserved {
             stats: Arc::clone(&stats),
             verifier: verifier.as_ref().map(|v| v.stats()),
-            retry: channels.stack().retry_stats(),
+            peers: PeerCalls::of(channels.stack()),
             membership: membership.as_ref().map(Membership::state),
         },
     )
@@ -388,6 +403,7 @@ pub async fn start_coordinator_on(
         required: version_requirement(&config.coordinator),
         missed_heartbeats: config.coordinator.missed_heartbeats,
         forget_after: Duration::from_secs(config.coordinator.worker_forget_after_secs),
+        dns: config.coordinator.worker_dns.clone(),
     };
     let workers = WorkerPool::new(urls, channels.clone(), pool_settings);
     let registry = ControlPlaneServer::new(Arc::new(Registry::new(
@@ -480,7 +496,7 @@ pub async fn start_coordinator_on(
             version: build_version(),
         },
     };
-    let retry = channels.stack().retry_stats();
+    let peers = PeerCalls::of(channels.stack());
     let engine = Engine::new(settings, catalog, workers, channels).await?;
     let observability = ObservabilityListener::bind(
         &config.coordinator.bind_address,
@@ -489,7 +505,7 @@ pub async fn start_coordinator_on(
         || CoordinatorObserved {
             engine: Arc::clone(&engine),
             verifier: verifier.as_ref().map(|v| v.stats()),
-            retry,
+            peers,
         },
     )
     .await?;

@@ -1,29 +1,269 @@
-//! Trace context for every process: each query's root span gets a W3C trace id (continuing a
-//! client's `traceparent`), which RPCs to workers carry on. Exporting the spans (OTLP) is not
-//! built yet; the ids already tie a query's history record to its logs.
+//! Traces of every process: each query's root span gets a W3C trace id (continuing a client's
+//! `traceparent`), RPCs to workers carry it on, and with an OTLP endpoint configured
+//! (`[telemetry]` or the standard `OTEL_*` variables) the spans are exported in batches.
 
+use opentelemetry::KeyValue;
 use opentelemetry::trace::{TraceContextExt, TraceId, TracerProvider as _};
+use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::registry::LookupSpan;
 
-/// The `tracing` layer that gives spans OpenTelemetry contexts, and the W3C propagator the
-/// worker channel uses. Install it once per process, in its subscriber.
-pub fn trace_layer<S>() -> impl tracing_subscriber::Layer<S>
+use crate::config::TelemetryConfig;
+use crate::error::GatewayError;
+
+/// Who this process is, in its spans' resource.
+#[derive(Debug, Clone)]
+pub struct ProcessIdentity {
+    /// `coordinator`, `worker` or `local`: the default service name is `sqe-<role>`.
+    pub role: &'static str,
+    /// `service.instance.id`: the node id `system.runtime.nodes` shows.
+    pub node_id: String,
+    /// `service.version`.
+    pub version: String,
+}
+
+/// Where spans go, resolved from `[telemetry]` and the environment.
+#[derive(Debug, Clone, PartialEq)]
+struct ExportSettings {
+    endpoint: String,
+    /// `None`: the SDK's default, which reads `OTEL_TRACES_SAMPLER`.
+    sampling_ratio: Option<f64>,
+}
+
+/// `None` when nothing asks for export (or `OTEL_SDK_DISABLED=true`). The config's endpoint
+/// wins over `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, which wins over `OTEL_EXPORTER_OTLP_ENDPOINT`.
+fn export_settings(
+    config: &TelemetryConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<ExportSettings> {
+    if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return None;
+    }
+    let endpoint = config
+        .otlp_endpoint
+        .clone()
+        .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .filter(|e| !e.trim().is_empty())?;
+    Some(ExportSettings {
+        endpoint,
+        sampling_ratio: config.sampling_ratio,
+    })
+}
+
+/// The resource: `OTEL_RESOURCE_ATTRIBUTES`/`OTEL_SERVICE_NAME` first, then SQE's identity
+/// attributes, then `[telemetry]` (which wins).
+fn resource(
+    config: &TelemetryConfig,
+    identity: &ProcessIdentity,
+    env: impl Fn(&str) -> Option<String>,
+) -> Resource {
+    let service_name = config
+        .service_name
+        .clone()
+        .or_else(|| env("OTEL_SERVICE_NAME"))
+        .unwrap_or_else(|| format!("sqe-{}", identity.role));
+    Resource::builder()
+        .with_service_name(service_name)
+        .with_attributes([
+            KeyValue::new("service.instance.id", identity.node_id.clone()),
+            KeyValue::new("service.version", identity.version.clone()),
+            KeyValue::new("sqe.role", identity.role),
+        ])
+        .with_attributes(
+            config
+                .resource_attributes
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        )
+        .build()
+}
+
+/// The process's tracer provider: flush it at exit with [`Telemetry::shutdown`].
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+    exporting: bool,
+}
+
+impl Telemetry {
+    /// Whether spans leave the process.
+    pub fn exporting(&self) -> bool {
+        self.exporting
+    }
+
+    /// Exports what is still buffered; waits at most the exporter's timeout.
+    pub fn shutdown(&self) {
+        if self.exporting
+            && let Err(e) = self.provider.shutdown()
+        {
+            tracing::warn!(error = %e, "could not flush the last spans");
+        }
+    }
+}
+
+/// Builds the tracer provider for `identity`: exporting over OTLP gRPC when configured.
+/// Must run inside a Tokio runtime (the exporter's channel lives on it).
+pub fn start(
+    config: &TelemetryConfig,
+    identity: &ProcessIdentity,
+) -> Result<Telemetry, GatewayError> {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let env = |name: &str| std::env::var(name).ok();
+    let mut builder = SdkTracerProvider::builder().with_resource(resource(config, identity, env));
+    let export = export_settings(config, env);
+    if let Some(export) = &export {
+        let exporter = SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(export.endpoint.clone())
+            .build()
+            .map_err(|e| {
+                GatewayError::Config(crate::error::ConfigError::Invalid(format!(
+                    "telemetry.otlp_endpoint '{}': {e}",
+                    export.endpoint
+                )))
+            })?;
+        builder = builder.with_batch_exporter(exporter);
+        if let Some(ratio) = export.sampling_ratio {
+            builder = builder.with_sampler(Sampler::ParentBased(Box::new(
+                Sampler::TraceIdRatioBased(ratio),
+            )));
+        }
+    }
+    let provider = builder.build();
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    Ok(Telemetry {
+        provider,
+        exporting: export.is_some(),
+    })
+}
+
+/// The `tracing` layer that gives spans OpenTelemetry contexts (and exports them through
+/// `telemetry`). Install it once per process, in its subscriber.
+pub fn trace_layer<S>(telemetry: &Telemetry) -> impl tracing_subscriber::Layer<S> + use<S>
 where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let provider = SdkTracerProvider::builder().build();
-    let tracer = provider.tracer("sqe");
-    opentelemetry::global::set_tracer_provider(provider);
-    tracing_opentelemetry::layer().with_tracer(tracer)
+    tracing_opentelemetry::layer().with_tracer(telemetry.provider.tracer("sqe"))
 }
 
 /// The span's trace id as 32 hex digits; `None` when the process has no trace layer.
 pub fn trace_id(span: &tracing::Span) -> Option<String> {
     let id = span.context().span().span_context().trace_id();
     (id != TraceId::INVALID).then(|| id.to_string())
+}
+
+/// The W3C trace context of `span` as headers, for datafusion-distributed to pass to every
+/// worker RPC of a query (its tasks are sent from spawned tasks, outside the span).
+pub fn context_headers(span: &tracing::Span) -> http::HeaderMap {
+    let mut headers = http::HeaderMap::new();
+    sqe_layers::trace::inject_context(span, &mut headers);
+    headers
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use opentelemetry::Key;
+
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    #[test]
+    fn export_is_off_unless_an_endpoint_is_set_and_the_config_wins() {
+        let none = TelemetryConfig::default();
+        assert_eq!(export_settings(&none, env(&[])), None);
+        let from_env = export_settings(
+            &none,
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317")]),
+        );
+        assert_eq!(
+            from_env.map(|e| e.endpoint).as_deref(),
+            Some("http://collector:4317")
+        );
+        let traces_first = export_settings(
+            &none,
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://general:4317"),
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4317"),
+            ]),
+        );
+        assert_eq!(
+            traces_first.map(|e| e.endpoint).as_deref(),
+            Some("http://traces:4317")
+        );
+        let configured = TelemetryConfig {
+            otlp_endpoint: Some("http://tempo:4317".into()),
+            sampling_ratio: Some(0.25),
+            ..Default::default()
+        };
+        assert_eq!(
+            export_settings(
+                &configured,
+                env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://other:4317")])
+            ),
+            Some(ExportSettings {
+                endpoint: "http://tempo:4317".into(),
+                sampling_ratio: Some(0.25)
+            })
+        );
+        assert_eq!(
+            export_settings(&configured, env(&[("OTEL_SDK_DISABLED", "true")])),
+            None
+        );
+    }
+
+    #[test]
+    fn the_resource_names_the_process() {
+        let identity = ProcessIdentity {
+            role: "worker",
+            node_id: "worker-7".into(),
+            version: "1.2.3".into(),
+        };
+        let get =
+            |r: &Resource, k: &'static str| r.get(&Key::from_static_str(k)).map(|v| v.to_string());
+        let plain = resource(&TelemetryConfig::default(), &identity, env(&[]));
+        assert_eq!(get(&plain, "service.name").as_deref(), Some("sqe-worker"));
+        assert_eq!(
+            get(&plain, "service.instance.id").as_deref(),
+            Some("worker-7")
+        );
+        assert_eq!(get(&plain, "service.version").as_deref(), Some("1.2.3"));
+
+        let named_by_env = resource(
+            &TelemetryConfig::default(),
+            &identity,
+            env(&[("OTEL_SERVICE_NAME", "from-env")]),
+        );
+        assert_eq!(
+            get(&named_by_env, "service.name").as_deref(),
+            Some("from-env")
+        );
+
+        let configured = TelemetryConfig {
+            service_name: Some("sqe-prod-worker".into()),
+            resource_attributes: [("deployment.environment".to_string(), "prod".to_string())]
+                .into(),
+            ..Default::default()
+        };
+        let r = resource(
+            &configured,
+            &identity,
+            env(&[("OTEL_SERVICE_NAME", "from-env")]),
+        );
+        assert_eq!(get(&r, "service.name").as_deref(), Some("sqe-prod-worker"));
+        assert_eq!(get(&r, "deployment.environment").as_deref(), Some("prod"));
+    }
 }

@@ -11,8 +11,9 @@
 //!
 //! | layer | what it does |
 //! |---|---|
-//! | [`trace::TraceLayer`] | a span per RPC; injects W3C `traceparent` into the request metadata |
+//! | [`trace::TraceLayer`] | a span per RPC, until its stream ends; injects W3C `traceparent` into the request metadata |
 //! | [`retry::RetryLayer`] | retries failures that provably sent nothing (no byte of the body), with backoff, jitter and a budget |
+//! | [`rpc_metrics::RpcMetricsLayer`] | counts each attempt by method, final gRPC code and attempt number |
 //! | [`timeout::TimeoutLayer`] | a deadline per attempt until response headers; sends `grpc-timeout` |
 //! | [`auth::AuthLayer`] | signs a short-lived JWT per request into `authorization` |
 //! | channel | a tonic `Channel` whose connection tasks run on an [`io_runtime::IoRuntime`] |
@@ -36,9 +37,11 @@
 //! ```
 
 pub mod auth;
+mod call_end;
 pub mod dedicated_runtime;
 pub mod io_runtime;
 pub mod retry;
+pub mod rpc_metrics;
 mod stack;
 mod status;
 pub mod stream_count;

@@ -13,6 +13,7 @@ use tower::util::BoxCloneSyncService;
 use crate::auth::{AuthLayer, TokenSigner, TokenVerifier, VerifyLayer};
 use crate::io_runtime::IoRuntime;
 use crate::retry::{RetryLayer, RetryPolicy, RetryStats};
+use crate::rpc_metrics::{RpcCounts, RpcMetricsLayer};
 use crate::timeout::TimeoutLayer;
 use crate::trace::{TraceExtractLayer, TraceLayer};
 
@@ -57,15 +58,17 @@ impl Default for ChannelSettings {
     }
 }
 
-/// Builds layered channels, outermost first: trace -> retry -> timeout -> auth -> channel on the
-/// I/O runtime. Retry sits above timeout so each attempt gets its own deadline, and above auth
-/// so each attempt carries a fresh token. One stack per process shares the retry budget.
+/// Builds layered channels, outermost first: trace -> retry -> RPC counts -> timeout -> auth ->
+/// channel on the I/O runtime. Retry sits above timeout so each attempt gets its own deadline,
+/// and above auth so each attempt carries a fresh token; the counts see each attempt. One stack
+/// per process shares the retry budget and the counts.
 #[derive(Debug, Clone)]
 pub struct WorkerChannelStack {
     io: Arc<IoRuntime>,
     signer: Option<Arc<TokenSigner>>,
     settings: ChannelSettings,
     retry: RetryLayer,
+    rpcs: RpcCounts,
 }
 
 impl WorkerChannelStack {
@@ -82,6 +85,7 @@ impl WorkerChannelStack {
             signer: signer.map(Arc::new),
             settings,
             retry,
+            rpcs: RpcCounts::default(),
         }
     }
 
@@ -91,6 +95,11 @@ impl WorkerChannelStack {
 
     pub fn retry_stats(&self) -> Arc<RetryStats> {
         self.retry.stats()
+    }
+
+    /// Attempts of every channel of this stack, by method, final code and attempt number.
+    pub fn rpc_counts(&self) -> &RpcCounts {
+        &self.rpcs
     }
 
     /// A channel to `url` that connects lazily (on the first request) and reconnects as needed.
@@ -114,6 +123,7 @@ impl WorkerChannelStack {
         let service = ServiceBuilder::new()
             .layer(TraceLayer::new(target))
             .layer(self.retry.clone())
+            .layer(RpcMetricsLayer::new(self.rpcs.clone()))
             .layer(TimeoutLayer::new(self.settings.rpc_timeout))
             .option_layer(
                 self.signer

@@ -434,6 +434,8 @@ class DistributedCluster(unittest.TestCase):
             metric(coordinator, "sqe_queries_total", endpoint="trino", state="FINISHED"),
         )
         self.assertGreaterEqual(metric(coordinator, "sqe_query_output_rows_total", endpoint="trino"), 10)
+        # Rows have a size: at least 8 bytes for each of those rows' single BIGINT column.
+        self.assertGreaterEqual(metric(coordinator, "sqe_query_output_bytes_total", endpoint="trino"), 80)
         self.assertGreaterEqual(metric(coordinator, "sqe_result_cache_hits_total"), 1)
         self.assertGreaterEqual(metric(coordinator, "sqe_result_cache_misses_total"), 3)
         self.assertEqual(metric(coordinator, "sqe_workers", state="active"), 2)

@@ -72,8 +72,29 @@ class HelmChart(unittest.TestCase):
         config = docs[("ConfigMap", "demo-sqe-config")]["data"]
         self.assertIn("allow_unauthenticated_workers = false", config["coordinator.toml"])
         for name in ("coordinator.toml", "worker.toml"):
+            self.assertIn('otlp_endpoint = "http://tempo.monitoring:4317"', config[name])
+            self.assertIn('"deployment.environment" = "production"', config[name])
+        for name in ("coordinator.toml", "worker.toml"):
             with open(os.path.join(OUT, name), "w") as f:
                 f.write(config[name])
+
+    def test_dns_discovery_lists_the_headless_service_instead_of_registering(self):
+        values = {"workerSecret": {"value": "s3cret"}, "worker": {"discovery": "dns"}}
+        rendered = render(values)
+        self.check_valid(rendered)
+        docs = dict(((d["kind"], d["metadata"]["name"]), d) for _, d in documents(rendered))
+        config = docs[("ConfigMap", "demo-sqe-config")]["data"]
+        self.assertIn('worker_dns = "demo-sqe-workers:50052"', config["coordinator.toml"])
+        self.assertNotIn("coordinator_url", config["worker.toml"])
+        headless = docs[("Service", "demo-sqe-workers")]
+        self.assertEqual(headless["spec"]["clusterIP"], "None")
+        registering = documents(render({"workerSecret": {"value": "s3cret"}}))
+        config = dict(((d["kind"], d["metadata"]["name"]), d) for _, d in registering)[("ConfigMap", "demo-sqe-config")]["data"]
+        self.assertNotIn("worker_dns", config["coordinator.toml"])
+        self.assertIn('coordinator_url = "http://demo-sqe-coordinator:50051"', config["worker.toml"])
+        with self.assertRaises(helm.HelmRenderError) as refused:
+            render({"workerSecret": {"value": "s3cret"}, "worker": {"discovery": "gossip"}})
+        self.assertIn("worker.discovery", str(refused.exception))
 
     def test_production_values_without_a_secret_fail_with_a_clear_message(self):
         with self.assertRaises(helm.HelmRenderError) as refused:

@@ -9,6 +9,7 @@
 
 pub mod baseline;
 pub mod cluster;
+pub mod otlp;
 pub mod process;
 pub mod python;
 pub mod tls;

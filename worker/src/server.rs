@@ -96,12 +96,21 @@ pub fn build_worker(
     let mut worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let codec = codec.clone();
         let channels = channels.clone();
+        // Called while the task arrives, inside its CoordinatorChannel span: the task's own
+        // calls to other workers continue that span's trace.
+        let mut trace_context = http::HeaderMap::new();
+        sqe_layers::trace::inject_context(&tracing::Span::current(), &mut trace_context);
         async move {
-            Ok(ctx
+            let builder = ctx
                 .builder
                 .with_distributed_user_codec(codec)
-                .with_distributed_channel_resolver(channels)
-                .build())
+                .with_distributed_channel_resolver(channels);
+            let builder = if trace_context.is_empty() {
+                builder
+            } else {
+                builder.with_distributed_passthrough_headers(trace_context)?
+            };
+            Ok(builder.build())
         }
     })
     .with_runtime_env(Arc::clone(&runtime))

@@ -63,6 +63,8 @@ pub struct WorkerStatus {
     pub url: Url,
     /// Listed in `worker_urls` (kept when it deregisters; probed while not registered).
     pub configured: bool,
+    /// Listed by the last answer for `worker_dns` (kept and probed like a configured one).
+    pub discovered: bool,
     /// Present while the worker is registered over the control plane.
     pub registration: Option<Registration>,
     /// The node id it last registered with, kept after it leaves.
@@ -87,6 +89,7 @@ impl WorkerStatus {
         Self {
             url,
             configured,
+            discovered: false,
             registration: None,
             known_as: None,
             reachable: false,
@@ -142,6 +145,16 @@ impl WorkerStatus {
     fn wants_probe(&self) -> bool {
         self.registration.is_none() || !self.reachable
     }
+
+    /// Listed without registering: by `worker_urls` or by DNS.
+    fn listed(&self) -> bool {
+        self.configured || self.discovered
+    }
+}
+
+/// The worker URL of a resolved address.
+fn url_of(addr: std::net::SocketAddr) -> Option<Url> {
+    Url::parse(&format!("http://{addr}")).ok()
 }
 
 /// A URL's `host:port`.
@@ -177,6 +190,8 @@ pub struct PoolSettings {
     pub missed_heartbeats: u32,
     /// A registered worker (not in `worker_urls`) silent this long is forgotten.
     pub forget_after: Duration,
+    /// `host:port` whose addresses are workers (a headless Service), looked up before each probe.
+    pub dns: Option<String>,
 }
 
 impl Default for PoolSettings {
@@ -185,6 +200,7 @@ impl Default for PoolSettings {
             required: VersionRequirement::Any,
             missed_heartbeats: 3,
             forget_after: Duration::from_secs(600),
+            dns: None,
         }
     }
 }
@@ -221,6 +237,7 @@ pub struct WorkerPool {
     required: RwLock<VersionRequirement>,
     missed_heartbeats: u32,
     forget_after: Duration,
+    dns: Option<String>,
     channels: SqeChannelResolver,
     /// Wakes the probe loop to confirm a new registration at once.
     registered: Arc<Notify>,
@@ -240,6 +257,7 @@ impl WorkerPool {
             required: RwLock::new(settings.required),
             missed_heartbeats: settings.missed_heartbeats.max(1),
             forget_after: settings.forget_after,
+            dns: settings.dns,
             channels,
             registered: Arc::new(Notify::new()),
             probe_task: RwLock::new(None),
@@ -391,7 +409,7 @@ impl WorkerPool {
                 return;
             }
             tracing::info!(%url, node_id, "worker deregistered");
-            status.retain(|s| &s.url != url || s.configured);
+            status.retain(|s| &s.url != url || s.listed());
             if let Some(entry) = status.iter_mut().find(|s| &s.url == url) {
                 entry.registration = None;
                 entry.reachable = false;
@@ -401,9 +419,61 @@ impl WorkerPool {
         }
     }
 
+    /// Lists the workers `name` resolves to: new addresses join (probed like configured
+    /// workers), addresses no longer listed leave unless registered. A failed lookup keeps the
+    /// last answer: a DNS hiccup must not empty the cluster.
+    async fn discover(&self, name: &str) {
+        let found: Vec<Url> = match tokio::time::timeout(
+            PROBE_TIMEOUT,
+            tokio::net::lookup_host(name),
+        )
+        .await
+        {
+            Ok(Ok(addrs)) => addrs.filter_map(url_of).collect(),
+            Ok(Err(e)) => {
+                tracing::warn!(worker_dns = name, error = %e, "worker DNS lookup failed; keeping the last answer");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    worker_dns = name,
+                    "worker DNS lookup timed out; keeping the last answer"
+                );
+                return;
+            }
+        };
+        self.listed_by_dns(name, &found);
+    }
+
+    /// Applies one DNS answer to the list.
+    fn listed_by_dns(&self, name: &str, found: &[Url]) {
+        let Ok(mut status) = self.status.write() else {
+            return;
+        };
+        for entry in status.iter_mut() {
+            let listed = found.contains(&entry.url);
+            if entry.discovered && !listed {
+                tracing::info!(worker = %entry.url, worker_dns = name, "worker no longer in DNS");
+            }
+            entry.discovered = listed;
+        }
+        for url in found {
+            if !status.iter().any(|s| &s.url == url) {
+                tracing::info!(worker = %url, worker_dns = name, "worker found in DNS");
+                let mut entry = WorkerStatus::new(url.clone(), false);
+                entry.discovered = true;
+                status.push(entry);
+            }
+        }
+        status.retain(|s| s.listed() || s.registration.is_some());
+    }
+
     /// Probes the workers that need it, concurrently, and records who answered; forgets
     /// registered workers long silent.
     pub async fn probe(&self) {
+        if let Some(name) = &self.dns {
+            self.discover(name).await;
+        }
         let targets: Vec<(Url, u64)> = self
             .statuses()
             .into_iter()
@@ -472,7 +542,7 @@ impl WorkerPool {
             tracing::info!(worker = %s.url, "forgetting a worker silent for {forget_after:?}");
             s.registration = None;
             s.reachable = false;
-            s.configured
+            s.listed()
         });
     }
 

@@ -48,6 +48,7 @@ use sqe_worker::codec::SqeCodec;
 use sqe_worker::scan::IcebergTaskEstimator;
 use sqe_worker::table::IcebergTableProvider;
 use sqe_worker::types::iceberg_schema_for;
+use tracing::Instrument;
 
 use self::deadline::DeadlineStream;
 use self::functions::{SessionContext, session_functions};
@@ -709,7 +710,7 @@ impl Engine {
                 op: WriteOp::Insert(_),
                 ..
             }) => {
-                let plan = state.create_physical_plan(&logical).await?;
+                let plan = physical_plan(&state, &logical).await?;
                 Ok(Prepared {
                     kind: StatementKind::Insert,
                     schema: StatementKind::Insert.command_schema(),
@@ -733,7 +734,7 @@ impl Engine {
             LogicalPlan::Explain(explain) if !explain.verbose => {
                 let inner = Arc::unwrap_or_clone(explain.plan);
                 let optimized = state.optimize(&inner)?;
-                let physical = state.create_physical_plan(&inner).await?;
+                let physical = physical_plan(&state, &inner).await?;
                 let batch = explain_batch(&[
                     ("logical_plan", optimized.display_indent().to_string()),
                     ("physical_plan", render_plan(&physical, false)),
@@ -753,7 +754,7 @@ impl Engine {
             }
             LogicalPlan::Analyze(analyze) => {
                 let inner = Arc::unwrap_or_clone(analyze.input);
-                let plan = state.create_physical_plan(&inner).await?;
+                let plan = physical_plan(&state, &inner).await?;
                 Ok(Prepared {
                     kind: StatementKind::Query,
                     schema: explain_schema(),
@@ -766,7 +767,7 @@ impl Engine {
                 })
             }
             query => {
-                let plan = state.create_physical_plan(&query).await?;
+                let plan = physical_plan(&state, &query).await?;
                 Ok(Prepared {
                     kind: StatementKind::Query,
                     schema: plan.schema(),
@@ -832,8 +833,10 @@ impl Engine {
                 // Its own task: a client that goes away must not stop it between creating the
                 // table and filling (or dropping) it.
                 let engine = Arc::clone(self);
-                let ctas =
-                    tokio::spawn(async move { engine.create_table_as(*ctas, deadline).await });
+                let ctas = tokio::spawn(
+                    async move { engine.create_table_as(*ctas, deadline).await }
+                        .instrument(tracing::Span::current()),
+                );
                 let rows = ctas.await.map_err(|e| {
                     GatewayError::Internal(format!("CREATE TABLE AS task failed: {e}"))
                 })??;
@@ -936,6 +939,11 @@ impl Engine {
             .config_mut()
             .set_extension(Arc::new(TaskLedger::default()));
         state.config_mut().set_extension(memory);
+        // Workers get the query's trace context with every task.
+        let trace_context = crate::telemetry::context_headers(&tracing::Span::current());
+        if !trace_context.is_empty() {
+            state.set_distributed_passthrough_headers(trace_context)?;
+        }
         Ok(state)
     }
 
@@ -1120,6 +1128,21 @@ fn explain_batch(rows: &[(&str, String)]) -> Result<RecordBatch> {
     let plans = StringArray::from_iter_values(rows.iter().map(|(_, p)| p.as_str()));
     RecordBatch::try_new(explain_schema(), vec![Arc::new(types), Arc::new(plans)])
         .map_err(|e| GatewayError::Internal(e.to_string()))
+}
+
+/// Physical planning, distributed planning included (the distributed planner is one of its
+/// rules), in its own span.
+async fn physical_plan(
+    state: &SessionState,
+    logical: &LogicalPlan,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let span = tracing::info_span!("plan.physical", distributed = tracing::field::Empty);
+    let plan = state
+        .create_physical_plan(logical)
+        .instrument(span.clone())
+        .await?;
+    span.record("distributed", plan.is::<DistributedExec>());
+    Ok(plan)
 }
 
 /// A plan as text: distributed plans show their stages and tasks.

@@ -7,6 +7,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
+use tracing::Instrument;
 
 use super::table_properties::{TableProperties, take_table_properties};
 use super::{
@@ -230,14 +231,22 @@ impl Engine {
             None => {
                 let mut state = self.session_state(session)?;
                 let dialect = state.config().options().sql_parser.dialect;
-                let mut statement = state.sql_to_statement(sql, &dialect)?;
-                let properties = take_table_properties(&mut statement)?;
-                self.refresh_if_schemas_unknown(&state, &statement).await?;
-                if self.reads_metadata(&state, &statement)? {
-                    // Metadata is computed on the coordinator.
-                    state = self.session_state_with(session, false)?;
+                let (statement, properties) =
+                    tracing::info_span!("parse").in_scope(|| -> Result<_> {
+                        let mut statement = state.sql_to_statement(sql, &dialect)?;
+                        let properties = take_table_properties(&mut statement)?;
+                        Ok((statement, properties))
+                    })?;
+                let logical = async {
+                    self.refresh_if_schemas_unknown(&state, &statement).await?;
+                    if self.reads_metadata(&state, &statement)? {
+                        // Metadata is computed on the coordinator.
+                        state = self.session_state_with(session, false)?;
+                    }
+                    Ok::<_, GatewayError>(state.statement_to_plan(statement).await?)
                 }
-                let logical = state.statement_to_plan(statement).await?;
+                .instrument(tracing::info_span!("plan"))
+                .await?;
                 (state, logical, properties)
             }
         };
@@ -311,9 +320,12 @@ impl Engine {
         // the plan is optimized), also for a prepared statement run again later.
         let mut state = self.execution_state(template.state.clone())?;
         state.mark_start_execution();
+        let cache_span = tracing::info_span!("cache", result = tracing::field::Empty);
+        let entered = cache_span.enter();
         let cache = match self.cache_decision(template, &logical) {
             Some(Decision::Cacheable { key, tables }) => {
                 if let Some(hit) = self.cache.get(&key, &tables) {
+                    cache_span.record("result", "hit");
                     return Ok(Prepared {
                         kind: StatementKind::Query,
                         schema: Arc::clone(&hit.schema),
@@ -339,6 +351,10 @@ impl Engine {
             }
             None => ResultCacheUse::default(),
         };
+        if let Some(used) = cache.used {
+            cache_span.record("result", used.name());
+        }
+        drop(entered);
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())
             .await?;

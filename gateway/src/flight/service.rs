@@ -36,6 +36,7 @@ use futures::{Stream, StreamExt, TryStreamExt, stream};
 use prost::Message;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::auth::{Credentials, credentials};
@@ -177,6 +178,11 @@ impl SqeFlightSqlService {
         }
         Ok(rows)
     }
+}
+
+/// A Flight SQL call's span, in its query's trace.
+fn rpc_span(tracker: &QueryTracker, rpc: &'static str) -> tracing::Span {
+    tracing::info_span!(parent: tracker.span(), "flight_sql", otel.name = rpc)
 }
 
 pub(super) fn principal<T>(request: &Request<T>) -> Principal {
@@ -353,6 +359,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let prepared = self
             .engine
             .prepare(&session, &query.query)
+            .instrument(rpc_span(&tracker, "GetFlightInfo"))
             .await
             .inspect_err(|e| tracker.failed(e))?;
         Ok(Response::new(self.planned_info(
@@ -390,6 +397,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let prepared = self
             .engine
             .bind(&statement.template, rows.pop().unwrap_or_default())
+            .instrument(rpc_span(&tracker, "GetFlightInfo"))
             .await
             .inspect_err(|e| tracker.failed(e))?;
         Ok(Response::new(self.planned_info(
@@ -422,8 +430,12 @@ impl FlightSqlService for SqeFlightSqlService {
         let running = self.statements.start(id);
         let token = running.token();
         tracker.running(&prepared);
+        let run = self
+            .engine
+            .run(prepared)
+            .instrument(rpc_span(&tracker, "DoGet"));
         let outcome = tokio::select! {
-            outcome = self.engine.run(prepared) => outcome,
+            outcome = run => outcome,
             () = token.cancelled() => Err(GatewayError::Cancelled),
         }
         .inspect_err(|e| tracker.failed(e))?;
@@ -685,7 +697,11 @@ impl FlightSqlService for SqeFlightSqlService {
             tracker.running(&prepared);
             self.engine.run(prepared).await
         };
-        match outcome.await.inspect_err(|e| tracker.failed(e))? {
+        match outcome
+            .instrument(rpc_span(&tracker, "DoPut"))
+            .await
+            .inspect_err(|e| tracker.failed(e))?
+        {
             Outcome::Updated { rows } => {
                 tracker.finished(rows);
                 Ok(rows.map_or(0, |r| r as i64))
@@ -784,7 +800,10 @@ impl FlightSqlService for SqeFlightSqlService {
             }
             Ok(total)
         };
-        let total = run.await.inspect_err(|e| tracker.failed(e))?;
+        let total = run
+            .instrument(rpc_span(&tracker, "DoPut"))
+            .await
+            .inspect_err(|e| tracker.failed(e))?;
         tracker.finished(Some(total));
         Ok(i64::try_from(total).unwrap_or(i64::MAX))
     }

@@ -101,20 +101,31 @@ pub struct QueryStats {
 pub struct EndpointStats {
     pub by_state: HashMap<&'static str, u64>,
     pub output_rows: u64,
+    /// Arrow (in-memory) size of the rows returned; what goes over the wire differs by
+    /// encoding (Arrow IPC on Flight SQL, JSON on the Trino port).
+    pub output_bytes: u64,
     /// From arrival to end, in seconds.
     pub latency: Histogram,
 }
 
 impl QueryStats {
-    fn ended(&self, endpoint: &'static str, state: QueryState, seconds: f64, rows: u64) {
+    fn ended(
+        &self,
+        endpoint: &'static str,
+        state: QueryState,
+        seconds: f64,
+        (rows, bytes): (u64, u64),
+    ) {
         if let Ok(mut inner) = self.inner.lock() {
             let stats = inner.entry(endpoint).or_insert_with(|| EndpointStats {
                 by_state: HashMap::new(),
                 output_rows: 0,
+                output_bytes: 0,
                 latency: Histogram::new(LATENCY_BUCKETS),
             });
             *stats.by_state.entry(state.name()).or_default() += 1;
             stats.output_rows += rows;
+            stats.output_bytes += bytes;
             stats.latency.observe(seconds);
         }
     }
@@ -163,6 +174,7 @@ struct Progress {
     started: Option<(DateTime<Utc>, Instant)>,
     ended: Option<(DateTime<Utc>, Instant)>,
     output_rows: u64,
+    output_bytes: u64,
     error: Option<(&'static str, String)>,
     cache: Option<CacheUse>,
 }
@@ -221,12 +233,15 @@ impl QueryRecord {
             ended = true;
         });
         if ended {
-            let rows = self.progress.lock().map_or(0, |p| p.output_rows);
+            let output = self
+                .progress
+                .lock()
+                .map_or((0, 0), |p| (p.output_rows, p.output_bytes));
             self.stats.ended(
                 self.start.endpoint,
                 state,
                 self.created_at.elapsed().as_secs_f64(),
-                rows,
+                output,
             );
         }
         if ended
@@ -571,7 +586,11 @@ impl Stream for ObservedStream {
             Some(Ok(batch)) => {
                 if let Some(tracker) = &self.tracker {
                     let rows = batch.num_rows() as u64;
-                    tracker.record.update(|p| p.output_rows += rows);
+                    let bytes = batch.get_array_memory_size() as u64;
+                    tracker.record.update(|p| {
+                        p.output_rows += rows;
+                        p.output_bytes += bytes;
+                    });
                 }
                 Some(Ok(batch))
             }

@@ -7,4 +7,4 @@ mod sources;
 
 pub use exposition::{Exposition, Histogram, LATENCY_BUCKETS};
 pub use server::{Observed, observability_router};
-pub use sources::{CommitCounter, CoordinatorObserved, WorkerObserved};
+pub use sources::{CommitCounter, CoordinatorObserved, PeerCalls, WorkerObserved};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use iceberg::TableIdent;
 use sqe_layers::auth::VerifierStats;
 use sqe_layers::retry::RetryStats;
+use sqe_layers::rpc_metrics::{RpcCounts, code_name};
 use sqe_worker::server::WorkerStats;
 use sqe_worker::write::CommitListener;
 
@@ -20,11 +21,13 @@ use crate::engine::Engine;
 /// How long `/readyz` waits for the catalog.
 const CATALOG_PROBE: Duration = Duration::from_secs(3);
 
-/// Counts Iceberg commits made through this coordinator, and tells the result cache.
+/// Counts Iceberg commits made through this coordinator (and the conflicts they met), and
+/// tells the result cache.
 #[derive(Debug)]
 pub struct CommitCounter {
     cache: Arc<ResultCache>,
     commits: AtomicU64,
+    conflicts: AtomicU64,
 }
 
 impl CommitCounter {
@@ -32,11 +35,17 @@ impl CommitCounter {
         Self {
             cache,
             commits: AtomicU64::new(0),
+            conflicts: AtomicU64::new(0),
         }
     }
 
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Commit attempts refused because another writer committed first (then retried).
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
     }
 }
 
@@ -45,10 +54,16 @@ impl CommitListener for CommitCounter {
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.cache.invalidate_table(table);
     }
+
+    fn conflicted(&self, _table: &TableIdent, conflicts: u32) {
+        self.conflicts
+            .fetch_add(u64::from(conflicts), Ordering::Relaxed);
+    }
 }
 
-/// Token checks and outgoing retries, which both roles have.
-fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, retry: &RetryStats) {
+/// Token checks and outgoing RPCs, which both roles have.
+fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, peers: &PeerCalls) {
+    let retry = &peers.retry;
     if let Some(verifier) = verifier {
         text.singles(&[
             (
@@ -79,13 +94,45 @@ fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, retry: 
             retry.budget_exhausted() as f64,
         ),
     ]);
+    text.family(
+        "sqe_worker_rpcs_total",
+        "counter",
+        "Worker RPC attempts by method, final gRPC code (a stream's at its end) and attempt number.",
+    );
+    for (key, count) in peers.rpcs.snapshot() {
+        let attempt = key.attempt.to_string();
+        text.sample(
+            "sqe_worker_rpcs_total",
+            &[
+                ("method", key.method.trim_start_matches('/')),
+                ("code", code_name(key.code)),
+                ("attempt", &attempt),
+            ],
+            count as f64,
+        );
+    }
+}
+
+/// What a process's worker channels report: retries and RPC outcomes.
+pub struct PeerCalls {
+    pub retry: Arc<RetryStats>,
+    pub rpcs: RpcCounts,
+}
+
+impl PeerCalls {
+    pub fn of(stack: &sqe_layers::WorkerChannelStack) -> Self {
+        Self {
+            retry: stack.retry_stats(),
+            rpcs: stack.rpc_counts().clone(),
+        }
+    }
 }
 
 /// The coordinator: queries, result cache, workers, memory, commits.
 pub struct CoordinatorObserved {
     pub engine: Arc<Engine>,
     pub verifier: Option<Arc<VerifierStats>>,
-    pub retry: Arc<RetryStats>,
+    pub peers: PeerCalls,
 }
 
 impl Observed for CoordinatorObserved {
@@ -129,6 +176,18 @@ impl Observed for CoordinatorObserved {
                     "sqe_query_output_rows_total",
                     &[("endpoint", endpoint)],
                     stats.output_rows as f64,
+                );
+            }
+            text.family(
+                "sqe_query_output_bytes_total",
+                "counter",
+                "Arrow size of the rows returned to clients, by endpoint.",
+            );
+            for (endpoint, stats) in endpoints {
+                text.sample(
+                    "sqe_query_output_bytes_total",
+                    &[("endpoint", endpoint)],
+                    stats.output_bytes as f64,
                 );
             }
         });
@@ -199,8 +258,14 @@ impl Observed for CoordinatorObserved {
                 "Iceberg snapshots committed through this coordinator.",
                 self.engine.commits().commits() as f64,
             ),
+            (
+                "sqe_iceberg_commit_conflicts_total",
+                "counter",
+                "Commit attempts refused because another writer committed first (retried on the new snapshot).",
+                self.engine.commits().conflicts() as f64,
+            ),
         ]);
-        peer_metrics(&mut text, self.verifier.as_deref(), &self.retry);
+        peer_metrics(&mut text, self.verifier.as_deref(), &self.peers);
         text.finish()
     }
 
@@ -224,7 +289,7 @@ impl Observed for CoordinatorObserved {
 pub struct WorkerObserved {
     pub stats: Arc<WorkerStats>,
     pub verifier: Option<Arc<VerifierStats>>,
-    pub retry: Arc<RetryStats>,
+    pub peers: PeerCalls,
     /// `None` when it does not register (listed in the coordinator's `worker_urls`).
     pub membership: Option<Arc<MembershipState>>,
 }
@@ -268,7 +333,7 @@ impl Observed for WorkerObserved {
                 ),
             ]);
         }
-        peer_metrics(&mut text, self.verifier.as_deref(), &self.retry);
+        peer_metrics(&mut text, self.verifier.as_deref(), &self.peers);
         text.finish()
     }
 

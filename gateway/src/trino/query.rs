@@ -9,6 +9,8 @@ use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::engine::{Engine, Outcome};
 use crate::error::GatewayError;
@@ -95,6 +97,9 @@ pub struct TrinoQuery {
     changes: std::sync::OnceLock<SessionChanges>,
     /// The W3C trace id of its root span, sent back on every page (`X-SQE-Trace-Id`).
     trace_id: std::sync::OnceLock<String>,
+    /// The trace context of the query's root span, parent of each page request's span (the
+    /// span itself is not kept: it ends with the query, not with this record).
+    trace_context: std::sync::OnceLock<opentelemetry::Context>,
 }
 
 /// Why a page could not be served.
@@ -138,6 +143,7 @@ impl TrinoQuery {
             finished: std::sync::atomic::AtomicBool::new(false),
             changes: std::sync::OnceLock::new(),
             trace_id: std::sync::OnceLock::new(),
+            trace_context: std::sync::OnceLock::new(),
         });
         let tracker = engine.history().begin(QueryStart {
             id: Some(query.id.clone()),
@@ -152,10 +158,11 @@ impl TrinoQuery {
         if let Some(trace_id) = tracker.trace_id() {
             let _ = query.trace_id.set(trace_id.to_string());
         }
+        let _ = query.trace_context.set(tracker.span().context());
         tracker.on_kill(kill_through(&query, |query, _message| query.cancel()));
         let background = Arc::clone(&query);
         let span = tracker.span().clone();
-        tokio::spawn(tracing::Instrument::instrument(
+        tokio::spawn(Instrument::instrument(
             async move {
                 let run =
                     session::execute(&engine, &client, &transactions, &background.sql, &tracker);
@@ -268,7 +275,15 @@ impl TrinoQuery {
     ) -> Result<Arc<Page>, PageError> {
         self.in_flight
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let page = self.produce_page(token, max_wait, target_bytes).await;
+        // Each page request is a span of the query's trace.
+        let span = tracing::info_span!(parent: None, "trino.page", token);
+        if let Some(query) = self.trace_context.get() {
+            let _ = span.set_parent(query.clone());
+        }
+        let page = self
+            .produce_page(token, max_wait, target_bytes)
+            .instrument(span)
+            .await;
         self.touch();
         self.in_flight
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);

@@ -28,6 +28,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and (not (include "sqe.hasSecret" .)) (not .Values.allowUnauthenticatedWorkers) -}}
 {{- fail "no worker secret: set workerSecret.existingSecret or workerSecret.value (or, on a private test network, allowUnauthenticatedWorkers=true)" -}}
 {{- end -}}
+{{- if not (has .Values.worker.discovery (list "register" "dns")) -}}
+{{- fail (printf "worker.discovery is %q: use \"register\" or \"dns\"" .Values.worker.discovery) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "sqe.commonEnv" -}}
@@ -48,10 +51,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   valueFrom:
     secretKeyRef: {name: {{ .Values.storage.credentialsSecret }}, key: secret-access-key}
 {{- end }}
-{{- if .Values.telemetry.otlpEndpoint }}
-- name: OTEL_EXPORTER_OTLP_ENDPOINT
-  value: {{ .Values.telemetry.otlpEndpoint | quote }}
-{{- end }}
 - name: SQE_LOG_FORMAT
   value: json
+{{- end -}}
+
+{{/* The [telemetry] section of both configs: spans over OTLP gRPC when an endpoint is set. */}}
+{{- define "sqe.telemetry" -}}
+{{- with .Values.telemetry }}
+{{- if .otlpEndpoint }}
+[telemetry]
+otlp_endpoint = {{ .otlpEndpoint | quote }}
+sampling_ratio = {{ .samplingRatio }}
+[telemetry.resource_attributes]
+"k8s.namespace.name" = {{ $.Release.Namespace | quote }}
+{{- range $key, $value := .resourceAttributes }}
+{{ $key | quote }} = {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}

@@ -73,6 +73,11 @@ impl RetryPolicy {
     }
 }
 
+/// Which attempt of its call a request is (1 for the first), set on each attempt's request
+/// extensions for the layers below (the RPC counts by attempt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt(pub u32);
+
 /// What retrying did, shared by every service of a layer.
 #[derive(Debug, Default)]
 pub struct RetryStats {
@@ -211,11 +216,12 @@ where
             Arc::clone(&self.budget),
             Arc::clone(&self.stats),
         );
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let slot = BodySlot::new(body);
         let inner = async move {
             budget.deposit();
             let mut attempt = 1u32;
+            parts.extensions.insert(Attempt(attempt));
             let mut result = first
                 .call(Request::from_parts(parts.clone(), slot.body()))
                 .await;
@@ -243,6 +249,7 @@ where
                 );
                 tokio::time::sleep(wait).await;
                 attempt += 1;
+                parts.extensions.insert(Attempt(attempt));
                 let mut service = template.clone();
                 result = match service.ready().await {
                     Ok(service) => {

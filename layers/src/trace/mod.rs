@@ -20,13 +20,16 @@ use std::task::{Context, Poll};
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Request, Response};
 use opentelemetry::propagation::{Extractor, Injector};
+use opentelemetry::trace::TraceContextExt;
 use pin_project::pin_project;
 use tonic::body::Body;
 use tower::{Layer, Service};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::status::grpc_status_of;
+use tonic::Code;
+
+use crate::call_end::{CallObserver, observe_response};
 
 struct HeaderInjector<'a>(&'a mut HeaderMap);
 
@@ -66,8 +69,33 @@ pub fn extract_context(headers: &HeaderMap) -> opentelemetry::Context {
     opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)))
 }
 
+/// `/package.Service/Method` as OpenTelemetry names RPC spans: `package.Service/Method`.
+fn span_name(path: &str) -> &str {
+    path.strip_prefix('/').unwrap_or(path)
+}
+
+/// Ends a call's span with the call: records its final gRPC code, and runs each poll of a
+/// streamed response body inside the span (so work the body drives is its child).
+struct SpanObserver(Span);
+
+impl CallObserver for SpanObserver {
+    fn polling<R>(&self, poll: impl FnOnce() -> R) -> R {
+        self.0.in_scope(poll)
+    }
+
+    fn ended(self, code: Code) {
+        self.0.record("rpc.grpc.status_code", code as i32);
+        if code != Code::Ok {
+            self.0.record("otel.status_code", "ERROR");
+        }
+    }
+}
+
 /// Client side: a `grpc.client` span per call (method, peer, final status, attempts) whose
-/// context is injected into the request.
+/// context is injected into the request. The span is a child of the current span; in a task
+/// spawned without one (datafusion-distributed sends tasks from its own tasks), of the trace
+/// context the request already carries (the query's, set as a passthrough header). It lasts
+/// until the response stream ends. A call with neither is not traced.
 #[derive(Debug, Clone)]
 pub struct TraceLayer {
     target: Arc<str>,
@@ -99,6 +127,11 @@ pub struct Trace<S> {
     target: Arc<str>,
 }
 
+/// Whether `span` belongs to a trace (a process without a trace layer has none).
+fn in_trace(span: &Span) -> bool {
+    span.context().span().span_context().is_valid()
+}
+
 impl<S, B> Service<Request<B>> for Trace<S>
 where
     S: Service<Request<B>, Response = Response<Body>>,
@@ -113,11 +146,24 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // Only calls made for a traced piece of work are traced: background calls (heartbeats,
+        // probes) would each start a trace of their own.
+        let parent = if in_trace(&Span::current()) {
+            None
+        } else {
+            let carried = extract_context(request.headers());
+            if !carried.span().span_context().is_valid() {
+                let inner = self.inner.call(request);
+                return ResponseFuture { inner, span: None };
+            }
+            Some(carried)
+        };
         let method = request.uri().path().to_string();
         let span = tracing::info_span!(
             "grpc.client",
-            otel.name = %method,
+            otel.name = span_name(&method),
             otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
             rpc.system = "grpc",
             rpc.method = %method,
             server.address = %self.target,
@@ -125,18 +171,26 @@ where
             rpc.attempts = 1u32,
             error = tracing::field::Empty,
         );
+        if let Some(carried) = parent
+            && let Err(e) = span.set_parent(carried)
+        {
+            tracing::debug!(error = %e, "could not continue the request's trace");
+        }
         inject_context(&span, request.headers_mut());
         let inner = span.in_scope(|| self.inner.call(request));
-        ResponseFuture { inner, span }
+        ResponseFuture {
+            inner,
+            span: Some(span),
+        }
     }
 }
 
-/// Response future of [`Trace`] (and of [`TraceExtract`]).
+/// Response future of [`Trace`] (and of [`TraceExtract`]): hands the span to the response.
 #[pin_project]
 pub struct ResponseFuture<F> {
     #[pin]
     inner: F,
-    span: Span,
+    span: Option<Span>,
 }
 
 impl<F, E> Future for ResponseFuture<F>
@@ -148,24 +202,30 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let _entered = this.span.enter();
-        let result = std::task::ready!(this.inner.poll(cx));
-        match &result {
-            // A failed call carries its status in the headers; a started stream reports in trailers.
-            Ok(response) => {
-                let code = grpc_status_of(response.headers()).map_or(0, |s| s.code() as i32);
-                this.span.record("rpc.grpc.status_code", code);
+        let Some(span) = this.span.take() else {
+            return this.inner.poll(cx);
+        };
+        let polled = span.in_scope(|| this.inner.poll(cx));
+        match polled {
+            Poll::Pending => {
+                *this.span = Some(span);
+                Poll::Pending
             }
-            Err(e) => {
-                this.span.record("error", tracing::field::display(e));
+            Poll::Ready(Ok(response)) => {
+                Poll::Ready(Ok(observe_response(response, SpanObserver(span))))
+            }
+            Poll::Ready(Err(e)) => {
+                span.record("error", tracing::field::display(&e));
+                span.record("otel.status_code", "ERROR");
+                span.record("rpc.grpc.status_code", Code::Unavailable as i32);
+                Poll::Ready(Err(e))
             }
         }
-        Poll::Ready(result)
     }
 }
 
-/// Server side: a `grpc.server` span per request, child of the caller's span when the request
-/// carries a trace context.
+/// Server side: a `grpc.server` span per request that carries a trace context, child of the
+/// caller's span, lasting until the response stream ends.
 #[derive(Debug, Clone)]
 pub struct TraceExtractLayer {
     node: Arc<str>,
@@ -210,23 +270,35 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        // A request without a trace context (a heartbeat, a probe) gets no span: it would be a
+        // trace of its own.
+        let parent = extract_context(request.headers());
+        if !parent.span().span_context().is_valid() {
+            let inner = self.inner.call(request);
+            return ResponseFuture { inner, span: None };
+        }
         let method = request.uri().path().to_string();
         let span = tracing::info_span!(
             "grpc.server",
-            otel.name = %method,
+            otel.name = span_name(&method),
             otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
             rpc.system = "grpc",
             rpc.method = %method,
             node = %self.node,
+            // For log lines written inside the span (JSON logs show span fields).
+            trace_id = %parent.span().span_context().trace_id(),
             rpc.grpc.status_code = tracing::field::Empty,
             error = tracing::field::Empty,
         );
-        let parent = extract_context(request.headers());
         if let Err(e) = span.set_parent(parent) {
             tracing::debug!(error = %e, "could not continue the caller's trace");
         }
         let inner = span.in_scope(|| self.inner.call(request));
-        ResponseFuture { inner, span }
+        ResponseFuture {
+            inner,
+            span: Some(span),
+        }
     }
 }
 

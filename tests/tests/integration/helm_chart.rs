@@ -70,5 +70,19 @@ async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResu
     );
     assert_eq!(worker.worker.metrics_port, 9465);
     assert_eq!(worker.worker_secret()?.as_deref(), Some("from-the-secret"));
+    for telemetry in [&coordinator.telemetry, &worker.telemetry] {
+        assert_eq!(
+            telemetry.otlp_endpoint.as_deref(),
+            Some("http://tempo.monitoring:4317")
+        );
+        assert_eq!(telemetry.sampling_ratio, Some(0.2));
+        assert_eq!(
+            telemetry
+                .resource_attributes
+                .get("k8s.namespace.name")
+                .map(String::as_str),
+            Some("sqe")
+        );
+    }
     Ok(())
 }

@@ -10,6 +10,7 @@ mod result_cache;
 mod runtime_tables;
 mod scans;
 mod shell;
+mod telemetry;
 mod trino_cancel;
 mod trino_http;
 mod worker_channel;

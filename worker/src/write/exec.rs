@@ -19,13 +19,19 @@ use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{Catalog, ErrorKind, TableIdent};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
+use super::attempts::CommitAttempts;
 use super::files::{CreatedFiles, WrittenFiles, write_partition};
 use crate::error::iceberg_to_df;
 
 /// Told about every successful commit (the result cache drops what read the table).
 pub trait CommitListener: fmt::Debug + Send + Sync {
     fn committed(&self, table: &TableIdent, snapshot_id: Option<i64>);
+
+    /// Attempts of one commit the catalog refused because another writer committed first
+    /// (each was retried on the new snapshot, as long as retries lasted).
+    fn conflicted(&self, _table: &TableIdent, _conflicts: u32) {}
 }
 
 /// Writes its input into new data files of one Iceberg table, one concurrent writer per input
@@ -226,23 +232,40 @@ async fn commit(
     if files.is_empty() {
         return Ok(());
     }
+    let span = tracing::info_span!(
+        "iceberg.commit",
+        table = %table.identifier(),
+        data_files = files.len(),
+        snapshot_id = tracing::field::Empty,
+        conflicts = tracing::field::Empty,
+    );
     let tx = Transaction::new(table);
     let tx = tx
         .fast_append()
         .add_data_files(files)
         .apply(tx)
         .map_err(CommitError::NotApplied)?;
-    let committed = tx.commit(catalog).await.map_err(|e| match e.kind() {
+    let attempts = CommitAttempts::new(catalog);
+    let result = tx.commit(&attempts).instrument(span.clone()).await;
+    let conflicts = attempts.conflicts();
+    if conflicts > 0 {
+        span.record("conflicts", conflicts);
+        if let Some(listener) = listener {
+            listener.conflicted(table.identifier(), conflicts);
+        }
+    }
+    let committed = result.map_err(|e| match e.kind() {
         ErrorKind::CatalogCommitConflicts
         | ErrorKind::DataInvalid
         | ErrorKind::FeatureUnsupported => CommitError::NotApplied(e),
         _ => CommitError::Unknown(e),
     })?;
+    let snapshot_id = committed.metadata().current_snapshot_id();
+    if let Some(id) = snapshot_id {
+        span.record("snapshot_id", id);
+    }
     if let Some(listener) = listener {
-        listener.committed(
-            table.identifier(),
-            committed.metadata().current_snapshot_id(),
-        );
+        listener.committed(table.identifier(), snapshot_id);
     }
     Ok(())
 }

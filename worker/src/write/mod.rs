@@ -1,5 +1,6 @@
 //! Writing Iceberg tables: Parquet data files written in parallel, one atomic snapshot commit.
 
+mod attempts;
 mod exec;
 mod files;
 

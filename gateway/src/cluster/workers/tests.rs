@@ -178,3 +178,62 @@ async fn registration_merges_with_configured_urls_and_is_rechecked()
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_found_in_dns_get_tasks_and_leave_with_their_records()
+-> Result<(), Box<dyn std::error::Error>> {
+    let workers = start_workers(&["1.0"]).await?;
+    let url = workers[0].url.clone();
+    let port = url.port().ok_or("worker URL without port")?;
+    // An address literal resolves to itself: the lookup path without a DNS server.
+    let pool = WorkerPool::new(
+        Vec::new(),
+        channels()?,
+        PoolSettings {
+            dns: Some(format!("127.0.0.1:{port}")),
+            ..PoolSettings::default()
+        },
+    );
+    pool.probe().await;
+    assert_eq!(state_of(&pool, &url), Some(WorkerState::Active));
+    assert_eq!(pool.reachable_urls(), vec![url.clone()]);
+
+    // Answers change: a new address joins, a vanished one leaves unless it registered.
+    let other = Url::parse("http://10.0.0.9:50052")?;
+    let registered = Url::parse("http://10.0.0.10:50052")?;
+    pool.listed_by_dns(
+        "sqe-workers:50052",
+        &[url.clone(), other.clone(), registered.clone()],
+    );
+    pool.register(announcement(
+        &registered,
+        "w-10",
+        "1.0",
+        Duration::from_secs(5),
+    ))?;
+    assert_eq!(pool.statuses().len(), 3);
+    pool.listed_by_dns("sqe-workers:50052", std::slice::from_ref(&url));
+    let listed: Vec<Url> = pool.statuses().into_iter().map(|s| s.url).collect();
+    assert_eq!(listed, vec![url.clone(), registered], "{listed:?}");
+    assert!(
+        pool.statuses().iter().all(|s| s.url != other),
+        "gone from DNS, never registered: dropped"
+    );
+
+    // A failed lookup keeps the last answer.
+    let failing = WorkerPool::new(
+        vec![],
+        channels()?,
+        PoolSettings {
+            dns: Some("no-such-host.invalid:50052".into()),
+            ..PoolSettings::default()
+        },
+    );
+    failing.listed_by_dns("no-such-host.invalid:50052", std::slice::from_ref(&url));
+    failing.probe().await;
+    assert_eq!(state_of(&failing, &url), Some(WorkerState::Active));
+    for worker in workers {
+        worker.stop().await;
+    }
+    Ok(())
+}
