@@ -600,10 +600,16 @@ impl ConfigFile for CoordinatorConfig {
             validate_url(url, "coordinator.worker_urls", origin)?;
         }
         if let Some(name) = &self.coordinator.worker_dns {
-            let port = name
-                .rsplit_once(':')
-                .map(|(host, port)| (host, port.parse::<u16>()));
-            if !matches!(port, Some((host, Ok(_))) if !host.is_empty()) {
+            // host:port and nothing else (no scheme, path or user; IPv6 in brackets).
+            let parsed = url::Url::parse(&format!("http://{name}")).ok();
+            let plain = parsed.as_ref().is_some_and(|u| {
+                u.port().is_some()
+                    && u.path() == "/"
+                    && u.username().is_empty()
+                    && u.host_str()
+                        .is_some_and(|host| format!("{host}:{}", u.port().unwrap_or(0)) == *name)
+            });
+            if !plain {
                 return Err(ConfigError::Invalid(format!(
                     "{origin}: coordinator.worker_dns has '{name}', which is not host:port"
                 )));
@@ -919,7 +925,20 @@ mod tests {
                 .unwrap_or_default()
         };
         assert!(error("[coordinator]\nworker_dns = \"sqe-workers\"\n").contains("not host:port"));
-        assert!(error("[coordinator]\nworker_dns = \":50052\"\n").contains("not host:port"));
+        for bad in [
+            ":50052",
+            "http://svc:50052",
+            "a:b:1",
+            "svc:50052/x",
+            "u@svc:1",
+        ] {
+            let text = format!("[coordinator]\nworker_dns = \"{bad}\"\n");
+            assert!(error(&text).contains("not host:port"), "{bad}");
+        }
+        assert_eq!(
+            error("[coordinator]\nworker_dns = \"[fd00::1]:50052\"\n"),
+            ""
+        );
         assert_eq!(
             error("[coordinator]\nworker_dns = \"sqe-workers:50052\"\n"),
             ""

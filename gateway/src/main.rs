@@ -72,19 +72,25 @@ enum Command {
 /// Logs to stderr (SQE_LOG_FORMAT=json: one JSON object per line, with the fields of the
 /// enclosing span, a query's query_id and trace_id), and spans through `telemetry`.
 fn init_logging(default: &str, telemetry: Option<&Telemetry>) {
+    use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = EnvFilter::try_from_env("SQE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // The log filter is the log layers' own: traces have theirs (see `trace_layer`).
+    let filter = || EnvFilter::try_from_env("SQE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let json = std::env::var("SQE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let _ = tracing_subscriber::registry()
-        .with(filter)
-        .with((!json).then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr)))
+        .with((!json).then(|| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter())
+        }))
         .with(json.then(|| {
             tracing_subscriber::fmt::layer()
                 .json()
                 .with_current_span(true)
                 .with_span_list(false)
                 .with_writer(std::io::stderr)
+                .with_filter(filter())
         }))
         .with(telemetry.map(telemetry::trace_layer))
         .try_init();

@@ -4,7 +4,7 @@
 
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{TraceContextExt, TraceId, TracerProvider as _};
-use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
@@ -43,20 +43,30 @@ fn export_settings(
     if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return None;
     }
+    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let endpoint = config
         .otlp_endpoint
         .clone()
-        .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
-        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
-        .filter(|e| !e.trim().is_empty())?;
+        .or_else(|| set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .or_else(|| set("OTEL_EXPORTER_OTLP_ENDPOINT"))?;
     Some(ExportSettings {
         endpoint,
         sampling_ratio: config.sampling_ratio,
     })
 }
 
-/// The resource: `OTEL_RESOURCE_ATTRIBUTES`/`OTEL_SERVICE_NAME` first, then SQE's identity
-/// attributes, then `[telemetry]` (which wins).
+/// `service.name` as `OTEL_RESOURCE_ATTRIBUTES` gives it (`key=value,...`, values
+/// percent-encoded).
+fn service_name_attribute(attributes: &str) -> Option<String> {
+    attributes.split(',').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key.trim() == "service.name").then(|| value.trim().to_string())
+    })
+}
+
+/// The resource: SQE's identity over the SDK's defaults and `OTEL_RESOURCE_ATTRIBUTES`, then
+/// `[telemetry]` (which wins). `service.name`: `service_name`, else `OTEL_SERVICE_NAME`, else
+/// `OTEL_RESOURCE_ATTRIBUTES`' own, else `sqe-<role>`.
 fn resource(
     config: &TelemetryConfig,
     identity: &ProcessIdentity,
@@ -66,6 +76,7 @@ fn resource(
         .service_name
         .clone()
         .or_else(|| env("OTEL_SERVICE_NAME"))
+        .or_else(|| env("OTEL_RESOURCE_ATTRIBUTES").and_then(|a| service_name_attribute(&a)))
         .unwrap_or_else(|| format!("sqe-{}", identity.role));
     Resource::builder()
         .with_service_name(service_name)
@@ -117,16 +128,19 @@ pub fn start(
     let mut builder = SdkTracerProvider::builder().with_resource(resource(config, identity, env));
     let export = export_settings(config, env);
     if let Some(export) = &export {
-        let exporter = SpanExporter::builder()
+        let mut exporter = SpanExporter::builder()
             .with_tonic()
-            .with_endpoint(export.endpoint.clone())
-            .build()
-            .map_err(|e| {
-                GatewayError::Config(crate::error::ConfigError::Invalid(format!(
-                    "telemetry.otlp_endpoint '{}': {e}",
-                    export.endpoint
-                )))
-            })?;
+            .with_endpoint(export.endpoint.clone());
+        if export.endpoint.starts_with("https://") {
+            exporter = exporter
+                .with_tls_config(tonic::transport::ClientTlsConfig::new().with_native_roots());
+        }
+        let exporter = exporter.build().map_err(|e| {
+            GatewayError::Config(crate::error::ConfigError::Invalid(format!(
+                "OTLP endpoint '{}' ([telemetry] or OTEL_EXPORTER_OTLP_*): {e}",
+                export.endpoint
+            )))
+        })?;
         builder = builder.with_batch_exporter(exporter);
         if let Some(ratio) = export.sampling_ratio {
             builder = builder.with_sampler(Sampler::ParentBased(Box::new(
@@ -143,12 +157,21 @@ pub fn start(
 }
 
 /// The `tracing` layer that gives spans OpenTelemetry contexts (and exports them through
-/// `telemetry`). Install it once per process, in its subscriber.
+/// `telemetry`). Install it once per process, in its subscriber. It has its own filter, SQE's
+/// spans at INFO, so that the log filter (`SQE_LOG`) neither turns traces off nor exports
+/// the internals of the HTTP/2 stack.
 pub fn trace_layer<S>(telemetry: &Telemetry) -> impl tracing_subscriber::Layer<S> + use<S>
 where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
-    tracing_opentelemetry::layer().with_tracer(telemetry.provider.tracer("sqe"))
+    use tracing_subscriber::Layer as _;
+    let sqe = tracing_subscriber::filter::Targets::new()
+        .with_target("sqe_gateway", tracing::Level::INFO)
+        .with_target("sqe_layers", tracing::Level::INFO)
+        .with_target("sqe_worker", tracing::Level::INFO);
+    tracing_opentelemetry::layer()
+        .with_tracer(telemetry.provider.tracer("sqe"))
+        .with_filter(sqe)
 }
 
 /// The span's trace id as 32 hex digits; `None` when the process has no trace layer.
@@ -191,6 +214,17 @@ mod tests {
         );
         assert_eq!(
             from_env.map(|e| e.endpoint).as_deref(),
+            Some("http://collector:4317")
+        );
+        let empty_is_unset = export_settings(
+            &none,
+            env(&[
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317"),
+            ]),
+        );
+        assert_eq!(
+            empty_is_unset.map(|e| e.endpoint).as_deref(),
             Some("http://collector:4317")
         );
         let traces_first = export_settings(
@@ -242,6 +276,18 @@ mod tests {
         );
         assert_eq!(get(&plain, "service.version").as_deref(), Some("1.2.3"));
 
+        let named_by_attributes = resource(
+            &TelemetryConfig::default(),
+            &identity,
+            env(&[(
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "team=data,service.name=lakehouse",
+            )]),
+        );
+        assert_eq!(
+            get(&named_by_attributes, "service.name").as_deref(),
+            Some("lakehouse")
+        );
         let named_by_env = resource(
             &TelemetryConfig::default(),
             &identity,

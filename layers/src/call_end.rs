@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{HeaderMap, Response};
+use http::{HeaderMap, Response, StatusCode};
 use http_body::{Frame, SizeHint};
 use tonic::body::Body;
 use tonic::{Code, Status};
@@ -22,24 +22,39 @@ pub(crate) trait CallObserver: Send + Unpin + 'static {
     fn ended(self, code: Code);
 }
 
+/// The code gRPC gives a response without `grpc-status` and without a body (a proxy's error
+/// page, say), from its HTTP status, as gRPC's HTTP-to-gRPC status mapping does.
+fn code_of_http(status: StatusCode) -> Code {
+    match status.as_u16() {
+        400 => Code::Internal,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
+        404 => Code::Unimplemented,
+        429 | 502..=504 => Code::Unavailable,
+        _ => Code::Unknown,
+    }
+}
+
 /// Hands `response` to `observer`: at once when its headers carry the status (a trailers-only
-/// response, as failed calls have), otherwise when its body ends.
+/// response, as failed calls have) or when it has no body, otherwise when its body ends.
 pub(crate) fn observe_response<O: CallObserver>(
     response: Response<Body>,
     observer: O,
 ) -> Response<Body> {
-    match Status::from_header_map(response.headers()) {
-        Some(status) => {
-            observer.ended(status.code());
-            response
-        }
-        None => response.map(|body| {
-            Body::new(ObservedBody {
-                body,
-                observer: Some(observer),
-            })
-        }),
+    if let Some(status) = Status::from_header_map(response.headers()) {
+        observer.ended(status.code());
+        return response;
     }
+    if http_body::Body::is_end_stream(response.body()) {
+        observer.ended(code_of_http(response.status()));
+        return response;
+    }
+    response.map(|body| {
+        Body::new(ObservedBody {
+            body,
+            observer: Some(observer),
+        })
+    })
 }
 
 /// The code a trailers frame reports; a stream ending without one broke the protocol.
@@ -156,6 +171,16 @@ mod tests {
         let dropped = observe_response(streamed(None), seen.clone());
         drop(dropped);
         assert_eq!(seen.codes(), vec![Code::NotFound, Code::Cancelled]);
+    }
+
+    #[test]
+    fn a_response_without_status_or_body_ends_by_its_http_status() {
+        let seen = Seen::default();
+        let mut bad_gateway = Response::new(Body::empty());
+        *bad_gateway.status_mut() = StatusCode::BAD_GATEWAY;
+        let _ = observe_response(bad_gateway, seen.clone());
+        let _ = observe_response(Response::new(Body::empty()), seen.clone());
+        assert_eq!(seen.codes(), vec![Code::Unavailable, Code::Unknown]);
     }
 
     #[tokio::test]

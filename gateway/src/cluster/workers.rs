@@ -152,6 +152,19 @@ impl WorkerStatus {
     }
 }
 
+/// The IPv4 addresses of a DNS answer that has both families: a dual-stack Service lists each
+/// pod twice, and one worker must not be two.
+fn one_family(addrs: Vec<std::net::SocketAddr>) -> Vec<std::net::SocketAddr> {
+    if addrs.iter().any(std::net::SocketAddr::is_ipv4) {
+        addrs
+            .into_iter()
+            .filter(std::net::SocketAddr::is_ipv4)
+            .collect()
+    } else {
+        addrs
+    }
+}
+
 /// The worker URL of a resolved address.
 fn url_of(addr: std::net::SocketAddr) -> Option<Url> {
     Url::parse(&format!("http://{addr}")).ok()
@@ -429,7 +442,10 @@ impl WorkerPool {
         )
         .await
         {
-            Ok(Ok(addrs)) => addrs.filter_map(url_of).collect(),
+            Ok(Ok(addrs)) => one_family(addrs.collect())
+                .into_iter()
+                .filter_map(url_of)
+                .collect(),
             Ok(Err(e)) => {
                 tracing::warn!(worker_dns = name, error = %e, "worker DNS lookup failed; keeping the last answer");
                 return;

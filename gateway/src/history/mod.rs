@@ -586,7 +586,13 @@ impl Stream for ObservedStream {
             Some(Ok(batch)) => {
                 if let Some(tracker) = &self.tracker {
                     let rows = batch.num_rows() as u64;
-                    let bytes = batch.get_array_memory_size() as u64;
+                    // The rows' own bytes: a slice of a larger batch counts only its part.
+                    let bytes: usize = batch
+                        .columns()
+                        .iter()
+                        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                        .sum();
+                    let bytes = bytes as u64;
                     tracker.record.update(|p| {
                         p.output_rows += rows;
                         p.output_bytes += bytes;

@@ -61,10 +61,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .otlpEndpoint }}
 [telemetry]
 otlp_endpoint = {{ .otlpEndpoint | quote }}
+{{- if and (not (kindIs "invalid" .samplingRatio)) (ne (toString .samplingRatio) "") }}
 sampling_ratio = {{ .samplingRatio }}
+{{- end }}
 [telemetry.resource_attributes]
-"k8s.namespace.name" = {{ $.Release.Namespace | quote }}
-{{- range $key, $value := .resourceAttributes }}
+{{- range $key, $value := merge (dict) (.resourceAttributes | default dict) (dict "k8s.namespace.name" $.Release.Namespace) }}
 {{ $key | quote }} = {{ $value | quote }}
 {{- end }}
 {{- end }}

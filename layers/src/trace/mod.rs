@@ -21,7 +21,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Request, Response};
 use opentelemetry::propagation::{Extractor, Injector};
 use opentelemetry::trace::TraceContextExt;
-use pin_project::pin_project;
+use pin_project::{pin_project, pinned_drop};
 use tonic::body::Body;
 use tower::{Layer, Service};
 use tracing::Span;
@@ -74,9 +74,37 @@ fn span_name(path: &str) -> &str {
     path.strip_prefix('/').unwrap_or(path)
 }
 
+/// Which side of a call a span is: they judge codes differently.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    /// Whether `code` makes the span an error. A caller going away (`Cancelled`) is not one;
+    /// a server only fails for its own faults (OpenTelemetry's gRPC conventions), a client for
+    /// any other code.
+    fn failed(self, code: Code) -> bool {
+        match self {
+            _ if matches!(code, Code::Ok | Code::Cancelled) => false,
+            Side::Client => true,
+            Side::Server => matches!(
+                code,
+                Code::Unknown
+                    | Code::DeadlineExceeded
+                    | Code::Unimplemented
+                    | Code::Internal
+                    | Code::Unavailable
+                    | Code::DataLoss
+            ),
+        }
+    }
+}
+
 /// Ends a call's span with the call: records its final gRPC code, and runs each poll of a
 /// streamed response body inside the span (so work the body drives is its child).
-struct SpanObserver(Span);
+struct SpanObserver(Span, Side);
 
 impl CallObserver for SpanObserver {
     fn polling<R>(&self, poll: impl FnOnce() -> R) -> R {
@@ -85,7 +113,7 @@ impl CallObserver for SpanObserver {
 
     fn ended(self, code: Code) {
         self.0.record("rpc.grpc.status_code", code as i32);
-        if code != Code::Ok {
+        if self.1.failed(code) {
             self.0.record("otel.status_code", "ERROR");
         }
     }
@@ -180,17 +208,27 @@ where
         let inner = span.in_scope(|| self.inner.call(request));
         ResponseFuture {
             inner,
-            span: Some(span),
+            span: Some(SpanObserver(span, Side::Client)),
         }
     }
 }
 
-/// Response future of [`Trace`] (and of [`TraceExtract`]): hands the span to the response.
-#[pin_project]
+/// Response future of [`Trace`] (and of [`TraceExtract`]): hands the span to the response;
+/// dropped before one, ends it as `Cancelled`.
+#[pin_project(PinnedDrop)]
 pub struct ResponseFuture<F> {
     #[pin]
     inner: F,
-    span: Option<Span>,
+    span: Option<SpanObserver>,
+}
+
+#[pinned_drop]
+impl<F> PinnedDrop for ResponseFuture<F> {
+    fn drop(self: Pin<&mut Self>) {
+        if let Some(span) = self.project().span.take() {
+            span.ended(Code::Cancelled);
+        }
+    }
 }
 
 impl<F, E> Future for ResponseFuture<F>
@@ -205,19 +243,17 @@ where
         let Some(span) = this.span.take() else {
             return this.inner.poll(cx);
         };
-        let polled = span.in_scope(|| this.inner.poll(cx));
+        let polled = span.0.in_scope(|| this.inner.poll(cx));
         match polled {
             Poll::Pending => {
                 *this.span = Some(span);
                 Poll::Pending
             }
-            Poll::Ready(Ok(response)) => {
-                Poll::Ready(Ok(observe_response(response, SpanObserver(span))))
-            }
+            Poll::Ready(Ok(response)) => Poll::Ready(Ok(observe_response(response, span))),
             Poll::Ready(Err(e)) => {
-                span.record("error", tracing::field::display(&e));
-                span.record("otel.status_code", "ERROR");
-                span.record("rpc.grpc.status_code", Code::Unavailable as i32);
+                // No response: the connection failed (or the service did).
+                span.0.record("error", tracing::field::display(&e));
+                span.ended(Code::Unavailable);
                 Poll::Ready(Err(e))
             }
         }
@@ -297,7 +333,7 @@ where
         let inner = span.in_scope(|| self.inner.call(request));
         ResponseFuture {
             inner,
-            span: Some(span),
+            span: Some(SpanObserver(span, Side::Server)),
         }
     }
 }

@@ -95,6 +95,48 @@ async fn spans_until(
     }
 }
 
+/// The value of the first sample whose line starts with `prefix`.
+fn sample(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Task RPCs (CoordinatorChannel) that ended OK on their first attempt, from `/metrics`.
+async fn plans_sent(
+    client: &reqwest::Client,
+    metrics_port: u16,
+) -> Result<f64, Box<dyn std::error::Error + Send + Sync>> {
+    let text = client
+        .get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let key = r#"sqe_worker_rpcs_total{method="worker.WorkerService/CoordinatorChannel",code="OK",attempt="1"}"#;
+    Ok(sample(&text, key).unwrap_or(0.0))
+}
+
+/// The count once it has stood still for a second: a task is counted when its stream ends,
+/// which can be after its query has answered.
+async fn plans_sent_settled(
+    client: &reqwest::Client,
+    metrics_port: u16,
+) -> Result<f64, Box<dyn std::error::Error + Send + Sync>> {
+    let (mut last, mut still) = (plans_sent(client, metrics_port).await?, 0);
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = plans_sent(client, metrics_port).await?;
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+        if still == 5 {
+            return Ok(now);
+        }
+    }
+    Err("the CoordinatorChannel count never settled".into())
+}
+
 fn of_trace<'a>(spans: &'a [ReceivedSpan], trace_id: &str) -> Vec<&'a ReceivedSpan> {
     spans.iter().filter(|s| s.trace_id == trace_id).collect()
 }
@@ -208,6 +250,7 @@ worker_secret = "{SECRET}"
     )
     .await?;
 
+    let plans_before = plans_sent_settled(&client, metrics).await?;
     // The query under test: two data files, one scan task per worker, continuing our trace.
     let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
     let (rows, trace_id) = trino(
@@ -221,13 +264,20 @@ worker_secret = "{SECRET}"
     assert_eq!(rows.len(), 7, "{rows:?}");
     assert_eq!(rows[0], serde_json::json!([0, 5714]));
 
-    let spans = spans_until(&receiver, "the query's spans from both workers", |spans| {
+    // Spans arrive in batches per process, and a call's span ends after its stream: wait for
+    // the whole tree (every parent received) with the tasks of both workers in it.
+    let spans = spans_until(&receiver, "the query's whole tree", |spans| {
         let trace = of_trace(spans, CALLER_TRACE);
+        let ids: std::collections::HashSet<&str> =
+            trace.iter().map(|s| s.span_id.as_str()).collect();
         ["worker-1", "worker-2"].iter().all(|worker| {
             trace
                 .iter()
                 .any(|s| s.instance == *worker && s.name.ends_with("CoordinatorChannel"))
         }) && trace.iter().any(|s| s.name == "query")
+            && trace
+                .iter()
+                .all(|s| s.name == "query" || ids.contains(s.parent_span_id.as_str()))
     })
     .await?;
     let trace = of_trace(&spans, CALLER_TRACE);
@@ -346,23 +396,21 @@ worker_secret = "{SECRET}"
         .await?
         .text()
         .await?;
-    let sample = |prefix: &str| -> Option<f64> {
-        text.lines()
-            .find(|l| l.starts_with(prefix))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-    };
-    let plans_sent = sample(
-        r#"sqe_worker_rpcs_total{method="worker.WorkerService/CoordinatorChannel",code="OK",attempt="1"}"#,
-    )
-    .ok_or(format!("no CoordinatorChannel count in:\n{text}"))?;
-    assert!(
-        plans_sent >= 2.0,
-        "one task per worker at least: {plans_sent}"
-    );
-    assert_eq!(sample("sqe_iceberg_commits_total "), Some(2.0), "{text}");
+    // The query sent a task to each worker: each call counted OK, on its first attempt.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut sent = plans_sent(&client, metrics).await? - plans_before;
+    while sent < 2.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        sent = plans_sent(&client, metrics).await? - plans_before;
+    }
+    assert!(sent >= 2.0, "task RPCs counted for the query: {sent}");
     assert_eq!(
-        sample("sqe_iceberg_commit_conflicts_total "),
+        sample(&text, "sqe_iceberg_commits_total "),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "sqe_iceberg_commit_conflicts_total "),
         Some(0.0),
         "{text}"
     );
