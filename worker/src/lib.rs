@@ -14,6 +14,7 @@ pub mod scan;
 pub mod server;
 pub mod storage;
 pub mod table;
+mod task_span;
 pub mod types;
 pub mod write;
 

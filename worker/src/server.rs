@@ -18,6 +18,7 @@ use sqe_layers::stream_count::{OpenStreams, StreamCountLayer};
 
 use crate::channel::SqeChannelResolver;
 use crate::codec::SqeCodec;
+use crate::task_span::TaskSpanLayer;
 
 /// What a worker needs to execute fragments: no catalog, no sessions, only how to reach storage
 /// and its peers.
@@ -38,10 +39,10 @@ pub struct WorkerSettings {
 }
 
 /// The RPC through which a task's partitions are executed and streamed to their consumer.
-const EXECUTE_TASK: &str = "/worker.WorkerService/ExecuteTask";
+pub(crate) const EXECUTE_TASK: &str = "/worker.WorkerService/ExecuteTask";
 /// The RPC that delivers a task's plan; the coordinator keeps it open for the task's life
 /// (metrics and work units travel on it), also before any partition is pulled.
-const COORDINATOR_CHANNEL: &str = "/worker.WorkerService/CoordinatorChannel";
+pub(crate) const COORDINATOR_CHANNEL: &str = "/worker.WorkerService/CoordinatorChannel";
 
 /// Live counters of one worker process.
 #[derive(Debug, Default)]
@@ -141,6 +142,7 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .layer(
             server_layers(&settings.node_id, settings.verifier.clone())
+                .layer(TaskSpanLayer)
                 .layer(StreamCountLayer::new(
                     EXECUTE_TASK,
                     stats.task_streams.clone(),

@@ -322,6 +322,10 @@ where
             rpc.system = "grpc",
             rpc.method = %method,
             node = %self.node,
+            // Filled by a layer below that knows the protocol (a worker's task key).
+            sqe.stage = tracing::field::Empty,
+            sqe.task = tracing::field::Empty,
+            sqe.partitions = tracing::field::Empty,
             // For log lines written inside the span (JSON logs show span fields).
             trace_id = %parent.span().span_context().trace_id(),
             rpc.grpc.status_code = tracing::field::Empty,

@@ -363,7 +363,21 @@ worker_secret = "{SECRET}"
             Some("0"),
             "the task span ends with its stream: {task:?}"
         );
+        assert!(
+            task.attributes.contains_key("sqe.stage") && task.attributes.contains_key("sqe.task"),
+            "the task span names its stage and task: {task:?}"
+        );
     }
+
+    // Partition streams name the partitions they serve.
+    assert!(
+        trace
+            .iter()
+            .any(|s| s.name == "worker.WorkerService/ExecuteTask"
+                && s.instance.starts_with("worker-")
+                && s.attributes.contains_key("sqe.partitions")),
+        "{trace:?}"
+    );
 
     // The INSERT's own trace has its commit, with the attempt under it.
     let spans = spans_until(&receiver, "the INSERT's commit", |spans| {
