@@ -33,6 +33,14 @@ if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; th
   echo "$wanted" > "$stamp"
 fi
 
+step "the REST catalog + S3 stack (scripts/stack.sh; installed once, cached)"
+# A stack of the suite's own, on ports of its own, stopped when the suite ends.
+export SQE_STACK_DIR=${SQE_TEST_STACK_DIR:-$(mktemp -d /tmp/sqe-test-stack.XXXXXX)}
+export SQE_STACK_S3_PORT=${SQE_TEST_STACK_S3_PORT:-9310}
+export SQE_STACK_CATALOG_PORT=${SQE_TEST_STACK_CATALOG_PORT:-8291}
+trap 'scripts/stack.sh down' EXIT
+scripts/stack.sh up
+
 step "build the sqe binary (the process tests run it)"
 cargo build --locked --bin sqe
 

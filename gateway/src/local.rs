@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use crate::catalog::default_warehouse_layout;
 use crate::config::{
-    ByteSize, CatalogConfig, ClientAuthConfig, CoordinatorConfig, CoordinatorSection, WorkerConfig,
-    WorkerSection,
+    ByteSize, CatalogConfig, ClientAuthConfig, ConfigFile, CoordinatorConfig, CoordinatorSection,
+    StorageConfig, WorkerConfig, WorkerSection,
 };
 use crate::error::{GatewayError, Result};
 use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
@@ -35,6 +35,41 @@ pub struct LocalOptions {
     pub query_max_run_time_secs: Option<u64>,
     /// How clients authenticate (none by default).
     pub client_auth: ClientAuthConfig,
+    /// Catalog and storage of an external stack (`scripts/stack.sh`) instead of the embedded
+    /// catalog under `data_dir`.
+    pub stack: Option<StackSettings>,
+}
+
+/// Where a stack's catalog and object store are, as `scripts/stack.sh` writes them.
+#[derive(Debug, Clone)]
+pub struct StackSettings {
+    pub catalog: CatalogConfig,
+    pub storage: StorageConfig,
+}
+
+impl StackSettings {
+    /// Reads `<dir>/stack.env` (`SQE_CATALOG__*` and `SQE_STORAGE__*` lines, as `scripts/stack.sh
+    /// up` writes them) through the config loader, so they mean what they mean in a config file.
+    pub fn load(dir: &std::path::Path) -> Result<Self> {
+        let path = dir.join("stack.env");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            GatewayError::Internal(format!(
+                "cannot read {}: {e} (start the stack with scripts/stack.sh up)",
+                path.display()
+            ))
+        })?;
+        let settings: Vec<(String, String)> = text
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .filter(|(key, _)| key.starts_with("SQE_CATALOG__") || key.starts_with("SQE_STORAGE__"))
+            .map(|(key, value)| (key.trim().to_string(), value.trim().to_string()))
+            .collect();
+        let config = CoordinatorConfig::from_toml("", &path.display().to_string(), &settings)?;
+        Ok(Self {
+            catalog: config.catalog,
+            storage: config.storage,
+        })
+    }
 }
 
 impl Default for LocalOptions {
@@ -51,6 +86,7 @@ impl Default for LocalOptions {
             worker_secret: None,
             query_max_run_time_secs: None,
             client_auth: ClientAuthConfig::default(),
+            stack: None,
         }
     }
 }
@@ -95,6 +131,11 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
                 memory_limit: options.worker_memory_limit.map(ByteSize),
                 ..Default::default()
             },
+            storage: options
+                .stack
+                .as_ref()
+                .map(|stack| stack.storage.clone())
+                .unwrap_or_default(),
             ..Default::default()
         };
         let listener = bind("127.0.0.1", 0, "a local worker").await?;
@@ -113,13 +154,21 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     if let Some(bytes) = options.scan_bytes_per_partition {
         coordinator.scan_bytes_per_partition = ByteSize(bytes);
     }
+    let (catalog, storage) = match &options.stack {
+        Some(stack) => (stack.catalog.clone(), stack.storage.clone()),
+        None => (
+            CatalogConfig {
+                uri: Some(uri),
+                warehouse: Some(warehouse),
+                ..Default::default()
+            },
+            StorageConfig::default(),
+        ),
+    };
     let config = CoordinatorConfig {
         coordinator,
-        catalog: CatalogConfig {
-            uri: Some(uri),
-            warehouse: Some(warehouse),
-            ..Default::default()
-        },
+        catalog,
+        storage,
         client_auth: options.client_auth.clone(),
         ..Default::default()
     };

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use sqe_gateway::config::TelemetryConfig;
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
 use sqe_gateway::error::GatewayError;
-use sqe_gateway::local::{LocalOptions, start_local};
+use sqe_gateway::local::{LocalOptions, StackSettings, start_local};
 use sqe_gateway::runtime::{
     Shutdown, bind, build_version, start_coordinator, start_worker, version_requirement,
     worker_node_id, worker_version,
@@ -62,6 +62,10 @@ enum Command {
         /// default (1 MiB) spreads even the sample data over both workers.
         #[arg(long, default_value_t = 1024 * 1024)]
         scan_bytes_per_partition: usize,
+        /// Use the REST catalog and S3 store of `scripts/stack.sh up` (its state directory,
+        /// `.stack` by default) instead of the embedded catalog.
+        #[arg(long, value_name = "STACK_DIR", num_args = 0..=1, default_missing_value = ".stack")]
+        stack: Option<PathBuf>,
     },
     /// SQL shell over Flight SQL: interactive, or `-e "SQL"` / `-f file` / piped statements.
     Shell(Box<ShellArgs>),
@@ -243,6 +247,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
             scale_factor,
             tpch_parts,
             scan_bytes_per_partition,
+            stack,
         } => {
             *telemetry = Some(start_telemetry(
                 &TelemetryConfig::default(),
@@ -262,6 +267,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
                 worker_secret: None,
                 query_max_run_time_secs: None,
                 client_auth: Default::default(),
+                stack: stack.as_deref().map(StackSettings::load).transpose()?,
             };
             let cluster = start_local(&options).await?;
             let worker_urls: Vec<String> =
@@ -272,12 +278,19 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
                  Flight SQL : grpc://{addr}\n  \
                  Trino      : {trino}\n  \
                  Workers    : {}\n  \
-                 Data       : {} (catalog.db, warehouse/)\n\n\
+                 Data       : {data}\n\n\
                  Try:  sqe shell --port {port} -e \"SELECT count(*) FROM tpch.lineitem\"\n\
                  Stop with Ctrl-C.\n",
                 worker_urls.len(),
                 worker_urls.join(", "),
-                options.data_dir.display(),
+                data = match &options.stack {
+                    Some(stack) => format!(
+                        "REST catalog {} over S3 {}",
+                        stack.catalog.catalog_url.as_deref().unwrap_or("?"),
+                        stack.storage.s3_endpoint.as_deref().unwrap_or("?")
+                    ),
+                    None => format!("{} (catalog.db, warehouse/)", options.data_dir.display()),
+                },
                 port = addr.port(),
                 trino = cluster
                     .coordinator

@@ -63,6 +63,25 @@ def wait_for_port(port, process, timeout=60.0):
     eventually(listening, f"port {port}", timeout)
 
 
+def stack_settings():
+    """The SQE_CATALOG__*/SQE_STORAGE__* settings of the REST catalog + S3 stack the suite runs
+    with (scripts/test.sh starts one and exports SQE_STACK_DIR): every process gets them, so the
+    configs' embedded catalog is replaced by the stack's. Without a stack, the embedded one."""
+    directory = os.environ.get("SQE_STACK_DIR")
+    if not directory:
+        return {}
+    settings = {}
+    with open(os.path.join(directory, "stack.env")) as f:
+        for line in f:
+            key, _, value = line.strip().partition("=")
+            if key.startswith(("SQE_CATALOG__", "SQE_STORAGE__")):
+                settings[key] = value
+    return settings
+
+
+STACK = stack_settings()
+
+
 def write_config(name, text):
     path = os.path.join(WORK, f"{name}.toml")
     with open(path, "w") as f:
@@ -127,7 +146,7 @@ ttl_secs = 1800
 
     def start(self, name, args, **extra_env):
         log = open(os.path.join(WORK, f"{name}.log"), "a")
-        env = dict(os.environ, SQE_LOG="info", **extra_env)
+        env = dict(os.environ, SQE_LOG="info", **STACK, **extra_env)
         process = subprocess.Popen([SQE, *args], cwd=WORK, stdout=subprocess.DEVNULL, stderr=log, env=env)
         self.processes[name] = process
         return process
@@ -323,6 +342,10 @@ class DistributedCluster(unittest.TestCase):
         )
         head = flight_rows("SELECT n FROM iceberg.demo.numbers ORDER BY n LIMIT 5")
         self.assertEqual(head, [(1,), (2,), (3,), (4,), (5,)])
+        if STACK:
+            # Over the REST catalog, the data files are in the S3 store.
+            data = os.path.join(os.environ["SQE_STACK_DIR"], "s3", "warehouse", "demo", "numbers", "data")
+            self.assertTrue(any(name.endswith(".parquet") for name in os.listdir(data)), data)
         # The Trino endpoint answers, and its history records FINISHED queries of both endpoints.
         self.assertEqual(trino_rows("SELECT count(*) FROM numbers"), [[20000]])
         finished = trino_rows(

@@ -12,7 +12,9 @@ pub mod cluster;
 pub mod otlp;
 pub mod process;
 pub mod python;
+pub mod stack;
 pub mod tls;
+pub mod trino;
 
 /// Renders batches as a text table, the form results are compared in.
 pub fn render(batches: &[datafusion::arrow::array::RecordBatch]) -> String {

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -23,6 +24,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::buffered::BufWriter;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, RetryConfig};
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
@@ -102,7 +104,18 @@ impl ObjectStoreStorage {
 
     fn s3_store(&self, bucket: &str) -> iceberg::Result<Arc<dyn ObjectStore>> {
         self.cached_store(&format!("s3://{bucket}"), || {
-            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            // A store that is down fails the query within seconds, not after object_store's
+            // default 10 retries over 3 minutes; slow reads of large objects still may take long.
+            let mut builder = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(RetryConfig {
+                    max_retries: 3,
+                    retry_timeout: Duration::from_secs(15),
+                    ..RetryConfig::default()
+                })
+                .with_client_options(
+                    ClientOptions::new().with_connect_timeout(Duration::from_secs(5)),
+                );
             if let Some(endpoint) = self.props.get(S3_ENDPOINT) {
                 builder = builder
                     .with_endpoint(endpoint)

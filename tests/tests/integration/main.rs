@@ -6,6 +6,7 @@ mod flight_sql;
 mod helm_chart;
 mod membership;
 mod processes;
+mod rest_stack;
 mod result_cache;
 mod runtime_tables;
 mod scans;

@@ -36,40 +36,9 @@ async fn trino(
     sql: &str,
     traceparent: Option<&str>,
 ) -> Result<(Vec<Value>, String), Box<dyn std::error::Error + Send + Sync>> {
-    let mut request = client
-        .post(format!("http://{addr}/v1/statement"))
-        .header("X-Trino-User", "telemetry")
-        .body(sql.to_string());
-    if let Some(traceparent) = traceparent {
-        request = request.header("traceparent", traceparent);
-    }
-    let response = request.send().await?;
-    let trace_id = response
-        .headers()
-        .get("x-sqe-trace-id")
-        .and_then(|v| v.to_str().ok())
-        .ok_or("no X-SQE-Trace-Id header")?
-        .to_string();
-    let mut page: Value = response.json().await?;
-    let mut rows = Vec::new();
-    loop {
-        if let Some(error) = page.get("error") {
-            return Err(format!("`{sql}` failed: {error}").into());
-        }
-        if let Some(data) = page.get("data").and_then(Value::as_array) {
-            rows.extend(data.iter().cloned());
-        }
-        let Some(next) = page.get("nextUri").and_then(Value::as_str) else {
-            return Ok((rows, trace_id));
-        };
-        page = client
-            .get(next)
-            .header("X-Trino-User", "telemetry")
-            .send()
-            .await?
-            .json()
-            .await?;
-    }
+    let answer = sqe_tests::trino::statement(client, addr, sql, traceparent).await?;
+    let trace_id = answer.trace_id.ok_or("no X-SQE-Trace-Id header")?;
+    Ok((answer.rows, trace_id))
 }
 
 /// Waits until `done` holds for the spans received so far.

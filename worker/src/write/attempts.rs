@@ -132,146 +132,16 @@ impl Catalog for CommitAttempts<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use iceberg::CatalogBuilder;
-    use iceberg::memory::{MEMORY_CATALOG_WAREHOUSE, MemoryCatalogBuilder};
-    use iceberg::spec::{
-        DataContentType, DataFile, DataFileBuilder, DataFileFormat, NestedField, PrimitiveType,
-        Schema, Struct, Type,
-    };
-    use iceberg::transaction::{ApplyTransactionAction, Transaction};
-
     use super::*;
-    use crate::storage::ObjectStoreStorageFactory;
-
-    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
-
-    fn data_file(
-        table: &Table,
-        name: &str,
-    ) -> std::result::Result<DataFile, Box<dyn std::error::Error>> {
-        Ok(DataFileBuilder::default()
-            .content(DataContentType::Data)
-            .file_path(format!(
-                "{}/data/{name}.parquet",
-                table.metadata().location()
-            ))
-            .file_format(DataFileFormat::Parquet)
-            .file_size_in_bytes(100)
-            .record_count(1)
-            .partition_spec_id(table.metadata().default_partition_spec_id())
-            .partition(Struct::empty())
-            .build()?)
-    }
-
-    async fn append(table: &Table, catalog: &dyn Catalog, name: &str) -> Result<Table> {
-        let tx = Transaction::new(table);
-        let file = data_file(table, name)
-            .map_err(|e| iceberg::Error::new(ErrorKind::Unexpected, e.to_string()))?;
-        let tx = tx.fast_append().add_data_files(vec![file]).apply(tx)?;
-        tx.commit(catalog).await
-    }
-
-    /// A catalog where, right before the first commit lands, another writer commits to the
-    /// same table: the race a busy table has.
-    #[derive(Debug)]
-    struct Racing<'a> {
-        inner: &'a dyn Catalog,
-        competitor: tokio::sync::Mutex<Option<Table>>,
-    }
-
-    #[async_trait]
-    impl Catalog for Racing<'_> {
-        async fn update_table(&self, commit: TableCommit) -> Result<Table> {
-            if let Some(base) = self.competitor.lock().await.take() {
-                append(&base, self.inner, "competitor").await?;
-            }
-            self.inner.update_table(commit).await
-        }
-        async fn load_table(&self, table: &TableIdent) -> Result<Table> {
-            self.inner.load_table(table).await
-        }
-        async fn list_namespaces(&self, p: Option<&NamespaceIdent>) -> Result<Vec<NamespaceIdent>> {
-            self.inner.list_namespaces(p).await
-        }
-        async fn create_namespace(
-            &self,
-            n: &NamespaceIdent,
-            p: HashMap<String, String>,
-        ) -> Result<Namespace> {
-            self.inner.create_namespace(n, p).await
-        }
-        async fn get_namespace(&self, n: &NamespaceIdent) -> Result<Namespace> {
-            self.inner.get_namespace(n).await
-        }
-        async fn namespace_exists(&self, n: &NamespaceIdent) -> Result<bool> {
-            self.inner.namespace_exists(n).await
-        }
-        async fn update_namespace(
-            &self,
-            n: &NamespaceIdent,
-            p: HashMap<String, String>,
-        ) -> Result<()> {
-            self.inner.update_namespace(n, p).await
-        }
-        async fn drop_namespace(&self, n: &NamespaceIdent) -> Result<()> {
-            self.inner.drop_namespace(n).await
-        }
-        async fn list_tables(&self, n: &NamespaceIdent) -> Result<Vec<TableIdent>> {
-            self.inner.list_tables(n).await
-        }
-        async fn create_table(&self, n: &NamespaceIdent, c: TableCreation) -> Result<Table> {
-            self.inner.create_table(n, c).await
-        }
-        async fn drop_table(&self, t: &TableIdent) -> Result<()> {
-            self.inner.drop_table(t).await
-        }
-        async fn purge_table(&self, t: &TableIdent) -> Result<()> {
-            self.inner.purge_table(t).await
-        }
-        async fn table_exists(&self, t: &TableIdent) -> Result<bool> {
-            self.inner.table_exists(t).await
-        }
-        async fn rename_table(&self, s: &TableIdent, d: &TableIdent) -> Result<()> {
-            self.inner.rename_table(s, d).await
-        }
-        async fn register_table(&self, t: &TableIdent, m: String) -> Result<Table> {
-            self.inner.register_table(t, m).await
-        }
-    }
+    use crate::write::racing::{Racing, TestResult, append, table_in_memory};
 
     #[tokio::test]
     async fn a_commit_beaten_by_another_writer_is_counted_and_still_lands() -> TestResult {
         let dir = tempfile::tempdir()?;
-        let catalog = MemoryCatalogBuilder::default()
-            .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
-            .load(
-                "test",
-                HashMap::from([(
-                    MEMORY_CATALOG_WAREHOUSE.to_string(),
-                    format!("file://{}", dir.path().display()),
-                )]),
-            )
-            .await?;
-        let namespace = NamespaceIdent::new("ns".into());
-        catalog.create_namespace(&namespace, HashMap::new()).await?;
-        let schema = Schema::builder()
-            .with_fields(vec![
-                NestedField::required(1, "n", Type::Primitive(PrimitiveType::Long)).into(),
-            ])
-            .build()?;
-        let creation = TableCreation::builder()
-            .name("t".into())
-            .schema(schema)
-            .build();
-        let base = catalog.create_table(&namespace, creation).await?;
+        let (catalog, base) = table_in_memory(dir.path()).await?;
 
         // Another writer commits between our load and our commit.
-        let racing = Racing {
-            inner: &catalog,
-            competitor: tokio::sync::Mutex::new(Some(base.clone())),
-        };
+        let racing = Racing::new(&catalog, base.identifier().clone(), 1);
         let attempts = CommitAttempts::new(&racing);
         let committed = append(&base, &attempts, "ours").await?;
         assert_eq!(attempts.conflicts(), 1, "our first attempt conflicted");

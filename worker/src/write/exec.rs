@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -223,6 +224,9 @@ enum CommitError {
     Unknown(iceberg::Error),
 }
 
+/// Whole commits tried before a conflicting append gives up (each retries on its own first).
+const COMMIT_ROUNDS: u32 = 8;
+
 async fn commit(
     table: &Table,
     catalog: &dyn Catalog,
@@ -239,14 +243,30 @@ async fn commit(
         snapshot_id = tracing::field::Empty,
         conflicts = tracing::field::Empty,
     );
-    let tx = Transaction::new(table);
-    let tx = tx
-        .fast_append()
-        .add_data_files(files)
-        .apply(tx)
-        .map_err(CommitError::NotApplied)?;
+    // iceberg-rust retries a conflicting append itself (reloading the table and re-applying it
+    // on the new snapshot), as often as the table's commit.retry.* properties allow; a busy
+    // table can outlast those, so whole commits are retried too: an append never loses to a
+    // concurrent one, it only waits its turn.
     let attempts = CommitAttempts::new(catalog);
-    let result = tx.commit(&attempts).instrument(span.clone()).await;
+    let mut round = 1;
+    let result = loop {
+        let tx = Transaction::new(table);
+        let tx = tx
+            .fast_append()
+            .add_data_files(files.clone())
+            .apply(tx)
+            .map_err(CommitError::NotApplied)?;
+        let result = tx.commit(&attempts).instrument(span.clone()).await;
+        match &result {
+            Err(e) if e.kind() == ErrorKind::CatalogCommitConflicts && round < COMMIT_ROUNDS => {
+                let pause = Duration::from_millis(rand::random_range(50..250) * u64::from(round));
+                tracing::debug!(round, ?pause, "append still conflicting; committing again");
+                tokio::time::sleep(pause).await;
+                round += 1;
+            }
+            _ => break result,
+        }
+    };
     let conflicts = attempts.conflicts();
     if conflicts > 0 {
         span.record("conflicts", conflicts);
@@ -276,5 +296,50 @@ async fn delete_files(table: &Table, locations: &[String]) {
         if let Err(e) = table.file_io().delete(location).await {
             tracing::warn!(%location, error = %e, "could not delete an uncommitted data file");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::write::racing::{Racing, TestResult, data_file, table_in_memory};
+
+    #[derive(Debug, Default)]
+    struct Seen {
+        commits: std::sync::atomic::AtomicU32,
+        conflicts: std::sync::atomic::AtomicU32,
+    }
+
+    impl CommitListener for Seen {
+        fn committed(&self, _table: &TableIdent, _snapshot_id: Option<i64>) {
+            self.commits
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        fn conflicted(&self, _table: &TableIdent, conflicts: u32) {
+            self.conflicts
+                .fetch_add(conflicts, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_append_outlasts_more_conflicts_than_iceberg_retries() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (catalog, base) = table_in_memory(dir.path()).await?;
+        // iceberg-rust gives up after 4 retries by default; 7 writers get in first.
+        let racing = Racing::new(&catalog, base.identifier().clone(), 7);
+        let seen = Seen::default();
+        let ours = vec![data_file(&base, "ours")?];
+        if commit(&base, &racing, ours, Some(&seen)).await.is_err() {
+            return Err("the append gave up".into());
+        }
+        let table = catalog.load_table(base.identifier()).await?;
+        assert_eq!(
+            table.metadata().snapshots().count(),
+            8,
+            "7 competitors and ours"
+        );
+        assert_eq!(seen.conflicts.load(std::sync::atomic::Ordering::SeqCst), 7);
+        assert_eq!(seen.commits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        Ok(())
     }
 }

@@ -3,6 +3,8 @@
 mod attempts;
 mod exec;
 mod files;
+#[cfg(test)]
+mod racing;
 
 pub use exec::{CommitListener, IcebergWriteExec};
 pub use files::{CreatedFiles, WrittenFiles, write_partition};

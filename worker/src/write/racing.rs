@@ -1,0 +1,158 @@
+//! Test catalogs for commits: an in-memory Iceberg catalog with one table, and a catalog
+//! where other writers commit just before ours.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use async_trait::async_trait;
+use iceberg::memory::{MEMORY_CATALOG_WAREHOUSE, MemoryCatalog, MemoryCatalogBuilder};
+use iceberg::spec::{
+    DataContentType, DataFile, DataFileBuilder, DataFileFormat, NestedField, PrimitiveType, Schema,
+    Struct, Type,
+};
+use iceberg::table::Table;
+use iceberg::transaction::{ApplyTransactionAction, Transaction};
+use iceberg::{
+    Catalog, CatalogBuilder, ErrorKind, Namespace, NamespaceIdent, Result, TableCommit,
+    TableCreation, TableIdent,
+};
+
+use crate::storage::ObjectStoreStorageFactory;
+
+pub(crate) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// A memory catalog whose warehouse is `dir`, holding `ns.t` (one BIGINT column).
+pub(crate) async fn table_in_memory(
+    dir: &Path,
+) -> std::result::Result<(MemoryCatalog, Table), Box<dyn std::error::Error>> {
+    let catalog = MemoryCatalogBuilder::default()
+        .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
+        .load(
+            "test",
+            HashMap::from([(
+                MEMORY_CATALOG_WAREHOUSE.to_string(),
+                format!("file://{}", dir.display()),
+            )]),
+        )
+        .await?;
+    let namespace = NamespaceIdent::new("ns".into());
+    catalog.create_namespace(&namespace, HashMap::new()).await?;
+    let schema = Schema::builder()
+        .with_fields(vec![
+            NestedField::required(1, "n", Type::Primitive(PrimitiveType::Long)).into(),
+        ])
+        .build()?;
+    let creation = TableCreation::builder()
+        .name("t".into())
+        .schema(schema)
+        .build();
+    let table = catalog.create_table(&namespace, creation).await?;
+    Ok((catalog, table))
+}
+
+/// A data file entry of `table` (the file itself need not exist to be committed).
+pub(crate) fn data_file(table: &Table, name: &str) -> Result<DataFile> {
+    DataFileBuilder::default()
+        .content(DataContentType::Data)
+        .file_path(format!(
+            "{}/data/{name}.parquet",
+            table.metadata().location()
+        ))
+        .file_format(DataFileFormat::Parquet)
+        .file_size_in_bytes(100)
+        .record_count(1)
+        .partition_spec_id(table.metadata().default_partition_spec_id())
+        .partition(Struct::empty())
+        .build()
+        .map_err(|e| iceberg::Error::new(ErrorKind::Unexpected, e.to_string()))
+}
+
+/// Appends one file entry to `table` through `catalog`.
+pub(crate) async fn append(table: &Table, catalog: &dyn Catalog, name: &str) -> Result<Table> {
+    let tx = Transaction::new(table);
+    let tx = tx
+        .fast_append()
+        .add_data_files(vec![data_file(table, name)?])
+        .apply(tx)?;
+    tx.commit(catalog).await
+}
+
+/// A catalog where, right before each of the next `competitors` commits, another writer
+/// commits to `table` first: the race a busy table has.
+#[derive(Debug)]
+pub(crate) struct Racing<'a> {
+    inner: &'a dyn Catalog,
+    table: TableIdent,
+    competitors: AtomicU32,
+}
+
+impl<'a> Racing<'a> {
+    pub(crate) fn new(inner: &'a dyn Catalog, table: TableIdent, competitors: u32) -> Self {
+        Self {
+            inner,
+            table,
+            competitors: AtomicU32::new(competitors),
+        }
+    }
+}
+
+#[async_trait]
+impl Catalog for Racing<'_> {
+    async fn update_table(&self, commit: TableCommit) -> Result<Table> {
+        let left = self.competitors.load(Ordering::SeqCst);
+        if left > 0 {
+            self.competitors.store(left - 1, Ordering::SeqCst);
+            let current = self.inner.load_table(&self.table).await?;
+            append(&current, self.inner, &format!("competitor-{left}")).await?;
+        }
+        self.inner.update_table(commit).await
+    }
+    async fn load_table(&self, table: &TableIdent) -> Result<Table> {
+        self.inner.load_table(table).await
+    }
+    async fn list_namespaces(&self, p: Option<&NamespaceIdent>) -> Result<Vec<NamespaceIdent>> {
+        self.inner.list_namespaces(p).await
+    }
+    async fn create_namespace(
+        &self,
+        n: &NamespaceIdent,
+        p: HashMap<String, String>,
+    ) -> Result<Namespace> {
+        self.inner.create_namespace(n, p).await
+    }
+    async fn get_namespace(&self, n: &NamespaceIdent) -> Result<Namespace> {
+        self.inner.get_namespace(n).await
+    }
+    async fn namespace_exists(&self, n: &NamespaceIdent) -> Result<bool> {
+        self.inner.namespace_exists(n).await
+    }
+    async fn update_namespace(&self, n: &NamespaceIdent, p: HashMap<String, String>) -> Result<()> {
+        self.inner.update_namespace(n, p).await
+    }
+    async fn drop_namespace(&self, n: &NamespaceIdent) -> Result<()> {
+        self.inner.drop_namespace(n).await
+    }
+    async fn list_tables(&self, n: &NamespaceIdent) -> Result<Vec<TableIdent>> {
+        self.inner.list_tables(n).await
+    }
+    async fn create_table(&self, n: &NamespaceIdent, c: TableCreation) -> Result<Table> {
+        self.inner.create_table(n, c).await
+    }
+    async fn drop_table(&self, t: &TableIdent) -> Result<()> {
+        self.inner.drop_table(t).await
+    }
+    async fn purge_table(&self, t: &TableIdent) -> Result<()> {
+        self.inner.purge_table(t).await
+    }
+    async fn table_exists(&self, t: &TableIdent) -> Result<bool> {
+        self.inner.table_exists(t).await
+    }
+    async fn rename_table(&self, s: &TableIdent, d: &TableIdent) -> Result<()> {
+        self.inner.rename_table(s, d).await
+    }
+    async fn register_table(&self, t: &TableIdent, m: String) -> Result<Table> {
+        self.inner.register_table(t, m).await
+    }
+}
