@@ -1,0 +1,168 @@
+"""Tables written by another engine (pyiceberg) through the same REST catalog and S3 store read
+back through SQE exactly as pyiceberg reads them: partition transforms (identity, bucket, day,
+month, year), schema evolution by field id (a renamed and an added column), and rows deleted
+after they were written.
+
+Usage: test_pyiceberg_interop.py <trino host> <trino port> <namespace> <stack dir>
+The stack's settings come from <stack dir>/stack.env (scripts/stack.sh).
+"""
+
+import datetime
+import os
+import re
+import sys
+import unittest
+import warnings
+
+import pyarrow as pa
+import trino
+from pyiceberg.catalog import load_catalog
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, MonthTransform, YearTransform
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
+
+HOST, PORT, NAMESPACE, STACK_DIR = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+
+def stack_settings():
+    with open(os.path.join(STACK_DIR, "stack.env")) as f:
+        return dict(line.strip().split("=", 1) for line in f if "=" in line)
+
+
+STACK = stack_settings()
+CATALOG = load_catalog(
+    "stack",
+    **{
+        "type": "rest",
+        "uri": STACK["SQE_CATALOG__CATALOG_URL"],
+        "s3.endpoint": STACK["SQE_STORAGE__S3_ENDPOINT"],
+        "s3.access-key-id": STACK["SQE_STORAGE__S3_ACCESS_KEY_ID"],
+        "s3.secret-access-key": STACK["SQE_STORAGE__S3_SECRET_ACCESS_KEY"],
+        "s3.region": STACK["SQE_STORAGE__S3_REGION"],
+    },
+)
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "ts", TimestampType(), required=False),
+    NestedField(3, "category", StringType(), required=False),
+    NestedField(4, "amount", DoubleType(), required=False),
+)
+ARROW = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("ts", pa.timestamp("us"), nullable=True),
+        pa.field("category", pa.string(), nullable=True),
+        pa.field("amount", pa.float64(), nullable=True),
+    ]
+)
+START = datetime.datetime(2024, 11, 28, 6, 0, 0)
+
+
+def rows(first, last):
+    """Rows spread over days, months and years, three categories, and a null or two."""
+    ids = list(range(first, last + 1))
+    return pa.table(
+        {
+            "id": ids,
+            "ts": [START + datetime.timedelta(days=17 * i, hours=i) for i in ids],
+            "category": [None if i % 11 == 0 else "abc"[i % 3] for i in ids],
+            "amount": [i * 1.5 for i in ids],
+        },
+        schema=ARROW,
+    )
+
+
+def sqe(sql):
+    conn = trino.dbapi.connect(host=HOST, port=PORT, user="interop", catalog="iceberg", schema=NAMESPACE)
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchall(), [d[0] for d in cur.description]
+    finally:
+        conn.close()
+
+
+def files_in_plan(sql):
+    """Data files the Iceberg scans of `sql`'s plan read, as EXPLAIN shows them."""
+    plan, _ = sqe(f"EXPLAIN {sql}")
+    text = "\n".join(str(cell) for row in plan for cell in row)
+    return sum(int(n) for n in re.findall(r"IcebergScanExec: .*?files=(\d+)", text))
+
+
+def as_rows(table, columns):
+    table = table.sort_by("id")
+    return [[table.column(c)[i].as_py() for c in columns] for i in range(table.num_rows)]
+
+
+class PyicebergTablesThroughSqe(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        CATALOG.create_namespace(NAMESPACE)
+
+    def check_same(self, name, columns):
+        """SQE's rows of `name` are pyiceberg's, in order, with the same column names."""
+        expected = as_rows(CATALOG.load_table(f"{NAMESPACE}.{name}").scan().to_arrow(), columns)
+        got, names = sqe(f"SELECT {', '.join(columns)} FROM {name} ORDER BY id")
+        self.assertEqual(names, columns)
+        self.assertEqual([list(r) for r in got], expected)
+        return got
+
+    def test_partitioned_table_with_evolution_and_deletes(self):
+        spec = PartitionSpec(
+            PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category"),
+            PartitionField(source_id=2, field_id=1001, transform=DayTransform(), name="ts_day"),
+            PartitionField(source_id=1, field_id=1002, transform=BucketTransform(4), name="id_bucket"),
+        )
+        table = CATALOG.create_table(f"{NAMESPACE}.events", schema=SCHEMA, partition_spec=spec)
+        table.append(rows(1, 20))
+        table.append(rows(21, 30))
+        # Schema evolution: SQE must follow field ids, not names or positions.
+        with table.update_schema() as update:
+            update.rename_column("amount", "value")
+            update.add_column("note", StringType())
+        table = CATALOG.load_table(f"{NAMESPACE}.events")
+        later = rows(31, 35).rename_columns(["id", "ts", "category", "value"])
+        later = later.append_column(pa.field("note", pa.string()), pa.array([f"n{i}" for i in range(31, 36)]))
+        table.append(later)
+        # Rows deleted after they were written (pyiceberg rewrites the files that held them).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table.delete("id = 3 or id = 32")
+
+        got = self.check_same("events", ["id", "ts", "category", "value", "note"])
+        ids = [r[0] for r in got]
+        self.assertEqual(len(ids), 33)
+        self.assertNotIn(3, ids)
+        self.assertNotIn(32, ids)
+        self.assertEqual(got[0][4], None, "rows written before the column existed read it as null")
+        self.assertEqual(got[-1][4], "n35")
+        # Partition pruning: a filter on the partition column plans fewer files (EXPLAIN shows
+        # the scan's files after pruning).
+        every = files_in_plan("SELECT * FROM events")
+        only_b = files_in_plan("SELECT * FROM events WHERE category = 'b'")
+        self.assertTrue(0 < only_b < every, f"files planned: {only_b} of {every}")
+        # Filters on partition columns and on the renamed column.
+        (count,), = sqe("SELECT count(*) FROM events WHERE category = 'b'")[0]
+        expected = sum(1 for i in range(1, 36) if i not in (3, 32) and i % 11 != 0 and i % 3 == 1)
+        self.assertEqual(count, expected)
+        (total,), = sqe("SELECT sum(value) FROM events WHERE ts >= TIMESTAMP '2025-06-01 00:00:00'")[0]
+        cutoff = datetime.datetime(2025, 6, 1)
+        self.assertAlmostEqual(
+            total,
+            sum(i * 1.5 for i in range(1, 36) if i not in (3, 32) and START + datetime.timedelta(days=17 * i, hours=i) >= cutoff),
+        )
+
+    def test_month_and_year_partitions(self):
+        for name, transform in (("monthly", MonthTransform()), ("yearly", YearTransform())):
+            spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=transform, name=f"ts_{name}"))
+            table = CATALOG.create_table(f"{NAMESPACE}.{name}", schema=SCHEMA, partition_spec=spec)
+            table.append(rows(1, 40))
+            self.check_same(name, ["id", "ts", "category", "amount"])
+            (n,), = sqe(f"SELECT count(*) FROM {name} WHERE ts < TIMESTAMP '2025-01-01 00:00:00'")[0]
+            self.assertEqual(n, sum(1 for i in range(1, 41) if START + datetime.timedelta(days=17 * i, hours=i) < datetime.datetime(2025, 1, 1)))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
