@@ -342,6 +342,15 @@ pub struct CatalogConfig {
     pub warehouse: Option<String>,
     /// REST: a static bearer token.
     pub token: Option<String>,
+    /// REST: OAuth2 client credentials; the token comes from `oauth2_token_endpoint` (default:
+    /// the catalog's own `/v1/oauth/tokens`) and is renewed every `oauth2_refresh_secs`.
+    pub oauth2_client_id: Option<String>,
+    pub oauth2_client_secret: Option<String>,
+    pub oauth2_client_secret_file: Option<PathBuf>,
+    pub oauth2_token_endpoint: Option<String>,
+    /// REST: the scope asked for (default `catalog`).
+    pub oauth2_scope: Option<String>,
+    pub oauth2_refresh_secs: u64,
     /// REST: extra HTTP headers on every catalog request.
     pub headers: HashMap<String, String>,
 }
@@ -355,7 +364,43 @@ impl Default for CatalogConfig {
             catalog_url: None,
             warehouse: None,
             token: None,
+            oauth2_client_id: None,
+            oauth2_client_secret: None,
+            oauth2_client_secret_file: None,
+            oauth2_token_endpoint: None,
+            oauth2_scope: None,
+            oauth2_refresh_secs: 1800,
             headers: HashMap::new(),
+        }
+    }
+}
+
+/// A REST catalog's OAuth2 client credentials, checked.
+#[derive(Debug, Clone)]
+pub struct OAuth2Credentials {
+    pub client_id: String,
+    pub client_secret: String,
+    pub token_endpoint: Option<String>,
+    pub scope: Option<String>,
+    pub refresh: std::time::Duration,
+}
+
+impl CatalogConfig {
+    /// The OAuth2 client credentials, when the catalog is reached with them.
+    pub fn oauth2(&self) -> Result<Option<OAuth2Credentials>, ConfigError> {
+        let secret = secret(&self.oauth2_client_secret, &self.oauth2_client_secret_file)?;
+        match (&self.oauth2_client_id, secret) {
+            (None, None) => Ok(None),
+            (Some(id), Some(secret)) => Ok(Some(OAuth2Credentials {
+                client_id: id.clone(),
+                client_secret: secret,
+                token_endpoint: self.oauth2_token_endpoint.clone(),
+                scope: self.oauth2_scope.clone(),
+                refresh: std::time::Duration::from_secs(self.oauth2_refresh_secs.max(1)),
+            })),
+            _ => Err(ConfigError::Invalid(
+                "catalog.oauth2_client_id and catalog.oauth2_client_secret go together".into(),
+            )),
         }
     }
 }
@@ -728,6 +773,17 @@ impl CatalogConfig {
                     ))
                 })?;
                 validate_url(url, "catalog.catalog_url", origin)?;
+                if let Some(endpoint) = &self.oauth2_token_endpoint {
+                    validate_url(endpoint, "catalog.oauth2_token_endpoint", origin)?;
+                }
+                let oauth2 = self
+                    .oauth2()
+                    .map_err(|e| ConfigError::Invalid(format!("{origin}: {e}")))?;
+                if self.token.is_some() && oauth2.is_some() {
+                    return Err(ConfigError::Invalid(format!(
+                        "{origin}: catalog.token and catalog.oauth2_client_id both say how to log in; give one"
+                    )));
+                }
             }
         }
         Ok(())
@@ -948,6 +1004,39 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(unsigned.contains("worker_secret"), "{unsigned}");
+    }
+
+    #[test]
+    fn rest_catalog_logs_in_one_way() -> Result<(), ConfigError> {
+        let rest =
+            "[catalog]\ntype = \"rest\"\ncatalog_url = \"http://polaris:8181/api/catalog\"\n";
+        let c = coordinator(
+            &format!(
+                "{rest}oauth2_client_id = \"sqe\"\noauth2_client_secret = \"s\"\noauth2_scope = \"PRINCIPAL_ROLE:ALL\"\n"
+            ),
+            &[],
+        )?;
+        let oauth2 = c
+            .catalog
+            .oauth2()?
+            .ok_or(ConfigError::Invalid("no credentials".into()))?;
+        assert_eq!(
+            (oauth2.client_id.as_str(), oauth2.client_secret.as_str()),
+            ("sqe", "s")
+        );
+        assert_eq!(oauth2.refresh, std::time::Duration::from_secs(1800));
+        for bad in [
+            format!("{rest}oauth2_client_id = \"sqe\"\n"),
+            format!(
+                "{rest}token = \"t\"\noauth2_client_id = \"sqe\"\noauth2_client_secret = \"s\"\n"
+            ),
+            format!(
+                "{rest}oauth2_client_id = \"sqe\"\noauth2_client_secret = \"s\"\noauth2_token_endpoint = \"idp/token\"\n"
+            ),
+        ] {
+            assert!(coordinator(&bad, &[]).is_err(), "{bad}");
+        }
+        Ok(())
     }
 
     #[test]

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iceberg::{Catalog, CatalogBuilder};
-use iceberg_catalog_rest::RestCatalogBuilder;
+use iceberg_catalog_rest::{RestCatalog, RestCatalogBuilder};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
 use sqe_worker::storage::ObjectStoreStorageFactory;
 
-use crate::config::{CatalogConfig, CatalogType};
+use crate::config::{CatalogConfig, CatalogType, OAuth2Credentials};
 use crate::error::{GatewayError, Result};
 
 /// How long start-up waits for a catalog to answer before reporting it unreachable.
@@ -74,6 +74,10 @@ pub async fn connect_catalog(
             if let Some(token) = &config.token {
                 props.insert("token".into(), token.clone());
             }
+            let oauth2 = config.oauth2()?;
+            if let Some(oauth2) = &oauth2 {
+                props.extend(oauth2_props(oauth2));
+            }
             for (name, value) in &config.headers {
                 props.insert(format!("header.{name}"), value.clone());
             }
@@ -90,7 +94,11 @@ pub async fn connect_catalog(
                 .map_err(|e| {
                     GatewayError::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
                 })?;
-            Arc::new(catalog)
+            let catalog = Arc::new(catalog);
+            if let Some(oauth2) = oauth2 {
+                keep_token_fresh(&catalog, oauth2.refresh);
+            }
+            catalog
         }
     };
     match tokio::time::timeout(CATALOG_PROBE_TIMEOUT, catalog.list_namespaces(None)).await {
@@ -104,6 +112,44 @@ pub async fn connect_catalog(
             config.name
         ))),
     }
+}
+
+/// iceberg-catalog-rest's properties for client credentials.
+fn oauth2_props(oauth2: &OAuth2Credentials) -> Vec<(String, String)> {
+    let mut props = vec![(
+        "credential".to_string(),
+        format!("{}:{}", oauth2.client_id, oauth2.client_secret),
+    )];
+    if let Some(endpoint) = &oauth2.token_endpoint {
+        props.push(("oauth2-server-uri".into(), endpoint.clone()));
+    }
+    if let Some(scope) = &oauth2.scope {
+        props.push(("scope".into(), scope.clone()));
+    }
+    props
+}
+
+/// Fetches a new token every `every`, before the current one expires (iceberg-catalog-rest
+/// fetches one when it first needs it and keeps it). A failed renewal keeps the old token and
+/// is tried again next time. Stops when the catalog is dropped.
+fn keep_token_fresh(catalog: &Arc<RestCatalog>, every: Duration) {
+    let catalog = Arc::downgrade(catalog);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            let Some(catalog) = catalog.upgrade() else {
+                break;
+            };
+            match catalog.regenerate_token().await {
+                Ok(()) => tracing::debug!("catalog token renewed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not renew the catalog token; keeping the current one")
+                }
+            }
+        }
+    });
 }
 
 /// Accepts a bare path (relative to the working directory) as shorthand for a SQLite file,

@@ -288,3 +288,96 @@ async fn tables_written_by_pyiceberg_read_back_identically() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// The grant requests an OAuth2 token endpoint received.
+#[derive(Clone, Default)]
+struct Grants(std::sync::Arc<std::sync::Mutex<Vec<std::collections::HashMap<String, String>>>>);
+
+impl Grants {
+    fn all(&self) -> Vec<std::collections::HashMap<String, String>> {
+        self.0.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+}
+
+/// An identity provider's client-credentials token endpoint (the stack's catalog runs without
+/// auth, so it takes any token; what is checked here is how SQE obtains and renews them).
+async fn token_endpoint() -> Result<(SocketAddr, Grants), Box<dyn std::error::Error + Send + Sync>>
+{
+    let grants = Grants::default();
+    let recorded = grants.clone();
+    let app = axum::Router::new().route(
+        "/oauth/token",
+        axum::routing::post(move |body: String| {
+            let recorded = recorded.clone();
+            async move {
+                let grant: std::collections::HashMap<String, String> =
+                    url::form_urlencoded::parse(body.as_bytes())
+                        .into_owned()
+                        .collect();
+                let n = recorded.0.lock().map(|mut g| {
+                    g.push(grant);
+                    g.len()
+                });
+                axum::Json(json!({
+                    "access_token": format!("token-{}", n.unwrap_or(0)),
+                    "token_type": "bearer",
+                    "expires_in": 3600,
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((addr, grants))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_catalog_is_reached_with_oauth2_client_credentials_renewed_in_time() -> TestResult {
+    let stack = Stack::running()?;
+    let (idp, grants) = token_endpoint().await?;
+    let mut settings = stack.settings.clone();
+    settings.catalog.oauth2_client_id = Some("sqe-coordinator".into());
+    settings.catalog.oauth2_client_secret = Some("client-secret".into());
+    settings.catalog.oauth2_token_endpoint = Some(format!("http://{idp}/oauth/token"));
+    settings.catalog.oauth2_scope = Some("catalog:rw".into());
+    settings.catalog.oauth2_refresh_secs = 1;
+    let cluster = cluster_on(settings, 1).await?;
+    let addr = cluster.trino_addr()?;
+    let schema = unique("oauth");
+    sql(addr, &format!("CREATE SCHEMA {schema}")).await?;
+    sql(addr, &format!("CREATE TABLE {schema}.t AS SELECT 1 AS one")).await?;
+
+    let first = grants.all();
+    let grant = first.first().ok_or("no token was requested")?;
+    assert_eq!(
+        grant.get("grant_type").map(String::as_str),
+        Some("client_credentials")
+    );
+    assert_eq!(
+        grant.get("client_id").map(String::as_str),
+        Some("sqe-coordinator")
+    );
+    assert_eq!(
+        grant.get("client_secret").map(String::as_str),
+        Some("client-secret")
+    );
+    assert_eq!(grant.get("scope").map(String::as_str), Some("catalog:rw"));
+    // Renewed on its schedule while the coordinator runs, and the catalog keeps answering.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while grants.all().len() < first.len() + 2 {
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("token not renewed: {} grants", grants.all().len()).into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        sql(addr, &format!("SELECT one FROM {schema}.t")).await?,
+        vec![json!([1])]
+    );
+    cluster.stop().await;
+    Ok(())
+}
