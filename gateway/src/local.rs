@@ -51,25 +51,39 @@ impl StackSettings {
     /// Reads `<dir>/stack.env` (`SQE_CATALOG__*` and `SQE_STORAGE__*` lines, as `scripts/stack.sh
     /// up` writes them) through the config loader, so they mean what they mean in a config file.
     pub fn load(dir: &std::path::Path) -> Result<Self> {
-        let path = dir.join("stack.env");
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            GatewayError::Internal(format!(
-                "cannot read {}: {e} (start the stack with scripts/stack.sh up)",
-                path.display()
-            ))
-        })?;
-        let settings: Vec<(String, String)> = text
-            .lines()
-            .filter_map(|line| line.split_once('='))
+        Self::from_env(dir, &read_stack_env(dir)?)
+    }
+
+    /// The settings among `env` (the lines of `<dir>/stack.env`).
+    pub fn from_env(dir: &std::path::Path, env: &[(String, String)]) -> Result<Self> {
+        let settings: Vec<(String, String)> = env
+            .iter()
             .filter(|(key, _)| key.starts_with("SQE_CATALOG__") || key.starts_with("SQE_STORAGE__"))
-            .map(|(key, value)| (key.trim().to_string(), value.trim().to_string()))
+            .cloned()
             .collect();
-        let config = CoordinatorConfig::from_toml("", &path.display().to_string(), &settings)?;
+        let origin = dir.join("stack.env").display().to_string();
+        let config = CoordinatorConfig::from_toml("", &origin, &settings)?;
         Ok(Self {
             catalog: config.catalog,
             storage: config.storage,
         })
     }
+}
+
+/// The `KEY=VALUE` lines of `<dir>/stack.env`, as `scripts/stack.sh up` writes them.
+pub fn read_stack_env(dir: &std::path::Path) -> Result<Vec<(String, String)>> {
+    let path = dir.join("stack.env");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        GatewayError::Internal(format!(
+            "cannot read {}: {e} (start the stack with scripts/stack.sh up)",
+            path.display()
+        ))
+    })?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.trim().to_string(), value.trim().to_string()))
+        .collect())
 }
 
 impl Default for LocalOptions {

@@ -180,14 +180,6 @@ pub fn trace_id(span: &tracing::Span) -> Option<String> {
     (id != TraceId::INVALID).then(|| id.to_string())
 }
 
-/// The W3C trace context of `span` as headers, for datafusion-distributed to pass to every
-/// worker RPC of a query (its tasks are sent from spawned tasks, outside the span).
-pub fn context_headers(span: &tracing::Span) -> http::HeaderMap {
-    let mut headers = http::HeaderMap::new();
-    sqe_layers::trace::inject_context(span, &mut headers);
-    headers
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

@@ -26,6 +26,13 @@ pub fn sqe_binary() -> PathBuf {
     bin
 }
 
+/// A port on 127.0.0.1 free right now (another process may still take it before it is used).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
 /// A running `sqe` process; killed when dropped. Its stderr goes to a log file for diagnosis.
 pub struct SqeProcess {
     pub name: String,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use sqe_gateway::local::StackSettings;
+use sqe_gateway::local::{StackSettings, read_stack_env};
 
 /// A running stack: what SQE needs to use it, and what tests need to disturb it.
 pub struct Stack {
@@ -20,20 +20,15 @@ impl Stack {
         let dir = std::env::var_os("SQE_STACK_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.stack"));
-        let text = std::fs::read_to_string(dir.join("stack.env")).map_err(|e| {
-            format!(
-                "no REST catalog + S3 stack at {} ({e}): run the suite with scripts/test.sh, \
-                 or start one with scripts/stack.sh up",
-                dir.display()
-            )
+        let env = read_stack_env(&dir).map_err(|e| {
+            format!("no REST catalog + S3 stack ({e}); or run the suite with scripts/test.sh")
         })?;
-        let env = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let settings = StackSettings::load(&dir).map_err(|e| e.to_string())?;
-        Ok(Self { dir, settings, env })
+        let settings = StackSettings::from_env(&dir, &env).map_err(|e| e.to_string())?;
+        Ok(Self {
+            dir,
+            settings,
+            env: env.into_iter().collect(),
+        })
     }
 
     /// A value of `stack.env`.

@@ -99,8 +99,7 @@ pub fn build_worker(
         let channels = channels.clone();
         // Called while the task arrives, inside its CoordinatorChannel span: the task's own
         // calls to other workers continue that span's trace.
-        let mut trace_context = http::HeaderMap::new();
-        sqe_layers::trace::inject_context(&tracing::Span::current(), &mut trace_context);
+        let trace_context = sqe_layers::trace::context_headers(&tracing::Span::current());
         async move {
             let builder = ctx
                 .builder

@@ -939,8 +939,9 @@ impl Engine {
             .config_mut()
             .set_extension(Arc::new(TaskLedger::default()));
         state.config_mut().set_extension(memory);
-        // Workers get the query's trace context with every task.
-        let trace_context = crate::telemetry::context_headers(&tracing::Span::current());
+        // Workers get the query's trace context with every task (datafusion-distributed sends
+        // them from its own spawned tasks, outside the query's span).
+        let trace_context = sqe_layers::trace::context_headers(&tracing::Span::current());
         if !trace_context.is_empty() {
             state.set_distributed_passthrough_headers(trace_context)?;
         }

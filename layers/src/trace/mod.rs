@@ -64,6 +64,15 @@ pub fn inject_context(span: &Span, headers: &mut HeaderMap) {
     });
 }
 
+/// `span`'s trace context as headers of their own (empty outside any trace): for callers that
+/// hand them to something that makes the RPCs itself, such as datafusion-distributed's
+/// passthrough headers.
+pub fn context_headers(span: &Span) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    inject_context(span, &mut headers);
+    headers
+}
+
 /// Reads a caller's trace context from `headers` with the global propagator.
 pub fn extract_context(headers: &HeaderMap) -> opentelemetry::Context {
     opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)))

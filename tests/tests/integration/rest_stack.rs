@@ -199,9 +199,7 @@ async fn a_stopped_object_store_fails_queries_clearly_and_the_coordinator_keeps_
     // A store of this test's own (the stack's serves the other tests), same catalog.
     let root = tempfile::tempdir()?;
     std::fs::create_dir(root.path().join("warehouse"))?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = sqe_tests::process::free_port()?;
     let mut store = std::process::Command::new(stack.get("SQE_STACK_S3S_BIN")?)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--access-key", stack.get("SQE_STORAGE__S3_ACCESS_KEY_ID")?])

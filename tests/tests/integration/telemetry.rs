@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sqe_tests::otlp::{OtlpReceiver, ReceivedSpan};
-use sqe_tests::process::SqeProcess;
+use sqe_tests::process::{SqeProcess, free_port};
 
 use crate::TestResult;
 
@@ -17,12 +17,6 @@ const SECRET: &str = "telemetry-test-cluster-secret";
 /// The caller's span our query must continue.
 const CALLER_TRACE: &str = "5b8efff798038103d269b633813fc60c";
 const CALLER_SPAN: &str = "eee19b7ec3c1b174";
-
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
 
 fn write(path: &Path, text: &str) -> std::io::Result<String> {
     std::fs::write(path, text)?;
