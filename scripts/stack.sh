@@ -33,7 +33,8 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # Installs one binary into $STACK_HOME/bin unless that version is there already.
 install_tool() {
   local name=$1 version=$2; shift 2
-  local stamp="$STACK_HOME/bin/.$name-$version"
+  # The stamp names the features too: a changed feature set is a new build.
+  local stamp="$STACK_HOME/bin/.$name-$version$(printf -- '-%s' "$@" | tr -c 'a-zA-Z0-9.,_-' '_')"
   if [[ -x "$STACK_HOME/bin/$name" && -f "$stamp" ]]; then
     return
   fi
@@ -75,6 +76,7 @@ SQE_STORAGE__S3_ACCESS_KEY_ID=$ACCESS_KEY
 SQE_STORAGE__S3_SECRET_ACCESS_KEY=$SECRET_KEY
 SQE_STORAGE__S3_PATH_STYLE=true
 SQE_STACK_S3S_BIN=$STACK_HOME/bin/s3s-fs
+SQE_STACK_RUSTBERG_BIN=$STACK_HOME/bin/rustberg
 SQE_STACK_S3_ROOT=$STACK_DIR/s3
 SQE_STACK_S3_PID=$STACK_DIR/s3s-fs.pid
 SQE_STACK_CATALOG_PID=$STACK_DIR/rustberg.pid
@@ -89,7 +91,7 @@ up() {
   fi
   down_quietly
   install_tool s3s-fs "$S3S_VERSION" --features binary
-  install_tool rustberg "$RUSTBERG_VERSION" --no-default-features --features cli,storage-s3
+  install_tool rustberg "$RUSTBERG_VERSION" --no-default-features --features cli,storage-s3,aws-credentials
   local starting; starting=$(now)
 
   # The object store: buckets are directories under its root.

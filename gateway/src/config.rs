@@ -353,6 +353,9 @@ pub struct CatalogConfig {
     pub oauth2_refresh_secs: u64,
     /// REST: extra HTTP headers on every catalog request.
     pub headers: HashMap<String, String>,
+    /// REST: ask the catalog for the storage credentials of each table it loads and read that
+    /// table with them instead of `[storage]`'s keys (workers get them in the plan fragment).
+    pub vended_credentials: bool,
 }
 
 impl Default for CatalogConfig {
@@ -371,6 +374,7 @@ impl Default for CatalogConfig {
             oauth2_scope: None,
             oauth2_refresh_secs: 1800,
             headers: HashMap::new(),
+            vended_credentials: true,
         }
     }
 }

@@ -1,7 +1,7 @@
 """Tables written by another engine (pyiceberg) through the same REST catalog and S3 store read
 back through SQE exactly as pyiceberg reads them: partition transforms (identity, bucket, day,
-month, year), schema evolution by field id (a renamed and an added column), and rows deleted
-after they were written.
+month, year), schema evolution by field id (a renamed and an added column), rows deleted by
+rewriting their files, and rows deleted by position-delete files (merge-on-read).
 
 Usage: test_pyiceberg_interop.py <trino host> <trino port> <namespace> <stack dir>
 The stack's settings come from <stack dir>/stack.env (scripts/stack.sh).
@@ -12,11 +12,16 @@ import os
 import re
 import sys
 import unittest
+import uuid
 import warnings
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import trino
 from pyiceberg.catalog import load_catalog
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestWriterV2
+from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, MonthTransform, YearTransform
@@ -96,6 +101,73 @@ def as_rows(table, columns):
     return [[table.column(c)[i].as_py() for c in columns] for i in range(table.num_rows)]
 
 
+# Position-delete files (the spec's reserved field ids for their two columns).
+POSITION_DELETE_ARROW = pa.schema(
+    [
+        pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": b"2147483546"}),
+        pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"2147483545"}),
+    ]
+)
+
+
+class _DeleteManifestWriter(ManifestWriterV2):
+    """pyiceberg's v2 manifest writer, writing a manifest of delete files."""
+
+    def content(self):
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self):
+        return {**super()._meta, "content": "deletes"}
+
+
+class _AddDeleteFiles(_FastAppendFiles):
+    """A snapshot that adds delete files, as merge-on-read engines commit a DELETE.
+
+    pyiceberg 0.12 deletes by rewriting data files only, so its own snapshot producer is given a
+    delete manifest writer; the files, the manifest and the commit are pyiceberg's.
+    """
+
+    def new_manifest_writer(self, spec):
+        return _DeleteManifestWriter(
+            spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
+        )
+
+
+def delete_positions(table, doomed_ids):
+    """Writes one position-delete file per data file holding a doomed id and commits them all in
+    one snapshot; returns the paths of the files it wrote."""
+    delete_files = []
+    for task in table.scan().plan_files():
+        data_file = task.file
+        with table.io.new_input(data_file.file_path).open() as f:
+            ids = pq.read_table(f, columns=["id"]).column("id").to_pylist()
+        positions = [pos for pos, i in enumerate(ids) if i in doomed_ids]
+        if not positions:
+            continue
+        path = f"{table.location()}/data/pos-{uuid.uuid4().hex[:12]}.parquet"
+        deletes = pa.table({"file_path": [data_file.file_path] * len(positions), "pos": positions}, schema=POSITION_DELETE_ARROW)
+        with table.io.new_output(path).create(overwrite=True) as f:
+            pq.write_table(deletes, f)
+        delete_file = DataFile.from_args(
+            _table_format_version=2,
+            content=DataFileContent.POSITION_DELETES,
+            file_path=path,
+            file_format=FileFormat.PARQUET,
+            partition=data_file.partition,
+            record_count=len(positions),
+            file_size_in_bytes=len(table.io.new_input(path)),
+        )
+        delete_file.spec_id = data_file.spec_id
+        delete_files.append(delete_file)
+    with table.transaction() as tx:
+        producer = _AddDeleteFiles(operation=Operation.OVERWRITE, transaction=tx, io=table.io)
+        for delete_file in delete_files:
+            producer.append_data_file(delete_file)
+        producer.commit()
+    return {f.file_path for f in delete_files}
+
+
 class PyicebergTablesThroughSqe(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -153,6 +225,28 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
             total,
             sum(i * 1.5 for i in range(1, 36) if i not in (3, 32) and START + datetime.timedelta(days=17 * i, hours=i) >= cutoff),
         )
+
+    def test_position_delete_files(self):
+        spec = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category"))
+        table = CATALOG.create_table(f"{NAMESPACE}.posdel", schema=SCHEMA, partition_spec=spec)
+        table.append(rows(1, 30))
+        table.append(rows(31, 60))
+        doomed = {4, 5, 17, 30, 31, 59}
+        written = delete_positions(table, doomed)
+        self.assertGreater(len(written), 1, "deletes spread over several files and partitions")
+        table = CATALOG.load_table(f"{NAMESPACE}.posdel")
+        summary = table.current_snapshot().summary
+        self.assertEqual(summary["added-position-deletes"], str(len(doomed)))
+        # A position-delete file applies to its partition's data files (its rows name the file).
+        planned = {d.file_path for t in table.scan().plan_files() for d in t.delete_files}
+        self.assertEqual(planned, written)
+
+        got = self.check_same("posdel", ["id", "ts", "category", "amount"])
+        ids = [r[0] for r in got]
+        self.assertEqual(ids, [i for i in range(1, 61) if i not in doomed])
+        (count, total), = sqe("SELECT count(*), sum(id) FROM posdel WHERE category = 'b'")[0]
+        kept_b = [i for i in range(1, 61) if i not in doomed and i % 11 != 0 and i % 3 == 1]
+        self.assertEqual((count, total), (len(kept_b), sum(kept_b)))
 
     def test_month_and_year_partitions(self):
         for name, transform in (("monthly", MonthTransform()), ("yearly", YearTransform())):

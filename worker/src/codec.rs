@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::WorkerError;
 use crate::scan::{IcebergScanExec, ScanIo};
-use crate::storage::file_io_with_props;
+use crate::storage::{file_io_with_props, overlay_table_props};
 
 const ICEBERG_SCAN: &str = "sqe.iceberg_scan.v1";
 
@@ -242,8 +242,7 @@ impl SqeCodec {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut props = self.storage_props.clone();
-        props.extend(payload.plan_props.clone());
+        let props = overlay_table_props(self.storage_props.clone(), &payload.plan_props);
         let io = ScanIo {
             file_io: file_io_with_props(props),
             plan_props: payload.plan_props,

@@ -7,6 +7,7 @@
 //! - [`storage`]: Iceberg storage on `object_store` (local files, S3).
 //! - [`server`]: the worker process (a datafusion-distributed `Worker` behind gRPC).
 
+pub mod catalog_view;
 pub mod channel;
 pub mod codec;
 pub mod error;

@@ -29,6 +29,23 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 
+/// The properties that carry a credential. Credentials vended for a table replace all of these
+/// (a vended key must not be paired with a configured session token).
+pub const CREDENTIAL_KEYS: [&str; 3] = [S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN];
+
+/// `props` with `table_props` laid over them; when `table_props` carry a credential, none of the
+/// credentials of `props` remain.
+pub fn overlay_table_props(
+    mut props: HashMap<String, String>,
+    table_props: &HashMap<String, String>,
+) -> HashMap<String, String> {
+    if CREDENTIAL_KEYS.iter().any(|k| table_props.contains_key(*k)) {
+        props.retain(|k, _| !CREDENTIAL_KEYS.contains(&k.as_str()));
+    }
+    props.extend(table_props.iter().map(|(k, v)| (k.clone(), v.clone())));
+    props
+}
+
 /// Builds [`ObjectStoreStorage`] for a FileIO; registered with every catalog SQE opens.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ObjectStoreStorageFactory;
@@ -329,6 +346,51 @@ impl FileWrite for ObjectWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vended_credentials_replace_every_configured_credential() {
+        let own = || {
+            HashMap::from([
+                (S3_ENDPOINT.to_string(), "http://store".to_string()),
+                (S3_ACCESS_KEY_ID.to_string(), "long-lived".to_string()),
+                (
+                    S3_SECRET_ACCESS_KEY.to_string(),
+                    "long-lived-secret".to_string(),
+                ),
+                (S3_SESSION_TOKEN.to_string(), "configured-token".to_string()),
+            ])
+        };
+        let vended = HashMap::from([
+            (S3_ACCESS_KEY_ID.to_string(), "vended".to_string()),
+            (
+                S3_SECRET_ACCESS_KEY.to_string(),
+                "vended-secret".to_string(),
+            ),
+        ]);
+        let props = overlay_table_props(own(), &vended);
+        assert_eq!(
+            props.get(S3_ACCESS_KEY_ID).map(String::as_str),
+            Some("vended")
+        );
+        assert_eq!(
+            props.get(S3_SESSION_TOKEN),
+            None,
+            "no configured token beside a vended key"
+        );
+        assert_eq!(
+            props.get(S3_ENDPOINT).map(String::as_str),
+            Some("http://store")
+        );
+
+        // Table properties without a credential leave the configured keys alone.
+        let region = HashMap::from([(S3_REGION.to_string(), "eu-west-1".to_string())]);
+        let props = overlay_table_props(own(), &region);
+        assert_eq!(
+            props.get(S3_SESSION_TOKEN).map(String::as_str),
+            Some("configured-token")
+        );
+        assert_eq!(props.get(S3_REGION).map(String::as_str), Some("eu-west-1"));
+    }
 
     #[tokio::test]
     async fn local_round_trip_and_prefix_delete() -> iceberg::Result<()> {

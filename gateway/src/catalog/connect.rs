@@ -10,6 +10,7 @@ use iceberg_catalog_rest::{RestCatalog, RestCatalogBuilder};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
 use sqe_worker::storage::ObjectStoreStorageFactory;
 
+use super::vended::{CredentialVendor, VendedCredentialsCatalog};
 use crate::config::{CatalogConfig, CatalogType, OAuth2Credentials};
 use crate::error::{GatewayError, Result};
 
@@ -95,10 +96,16 @@ pub async fn connect_catalog(
                     GatewayError::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
                 })?;
             let catalog = Arc::new(catalog);
-            if let Some(oauth2) = oauth2 {
+            if let Some(oauth2) = &oauth2 {
                 keep_token_fresh(&catalog, oauth2.refresh);
             }
-            catalog
+            if config.vended_credentials {
+                let vendor = CredentialVendor::new(config, oauth2)
+                    .map_err(|e| GatewayError::Catalog(format!("REST catalog at {url}: {e}")))?;
+                Arc::new(VendedCredentialsCatalog::new(catalog, vendor))
+            } else {
+                catalog
+            }
         }
     };
     match tokio::time::timeout(CATALOG_PROBE_TIMEOUT, catalog.list_namespaces(None)).await {

@@ -192,11 +192,12 @@ async fn concurrent_inserts_from_many_clients_all_land() -> TestResult {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_stopped_object_store_fails_queries_clearly_and_the_coordinator_keeps_serving()
--> TestResult {
-    let stack = Stack::running()?;
-    // A store of this test's own (the stack's serves the other tests), same catalog.
+/// An s3s-fs of the caller's own with the stack's keys and an empty `warehouse` bucket, on a
+/// free port; the store's root lives as long as the returned directory.
+async fn own_store(
+    stack: &Stack,
+) -> Result<(std::process::Child, u16, tempfile::TempDir), Box<dyn std::error::Error + Send + Sync>>
+{
     let root = tempfile::tempdir()?;
     std::fs::create_dir(root.path().join("warehouse"))?;
     let port = sqe_tests::process::free_port()?;
@@ -211,14 +212,30 @@ async fn a_stopped_object_store_fails_queries_clearly_and_the_coordinator_keeps_
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    if let Err(e) = listening(port, Duration::from_secs(10)).await {
+        let _ = store.kill();
+        return Err(format!("the test's own s3s-fs: {e}").into());
+    }
+    Ok((store, port, root))
+}
+
+async fn listening(port: u16, within: Duration) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + within;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if std::time::Instant::now() > deadline {
-            let _ = store.kill();
-            return Err("the test's own s3s-fs did not listen".into());
+            return Err(format!("nothing listens on port {port} after {within:?}"));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_object_store_fails_queries_clearly_and_the_coordinator_keeps_serving()
+-> TestResult {
+    let stack = Stack::running()?;
+    // A store of this test's own (the stack's serves the other tests), same catalog.
+    let (mut store, port, _root) = own_store(&stack).await?;
     let mut settings = stack.settings.clone();
     settings.storage.s3_endpoint = Some(format!("http://127.0.0.1:{port}"));
     let cluster = cluster_on(settings, 1).await?;
@@ -287,11 +304,11 @@ async fn tables_written_by_pyiceberg_read_back_identically() -> TestResult {
     Ok(())
 }
 
-/// The grant requests an OAuth2 token endpoint received.
+/// The form-encoded requests an endpoint of the test's own received.
 #[derive(Clone, Default)]
-struct Grants(std::sync::Arc<std::sync::Mutex<Vec<std::collections::HashMap<String, String>>>>);
+struct Forms(std::sync::Arc<std::sync::Mutex<Vec<std::collections::HashMap<String, String>>>>);
 
-impl Grants {
+impl Forms {
     fn all(&self) -> Vec<std::collections::HashMap<String, String>> {
         self.0.lock().map(|g| g.clone()).unwrap_or_default()
     }
@@ -299,9 +316,8 @@ impl Grants {
 
 /// An identity provider's client-credentials token endpoint (the stack's catalog runs without
 /// auth, so it takes any token; what is checked here is how SQE obtains and renews them).
-async fn token_endpoint() -> Result<(SocketAddr, Grants), Box<dyn std::error::Error + Send + Sync>>
-{
-    let grants = Grants::default();
+async fn token_endpoint() -> Result<(SocketAddr, Forms), Box<dyn std::error::Error + Send + Sync>> {
+    let grants = Forms::default();
     let recorded = grants.clone();
     let app = axum::Router::new().route(
         "/oauth/token",
@@ -378,4 +394,217 @@ async fn the_catalog_is_reached_with_oauth2_client_credentials_renewed_in_time()
     );
     cluster.stop().await;
     Ok(())
+}
+
+/// An AWS STS `AssumeRole` endpoint standing in for AWS's (no STS can run here): each call gets
+/// the store's key pair with a fresh session token, and its form is recorded.
+async fn sts_endpoint(
+    access_key: String,
+    secret_key: String,
+) -> Result<(SocketAddr, Forms), Box<dyn std::error::Error + Send + Sync>> {
+    let calls = Forms::default();
+    let recorded = calls.clone();
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: String| {
+            let recorded = recorded.clone();
+            let (access_key, secret_key) = (access_key.clone(), secret_key.clone());
+            async move {
+                let form: std::collections::HashMap<String, String> =
+                    url::form_urlencoded::parse(body.as_bytes())
+                        .into_owned()
+                        .collect();
+                let n = recorded.0.lock().map_or(0, |mut c| {
+                    c.push(form);
+                    c.len()
+                });
+                let xml = format!(
+                    r#"<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <Credentials>
+      <AccessKeyId>{access_key}</AccessKeyId>
+      <SecretAccessKey>{secret_key}</SecretAccessKey>
+      <SessionToken>sqe-test-session-{n}</SessionToken>
+      <Expiration>2099-01-01T00:00:00Z</Expiration>
+    </Credentials>
+    <AssumedRoleUser>
+      <AssumedRoleId>AROATEST:sqe</AssumedRoleId>
+      <Arn>arn:aws:sts::000000000000:assumed-role/sqe-test/sqe</Arn>
+    </AssumedRoleUser>
+  </AssumeRoleResult>
+  <ResponseMetadata><RequestId>req-{n}</RequestId></ResponseMetadata>
+</AssumeRoleResponse>"#
+                );
+                ([(axum::http::header::CONTENT_TYPE, "text/xml")], xml)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((addr, calls))
+}
+
+/// A rustberg of the test's own that vends credentials through AWS STS (at `sts`), over `store`.
+fn vending_catalog(
+    stack: &Stack,
+    dir: &Path,
+    store_port: u16,
+    sts: SocketAddr,
+) -> Result<(std::process::Child, u16), Box<dyn std::error::Error + Send + Sync>> {
+    let port = sqe_tests::process::free_port()?;
+    let config = dir.join("rustberg.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"[storage]
+catalog_url = "file://{dir}/catalog"
+warehouse_location = "s3://warehouse"
+
+[storage.properties]
+"s3.endpoint" = "http://127.0.0.1:{store_port}"
+"s3.path-style-access" = "true"
+"s3.region" = "us-east-1"
+"s3.access-key-id" = "env:SQE_STACK_ACCESS_KEY"
+"s3.secret-access-key" = "env:SQE_STACK_SECRET_KEY"
+
+[rate_limit]
+enabled = false
+
+[credentials]
+provider = "aws"
+
+[credentials.aws]
+region = "us-east-1"
+role_arn = "arn:aws:iam::000000000000:role/sqe-test"
+duration_seconds = 900
+"#,
+            dir = dir.display()
+        ),
+    )?;
+    let log = std::fs::File::create(dir.join("rustberg.log"))?;
+    let child = std::process::Command::new(stack.get("SQE_STACK_RUSTBERG_BIN")?)
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--dev",
+            "--no-auth",
+            "--insecure-http",
+            "--host",
+            "127.0.0.1",
+        ])
+        .args(["--port", &port.to_string()])
+        .env(
+            "SQE_STACK_ACCESS_KEY",
+            stack.get("SQE_STORAGE__S3_ACCESS_KEY_ID")?,
+        )
+        .env(
+            "SQE_STACK_SECRET_KEY",
+            stack.get("SQE_STORAGE__S3_SECRET_ACCESS_KEY")?,
+        )
+        // The catalog's own AWS identity, for signing its AssumeRole calls.
+        .env("AWS_ENDPOINT_URL_STS", format!("http://{sts}"))
+        .env("AWS_ACCESS_KEY_ID", "rustberg-caller")
+        .env("AWS_SECRET_ACCESS_KEY", "rustberg-caller-secret")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()?;
+    Ok((child, port))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn credentials_vended_by_the_catalog_are_used_by_the_coordinator_and_the_workers()
+-> TestResult {
+    let stack = Stack::running()?;
+    let (mut store, store_port, _root) = own_store(&stack).await?;
+    let (sts, assumed) = sts_endpoint(
+        stack.get("SQE_STORAGE__S3_ACCESS_KEY_ID")?.to_string(),
+        stack.get("SQE_STORAGE__S3_SECRET_ACCESS_KEY")?.to_string(),
+    )
+    .await?;
+    let catalog_dir = tempfile::tempdir()?;
+    let (mut catalog, catalog_port) = vending_catalog(&stack, catalog_dir.path(), store_port, sts)?;
+    let up = listening(catalog_port, Duration::from_secs(20)).await;
+    let catalog_log =
+        || std::fs::read_to_string(catalog_dir.path().join("rustberg.log")).unwrap_or_default();
+    if let Err(e) = up {
+        let _ = catalog.kill();
+        let _ = store.kill();
+        return Err(format!("the vending rustberg: {e}\n{}", catalog_log()).into());
+    }
+
+    // SQE's own keys (coordinator and workers) are not accepted by the store: every file it
+    // reads or writes, it reads and writes with what the catalog vends.
+    let mut settings = stack.settings.clone();
+    settings.catalog.catalog_url = Some(format!("http://127.0.0.1:{catalog_port}"));
+    settings.storage.s3_endpoint = Some(format!("http://127.0.0.1:{store_port}"));
+    settings.storage.s3_access_key_id = Some("sqe-not-a-key".into());
+    settings.storage.s3_secret_access_key = Some("sqe-not-a-secret".into());
+    let cluster = cluster_on(settings.clone(), 2).await?;
+    let addr = cluster.trino_addr()?;
+    let result: TestResult = async {
+        sql(addr, "CREATE SCHEMA vend").await?;
+        sql(
+            addr,
+            "CREATE TABLE vend.numbers AS SELECT value AS n, value % 7 AS bucket \
+             FROM generate_series(1, 20000)",
+        )
+        .await?;
+        sql(
+            addr,
+            "INSERT INTO vend.numbers SELECT value, value % 7 FROM generate_series(20001, 40000)",
+        )
+        .await?;
+        let before: u64 = cluster.tasks_per_worker().iter().sum();
+        let grouped = sql(
+            addr,
+            "SELECT bucket, count(*), sum(n) FROM vend.numbers GROUP BY bucket ORDER BY bucket",
+        )
+        .await?;
+        assert_eq!(grouped.len(), 7);
+        assert_eq!(grouped[0], json!([0, 5714, 114294285]));
+        let after: u64 = cluster.tasks_per_worker().iter().sum();
+        assert!(after > before, "the workers read the table's files");
+
+        // The catalog asked STS for a credential scoped to the table for each load.
+        let calls = assumed.all();
+        assert!(!calls.is_empty(), "no credential was vended");
+        for call in &calls {
+            assert_eq!(call.get("Action").map(String::as_str), Some("AssumeRole"));
+            assert_eq!(
+                call.get("RoleArn").map(String::as_str),
+                Some("arn:aws:iam::000000000000:role/sqe-test")
+            );
+            let policy = call.get("Policy").map(String::as_str).unwrap_or_default();
+            assert!(
+                policy.contains("vend/numbers"),
+                "scoped to the table: {policy}"
+            );
+        }
+
+        // Without vended credentials the same cluster's own keys are refused by the store.
+        let mut own_keys = settings.clone();
+        own_keys.catalog.vended_credentials = false;
+        let refused = cluster_on(own_keys, 1).await?;
+        let error = sql(refused.trino_addr()?, "SELECT count(*) FROM vend.numbers")
+            .await
+            .err()
+            .ok_or("the store accepted SQE's own (wrong) keys")?
+            .to_string();
+        assert!(
+            error.contains("403 Forbidden") && error.contains("NotSignedUp"),
+            "the store refused the unknown key: {error}"
+        );
+        refused.stop().await;
+        Ok(())
+    }
+    .await;
+    cluster.stop().await;
+    let _ = catalog.kill();
+    let _ = store.kill();
+    result.map_err(|e| format!("{e}\nrustberg log:\n{}", catalog_log()).into())
 }

@@ -2,14 +2,10 @@
 //! table and re-applying the append); this catalog view, handed to that one commit, sees each
 //! attempt: a span per attempt, and the conflicts it met for the metrics.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use async_trait::async_trait;
 use iceberg::table::Table;
-use iceberg::{
-    Catalog, ErrorKind, Namespace, NamespaceIdent, Result, TableCommit, TableCreation, TableIdent,
-};
+use iceberg::{Catalog, ErrorKind, NamespaceIdent, Result, TableCommit, TableCreation, TableIdent};
 use tracing::Instrument;
 
 /// `inner`, observing `update_table`.
@@ -35,8 +31,7 @@ impl<'a> CommitAttempts<'a> {
     }
 }
 
-#[async_trait]
-impl Catalog for CommitAttempts<'_> {
+crate::catalog_view!(impl<'a> Catalog for CommitAttempts<'a>, inner = self.inner; {
     async fn update_table(&self, commit: TableCommit) -> Result<Table> {
         let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
         let span = tracing::info_span!(
@@ -58,45 +53,6 @@ impl Catalog for CommitAttempts<'_> {
         result
     }
 
-    async fn list_namespaces(
-        &self,
-        parent: Option<&NamespaceIdent>,
-    ) -> Result<Vec<NamespaceIdent>> {
-        self.inner.list_namespaces(parent).await
-    }
-
-    async fn create_namespace(
-        &self,
-        namespace: &NamespaceIdent,
-        properties: HashMap<String, String>,
-    ) -> Result<Namespace> {
-        self.inner.create_namespace(namespace, properties).await
-    }
-
-    async fn get_namespace(&self, namespace: &NamespaceIdent) -> Result<Namespace> {
-        self.inner.get_namespace(namespace).await
-    }
-
-    async fn namespace_exists(&self, namespace: &NamespaceIdent) -> Result<bool> {
-        self.inner.namespace_exists(namespace).await
-    }
-
-    async fn update_namespace(
-        &self,
-        namespace: &NamespaceIdent,
-        properties: HashMap<String, String>,
-    ) -> Result<()> {
-        self.inner.update_namespace(namespace, properties).await
-    }
-
-    async fn drop_namespace(&self, namespace: &NamespaceIdent) -> Result<()> {
-        self.inner.drop_namespace(namespace).await
-    }
-
-    async fn list_tables(&self, namespace: &NamespaceIdent) -> Result<Vec<TableIdent>> {
-        self.inner.list_tables(namespace).await
-    }
-
     async fn create_table(
         &self,
         namespace: &NamespaceIdent,
@@ -109,26 +65,10 @@ impl Catalog for CommitAttempts<'_> {
         self.inner.load_table(table).await
     }
 
-    async fn drop_table(&self, table: &TableIdent) -> Result<()> {
-        self.inner.drop_table(table).await
-    }
-
-    async fn purge_table(&self, table: &TableIdent) -> Result<()> {
-        self.inner.purge_table(table).await
-    }
-
-    async fn table_exists(&self, table: &TableIdent) -> Result<bool> {
-        self.inner.table_exists(table).await
-    }
-
-    async fn rename_table(&self, src: &TableIdent, dest: &TableIdent) -> Result<()> {
-        self.inner.rename_table(src, dest).await
-    }
-
     async fn register_table(&self, table: &TableIdent, metadata_location: String) -> Result<Table> {
         self.inner.register_table(table, metadata_location).await
     }
-}
+});
 
 #[cfg(test)]
 mod tests {

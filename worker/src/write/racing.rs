@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use async_trait::async_trait;
 use iceberg::memory::{MEMORY_CATALOG_WAREHOUSE, MemoryCatalog, MemoryCatalogBuilder};
 use iceberg::spec::{
     DataContentType, DataFile, DataFileBuilder, DataFileFormat, NestedField, PrimitiveType, Schema,
@@ -15,8 +14,8 @@ use iceberg::spec::{
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{
-    Catalog, CatalogBuilder, ErrorKind, Namespace, NamespaceIdent, Result, TableCommit,
-    TableCreation, TableIdent,
+    Catalog, CatalogBuilder, ErrorKind, NamespaceIdent, Result, TableCommit, TableCreation,
+    TableIdent,
 };
 
 use crate::storage::ObjectStoreStorageFactory;
@@ -98,8 +97,7 @@ impl<'a> Racing<'a> {
     }
 }
 
-#[async_trait]
-impl Catalog for Racing<'_> {
+crate::catalog_view!(impl<'a> Catalog for Racing<'a>, inner = self.inner; {
     async fn update_table(&self, commit: TableCommit) -> Result<Table> {
         let left = self.competitors.load(Ordering::SeqCst);
         if left > 0 {
@@ -112,47 +110,10 @@ impl Catalog for Racing<'_> {
     async fn load_table(&self, table: &TableIdent) -> Result<Table> {
         self.inner.load_table(table).await
     }
-    async fn list_namespaces(&self, p: Option<&NamespaceIdent>) -> Result<Vec<NamespaceIdent>> {
-        self.inner.list_namespaces(p).await
-    }
-    async fn create_namespace(
-        &self,
-        n: &NamespaceIdent,
-        p: HashMap<String, String>,
-    ) -> Result<Namespace> {
-        self.inner.create_namespace(n, p).await
-    }
-    async fn get_namespace(&self, n: &NamespaceIdent) -> Result<Namespace> {
-        self.inner.get_namespace(n).await
-    }
-    async fn namespace_exists(&self, n: &NamespaceIdent) -> Result<bool> {
-        self.inner.namespace_exists(n).await
-    }
-    async fn update_namespace(&self, n: &NamespaceIdent, p: HashMap<String, String>) -> Result<()> {
-        self.inner.update_namespace(n, p).await
-    }
-    async fn drop_namespace(&self, n: &NamespaceIdent) -> Result<()> {
-        self.inner.drop_namespace(n).await
-    }
-    async fn list_tables(&self, n: &NamespaceIdent) -> Result<Vec<TableIdent>> {
-        self.inner.list_tables(n).await
-    }
     async fn create_table(&self, n: &NamespaceIdent, c: TableCreation) -> Result<Table> {
         self.inner.create_table(n, c).await
-    }
-    async fn drop_table(&self, t: &TableIdent) -> Result<()> {
-        self.inner.drop_table(t).await
-    }
-    async fn purge_table(&self, t: &TableIdent) -> Result<()> {
-        self.inner.purge_table(t).await
-    }
-    async fn table_exists(&self, t: &TableIdent) -> Result<bool> {
-        self.inner.table_exists(t).await
-    }
-    async fn rename_table(&self, s: &TableIdent, d: &TableIdent) -> Result<()> {
-        self.inner.rename_table(s, d).await
     }
     async fn register_table(&self, t: &TableIdent, m: String) -> Result<Table> {
         self.inner.register_table(t, m).await
     }
-}
+});
