@@ -32,6 +32,9 @@ pub struct CoordinatorConfig {
     pub client_auth: ClientAuthConfig,
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// OAuth2 client credentials for a REST catalog.
+    #[serde(default)]
+    pub auth: AuthConfig,
 }
 
 /// Which workers' versions the coordinator sends tasks to.
@@ -113,6 +116,9 @@ pub struct WorkerConfig {
     /// the catalog (they read only the files a plan fragment names).
     #[serde(default)]
     pub catalog: CatalogConfig,
+    /// Accepted for the same reason as `catalog`.
+    #[serde(default)]
+    pub auth: AuthConfig,
     #[serde(default)]
     pub storage: StorageConfig,
     #[serde(default)]
@@ -340,17 +346,8 @@ pub struct CatalogConfig {
     pub catalog_url: Option<String>,
     /// Warehouse: a location (`file:///...`, `s3://bucket/prefix`) for SQL, a name or location for REST.
     pub warehouse: Option<String>,
-    /// REST: a static bearer token.
+    /// REST: a static bearer token (OAuth2 client credentials go in `[auth]`).
     pub token: Option<String>,
-    /// REST: OAuth2 client credentials; the token comes from `oauth2_token_endpoint` (default:
-    /// the catalog's own `/v1/oauth/tokens`) and is renewed every `oauth2_refresh_secs`.
-    pub oauth2_client_id: Option<String>,
-    pub oauth2_client_secret: Option<String>,
-    pub oauth2_client_secret_file: Option<PathBuf>,
-    pub oauth2_token_endpoint: Option<String>,
-    /// REST: the scope asked for (default `catalog`).
-    pub oauth2_scope: Option<String>,
-    pub oauth2_refresh_secs: u64,
     /// REST: extra HTTP headers on every catalog request.
     pub headers: HashMap<String, String>,
     /// REST: ask the catalog for the storage credentials of each table it loads and read that
@@ -367,14 +364,36 @@ impl Default for CatalogConfig {
             catalog_url: None,
             warehouse: None,
             token: None,
-            oauth2_client_id: None,
-            oauth2_client_secret: None,
-            oauth2_client_secret_file: None,
-            oauth2_token_endpoint: None,
-            oauth2_scope: None,
-            oauth2_refresh_secs: 1800,
             headers: HashMap::new(),
             vended_credentials: true,
+        }
+    }
+}
+
+/// `[auth]`: how the coordinator logs in to a REST catalog with OAuth2 client credentials. The
+/// token comes from `token_endpoint` (default: the catalog's own `/v1/oauth/tokens`) and is
+/// renewed every `refresh_secs`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    pub token_endpoint: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub client_secret_file: Option<PathBuf>,
+    /// The scope asked for (default `catalog`).
+    pub scope: Option<String>,
+    pub refresh_secs: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            token_endpoint: None,
+            client_id: None,
+            client_secret: None,
+            client_secret_file: None,
+            scope: None,
+            refresh_secs: 1800,
         }
     }
 }
@@ -389,23 +408,43 @@ pub struct OAuth2Credentials {
     pub refresh: std::time::Duration,
 }
 
-impl CatalogConfig {
+impl AuthConfig {
     /// The OAuth2 client credentials, when the catalog is reached with them.
     pub fn oauth2(&self) -> Result<Option<OAuth2Credentials>, ConfigError> {
-        let secret = secret(&self.oauth2_client_secret, &self.oauth2_client_secret_file)?;
-        match (&self.oauth2_client_id, secret) {
+        let secret = secret(&self.client_secret, &self.client_secret_file)?;
+        match (&self.client_id, secret) {
             (None, None) => Ok(None),
             (Some(id), Some(secret)) => Ok(Some(OAuth2Credentials {
                 client_id: id.clone(),
                 client_secret: secret,
-                token_endpoint: self.oauth2_token_endpoint.clone(),
-                scope: self.oauth2_scope.clone(),
-                refresh: std::time::Duration::from_secs(self.oauth2_refresh_secs.max(1)),
+                token_endpoint: self.token_endpoint.clone(),
+                scope: self.scope.clone(),
+                refresh: std::time::Duration::from_secs(self.refresh_secs.max(1)),
             })),
             _ => Err(ConfigError::Invalid(
-                "catalog.oauth2_client_id and catalog.oauth2_client_secret go together".into(),
+                "auth.client_id and auth.client_secret go together".into(),
             )),
         }
+    }
+
+    fn validate(&self, catalog: &CatalogConfig, origin: &str) -> Result<(), ConfigError> {
+        if let Some(endpoint) = &self.token_endpoint {
+            validate_url(endpoint, "auth.token_endpoint", origin)?;
+        }
+        let oauth2 = self
+            .oauth2()
+            .map_err(|e| ConfigError::Invalid(format!("{origin}: {e}")))?;
+        if oauth2.is_some() && catalog.kind != CatalogType::Rest {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: [auth] logs in to a REST catalog; this catalog is type = \"sql\""
+            )));
+        }
+        if catalog.token.is_some() && oauth2.is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: catalog.token and auth.client_id both say how to log in; give one"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -642,6 +681,7 @@ impl ConfigFile for CoordinatorConfig {
         "query_history",
         "client_auth",
         "telemetry",
+        "auth",
     ];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
@@ -696,6 +736,7 @@ impl ConfigFile for CoordinatorConfig {
             )));
         }
         self.catalog.validate(origin)?;
+        self.auth.validate(&self.catalog, origin)?;
         self.storage.iceberg_props()?;
         self.telemetry.validate(origin)?;
         Ok(())
@@ -729,7 +770,8 @@ impl ConfigFile for WorkerConfig {
         }
     }
 
-    const SECTIONS: &'static [&'static str] = &["worker", "catalog", "storage", "telemetry"];
+    const SECTIONS: &'static [&'static str] =
+        &["worker", "catalog", "auth", "storage", "telemetry"];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         if let Some(url) = &self.worker.coordinator_url {
@@ -777,17 +819,6 @@ impl CatalogConfig {
                     ))
                 })?;
                 validate_url(url, "catalog.catalog_url", origin)?;
-                if let Some(endpoint) = &self.oauth2_token_endpoint {
-                    validate_url(endpoint, "catalog.oauth2_token_endpoint", origin)?;
-                }
-                let oauth2 = self
-                    .oauth2()
-                    .map_err(|e| ConfigError::Invalid(format!("{origin}: {e}")))?;
-                if self.token.is_some() && oauth2.is_some() {
-                    return Err(ConfigError::Invalid(format!(
-                        "{origin}: catalog.token and catalog.oauth2_client_id both say how to log in; give one"
-                    )));
-                }
             }
         }
         Ok(())
@@ -1014,14 +1045,13 @@ mod tests {
     fn rest_catalog_logs_in_one_way() -> Result<(), ConfigError> {
         let rest =
             "[catalog]\ntype = \"rest\"\ncatalog_url = \"http://polaris:8181/api/catalog\"\n";
+        let auth = "[auth]\nclient_id = \"sqe\"\nclient_secret = \"s\"\n";
         let c = coordinator(
-            &format!(
-                "{rest}oauth2_client_id = \"sqe\"\noauth2_client_secret = \"s\"\noauth2_scope = \"PRINCIPAL_ROLE:ALL\"\n"
-            ),
+            &format!("{rest}{auth}scope = \"PRINCIPAL_ROLE:ALL\"\n"),
             &[],
         )?;
         let oauth2 = c
-            .catalog
+            .auth
             .oauth2()?
             .ok_or(ConfigError::Invalid("no credentials".into()))?;
         assert_eq!(
@@ -1029,14 +1059,31 @@ mod tests {
             ("sqe", "s")
         );
         assert_eq!(oauth2.refresh, std::time::Duration::from_secs(1800));
+        assert_eq!(oauth2.scope.as_deref(), Some("PRINCIPAL_ROLE:ALL"));
+        // The spelling through the environment, as Helm or a container passes it.
+        let from_env = coordinator(
+            rest,
+            &[
+                ("SQE_AUTH__CLIENT_ID", "env-client"),
+                ("SQE_AUTH__CLIENT_SECRET", "env-secret"),
+                ("SQE_AUTH__TOKEN_ENDPOINT", "https://idp/token"),
+            ],
+        )?
+        .auth
+        .oauth2()?
+        .ok_or(ConfigError::Invalid(
+            "no credentials from the environment".into(),
+        ))?;
+        assert_eq!(from_env.client_id, "env-client");
+        assert_eq!(
+            from_env.token_endpoint.as_deref(),
+            Some("https://idp/token")
+        );
         for bad in [
-            format!("{rest}oauth2_client_id = \"sqe\"\n"),
-            format!(
-                "{rest}token = \"t\"\noauth2_client_id = \"sqe\"\noauth2_client_secret = \"s\"\n"
-            ),
-            format!(
-                "{rest}oauth2_client_id = \"sqe\"\noauth2_client_secret = \"s\"\noauth2_token_endpoint = \"idp/token\"\n"
-            ),
+            format!("{rest}[auth]\nclient_id = \"sqe\"\n"),
+            format!("{rest}token = \"t\"\n{auth}"),
+            format!("{rest}{auth}token_endpoint = \"idp/token\"\n"),
+            auth.to_string(),
         ] {
             assert!(coordinator(&bad, &[]).is_err(), "{bad}");
         }

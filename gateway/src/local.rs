@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use crate::catalog::default_warehouse_layout;
 use crate::config::{
-    ByteSize, CatalogConfig, ClientAuthConfig, ConfigFile, CoordinatorConfig, CoordinatorSection,
-    StorageConfig, WorkerConfig, WorkerSection,
+    AuthConfig, ByteSize, CatalogConfig, ClientAuthConfig, ConfigFile, CoordinatorConfig,
+    CoordinatorSection, StorageConfig, WorkerConfig, WorkerSection,
 };
 use crate::error::{GatewayError, Result};
 use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
@@ -44,6 +44,7 @@ pub struct LocalOptions {
 #[derive(Debug, Clone)]
 pub struct StackSettings {
     pub catalog: CatalogConfig,
+    pub auth: AuthConfig,
     pub storage: StorageConfig,
 }
 
@@ -58,13 +59,18 @@ impl StackSettings {
     pub fn from_env(dir: &std::path::Path, env: &[(String, String)]) -> Result<Self> {
         let settings: Vec<(String, String)> = env
             .iter()
-            .filter(|(key, _)| key.starts_with("SQE_CATALOG__") || key.starts_with("SQE_STORAGE__"))
+            .filter(|(key, _)| {
+                ["SQE_CATALOG__", "SQE_AUTH__", "SQE_STORAGE__"]
+                    .iter()
+                    .any(|section| key.starts_with(section))
+            })
             .cloned()
             .collect();
         let origin = dir.join("stack.env").display().to_string();
         let config = CoordinatorConfig::from_toml("", &origin, &settings)?;
         Ok(Self {
             catalog: config.catalog,
+            auth: config.auth,
             storage: config.storage,
         })
     }
@@ -168,20 +174,26 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     if let Some(bytes) = options.scan_bytes_per_partition {
         coordinator.scan_bytes_per_partition = ByteSize(bytes);
     }
-    let (catalog, storage) = match &options.stack {
-        Some(stack) => (stack.catalog.clone(), stack.storage.clone()),
+    let (catalog, auth, storage) = match &options.stack {
+        Some(stack) => (
+            stack.catalog.clone(),
+            stack.auth.clone(),
+            stack.storage.clone(),
+        ),
         None => (
             CatalogConfig {
                 uri: Some(uri),
                 warehouse: Some(warehouse),
                 ..Default::default()
             },
+            AuthConfig::default(),
             StorageConfig::default(),
         ),
     };
     let config = CoordinatorConfig {
         coordinator,
         catalog,
+        auth,
         storage,
         client_auth: options.client_auth.clone(),
         ..Default::default()

@@ -387,7 +387,7 @@ pub async fn start_coordinator_on(
     trino_listener: Option<TcpListener>,
 ) -> Result<RunningCoordinator> {
     let storage_props = config.storage.iceberg_props()?;
-    let catalog = connect_catalog(&config.catalog, &storage_props).await?;
+    let catalog = connect_catalog(&config.catalog, &config.auth, &storage_props).await?;
     let urls = config
         .coordinator
         .worker_urls

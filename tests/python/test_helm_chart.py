@@ -71,6 +71,17 @@ class HelmChart(unittest.TestCase):
         self.assertEqual(pod["containers"][0]["readinessProbe"]["httpGet"]["path"], "/readyz")
         config = docs[("ConfigMap", "demo-sqe-config")]["data"]
         self.assertIn("allow_unauthenticated_workers = false", config["coordinator.toml"])
+        # The catalog's OAuth2 client: credentials from the Secret on the coordinator only.
+        coordinator_pod = docs[("Deployment", "demo-sqe-coordinator")]["spec"]["template"]["spec"]
+        coordinator_env = {e["name"]: e for e in coordinator_pod["containers"][0]["env"]}
+        self.assertEqual(
+            coordinator_env["SQE_AUTH__CLIENT_SECRET"]["valueFrom"]["secretKeyRef"],
+            {"name": "sqe-catalog-client", "key": "client-secret"},
+        )
+        self.assertEqual(coordinator_env["SQE_AUTH__CLIENT_ID"]["valueFrom"]["secretKeyRef"]["key"], "client-id")
+        self.assertNotIn("SQE_AUTH__CLIENT_SECRET", env, "workers never log in to the catalog")
+        self.assertIn('[auth]\nscope = "PRINCIPAL_ROLE:ALL"', config["coordinator.toml"])
+        self.assertNotIn("[auth]", config["worker.toml"])
         for name in ("coordinator.toml", "worker.toml"):
             self.assertIn('otlp_endpoint = "http://tempo.monitoring:4317"', config[name])
             self.assertIn('"deployment.environment" = "production"', config[name])

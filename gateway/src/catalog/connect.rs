@@ -11,7 +11,7 @@ use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
 use sqe_worker::storage::ObjectStoreStorageFactory;
 
 use super::vended::{CredentialVendor, VendedCredentialsCatalog};
-use crate::config::{CatalogConfig, CatalogType, OAuth2Credentials};
+use crate::config::{AuthConfig, CatalogConfig, CatalogType, OAuth2Credentials};
 use crate::error::{GatewayError, Result};
 
 /// How long start-up waits for a catalog to answer before reporting it unreachable.
@@ -28,6 +28,7 @@ pub fn default_warehouse_layout(data_dir: &Path) -> (String, String) {
 /// start-up error naming the catalog rather than a failure of the first query.
 pub async fn connect_catalog(
     config: &CatalogConfig,
+    auth: &AuthConfig,
     storage_props: &HashMap<String, String>,
 ) -> Result<Arc<dyn Catalog>> {
     let catalog: Arc<dyn Catalog> = match config.kind {
@@ -75,7 +76,7 @@ pub async fn connect_catalog(
             if let Some(token) = &config.token {
                 props.insert("token".into(), token.clone());
             }
-            let oauth2 = config.oauth2()?;
+            let oauth2 = auth.oauth2()?;
             if let Some(oauth2) = &oauth2 {
                 props.extend(oauth2_props(oauth2));
             }
@@ -198,7 +199,7 @@ mod tests {
             catalog_url: Some("http://127.0.0.1:9".into()),
             ..Default::default()
         };
-        let err = connect_catalog(&config, &HashMap::new())
+        let err = connect_catalog(&config, &AuthConfig::default(), &HashMap::new())
             .await
             .err()
             .map(|e| e.to_string());
@@ -217,7 +218,7 @@ mod tests {
             warehouse: Some(warehouse),
             ..Default::default()
         };
-        let catalog = connect_catalog(&config, &HashMap::new()).await?;
+        let catalog = connect_catalog(&config, &AuthConfig::default(), &HashMap::new()).await?;
         assert!(catalog.list_namespaces(None).await?.is_empty());
         Ok(())
     }

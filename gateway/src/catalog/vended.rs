@@ -377,7 +377,7 @@ impl CatalogAuth {
 }
 
 /// Client-credentials tokens for the credential calls, kept until shortly before they expire
-/// (or `oauth2_refresh_secs`, whichever is first).
+/// (or `[auth] refresh_secs`, whichever is first).
 struct TokenSource {
     oauth2: OAuth2Credentials,
     endpoint: String,

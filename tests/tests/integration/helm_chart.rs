@@ -36,8 +36,22 @@ async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResu
         ("SQE_VERSION", "0.1.0"),
     ];
     let text = std::fs::read_to_string(out.path().join("coordinator.toml"))?;
+    let mut coordinator_env = common.to_vec();
+    coordinator_env.extend([
+        ("SQE_AUTH__CLIENT_ID", "sqe"),
+        ("SQE_AUTH__CLIENT_SECRET", "from-the-catalog-secret"),
+    ]);
     let coordinator =
-        CoordinatorConfig::from_toml(&text, "rendered coordinator.toml", &env(&common))?;
+        CoordinatorConfig::from_toml(&text, "rendered coordinator.toml", &env(&coordinator_env))?;
+    let oauth2 = coordinator
+        .auth
+        .oauth2()?
+        .ok_or("the catalog's client credentials were not taken")?;
+    assert_eq!(
+        (oauth2.client_id.as_str(), oauth2.client_secret.as_str()),
+        ("sqe", "from-the-catalog-secret")
+    );
+    assert_eq!(oauth2.scope.as_deref(), Some("PRINCIPAL_ROLE:ALL"));
     assert_eq!(coordinator.coordinator.metrics_port, 9464);
     assert!(!coordinator.coordinator.allow_unauthenticated_workers);
     assert_eq!(

@@ -354,11 +354,11 @@ async fn the_catalog_is_reached_with_oauth2_client_credentials_renewed_in_time()
     let stack = Stack::running()?;
     let (idp, grants) = token_endpoint().await?;
     let mut settings = stack.settings.clone();
-    settings.catalog.oauth2_client_id = Some("sqe-coordinator".into());
-    settings.catalog.oauth2_client_secret = Some("client-secret".into());
-    settings.catalog.oauth2_token_endpoint = Some(format!("http://{idp}/oauth/token"));
-    settings.catalog.oauth2_scope = Some("catalog:rw".into());
-    settings.catalog.oauth2_refresh_secs = 1;
+    settings.auth.client_id = Some("sqe-coordinator".into());
+    settings.auth.client_secret = Some("client-secret".into());
+    settings.auth.token_endpoint = Some(format!("http://{idp}/oauth/token"));
+    settings.auth.scope = Some("catalog:rw".into());
+    settings.auth.refresh_secs = 1;
     let cluster = cluster_on(settings, 1).await?;
     let addr = cluster.trino_addr()?;
     let schema = unique("oauth");
