@@ -76,6 +76,26 @@ impl StackSettings {
     }
 }
 
+/// The stack `scripts/stack.sh up` left running in `dir`, if any: its settings load and its
+/// catalog accepts connections.
+pub fn running_stack(dir: &std::path::Path) -> Option<StackSettings> {
+    if !dir.join("stack.env").is_file() {
+        return None;
+    }
+    let settings = match StackSettings::load(dir) {
+        Ok(settings) => settings,
+        Err(e) => {
+            tracing::warn!(error = %e, "ignoring the stack settings in {}", dir.display());
+            return None;
+        }
+    };
+    let url = url::Url::parse(settings.catalog.catalog_url.as_deref()?).ok()?;
+    let answers = url.socket_addrs(|| None).ok()?.iter().any(|addr| {
+        std::net::TcpStream::connect_timeout(addr, std::time::Duration::from_millis(500)).is_ok()
+    });
+    answers.then_some(settings)
+}
+
 /// The `KEY=VALUE` lines of `<dir>/stack.env`, as `scripts/stack.sh up` writes them.
 pub fn read_stack_env(dir: &std::path::Path) -> Result<Vec<(String, String)>> {
     let path = dir.join("stack.env");

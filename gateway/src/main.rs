@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use sqe_gateway::config::TelemetryConfig;
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
 use sqe_gateway::error::GatewayError;
-use sqe_gateway::local::{LocalOptions, StackSettings, start_local};
+use sqe_gateway::local::{LocalOptions, StackSettings, running_stack, start_local};
 use sqe_gateway::runtime::{
     Shutdown, bind, build_version, start_coordinator, start_worker, version_requirement,
     worker_node_id, worker_version,
@@ -63,9 +63,13 @@ enum Command {
         #[arg(long, default_value_t = 1024 * 1024)]
         scan_bytes_per_partition: usize,
         /// Use the REST catalog and S3 store of `scripts/stack.sh up` (its state directory,
-        /// `.stack` by default) instead of the embedded catalog.
+        /// `.stack` by default) instead of the embedded catalog. Without this flag a stack
+        /// running in `./.stack` is used when there is one.
         #[arg(long, value_name = "STACK_DIR", num_args = 0..=1, default_missing_value = ".stack")]
         stack: Option<PathBuf>,
+        /// The embedded catalog even when a stack runs in `./.stack`.
+        #[arg(long, conflicts_with = "stack")]
+        embedded: bool,
     },
     /// SQL shell over Flight SQL: interactive, or `-e "SQL"` / `-f file` / piped statements.
     Shell(Box<ShellArgs>),
@@ -248,7 +252,22 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
             tpch_parts,
             scan_bytes_per_partition,
             stack,
+            embedded,
         } => {
+            let stack = match (stack, embedded) {
+                (Some(dir), _) => Some(StackSettings::load(&dir)?),
+                (None, true) => None,
+                (None, false) => {
+                    let found = running_stack(std::path::Path::new(".stack"));
+                    if found.is_some() {
+                        eprintln!(
+                            "Using the REST catalog + S3 stack running in .stack (scripts/stack.sh up); \
+                             --embedded for the embedded catalog."
+                        );
+                    }
+                    found
+                }
+            };
             *telemetry = Some(start_telemetry(
                 &TelemetryConfig::default(),
                 "local",
@@ -267,7 +286,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
                 worker_secret: None,
                 query_max_run_time_secs: None,
                 client_auth: Default::default(),
-                stack: stack.as_deref().map(StackSettings::load).transpose()?,
+                stack,
             };
             let cluster = start_local(&options).await?;
             let worker_urls: Vec<String> =

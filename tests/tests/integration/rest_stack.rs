@@ -668,3 +668,66 @@ async fn credentials_vended_by_the_catalog_are_used_by_the_coordinator_and_the_w
     let _ = store.kill();
     result.map_err(|e| format!("{e}\nrustberg log:\n{}", catalog_log()).into())
 }
+
+/// `sqe local` (the README's run command) in a directory where `scripts/stack.sh up` left a
+/// stack running in `.stack`: the cluster runs on that stack; `--embedded` keeps it off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqe_local_runs_on_a_running_stack_unless_told_embedded() -> TestResult {
+    let stack = Stack::running()?;
+    let cwd = tempfile::tempdir()?;
+    std::os::unix::fs::symlink(&stack.dir, cwd.path().join(".stack"))?;
+    let schema = unique("local");
+    for embedded in [false, true] {
+        let trino = sqe_tests::process::free_port()?;
+        let flight = sqe_tests::process::free_port()?;
+        let (trino_port, flight_port) = (trino.to_string(), flight.to_string());
+        let mut args = vec![
+            "local",
+            "--scale-factor",
+            "0",
+            "--trino-http-port",
+            &trino_port,
+            "--flight-sql-port",
+            &flight_port,
+        ];
+        if embedded {
+            args.push("--embedded");
+        }
+        let mut local = sqe_tests::process::SqeProcess::spawn("local", &args, cwd.path(), &[])?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], trino));
+        local.wait_for_port(addr, Duration::from_secs(60))?;
+        let table = format!("{schema}.t");
+        let made = async {
+            sql(addr, &format!("CREATE SCHEMA IF NOT EXISTS {schema}")).await?;
+            sql(addr, &format!("CREATE TABLE {table} AS SELECT 1 AS one")).await
+        }
+        .await;
+        let log = local.log_text();
+        assert!(local.terminate(Duration::from_secs(20)), "{log}");
+        made?;
+        let in_store = Path::new(stack.get("SQE_STACK_S3_ROOT")?)
+            .join("warehouse")
+            .join(&schema)
+            .join("t");
+        let in_embedded = cwd
+            .path()
+            .join("sqe-data/warehouse")
+            .join(&schema)
+            .join("t");
+        if embedded {
+            assert!(
+                in_embedded.is_dir(),
+                "--embedded wrote to ./sqe-data: {log}"
+            );
+            assert!(!log.contains("Using the REST catalog"), "{log}");
+        } else {
+            assert!(
+                in_store.is_dir(),
+                "the table went to the stack's store: {log}"
+            );
+            assert!(!in_embedded.exists(), "{log}");
+            assert!(log.contains("Using the REST catalog + S3 stack"), "{log}");
+        }
+    }
+    Ok(())
+}

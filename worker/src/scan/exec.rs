@@ -28,10 +28,21 @@ use crate::types::cast_batch;
 
 /// How a scan reaches its files: the FileIO to read with, and the per-table properties
 /// (credentials vended by a REST catalog, say) a worker needs on top of its own `[storage]`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ScanIo {
     pub file_io: FileIO,
     pub plan_props: HashMap<String, String>,
+}
+
+/// Names the properties, never their values: they can be credentials.
+impl fmt::Debug for ScanIo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut keys: Vec<&str> = self.plan_props.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        f.debug_struct("ScanIo")
+            .field("plan_props", &keys)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Reads Iceberg data files. Each output partition owns a list of file scan tasks, planned once
@@ -288,4 +299,34 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
         return Ok(batch);
     }
     Ok(cast_batch(&batch, schema)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::file_io_with_props;
+
+    #[test]
+    fn debug_output_names_plan_properties_but_not_their_values() {
+        let secret = "vended-secret-value";
+        let props = HashMap::from([
+            ("s3.secret-access-key".to_string(), secret.to_string()),
+            ("s3.region".to_string(), "eu-west-1".to_string()),
+        ]);
+        let io = ScanIo {
+            file_io: file_io_with_props(props.clone()),
+            plan_props: props,
+        };
+        let scan = IcebergScanExec::new(
+            "ns.t".into(),
+            Arc::new(datafusion::arrow::datatypes::Schema::empty()),
+            Vec::new(),
+            1,
+            io,
+            None,
+        );
+        let debug = format!("{scan:?}");
+        assert!(debug.contains("s3.secret-access-key"), "{debug}");
+        assert!(!debug.contains(secret), "{debug}");
+    }
 }
