@@ -8,10 +8,23 @@
 
 /// `catalog_view!(impl<'a> Catalog for View<'a>, inner = self.inner; { <the four table calls> })`
 /// implements `iceberg::Catalog` for `View`, passing everything else to `self.inner` (a
-/// `&dyn Catalog`, `Arc<dyn Catalog>` or any `Catalog`).
+/// `&dyn Catalog`, `Arc<dyn Catalog>` or any `Catalog`). With `inner = self.inner, around =
+/// self.method`, each passed call goes through `self.method(|| <the call>)`, which may make the
+/// call more than once (arguments taken by value are cloned for each).
 #[macro_export]
 macro_rules! catalog_view {
     (impl $(<$lt:lifetime>)? Catalog for $view:ty, inner = self.$inner:ident; { $($table_calls:tt)* }) => {
+        $crate::catalog_view!(
+            impl $(<$lt>)? Catalog for $view, inner = self.$inner, around = self.pass_through;
+            { $($table_calls)* }
+        );
+    };
+    (impl $(<$lt:lifetime>)? Catalog for $view:ty, inner = self.$inner:ident, around = self.$around:ident; { $($table_calls:tt)* }) => {
+        // In a block of its own: the import serves the generated calls only.
+        const _: () = {
+        #[allow(unused_imports)]
+        use $crate::catalog_view::PassThrough as _;
+
         #[::async_trait::async_trait]
         impl $(<$lt>)? ::iceberg::Catalog for $view {
             $($table_calls)*
@@ -20,7 +33,7 @@ macro_rules! catalog_view {
                 &self,
                 parent: Option<&::iceberg::NamespaceIdent>,
             ) -> ::iceberg::Result<Vec<::iceberg::NamespaceIdent>> {
-                self.$inner.list_namespaces(parent).await
+                self.$around(|| self.$inner.list_namespaces(parent)).await
             }
 
             async fn create_namespace(
@@ -28,21 +41,21 @@ macro_rules! catalog_view {
                 namespace: &::iceberg::NamespaceIdent,
                 properties: ::std::collections::HashMap<String, String>,
             ) -> ::iceberg::Result<::iceberg::Namespace> {
-                self.$inner.create_namespace(namespace, properties).await
+                self.$around(|| self.$inner.create_namespace(namespace, properties.clone())).await
             }
 
             async fn get_namespace(
                 &self,
                 namespace: &::iceberg::NamespaceIdent,
             ) -> ::iceberg::Result<::iceberg::Namespace> {
-                self.$inner.get_namespace(namespace).await
+                self.$around(|| self.$inner.get_namespace(namespace)).await
             }
 
             async fn namespace_exists(
                 &self,
                 namespace: &::iceberg::NamespaceIdent,
             ) -> ::iceberg::Result<bool> {
-                self.$inner.namespace_exists(namespace).await
+                self.$around(|| self.$inner.namespace_exists(namespace)).await
             }
 
             async fn update_namespace(
@@ -50,33 +63,33 @@ macro_rules! catalog_view {
                 namespace: &::iceberg::NamespaceIdent,
                 properties: ::std::collections::HashMap<String, String>,
             ) -> ::iceberg::Result<()> {
-                self.$inner.update_namespace(namespace, properties).await
+                self.$around(|| self.$inner.update_namespace(namespace, properties.clone())).await
             }
 
             async fn drop_namespace(
                 &self,
                 namespace: &::iceberg::NamespaceIdent,
             ) -> ::iceberg::Result<()> {
-                self.$inner.drop_namespace(namespace).await
+                self.$around(|| self.$inner.drop_namespace(namespace)).await
             }
 
             async fn list_tables(
                 &self,
                 namespace: &::iceberg::NamespaceIdent,
             ) -> ::iceberg::Result<Vec<::iceberg::TableIdent>> {
-                self.$inner.list_tables(namespace).await
+                self.$around(|| self.$inner.list_tables(namespace)).await
             }
 
             async fn drop_table(&self, table: &::iceberg::TableIdent) -> ::iceberg::Result<()> {
-                self.$inner.drop_table(table).await
+                self.$around(|| self.$inner.drop_table(table)).await
             }
 
             async fn purge_table(&self, table: &::iceberg::TableIdent) -> ::iceberg::Result<()> {
-                self.$inner.purge_table(table).await
+                self.$around(|| self.$inner.purge_table(table)).await
             }
 
             async fn table_exists(&self, table: &::iceberg::TableIdent) -> ::iceberg::Result<bool> {
-                self.$inner.table_exists(table).await
+                self.$around(|| self.$inner.table_exists(table)).await
             }
 
             async fn rename_table(
@@ -84,8 +97,21 @@ macro_rules! catalog_view {
                 src: &::iceberg::TableIdent,
                 dest: &::iceberg::TableIdent,
             ) -> ::iceberg::Result<()> {
-                self.$inner.rename_table(src, dest).await
+                self.$around(|| self.$inner.rename_table(src, dest)).await
             }
         }
+        };
     };
 }
+
+/// The `around` of views that only pass calls on: makes the call once.
+pub trait PassThrough {
+    fn pass_through<F, Fut>(&self, call: F) -> Fut
+    where
+        F: FnOnce() -> Fut,
+    {
+        call()
+    }
+}
+
+impl<T: ?Sized> PassThrough for T {}

@@ -10,6 +10,7 @@ use iceberg_catalog_rest::{RestCatalog, RestCatalogBuilder};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
 use sqe_worker::storage::ObjectStoreStorageFactory;
 
+use super::renewal::RenewOnUnauthorized;
 use super::vended::{CredentialVendor, VendedCredentialsCatalog};
 use crate::config::{AuthConfig, CatalogConfig, CatalogType, OAuth2Credentials};
 use crate::error::{GatewayError, Result};
@@ -96,10 +97,14 @@ pub async fn connect_catalog(
                 .map_err(|e| {
                     GatewayError::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
                 })?;
-            let catalog = Arc::new(catalog);
-            if let Some(oauth2) = &oauth2 {
-                keep_token_fresh(&catalog, oauth2.refresh);
-            }
+            let rest = Arc::new(catalog);
+            let catalog: Arc<dyn Catalog> = match &oauth2 {
+                Some(oauth2) => {
+                    keep_token_fresh(&rest, oauth2.refresh);
+                    Arc::new(RenewOnUnauthorized::new(rest))
+                }
+                None => rest,
+            };
             if config.vended_credentials {
                 let vendor = CredentialVendor::new(config, oauth2)
                     .map_err(|e| GatewayError::Catalog(format!("REST catalog at {url}: {e}")))?;

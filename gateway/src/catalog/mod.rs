@@ -2,6 +2,7 @@
 
 mod connect;
 mod provider;
+mod renewal;
 mod vended;
 
 pub use connect::{connect_catalog, default_warehouse_layout};
