@@ -5,6 +5,7 @@ mod deadline;
 pub mod functions;
 mod ingest;
 mod memory;
+mod reload;
 mod show;
 mod table_properties;
 mod template;

@@ -9,6 +9,7 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
 use tracing::Instrument;
 
+use super::reload::reload_iceberg_tables;
 use super::table_properties::{TableProperties, take_table_properties};
 use super::{
     Action, Engine, Prepared, ResultCacheUse, SessionSettings, StatementKind, explain_schema,
@@ -31,7 +32,13 @@ pub struct StatementTemplate {
     identity: String,
     /// A procedure call instead of a plan.
     call: Option<Call>,
+    /// When the tables in `logical` were loaded.
+    planned_at: std::time::Instant,
 }
+
+/// A template bound later than this after it was planned loads its tables again (statements
+/// run at once reuse the tables their planning loaded).
+const TABLES_FRESH_FOR: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The procedures SQE knows.
 #[derive(Debug, Clone)]
@@ -277,6 +284,7 @@ impl Engine {
                 session.properties
             ),
             call,
+            planned_at: std::time::Instant::now(),
         })
     }
 
@@ -311,10 +319,15 @@ impl Engine {
                 parameters.len()
             )));
         }
-        let logical = if expected == 0 {
-            template.logical.clone()
+        let logical = if template.planned_at.elapsed() > TABLES_FRESH_FOR {
+            reload_iceberg_tables(&template.state, template.logical.clone()).await?
         } else {
-            template.logical.clone().with_param_values(parameters)?
+            template.logical.clone()
+        };
+        let logical = if expected == 0 {
+            logical
+        } else {
+            logical.with_param_values(parameters)?
         };
         // Each binding is one execution: its `now()` is this instant (simplified to it when
         // the plan is optimized), also for a prepared statement run again later.

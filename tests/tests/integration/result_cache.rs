@@ -129,3 +129,68 @@ async fn the_cache_answers_only_the_same_question() -> TestResult {
     coordinator.stop().await;
     Ok(())
 }
+
+/// A statement prepared once and run again later reads the table as it is then (and the
+/// result cache is asked about the snapshot it reads, not the one it was prepared with).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_statement_run_later_reads_the_current_snapshot() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut config = local_coordinator_config(dir.path());
+    config.query_cache.enabled = true;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let coordinator = start_coordinator_on(&config, listener, None).await?;
+    let engine = std::sync::Arc::clone(&coordinator.engine);
+    for statement in [
+        "CREATE SCHEMA demo",
+        "CREATE TABLE demo.t AS SELECT value AS x FROM generate_series(1, 10)",
+    ] {
+        engine.execute(&session("ann"), statement).await?;
+    }
+    let template = engine
+        .template(&session("ann"), "SELECT count(*) FROM demo.t")
+        .await?;
+    let run = || async {
+        let prepared = engine.bind(&template, vec![]).await?;
+        let used = prepared.cache_use();
+        let Outcome::Rows(stream) = engine.run(prepared).await? else {
+            return Err::<_, Box<dyn std::error::Error + Send + Sync>>("rows".into());
+        };
+        let batches: Vec<RecordBatch> = stream.try_collect().await?;
+        let count = batches
+            .first()
+            .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
+            .map(|c| c.value(0))
+            .ok_or("one count")?;
+        Ok((count, used))
+    };
+    assert_eq!(run().await?, (10, Some(CacheUse::Miss)));
+
+    engine
+        .execute(
+            &session("ann"),
+            "INSERT INTO demo.t SELECT value FROM generate_series(11, 15)",
+        )
+        .await?;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(run().await?, (15, Some(CacheUse::Miss)));
+    assert_eq!(run().await?, (15, Some(CacheUse::Hit)));
+
+    // A table replaced by one with other columns: an error that says so, not wrong rows.
+    for statement in [
+        "DROP TABLE demo.t",
+        "CREATE TABLE demo.t AS SELECT 'a' AS y",
+    ] {
+        engine.execute(&session("ann"), statement).await?;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let error = run()
+        .await
+        .err()
+        .ok_or("ran over other columns")?
+        .to_string();
+    assert!(
+        error.contains("other columns than when the statement was prepared"),
+        "{error}"
+    );
+    Ok(())
+}
