@@ -434,6 +434,12 @@ impl AuthConfig {
         let oauth2 = self
             .oauth2()
             .map_err(|e| ConfigError::Invalid(format!("{origin}: {e}")))?;
+        if oauth2.is_none() && (self.token_endpoint.is_some() || self.scope.is_some()) {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: [auth] names a token endpoint or scope but no auth.client_id and \
+                 auth.client_secret (SQE_AUTH__CLIENT_ID, SQE_AUTH__CLIENT_SECRET)"
+            )));
+        }
         if oauth2.is_some() && catalog.kind != CatalogType::Rest {
             return Err(ConfigError::Invalid(format!(
                 "{origin}: [auth] logs in to a REST catalog; this catalog is type = \"sql\""
@@ -875,7 +881,9 @@ fn parse_with_env<T: DeserializeOwned>(
                 message: format!("[{section}] is not a table"),
             });
         };
-        section_table.insert(key.to_ascii_lowercase(), env_value(value));
+        let key = key.to_ascii_lowercase();
+        let value = env_value(&key, value);
+        section_table.insert(key, value);
         applied.push(name.clone());
     }
     if applied.is_empty() {
@@ -895,7 +903,14 @@ fn parse_with_env<T: DeserializeOwned>(
     })
 }
 
-fn env_value(raw: &str) -> toml::Value {
+/// An environment value as TOML (`true`, `8`, `["a", "b"]`), or as a string when it is not
+/// TOML. Secrets and identifiers are always strings: an all-digit secret is not a number (and
+/// a type error would print it).
+fn env_value(key: &str, raw: &str) -> toml::Value {
+    const STRING_KEYS: [&str; 5] = ["secret", "token", "password", "_id", "_key"];
+    if STRING_KEYS.iter().any(|suffix| key.ends_with(suffix)) {
+        return toml::Value::String(raw.to_string());
+    }
     format!("v = {raw}")
         .parse::<toml::Table>()
         .ok()
@@ -1075,6 +1090,20 @@ mod tests {
             "no credentials from the environment".into(),
         ))?;
         assert_eq!(from_env.client_id, "env-client");
+        let digits = coordinator(
+            rest,
+            &[
+                ("SQE_AUTH__CLIENT_ID", "1234"),
+                ("SQE_AUTH__CLIENT_SECRET", "1e10"),
+            ],
+        )?
+        .auth
+        .oauth2()?
+        .ok_or(ConfigError::Invalid("no credentials from digits".into()))?;
+        assert_eq!(
+            (digits.client_id.as_str(), digits.client_secret.as_str()),
+            ("1234", "1e10")
+        );
         assert_eq!(
             from_env.token_endpoint.as_deref(),
             Some("https://idp/token")
@@ -1084,6 +1113,7 @@ mod tests {
             format!("{rest}token = \"t\"\n{auth}"),
             format!("{rest}{auth}token_endpoint = \"idp/token\"\n"),
             auth.to_string(),
+            format!("{rest}[auth]\nscope = \"PRINCIPAL_ROLE:ALL\"\n"),
         ] {
             assert!(coordinator(&bad, &[]).is_err(), "{bad}");
         }

@@ -85,7 +85,11 @@ pub fn running_stack(dir: &std::path::Path) -> Option<StackSettings> {
     let settings = match StackSettings::load(dir) {
         Ok(settings) => settings,
         Err(e) => {
-            tracing::warn!(error = %e, "ignoring the stack settings in {}", dir.display());
+            // Said on stderr: logging is not set up yet when `sqe local` looks for a stack.
+            eprintln!(
+                "Not using the stack in {}: {e}; running on the embedded catalog.",
+                dir.display()
+            );
             return None;
         }
     };

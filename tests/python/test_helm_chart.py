@@ -82,6 +82,9 @@ class HelmChart(unittest.TestCase):
         self.assertNotIn("SQE_AUTH__CLIENT_SECRET", env, "workers never log in to the catalog")
         self.assertIn('[auth]\nscope = "PRINCIPAL_ROLE:ALL"', config["coordinator.toml"])
         self.assertNotIn("[auth]", config["worker.toml"])
+        with self.assertRaises(helm.HelmRenderError) as refused:
+            render(dict(values, catalog={"type": "sql", "auth": {"credentialsSecret": "sqe-catalog-client"}}))
+        self.assertIn("catalog.auth", str(refused.exception))
         for name in ("coordinator.toml", "worker.toml"):
             self.assertIn('otlp_endpoint = "http://tempo.monitoring:4317"', config[name])
             self.assertIn('"deployment.environment" = "production"', config[name])

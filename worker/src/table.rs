@@ -25,7 +25,7 @@ use crate::write::{CommitListener, IcebergWriteExec};
 
 /// An Iceberg table pinned at the snapshot current when it was loaded: every scan planned from
 /// this provider reads that snapshot, so a query sees one consistent version of the table.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct IcebergTableProvider {
     catalog: Arc<dyn Catalog>,
     table: Table,
@@ -33,6 +33,16 @@ pub struct IcebergTableProvider {
     /// The process's own `[storage]` properties; table properties beyond these travel in plans.
     static_props: Arc<HashMap<String, String>>,
     listener: Option<Arc<dyn CommitListener>>,
+}
+
+/// Names the table and its snapshot only: its FileIO holds storage credentials.
+impl std::fmt::Debug for IcebergTableProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcebergTableProvider")
+            .field("table", &self.table.identifier().to_string())
+            .field("snapshot", &self.table.metadata().current_snapshot_id())
+            .finish_non_exhaustive()
+    }
 }
 
 impl IcebergTableProvider {

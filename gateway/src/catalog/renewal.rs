@@ -2,9 +2,9 @@
 //! revoked, or expired before the scheduled renewal) gets a new token at once, and the refused
 //! call is made again with it.
 //!
-//! `create_table` and `update_table` consume their arguments, so they are not made again: the
-//! token is renewed and the statement fails with the catalog's answer (nothing was created or
-//! committed, as the catalog refused the call); the next statement runs with the new token.
+//! `create_table` and `update_table` consume their arguments, so they are not made again here: a
+//! refused commit is handed back as retryable (iceberg's transaction then reloads the table and
+//! commits again, with the new token), a refused CREATE TABLE fails saying to run it again.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -52,19 +52,31 @@ impl RenewOnUnauthorized {
         }
     }
 
-    /// For calls that cannot be made twice: renews the token so the next call works.
-    async fn renewing_once<T>(&self, result: Result<T>) -> Result<T> {
+    /// For calls that cannot be made twice: renews the token so the next call works, and says
+    /// so in the error.
+    async fn renewing_once<T>(&self, result: Result<T>, retryable: bool) -> Result<T> {
         match result {
-            Err(e) if is_unauthorized(&e) => Err(self.renew(e).await?),
+            Err(e) if is_unauthorized(&e) => {
+                let refused = self.renew(e).await?;
+                Err(Error::new(
+                    ErrorKind::Unexpected,
+                    "the catalog refused its token (401), so nothing was done; a new token has \
+                     been fetched: run the statement again",
+                )
+                .with_retryable(retryable)
+                .with_source(refused))
+            }
             other => other,
         }
     }
 }
 
-/// iceberg-catalog-rest reports a status it has no error kind for as an unexpected error with
-/// the status in its context.
+/// iceberg-catalog-rest reports a status it has no error kind for as this message, with the
+/// status first in its context.
 fn is_unauthorized(e: &Error) -> bool {
-    e.kind() == ErrorKind::Unexpected && e.to_string().contains("401 Unauthorized")
+    e.kind() == ErrorKind::Unexpected
+        && e.message() == "Received response with unexpected status code"
+        && e.to_string().contains("context: { status: 401 ")
 }
 
 sqe_worker::catalog_view!(impl Catalog for RenewOnUnauthorized, inner = self.inner, around = self.renewing; {
@@ -83,12 +95,12 @@ sqe_worker::catalog_view!(impl Catalog for RenewOnUnauthorized, inner = self.inn
         creation: TableCreation,
     ) -> Result<Table> {
         let result = self.inner.create_table(namespace, creation).await;
-        self.renewing_once(result).await
+        self.renewing_once(result, false).await
     }
 
     async fn update_table(&self, commit: TableCommit) -> Result<Table> {
         let result = self.inner.update_table(commit).await;
-        self.renewing_once(result).await
+        self.renewing_once(result, true).await
     }
 });
 
@@ -203,5 +215,15 @@ mod tests {
         assert!(!is_unauthorized(&other));
         let conflict = Error::new(ErrorKind::CatalogCommitConflicts, "401 Unauthorized");
         assert!(!is_unauthorized(&conflict));
+        let unexpected = "Received response with unexpected status code";
+        let refused = Error::new(ErrorKind::Unexpected, unexpected)
+            .with_context("status", "401 Unauthorized")
+            .with_context("json", "{}");
+        assert!(is_unauthorized(&refused));
+        // A failure whose body mentions a 401 elsewhere (the catalog's own token exchange).
+        let upstream = Error::new(ErrorKind::Unexpected, unexpected)
+            .with_context("status", "503 Service Unavailable")
+            .with_context("json", "STS answered 401 Unauthorized");
+        assert!(!is_unauthorized(&upstream));
     }
 }

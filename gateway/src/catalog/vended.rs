@@ -90,18 +90,44 @@ sqe_worker::catalog_view!(impl Catalog for VendedCredentialsCatalog, inner = sel
     }
 });
 
+/// What the catalog vends for a table: the credential's properties, or nothing.
+type Vended = Option<HashMap<String, String>>;
+
 /// Asks a REST catalog for the storage credentials of a table.
-#[derive(Debug)]
 pub struct CredentialVendor {
     http: reqwest::Client,
     catalog_url: url::Url,
     warehouse: Option<String>,
     headers: HeaderMap,
     auth: CatalogAuth,
-    /// The catalog's path prefix (`/v1/config`'s `prefix`), asked for once.
-    prefix: OnceCell<Vec<String>>,
+    /// The catalog's path prefix (`/v1/config`'s `prefix`, as the catalog wrote it), asked for
+    /// once.
+    prefix: OnceCell<String>,
+    /// Credentials by table location, until shortly before they expire: metadata queries load
+    /// every table, and each answer can cost the catalog a token exchange.
+    cached: std::sync::Mutex<HashMap<String, (Vended, Instant)>>,
     runtime: Runtime,
 }
+
+/// Names what the vendor talks to; never a header value, token or credential.
+impl std::fmt::Debug for CredentialVendor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.keys().map(HeaderName::as_str).collect();
+        f.debug_struct("CredentialVendor")
+            .field("catalog_url", &self.catalog_url.as_str())
+            .field("headers", &headers)
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a vended credential is used when the catalog does not say when it expires (AWS STS
+/// hands out at least 15 minutes).
+const CREDENTIAL_REUSE: Duration = Duration::from_secs(60);
+/// A credential that says when it expires is renewed this long before.
+const CREDENTIAL_EXPIRY_MARGIN: Duration = Duration::from_secs(300);
+/// Where a vended S3 credential says when it expires (Iceberg's property).
+const S3_EXPIRES_AT_MS: &str = "s3.session-token-expires-at-ms";
 
 impl CredentialVendor {
     /// A vendor for the REST catalog of `config`, authenticating as the catalog client does.
@@ -152,6 +178,7 @@ impl CredentialVendor {
             headers,
             auth,
             prefix: OnceCell::new(),
+            cached: std::sync::Mutex::default(),
             runtime: Runtime::try_current()?,
         })
     }
@@ -169,6 +196,27 @@ impl CredentialVendor {
         if location.starts_with("file:") || !location.contains("://") {
             return Ok(None);
         }
+        let now = Instant::now();
+        if let Ok(cached) = self.cached.lock()
+            && let Some((credentials, until)) = cached.get(location)
+            && now < *until
+        {
+            return Ok(credentials.clone());
+        }
+        let credentials = self.ask(table, location).await?;
+        let until = reuse_until(credentials.as_ref(), now);
+        if let Ok(mut cached) = self.cached.lock() {
+            cached.retain(|_, (_, until)| now < *until);
+            cached.insert(location.to_string(), (credentials.clone(), until));
+        }
+        Ok(credentials)
+    }
+
+    async fn ask(
+        &self,
+        table: &TableIdent,
+        location: &str,
+    ) -> Result<Option<HashMap<String, String>>> {
         let url = self.credentials_url(table).await?;
         let mut response = self.get(&url).await?;
         if response.status() == StatusCode::UNAUTHORIZED && self.auth.forget().await {
@@ -186,12 +234,14 @@ impl CredentialVendor {
                 }
                 Ok(chosen)
             }
-            StatusCode::BAD_REQUEST
-            | StatusCode::NOT_FOUND
-            | StatusCode::METHOD_NOT_ALLOWED
-            | StatusCode::NOT_ACCEPTABLE
-            | StatusCode::NOT_IMPLEMENTED => {
+            StatusCode::NOT_IMPLEMENTED | StatusCode::NOT_ACCEPTABLE => {
                 tracing::debug!(%table, %status, "the catalog vends no credentials for this table");
+                Ok(None)
+            }
+            // An older catalog without the call; also what a wrong URL would get, so it is
+            // said where operators look.
+            StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => {
+                tracing::warn!(%table, %status, %url, "the catalog does not answer loadCredentials; using [storage]");
                 Ok(None)
             }
             StatusCode::FORBIDDEN => {
@@ -222,27 +272,34 @@ impl CredentialVendor {
         })
     }
 
-    /// `{catalog_url}/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials`.
+    /// `{catalog_url}/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials`, the prefix
+    /// as the catalog wrote it (it may be encoded already), namespace and table encoded.
     async fn credentials_url(&self, table: &TableIdent) -> Result<url::Url> {
         let prefix = self.prefix.get_or_try_init(|| self.fetch_prefix()).await?;
-        let mut url = self.catalog_url.clone();
-        {
-            let mut path = url.path_segments_mut().map_err(|()| {
-                Error::new(ErrorKind::DataInvalid, "catalog_url cannot be a base URL")
-            })?;
-            path.pop_if_empty().push("v1");
-            path.extend(prefix);
-            path.push("namespaces")
-                .push(&table.namespace().join("\u{1f}"))
-                .push("tables")
-                .push(table.name())
-                .push("credentials");
-        }
+        let base = self.catalog_url.as_str().trim_end_matches('/');
+        let base = match prefix.trim_matches('/') {
+            "" => format!("{base}/v1/"),
+            prefix => format!("{base}/v1/{prefix}/"),
+        };
+        let mut url = url::Url::parse(&base).map_err(|e| {
+            Error::new(
+                ErrorKind::DataInvalid,
+                format!("catalog path prefix '{prefix}': {e}"),
+            )
+        })?;
+        url.path_segments_mut()
+            .map_err(|()| Error::new(ErrorKind::DataInvalid, "catalog_url cannot be a base URL"))?
+            .pop_if_empty()
+            .push("namespaces")
+            .push(&table.namespace().join("\u{1f}"))
+            .push("tables")
+            .push(table.name())
+            .push("credentials");
         Ok(url)
     }
 
     /// The prefix the catalog's `/v1/config` sets (an override wins over a default).
-    async fn fetch_prefix(&self) -> Result<Vec<String>> {
+    async fn fetch_prefix(&self) -> Result<String> {
         let mut url = self.catalog_url.clone();
         url.path_segments_mut()
             .map_err(|()| Error::new(ErrorKind::DataInvalid, "catalog_url cannot be a base URL"))?
@@ -266,18 +323,28 @@ impl CredentialVendor {
             .json()
             .await
             .map_err(|e| Error::new(ErrorKind::Unexpected, format!("catalog config: {e}")))?;
-        let prefix = config
+        Ok(config
             .overrides
             .get("prefix")
             .or_else(|| config.defaults.get("prefix"))
-            .map(String::as_str)
-            .unwrap_or_default();
-        Ok(prefix
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect())
+            .cloned()
+            .unwrap_or_default())
     }
+}
+
+/// Until when `credentials` may be used from `now`: shortly before the expiry they state, or a
+/// short while when they state none (or when there are none).
+fn reuse_until(credentials: Option<&HashMap<String, String>>, now: Instant) -> Instant {
+    let expires_in = credentials
+        .and_then(|c| c.get(S3_EXPIRES_AT_MS))
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .map(|ms| {
+            let at = std::time::UNIX_EPOCH + Duration::from_millis(ms);
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+                .saturating_sub(CREDENTIAL_EXPIRY_MARGIN)
+        });
+    now + expires_in.unwrap_or(CREDENTIAL_REUSE)
 }
 
 fn refused(table: &TableIdent, why: String) -> Error {
@@ -325,9 +392,10 @@ fn longest_covering(
     let location = with_slash(&s3_scheme(location));
     credentials
         .into_iter()
-        .filter(|c| location.starts_with(&with_slash(&s3_scheme(&c.prefix))))
-        .max_by_key(|c| c.prefix.len())
-        .map(|c| c.config)
+        .map(|c| (with_slash(&s3_scheme(&c.prefix)), c.config))
+        .filter(|(prefix, _)| location.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, config)| config)
 }
 
 fn s3_scheme(location: &str) -> String {
@@ -348,11 +416,20 @@ fn with_slash(location: &str) -> String {
 }
 
 /// How the credential calls authenticate: as the catalog client does.
-#[derive(Debug)]
 enum CatalogAuth {
     Anonymous,
     Bearer(String),
     OAuth2(TokenSource),
+}
+
+impl std::fmt::Debug for CatalogAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CatalogAuth::Anonymous => f.write_str("Anonymous"),
+            CatalogAuth::Bearer(_) => f.write_str("Bearer(..)"),
+            CatalogAuth::OAuth2(source) => source.fmt(f),
+        }
+    }
 }
 
 impl CatalogAuth {
@@ -711,11 +788,61 @@ mod tests {
         assert_eq!(seen.token_grants.load(Ordering::SeqCst), 2);
         vendor.credentials_for(&table(), "s3://bucket/wh/t").await?;
         assert_eq!(
+            seen.credential_calls.load(Ordering::SeqCst),
+            2,
+            "credentials are reused for a while"
+        );
+        vendor
+            .credentials_for(&table(), "s3://bucket/wh/elsewhere")
+            .await?;
+        assert_eq!(seen.credential_calls.load(Ordering::SeqCst), 3);
+        assert_eq!(
             seen.token_grants.load(Ordering::SeqCst),
             2,
             "a valid token is reused"
         );
-        assert_eq!(seen.credential_calls.load(Ordering::SeqCst), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn credentials_are_reused_until_shortly_before_they_expire() {
+        let now = Instant::now();
+        let expiring_in = |d: Duration| {
+            let at = std::time::SystemTime::now() + d;
+            let ms = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            HashMap::from([(S3_EXPIRES_AT_MS.to_string(), ms.to_string())])
+        };
+        let hour = reuse_until(Some(&expiring_in(Duration::from_secs(3600))), now) - now;
+        assert!(
+            hour > Duration::from_secs(3200) && hour <= Duration::from_secs(3300),
+            "{hour:?}"
+        );
+        let soon = reuse_until(Some(&expiring_in(Duration::from_secs(120))), now) - now;
+        assert_eq!(soon, Duration::ZERO, "not reused past its renewal margin");
+        assert_eq!(reuse_until(None, now) - now, CREDENTIAL_REUSE);
+        assert_eq!(
+            reuse_until(Some(&HashMap::new()), now) - now,
+            CREDENTIAL_REUSE
+        );
+    }
+
+    #[test]
+    fn debug_output_shows_no_token_or_header_value() -> TestResult {
+        let mut config = config("http://catalog:8181");
+        config.token = Some("the-bearer-token".into());
+        config
+            .headers
+            .insert("X-Api-Key".into(), "the-api-key".into());
+        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+        let _entered = runtime.enter();
+        let debug = format!("{:?}", CredentialVendor::new(&config, None)?);
+        assert!(debug.contains("x-api-key"), "{debug}");
+        assert!(
+            !debug.contains("the-bearer-token") && !debug.contains("the-api-key"),
+            "{debug}"
+        );
         Ok(())
     }
 }

@@ -192,16 +192,31 @@ async fn concurrent_inserts_from_many_clients_all_land() -> TestResult {
     Ok(())
 }
 
+/// A server process of the test's own, stopped when dropped (also when the test fails early).
+struct Server(std::process::Child);
+
+impl Server {
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// An s3s-fs of the caller's own with the stack's keys and an empty `warehouse` bucket, on a
 /// free port; the store's root lives as long as the returned directory.
 async fn own_store(
     stack: &Stack,
-) -> Result<(std::process::Child, u16, tempfile::TempDir), Box<dyn std::error::Error + Send + Sync>>
-{
+) -> Result<(Server, u16, tempfile::TempDir), Box<dyn std::error::Error + Send + Sync>> {
     let root = tempfile::tempdir()?;
     std::fs::create_dir(root.path().join("warehouse"))?;
     let port = sqe_tests::process::free_port()?;
-    let mut store = std::process::Command::new(stack.get("SQE_STACK_S3S_BIN")?)
+    let store = std::process::Command::new(stack.get("SQE_STACK_S3S_BIN")?)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--access-key", stack.get("SQE_STORAGE__S3_ACCESS_KEY_ID")?])
         .args([
@@ -212,10 +227,10 @@ async fn own_store(
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-    if let Err(e) = listening(port, Duration::from_secs(10)).await {
-        let _ = store.kill();
-        return Err(format!("the test's own s3s-fs: {e}").into());
-    }
+    let store = Server(store);
+    listening(port, Duration::from_secs(10))
+        .await
+        .map_err(|e| format!("the test's own s3s-fs: {e}"))?;
     Ok((store, port, root))
 }
 
@@ -285,8 +300,7 @@ async fn a_store_stopped_mid_query_fails_it_clearly_and_the_coordinator_keeps_se
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         if received > 0 && stopped_at.is_none() {
-            store.kill()?;
-            store.wait()?;
+            store.stop();
             stopped_at = Some(std::time::Instant::now());
         }
         let Some(next) = page.get("nextUri").and_then(Value::as_str) else {
@@ -513,7 +527,7 @@ fn vending_catalog(
     dir: &Path,
     store_port: u16,
     sts: SocketAddr,
-) -> Result<(std::process::Child, u16), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(Server, u16), Box<dyn std::error::Error + Send + Sync>> {
     let port = sqe_tests::process::free_port()?;
     let config = dir.join("rustberg.toml");
     std::fs::write(
@@ -573,27 +587,25 @@ duration_seconds = 900
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()?;
-    Ok((child, port))
+    Ok((Server(child), port))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn credentials_vended_by_the_catalog_are_used_by_the_coordinator_and_the_workers()
 -> TestResult {
     let stack = Stack::running()?;
-    let (mut store, store_port, _root) = own_store(&stack).await?;
+    let (_store, store_port, _root) = own_store(&stack).await?;
     let (sts, assumed) = sts_endpoint(
         stack.get("SQE_STORAGE__S3_ACCESS_KEY_ID")?.to_string(),
         stack.get("SQE_STORAGE__S3_SECRET_ACCESS_KEY")?.to_string(),
     )
     .await?;
     let catalog_dir = tempfile::tempdir()?;
-    let (mut catalog, catalog_port) = vending_catalog(&stack, catalog_dir.path(), store_port, sts)?;
+    let (_catalog, catalog_port) = vending_catalog(&stack, catalog_dir.path(), store_port, sts)?;
     let up = listening(catalog_port, Duration::from_secs(20)).await;
     let catalog_log =
         || std::fs::read_to_string(catalog_dir.path().join("rustberg.log")).unwrap_or_default();
     if let Err(e) = up {
-        let _ = catalog.kill();
-        let _ = store.kill();
         return Err(format!("the vending rustberg: {e}\n{}", catalog_log()).into());
     }
 
@@ -664,8 +676,6 @@ async fn credentials_vended_by_the_catalog_are_used_by_the_coordinator_and_the_w
     }
     .await;
     cluster.stop().await;
-    let _ = catalog.kill();
-    let _ = store.kill();
     result.map_err(|e| format!("{e}\nrustberg log:\n{}", catalog_log()).into())
 }
 

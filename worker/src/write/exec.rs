@@ -42,13 +42,22 @@ pub trait CommitListener: fmt::Debug + Send + Sync {
 ///
 /// This node holds a catalog handle and runs in the coordinator's head stage; the codec refuses
 /// to ship it to a worker. Its input (the SELECT) is distributed as usual.
-#[derive(Debug)]
 pub struct IcebergWriteExec {
     input: Arc<dyn ExecutionPlan>,
     catalog: Arc<dyn Catalog>,
     table: Table,
     listener: Option<Arc<dyn CommitListener>>,
     properties: Arc<PlanProperties>,
+}
+
+/// Names the table only: its FileIO holds storage credentials.
+impl std::fmt::Debug for IcebergWriteExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcebergWriteExec")
+            .field("table", &self.table.identifier().to_string())
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
 }
 
 impl IcebergWriteExec {
