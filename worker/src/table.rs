@@ -8,10 +8,10 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Statistics, not_impl_err};
-use datafusion::datasource::{TableProvider, TableType};
+use datafusion::datasource::{TableProvider, TableType, source_as_provider};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableSource};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
 use iceberg::Catalog;
@@ -102,6 +102,15 @@ impl IcebergTableProvider {
             .await
             .map_err(iceberg_to_df)
     }
+}
+
+/// `f` of the Iceberg table provider behind a logical plan's table source, if it is one.
+pub fn with_iceberg_provider<R>(
+    source: &Arc<dyn TableSource>,
+    f: impl FnOnce(&IcebergTableProvider) -> R,
+) -> Option<R> {
+    let provider = source_as_provider(source).ok()?;
+    provider.downcast_ref::<IcebergTableProvider>().map(f)
 }
 
 /// The schema scans of the table read with: its current snapshot's (Iceberg plans scans against

@@ -1,10 +1,9 @@
 //! Whether a bound query can be cached, and under which key.
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use sha2::{Digest, Sha256};
-use sqe_worker::table::IcebergTableProvider;
+use sqe_worker::table::with_iceberg_provider;
 
 use super::{CacheKey, TableVersion};
 
@@ -27,11 +26,7 @@ pub fn consider(identity: &str, logical: &LogicalPlan) -> Decision {
     let mut bypass: Option<String> = None;
     let walked = logical.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node {
-            let iceberg = source_as_provider(&scan.source).ok().and_then(|provider| {
-                provider
-                    .downcast_ref::<IcebergTableProvider>()
-                    .map(|p| p.table().clone())
-            });
+            let iceberg = with_iceberg_provider(&scan.source, |p| p.table().clone());
             match iceberg {
                 Some(table) => {
                     let version = TableVersion {

@@ -8,17 +8,15 @@ use std::sync::Arc;
 
 use datafusion::common::TableReference;
 use datafusion::common::tree_node::{Transformed, TreeNodeRecursion};
-use datafusion::datasource::{provider_as_source, source_as_provider};
+use datafusion::datasource::provider_as_source;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{LogicalPlan, TableSource};
-use sqe_worker::table::IcebergTableProvider;
+use sqe_worker::table::with_iceberg_provider;
 
 use crate::error::{GatewayError, Result};
 
 fn is_iceberg(source: &Arc<dyn TableSource>) -> bool {
-    source_as_provider(source)
-        .ok()
-        .is_some_and(|p| p.downcast_ref::<IcebergTableProvider>().is_some())
+    with_iceberg_provider(source, |_| ()).is_some()
 }
 
 /// `plan` with every Iceberg table it scans or writes loaded afresh through `state`'s catalogs.

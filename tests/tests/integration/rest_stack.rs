@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sqe_gateway::local::{LocalOptions, StackSettings};
 use sqe_tests::cluster::TestCluster;
 use sqe_tests::stack::Stack;
-use sqe_tests::trino::statement;
+use sqe_tests::trino::{next_page, statement, submit};
 
 use crate::TestResult;
 
@@ -281,14 +281,7 @@ async fn a_store_stopped_mid_query_fails_it_clearly_and_the_coordinator_keeps_se
 
     // The store stops once the first rows have reached the client.
     let client = reqwest::Client::new();
-    let mut page: Value = client
-        .post(format!("http://{addr}/v1/statement"))
-        .header("X-Trino-User", "test")
-        .body(format!("SELECT n FROM {schema}.t"))
-        .send()
-        .await?
-        .json()
-        .await?;
+    let (mut page, _) = submit(&client, addr, &format!("SELECT n FROM {schema}.t"), None).await?;
     let mut received = 0;
     let mut stopped_at = None;
     let error = loop {
@@ -303,19 +296,9 @@ async fn a_store_stopped_mid_query_fails_it_clearly_and_the_coordinator_keeps_se
             store.stop();
             stopped_at = Some(std::time::Instant::now());
         }
-        let Some(next) = page.get("nextUri").and_then(Value::as_str) else {
-            return Err(format!(
-                "the query finished ({received} of {total} rows) though the store stopped mid-query"
-            )
-            .into());
-        };
-        page = client
-            .get(next)
-            .header("X-Trino-User", "test")
-            .send()
-            .await?
-            .json()
-            .await?;
+        page = next_page(&client, &page).await?.ok_or(format!(
+            "the query finished ({received} of {total} rows) though the store stopped mid-query"
+        ))?;
     };
     let stopped_at = stopped_at.ok_or("the query failed before any row arrived")?;
     assert!(received < total, "{received} rows");

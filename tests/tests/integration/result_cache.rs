@@ -5,7 +5,7 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
 use futures::TryStreamExt;
 use sqe_gateway::cache::CacheUse;
-use sqe_gateway::engine::{Engine, Outcome, SessionSettings};
+use sqe_gateway::engine::{Engine, Outcome, SessionSettings, StatementTemplate};
 use sqe_gateway::runtime::start_coordinator_on;
 use sqe_tests::cluster::local_coordinator_config;
 
@@ -26,7 +26,16 @@ async fn count(
     parameters: Vec<datafusion::common::ScalarValue>,
 ) -> Result<(i64, Option<CacheUse>), Box<dyn std::error::Error + Send + Sync>> {
     let template = engine.template(&session(user), sql).await?;
-    let prepared = engine.bind(&template, parameters).await?;
+    bound_count(engine, &template, parameters).await
+}
+
+/// Binds `template` (with `parameters`) and runs it; its single count and what the cache did.
+async fn bound_count(
+    engine: &std::sync::Arc<Engine>,
+    template: &StatementTemplate,
+    parameters: Vec<datafusion::common::ScalarValue>,
+) -> Result<(i64, Option<CacheUse>), Box<dyn std::error::Error + Send + Sync>> {
+    let prepared = engine.bind(template, parameters).await?;
     let used = prepared.cache_use();
     let Outcome::Rows(stream) = engine.run(prepared).await? else {
         return Err("a query returns rows".into());
@@ -149,20 +158,7 @@ async fn a_prepared_statement_run_later_reads_the_current_snapshot() -> TestResu
     let template = engine
         .template(&session("ann"), "SELECT count(*) FROM demo.t")
         .await?;
-    let run = || async {
-        let prepared = engine.bind(&template, vec![]).await?;
-        let used = prepared.cache_use();
-        let Outcome::Rows(stream) = engine.run(prepared).await? else {
-            return Err::<_, Box<dyn std::error::Error + Send + Sync>>("rows".into());
-        };
-        let batches: Vec<RecordBatch> = stream.try_collect().await?;
-        let count = batches
-            .first()
-            .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
-            .map(|c| c.value(0))
-            .ok_or("one count")?;
-        Ok((count, used))
-    };
+    let run = || bound_count(&engine, &template, vec![]);
     assert_eq!(run().await?, (10, Some(CacheUse::Miss)));
 
     engine
