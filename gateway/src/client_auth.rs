@@ -13,7 +13,7 @@ use std::time::Duration;
 use sqe_layers::auth::{TokenSigner, TokenVerifier};
 
 use crate::config::{ClientAuthConfig, ClientAuthType, secret};
-use crate::error::{ConfigError, GatewayError, Result};
+use sqe_engine::error::{ConfigError, GatewayError, Result};
 
 /// The audience of tokens SQE issues to clients.
 const CLIENT_AUDIENCE: &str = "sqe-client";

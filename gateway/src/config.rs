@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::ConfigError;
+use sqe_engine::catalog::{CatalogKind, CatalogSettings, OAuth2Credentials};
+use sqe_engine::error::ConfigError;
+use sqe_worker::peers::PeerSettings;
 
 /// The whole `coordinator.toml`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -398,16 +400,6 @@ impl Default for AuthConfig {
     }
 }
 
-/// A REST catalog's OAuth2 client credentials, checked.
-#[derive(Debug, Clone)]
-pub struct OAuth2Credentials {
-    pub client_id: String,
-    pub client_secret: String,
-    pub token_endpoint: Option<String>,
-    pub scope: Option<String>,
-    pub refresh: std::time::Duration,
-}
-
 impl AuthConfig {
     /// The OAuth2 client credentials, when the catalog is reached with them.
     pub fn oauth2(&self) -> Result<Option<OAuth2Credentials>, ConfigError> {
@@ -659,18 +651,6 @@ fn secret_from_env(env: &[(String, String)]) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
-/// How a node authenticates to and talks with its peers (the worker channel).
-#[derive(Debug, Clone)]
-pub struct PeerSettings {
-    pub secret: Option<String>,
-    pub previous_secret: Option<String>,
-    pub allow_unauthenticated: bool,
-    pub rpc_timeout: std::time::Duration,
-    pub connect_timeout: std::time::Duration,
-    pub retry_budget_percent: f32,
-    pub io_threads: usize,
-}
-
 impl ConfigFile for CoordinatorConfig {
     fn apply_environment(&mut self, env: &[(String, String)]) {
         let c = &mut self.coordinator;
@@ -804,6 +784,24 @@ impl ConfigFile for WorkerConfig {
 }
 
 impl CatalogConfig {
+    /// The catalog's settings as the engine opens it, with `[auth]`'s client credentials.
+    pub fn settings(&self, auth: &AuthConfig) -> Result<CatalogSettings, ConfigError> {
+        Ok(CatalogSettings {
+            kind: match self.kind {
+                CatalogType::Sql => CatalogKind::Sql,
+                CatalogType::Rest => CatalogKind::Rest,
+            },
+            name: self.name.clone(),
+            uri: self.uri.clone(),
+            catalog_url: self.catalog_url.clone(),
+            warehouse: self.warehouse.clone(),
+            token: self.token.clone(),
+            headers: self.headers.clone(),
+            vended_credentials: self.vended_credentials,
+            oauth2: auth.oauth2()?,
+        })
+    }
+
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         if self.name.trim().is_empty() {
             return Err(ConfigError::Invalid(format!(

@@ -2,14 +2,14 @@
 
 use std::path::PathBuf;
 
-use crate::catalog::default_warehouse_layout;
 use crate::config::{
     AuthConfig, ByteSize, CatalogConfig, ClientAuthConfig, ConfigFile, CoordinatorConfig,
     CoordinatorSection, StorageConfig, WorkerConfig, WorkerSection,
 };
-use crate::error::{GatewayError, Result};
-use crate::runtime::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
+use crate::node::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
 use crate::tpch::create_tpch;
+use sqe_engine::catalog::default_warehouse_layout;
+use sqe_engine::error::{GatewayError, Result};
 
 /// What `sqe local` starts.
 #[derive(Debug, Clone)]

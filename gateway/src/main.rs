@@ -5,16 +5,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use sqe_engine::error::GatewayError;
 use sqe_gateway::config::TelemetryConfig;
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
-use sqe_gateway::error::GatewayError;
 use sqe_gateway::local::{LocalOptions, StackSettings, running_stack, start_local};
-use sqe_gateway::runtime::{
-    Shutdown, bind, build_version, start_coordinator, start_worker, version_requirement,
-    worker_node_id, worker_version,
+use sqe_gateway::node::{
+    bind, build_version, start_coordinator, start_worker, version_requirement, worker_node_id,
+    worker_version,
 };
 use sqe_gateway::shell::{self, ShellArgs};
 use sqe_gateway::telemetry::{self, ProcessIdentity, Telemetry};
+use sqe_layers::serve::Shutdown;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -164,7 +165,7 @@ fn stop_on_signal(shutdown: Vec<Shutdown>) {
 #[cfg(unix)]
 fn reload_on_hangup(
     path: PathBuf,
-    workers: std::sync::Arc<sqe_gateway::cluster::WorkerPool>,
+    workers: std::sync::Arc<sqe_engine::cluster::WorkerPool>,
     hangup: Option<tokio::signal::unix::Signal>,
 ) {
     let Some(mut hangup) = hangup else { return };
@@ -212,8 +213,8 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
                 std::sync::Arc::clone(coordinator.engine.workers()),
                 hangup,
             );
-            stop_on_signal(vec![coordinator.server.shutdown_handle()]);
-            coordinator.server.join().await;
+            stop_on_signal(vec![coordinator.servers.shutdown_handle()]);
+            coordinator.servers.join().await;
         }
         Command::Worker { config } => {
             let config = WorkerConfig::load(&config)?;
@@ -231,7 +232,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
             )?);
             let worker = start_worker(&config, listener).await?;
             // SIGTERM drains a registered worker: no new tasks, running ones finish.
-            let ended = worker.server.ended();
+            let ended = worker.servers.ended();
             tokio::select! {
                 () = termination() => {
                     // A second signal stops at once, not waiting for the drain.
@@ -316,12 +317,12 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
                     .trino_http_addr
                     .map_or("off".to_string(), |a| format!("http://{a}")),
             );
-            let mut handles = vec![cluster.coordinator.server.shutdown_handle()];
-            handles.extend(cluster.workers.iter().map(|w| w.server.shutdown_handle()));
+            let mut handles = vec![cluster.coordinator.servers.shutdown_handle()];
+            handles.extend(cluster.workers.iter().map(|w| w.servers.shutdown_handle()));
             stop_on_signal(handles);
-            cluster.coordinator.server.join().await;
+            cluster.coordinator.servers.join().await;
             for worker in cluster.workers {
-                worker.server.join().await;
+                worker.servers.join().await;
             }
         }
         Command::Shell(args) => {

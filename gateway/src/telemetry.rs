@@ -3,17 +3,16 @@
 //! (`[telemetry]` or the standard `OTEL_*` variables) the spans are exported in batches.
 
 use opentelemetry::KeyValue;
-use opentelemetry::trace::{TraceContextExt, TraceId, TracerProvider as _};
+use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{SpanExporter, WithExportConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use tracing::Subscriber;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::TelemetryConfig;
-use crate::error::GatewayError;
+use sqe_engine::error::GatewayError;
 
 /// Who this process is, in its spans' resource.
 #[derive(Debug, Clone)]
@@ -136,7 +135,7 @@ pub fn start(
                 .with_tls_config(tonic::transport::ClientTlsConfig::new().with_native_roots());
         }
         let exporter = exporter.build().map_err(|e| {
-            GatewayError::Config(crate::error::ConfigError::Invalid(format!(
+            GatewayError::Config(sqe_engine::error::ConfigError::Invalid(format!(
                 "OTLP endpoint '{}' ([telemetry] or OTEL_EXPORTER_OTLP_*): {e}",
                 export.endpoint
             )))
@@ -167,17 +166,13 @@ where
     use tracing_subscriber::Layer as _;
     let sqe = tracing_subscriber::filter::Targets::new()
         .with_target("sqe_gateway", tracing::Level::INFO)
+        .with_target("sqe_engine", tracing::Level::INFO)
+        .with_target("sqe_iceberg", tracing::Level::INFO)
         .with_target("sqe_layers", tracing::Level::INFO)
         .with_target("sqe_worker", tracing::Level::INFO);
     tracing_opentelemetry::layer()
         .with_tracer(telemetry.provider.tracer("sqe"))
         .with_filter(sqe)
-}
-
-/// The span's trace id as 32 hex digits; `None` when the process has no trace layer.
-pub fn trace_id(span: &tracing::Span) -> Option<String> {
-    let id = span.context().span().span_context().trace_id();
-    (id != TraceId::INVALID).then(|| id.to_string())
 }
 
 #[cfg(test)]

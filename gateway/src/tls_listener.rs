@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use crate::error::{ConfigError, GatewayError, Result};
+use sqe_engine::error::{ConfigError, GatewayError, Result};
 
 /// Longest a client may take to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -42,6 +42,7 @@ pub mod dedicated_runtime;
 pub mod io_runtime;
 pub mod retry;
 pub mod rpc_metrics;
+pub mod serve;
 mod stack;
 mod status;
 pub mod stream_count;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use futures::TryStreamExt;
-use sqe_gateway::engine::{Engine, Outcome, SessionSettings};
-use sqe_gateway::error::GatewayError;
+use sqe_engine::engine::{Engine, Outcome, SessionSettings};
+use sqe_engine::error::GatewayError;
 use sqe_gateway::local::{LocalCluster, LocalOptions, start_local};
 use tempfile::TempDir;
 
@@ -147,7 +147,7 @@ impl TestCluster {
 /// A coordinator config on loopback with the embedded catalog and warehouse in `dir`, no
 /// workers and no Trino port; tests adjust `coordinator` from here.
 pub fn local_coordinator_config(dir: &Path) -> sqe_gateway::config::CoordinatorConfig {
-    let (uri, warehouse) = sqe_gateway::catalog::default_warehouse_layout(dir);
+    let (uri, warehouse) = sqe_engine::catalog::default_warehouse_layout(dir);
     sqe_gateway::config::CoordinatorConfig {
         coordinator: sqe_gateway::config::CoordinatorSection {
             bind_address: "127.0.0.1".into(),

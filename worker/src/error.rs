@@ -1,51 +1,14 @@
-//! Errors of the execution side.
+//! Why a node could not start or keep its membership.
 
-use datafusion::error::DataFusionError;
-
-/// Everything that can go wrong while reading or writing Iceberg data on a worker or coordinator.
+/// A node's start-up failed.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    /// The Iceberg library refused an operation (metadata, scan planning, commit).
-    #[error("iceberg: {0}")]
-    Iceberg(#[from] iceberg::Error),
-    /// A storage location could not be resolved or accessed.
-    #[error("storage: {0}")]
-    Storage(String),
-    /// A column type has no Iceberg equivalent.
-    #[error("column '{column}' has type {data_type}, which Iceberg tables cannot store{hint}")]
-    UnsupportedType {
-        column: String,
-        data_type: String,
-        hint: String,
-    },
-    /// Data does not have the shape its destination expects.
-    #[error("schema mismatch: {0}")]
-    Schema(String),
-    /// A plan fragment could not be encoded or decoded.
-    #[error("plan codec: {0}")]
-    Codec(String),
-    /// A statement is valid SQL but not something this engine supports.
-    #[error("not supported: {0}")]
-    NotSupported(String),
-    /// Arrow failed while converting data.
-    #[error("arrow: {0}")]
-    Arrow(#[from] datafusion::arrow::error::ArrowError),
+pub enum NodeError {
+    /// Its settings are wrong (a URL, a secret).
+    #[error("{0}")]
+    Settings(String),
+    /// A resource it needs could not be had (a listener, a runtime).
+    #[error("{0}")]
+    Start(String),
 }
 
-pub type Result<T, E = WorkerError> = std::result::Result<T, E>;
-
-impl From<WorkerError> for DataFusionError {
-    fn from(err: WorkerError) -> Self {
-        match err {
-            WorkerError::Arrow(e) => DataFusionError::ArrowError(Box::new(e), None),
-            WorkerError::NotSupported(msg) => DataFusionError::NotImplemented(msg),
-            WorkerError::UnsupportedType { .. } => DataFusionError::Plan(err.to_string()),
-            other => DataFusionError::External(Box::new(other)),
-        }
-    }
-}
-
-/// Converts an Iceberg error into a DataFusion error without losing its message.
-pub fn iceberg_to_df(err: iceberg::Error) -> DataFusionError {
-    DataFusionError::External(Box::new(WorkerError::Iceberg(err)))
-}
+pub type Result<T, E = NodeError> = std::result::Result<T, E>;

@@ -1,22 +1,16 @@
-//! The execution side of SQE: everything that touches Iceberg data.
+//! The SQE worker node: a datafusion-distributed `Worker` behind the server-side layers.
 //!
-//! - [`table::IcebergTableProvider`]: an Iceberg table in DataFusion (scan planning, inserts).
-//! - [`scan`]: the distributable scan node, its task splitting and filter conversion.
-//! - [`write`]: parallel Parquet writers and the single-snapshot commit.
-//! - [`codec::SqeCodec`]: how SQE's nodes travel inside distributed plan fragments.
-//! - [`storage`]: Iceberg storage on `object_store` (local files, S3).
-//! - [`server`]: the worker process (a datafusion-distributed `Worker` behind gRPC).
+//! - [`server`]: the worker's gRPC server (plan fragments in, Arrow batches out).
+//! - [`channel::SqeChannelResolver`]: every connection to a worker goes through the layer stack,
+//!   from the coordinator and from other workers; [`peers`] builds it from a node's settings.
+//! - [`membership`]: registration with a coordinator, heartbeats and the drain at shutdown.
 
-pub mod catalog_view;
 pub mod channel;
-pub mod codec;
 pub mod error;
-pub mod scan;
+pub mod membership;
+pub mod node;
+pub mod peers;
 pub mod server;
-pub mod storage;
-pub mod table;
 mod task_span;
-pub mod types;
-pub mod write;
 
-pub use error::WorkerError;
+pub use error::NodeError;

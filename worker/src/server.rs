@@ -17,8 +17,8 @@ use sqe_layers::server_layers;
 use sqe_layers::stream_count::{OpenStreams, StreamCountLayer};
 
 use crate::channel::SqeChannelResolver;
-use crate::codec::SqeCodec;
-use crate::task_span::TaskSpanLayer;
+use crate::task_span::{COORDINATOR_CHANNEL, EXECUTE_TASK, TaskSpanLayer};
+use sqe_iceberg::codec::SqeCodec;
 
 /// What a worker needs to execute fragments: no catalog, no sessions, only how to reach storage
 /// and its peers.
@@ -37,12 +37,6 @@ pub struct WorkerSettings {
     /// Checks the token on every request; `None` accepts unauthenticated requests.
     pub verifier: Option<Arc<TokenVerifier>>,
 }
-
-/// The RPC through which a task's partitions are executed and streamed to their consumer.
-pub(crate) const EXECUTE_TASK: &str = "/worker.WorkerService/ExecuteTask";
-/// The RPC that delivers a task's plan; the coordinator keeps it open for the task's life
-/// (metrics and work units travel on it), also before any partition is pulled.
-pub(crate) const COORDINATOR_CHANNEL: &str = "/worker.WorkerService/CoordinatorChannel";
 
 /// Live counters of one worker process.
 #[derive(Debug, Default)]

@@ -21,6 +21,12 @@ use tonic::body::Body;
 use tower::{Layer, Service};
 use tracing::Span;
 
+/// The RPC through which a task's partitions are executed and streamed to their consumer.
+pub(crate) const EXECUTE_TASK: &str = "/worker.WorkerService/ExecuteTask";
+/// The RPC that delivers a task's plan; the coordinator keeps it open for the task's life
+/// (metrics and work units travel on it), also before any partition is pulled.
+pub(crate) const COORDINATOR_CHANNEL: &str = "/worker.WorkerService/CoordinatorChannel";
+
 /// Which task RPC a path is, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TaskRpc {
@@ -33,8 +39,8 @@ enum TaskRpc {
 impl TaskRpc {
     fn of(path: &str) -> Option<Self> {
         match path {
-            crate::server::COORDINATOR_CHANNEL => Some(Self::SetPlan),
-            crate::server::EXECUTE_TASK => Some(Self::Execute),
+            COORDINATOR_CHANNEL => Some(Self::SetPlan),
+            EXECUTE_TASK => Some(Self::Execute),
             _ => None,
         }
     }

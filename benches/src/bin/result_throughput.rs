@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::{Array, RecordBatch};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::{Stream, StreamExt};
-use sqe_gateway::engine::{Engine, Outcome, SessionSettings};
+use sqe_engine::engine::{Engine, Outcome, SessionSettings};
 use sqe_gateway::local::{LocalOptions, start_local};
 use sqe_gateway::shell::connection::{
     Connection, Credentials, StatementResult, Target, flight_error,

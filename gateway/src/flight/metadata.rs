@@ -13,9 +13,9 @@ use arrow_flight::sql::{
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::engine::Engine;
-use crate::error::{GatewayError, Result};
-use crate::sql_types::{precision_and_scale, trino_type_name};
+use sqe_engine::dialect::types::{precision_and_scale, trino_type_name};
+use sqe_engine::engine::Engine;
+use sqe_engine::error::{GatewayError, Result};
 
 /// What GetSqlInfo reports.
 pub static SQL_INFO: LazyLock<Option<SqlInfoData>> = LazyLock::new(|| {

@@ -22,7 +22,7 @@ use tonic::Status;
 use uuid::Uuid;
 
 use crate::client_auth::ClientAuth;
-use crate::engine::Engine;
+use sqe_engine::engine::Engine;
 
 /// The Flight SQL service for `engine`, with its client authentication layer.
 pub fn flight_service(

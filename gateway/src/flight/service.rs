@@ -51,11 +51,11 @@ use super::protocol::{
 use super::sessions::Sessions;
 use super::statements::{Cancelled, Planned, PreparedStatement, Statements};
 use crate::client_auth::{ClientAuth, Principal};
-use crate::engine::{
+use sqe_engine::engine::{
     Engine, IfExists, IfMissing, IngestTarget, Outcome, Prepared, SessionSettings,
 };
-use crate::error::GatewayError;
-use crate::history::{QueryStart, QueryTracker, kill_through};
+use sqe_engine::error::GatewayError;
+use sqe_engine::history::{QueryStart, QueryTracker, kill_through};
 
 type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
@@ -429,7 +429,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let kind = prepared.kind();
         let running = self.statements.start(id);
         let token = running.token();
-        tracker.running(&prepared);
+        prepared.mark_running(&tracker);
         let run = self
             .engine
             .run(prepared)
@@ -694,7 +694,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let tracker = self.track(Self::traceparent(&request), &session, &command.query);
         let outcome = async {
             let prepared = self.engine.prepare(&session, &command.query).await?;
-            tracker.running(&prepared);
+            prepared.mark_running(&tracker);
             self.engine.run(prepared).await
         };
         match outcome
@@ -788,7 +788,7 @@ impl FlightSqlService for SqeFlightSqlService {
             let mut total = 0u64;
             for parameters in rows {
                 let prepared = self.engine.bind(&statement.template, parameters).await?;
-                tracker.running(&prepared);
+                prepared.mark_running(&tracker);
                 match self.engine.run(prepared).await? {
                     Outcome::Updated { rows } => total += rows.unwrap_or(0),
                     Outcome::Rows(_) => {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::engine::SessionSettings;
+use sqe_engine::engine::SessionSettings;
 
 /// Sessions unused this long are forgotten.
 const SESSION_IDLE: Duration = Duration::from_secs(3600);

@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::client_auth::Principal;
-use crate::engine::{Prepared, StatementTemplate};
-use crate::history::QueryTracker;
+use sqe_engine::engine::{Prepared, StatementTemplate};
+use sqe_engine::history::QueryTracker;
 
 /// How long a planned statement waits for its DoGet, and a prepared statement for its next use.
 const PLANNED_TTL: Duration = Duration::from_secs(300);

@@ -1,8 +1,8 @@
 //! Prometheus' text exposition format (version 0.0.4), written by hand: a few families of
 //! counters, gauges and histograms need no client library.
 
+use sqe_engine::history::Histogram;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The text of one scrape.
 #[derive(Debug, Default)]
@@ -59,58 +59,24 @@ impl Exposition {
     /// One labelled series of a histogram family already started.
     pub fn histogram(&mut self, name: &str, pairs: &[(&str, &str)], histogram: &Histogram) {
         let mut cumulative = 0;
-        for (bound, count) in histogram.bounds.iter().zip(&histogram.buckets) {
-            cumulative += count.load(Ordering::Relaxed);
+        for (bound, count) in histogram.buckets() {
+            cumulative += count;
             let le = bound.to_string();
             let mut with_le = pairs.to_vec();
             with_le.push(("le", &le));
             self.sample(&format!("{name}_bucket"), &with_le, cumulative as f64);
         }
-        let count = histogram.count.load(Ordering::Relaxed);
+        let count = histogram.count();
         let mut with_le = pairs.to_vec();
         with_le.push(("le", "+Inf"));
         self.sample(&format!("{name}_bucket"), &with_le, count as f64);
-        let sum = histogram.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let sum = histogram.sum_seconds();
         self.sample(&format!("{name}_sum"), pairs, sum);
         self.sample(&format!("{name}_count"), pairs, count as f64);
     }
 
     pub fn finish(self) -> String {
         self.out
-    }
-}
-
-/// Seconds, counted into fixed buckets.
-#[derive(Debug)]
-pub struct Histogram {
-    bounds: &'static [f64],
-    buckets: Vec<AtomicU64>,
-    sum_micros: AtomicU64,
-    count: AtomicU64,
-}
-
-/// Query latencies: 10 ms to 10 minutes.
-pub const LATENCY_BUCKETS: &[f64] = &[
-    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0,
-];
-
-impl Histogram {
-    pub fn new(bounds: &'static [f64]) -> Self {
-        Self {
-            bounds,
-            buckets: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
-            sum_micros: AtomicU64::new(0),
-            count: AtomicU64::new(0),
-        }
-    }
-
-    pub fn observe(&self, seconds: f64) {
-        if let Some(i) = self.bounds.iter().position(|b| seconds <= *b) {
-            self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
-        self.sum_micros
-            .fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -5,6 +5,6 @@ mod exposition;
 mod server;
 mod sources;
 
-pub use exposition::{Exposition, Histogram, LATENCY_BUCKETS};
+pub use exposition::Exposition;
 pub use server::{Observed, observability_router};
-pub use sources::{CommitCounter, CoordinatorObserved, PeerCalls, WorkerObserved};
+pub use sources::{CoordinatorObserved, PeerCalls, WorkerObserved};

@@ -3,63 +3,20 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use iceberg::TableIdent;
 use sqe_layers::auth::VerifierStats;
 use sqe_layers::retry::RetryStats;
 use sqe_layers::rpc_metrics::{RpcCounts, code_name};
 use sqe_worker::server::WorkerStats;
-use sqe_worker::write::CommitListener;
 
 use super::{Exposition, Observed};
-use crate::cache::ResultCache;
-use crate::cluster::{MembershipState, WorkerState};
-use crate::engine::Engine;
+use sqe_engine::cluster::WorkerState;
+use sqe_engine::engine::Engine;
+use sqe_worker::membership::MembershipState;
 
 /// How long `/readyz` waits for the catalog.
 const CATALOG_PROBE: Duration = Duration::from_secs(3);
-
-/// Counts Iceberg commits made through this coordinator (and the conflicts they met), and
-/// tells the result cache.
-#[derive(Debug)]
-pub struct CommitCounter {
-    cache: Arc<ResultCache>,
-    commits: AtomicU64,
-    conflicts: AtomicU64,
-}
-
-impl CommitCounter {
-    pub fn new(cache: Arc<ResultCache>) -> Self {
-        Self {
-            cache,
-            commits: AtomicU64::new(0),
-            conflicts: AtomicU64::new(0),
-        }
-    }
-
-    pub fn commits(&self) -> u64 {
-        self.commits.load(Ordering::Relaxed)
-    }
-
-    /// Commit attempts refused because another writer committed first (then retried).
-    pub fn conflicts(&self) -> u64 {
-        self.conflicts.load(Ordering::Relaxed)
-    }
-}
-
-impl CommitListener for CommitCounter {
-    fn committed(&self, table: &TableIdent, _snapshot_id: Option<i64>) {
-        self.commits.fetch_add(1, Ordering::Relaxed);
-        self.cache.invalidate_table(table);
-    }
-
-    fn conflicted(&self, _table: &TableIdent, conflicts: u32) {
-        self.conflicts
-            .fetch_add(u64::from(conflicts), Ordering::Relaxed);
-    }
-}
 
 /// Token checks and outgoing RPCs, which both roles have.
 fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, peers: &PeerCalls) {

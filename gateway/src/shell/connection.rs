@@ -18,12 +18,12 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use uuid::Uuid;
 
-use crate::error::{GatewayError, Result};
 use crate::flight::protocol::{
     CANCEL_FLIGHT_INFO, SESSION_COOKIE, SET_SESSION_OPTIONS, SessionOptionValue,
     SetSessionOptionsRequest, SetSessionOptionsResult, parse_update_type,
     session_option_value::OptionValue,
 };
+use sqe_engine::error::{GatewayError, Result};
 
 /// Where the coordinator is and how to reach it.
 #[derive(Clone, Debug)]

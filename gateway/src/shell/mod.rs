@@ -19,11 +19,11 @@ use arrow::array::{Array, UInt64Array};
 use arrow_flight::decode::FlightRecordBatchStream;
 use futures::StreamExt;
 
-use crate::error::{GatewayError, Result};
 use connection::{Connection, Credentials, StatementResult, Target, TlsOptions, flight_error};
 use input::{ShellCommand, is_blank, shell_command, split_statements};
 use output::{OutputFormat, ResultWriter};
 use progress::{Progress, human_bytes, thousands};
+use sqe_engine::error::{GatewayError, Result};
 
 /// Connection and output options of `sqe shell`.
 #[derive(clap::Args, Debug, Clone)]

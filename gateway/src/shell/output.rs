@@ -5,7 +5,7 @@ use std::io::Write;
 use arrow::array::RecordBatch;
 use arrow::util::pretty::pretty_format_batches;
 
-use crate::error::{GatewayError, Result};
+use sqe_engine::error::{GatewayError, Result};
 
 /// Rows buffered per table block: enough to align columns, bounded so that a large result
 /// streams in blocks instead of sitting whole in memory.

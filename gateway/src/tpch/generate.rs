@@ -11,14 +11,14 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use futures::TryStreamExt;
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
-use sqe_worker::types::iceberg_schema_for;
-use sqe_worker::write::IcebergWriteExec;
+use sqe_iceberg::types::iceberg_schema_for;
+use sqe_iceberg::write::IcebergWriteExec;
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
     PartSuppGenerator, RegionGenerator, SupplierGenerator,
 };
 
-use crate::error::{GatewayError, Result};
+use sqe_engine::error::{GatewayError, Result};
 
 /// The eight TPC-H tables, in the order they are created.
 pub const TABLES: [&str; 8] = [

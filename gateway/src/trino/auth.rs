@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
 
 use crate::client_auth::{ClientAuth, Principal};
-use crate::error::GatewayError;
+use sqe_engine::error::GatewayError;
 
 /// How long a verified password is trusted without checking its hash again.
 const VERIFIED_TTL: Duration = Duration::from_secs(300);

@@ -21,7 +21,7 @@ use arrow::datatypes::{
 use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
-use crate::error::{GatewayError, Result};
+use sqe_engine::error::{GatewayError, Result};
 
 /// Appends row `row` of every column as a JSON array to `out`.
 pub fn write_row(out: &mut Vec<u8>, columns: &[ArrayRef], row: usize) -> Result<()> {

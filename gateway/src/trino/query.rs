@@ -12,13 +12,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::engine::{Engine, Outcome};
-use crate::error::GatewayError;
-use crate::history::{QueryStart, kill_through};
-use crate::sql_types::TrinoType;
 use crate::trino::encode::write_row;
 use crate::trino::headers::ClientSession;
 use crate::trino::session::{self, SessionChanges, Transactions};
+use sqe_engine::dialect::types::TrinoType;
+use sqe_engine::engine::{Engine, Outcome};
+use sqe_engine::error::GatewayError;
+use sqe_engine::history::{QueryStart, kill_through};
 
 /// The states Trino reports in `stats.state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,13 +13,13 @@ use axum::routing::{get, post};
 use serde_json::json;
 
 use crate::client_auth::ClientAuth;
-use crate::engine::Engine;
 use crate::trino::auth::{Refused, TrinoAuth};
 use crate::trino::headers::{ClientSession, HeaderError};
 use crate::trino::query::{PageError, TrinoQuery};
 use crate::trino::results::{BaseUri, render};
 use crate::trino::session::Transactions;
-use crate::units::{format_duration, parse_data_size, parse_duration};
+use sqe_engine::dialect::units::{format_duration, parse_data_size, parse_duration};
+use sqe_engine::engine::Engine;
 
 /// Longest `maxWait` a client may ask for.
 const MAX_WAIT_LIMIT: Duration = Duration::from_secs(10);

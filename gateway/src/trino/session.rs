@@ -20,13 +20,15 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::sqlparser::ast::{Expr, Value};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::client_statements::{ClientStatement, bind_parameters, number_parameters, recognize};
-use crate::engine::{Engine, Outcome, SessionSettings, StatementKind, StatementTemplate};
-use crate::error::{GatewayError, Result};
-use crate::history::QueryTracker;
-use crate::session_properties::{self, PropertyType, SessionProperties};
-use crate::sql_types::TrinoType;
 use crate::trino::headers::{ClientSession, url_encode};
+use sqe_engine::dialect::statements::{
+    ClientStatement, bind_parameters, number_parameters, recognize,
+};
+use sqe_engine::dialect::types::TrinoType;
+use sqe_engine::engine::{Engine, Outcome, SessionSettings, StatementKind, StatementTemplate};
+use sqe_engine::error::{GatewayError, Result};
+use sqe_engine::history::QueryTracker;
+use sqe_engine::session_properties::{self, PropertyType, SessionProperties};
 
 /// Open transactions, by id. Ids are ours: a client cannot invent one.
 #[derive(Debug, Default)]
@@ -311,7 +313,7 @@ async fn run_sql(
     let prepared = engine.bind(&template, Vec::new()).await?;
     let kind = prepared.kind();
     let schema = renamed(&prepared.schema(), template.trino_column_names());
-    tracker.running(&prepared);
+    prepared.mark_running(tracker);
     let outcome = engine.run(prepared).await?;
     Ok(Executed {
         update_type: kind.update_type(),
@@ -441,7 +443,7 @@ fn describe_output(
     } else {
         Vec::new()
     };
-    let text = |f: &dyn Fn(&crate::engine::OutputColumn) -> String| {
+    let text = |f: &dyn Fn(&sqe_engine::engine::OutputColumn) -> String| {
         Arc::new(StringArray::from_iter_values(columns.iter().map(f))) as ArrayRef
     };
     let types: Vec<TrinoType> = columns

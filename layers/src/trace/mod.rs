@@ -73,6 +73,12 @@ pub fn context_headers(span: &Span) -> HeaderMap {
     headers
 }
 
+/// The span's trace id as 32 hex digits; `None` when the process has no trace layer.
+pub fn trace_id(span: &Span) -> Option<String> {
+    let id = span.context().span().span_context().trace_id();
+    (id != opentelemetry::trace::TraceId::INVALID).then(|| id.to_string())
+}
+
 /// Reads a caller's trace context from `headers` with the global propagator.
 pub fn extract_context(headers: &HeaderMap) -> opentelemetry::Context {
     opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)))

@@ -1,7 +1,7 @@
 //! Distributed execution: same answers as single-process DataFusion, work on every worker.
 
 use datafusion_distributed::DistributedExec;
-use sqe_gateway::engine::SessionSettings;
+use sqe_engine::engine::SessionSettings;
 use sqe_gateway::tpch::{TABLES, queries::QUERIES};
 use sqe_tests::baseline::parquet_session;
 use sqe_tests::cluster::TestCluster;
@@ -23,10 +23,10 @@ async fn tpch_distributed_equals_single_process() -> TestResult {
         assert!(
             plan.is::<DistributedExec>(),
             "Q{number} was not distributed:\n{}",
-            sqe_gateway::engine::render_plan(plan, false)
+            sqe_engine::engine::render_plan(plan, false)
         );
         let distributed = match cluster.engine().run(prepared).await? {
-            sqe_gateway::engine::Outcome::Rows(stream) => {
+            sqe_engine::engine::Outcome::Rows(stream) => {
                 futures::TryStreamExt::try_collect::<Vec<_>>(stream).await?
             }
             _ => return Err(format!("Q{number} returned no rows").into()),
@@ -115,7 +115,7 @@ async fn worker_memory_limit_is_enforced() -> TestResult {
         .err()
         .ok_or("a 256 KiB worker memory pool should not fit a hash join over lineitem")?;
     assert!(
-        matches!(err, sqe_gateway::error::GatewayError::ResourcesExhausted(_)),
+        matches!(err, sqe_engine::error::GatewayError::ResourcesExhausted(_)),
         "expected the memory pool to refuse, got: {err:?}"
     );
     assert!(err.to_string().contains("pool_size: 256.0 KB"), "{err}");
@@ -146,7 +146,7 @@ async fn a_query_past_its_max_run_time_is_stopped() -> TestResult {
         .err()
         .ok_or("the cross join finished within its time limit")?;
     assert!(
-        matches!(err, sqe_gateway::error::GatewayError::TimeLimit(_)),
+        matches!(err, sqe_engine::error::GatewayError::TimeLimit(_)),
         "expected a time-limit error, got: {err:?}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(30));

@@ -4,11 +4,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use sqe_gateway::cluster::WorkerState;
+use sqe_engine::cluster::WorkerState;
 use sqe_gateway::config::{
     CatalogConfig, ClientAuthConfig, ClientAuthType, CoordinatorConfig, WorkerConfig,
 };
-use sqe_gateway::runtime::{RunningCoordinator, RunningWorker, start_coordinator_on, start_worker};
+use sqe_gateway::node::{RunningCoordinator, RunningWorker, start_coordinator_on, start_worker};
 
 use crate::TestResult;
 

@@ -4,9 +4,9 @@
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
 use futures::TryStreamExt;
-use sqe_gateway::cache::CacheUse;
-use sqe_gateway::engine::{Engine, Outcome, SessionSettings, StatementTemplate};
-use sqe_gateway::runtime::start_coordinator_on;
+use sqe_engine::cache::CacheUse;
+use sqe_engine::engine::{Engine, Outcome, SessionSettings, StatementTemplate};
+use sqe_gateway::node::start_coordinator_on;
 use sqe_tests::cluster::local_coordinator_config;
 
 use crate::TestResult;

@@ -13,13 +13,13 @@ use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 use iceberg::scan::FileScanTaskDeleteFile;
 use iceberg::spec::DataContentType;
 use parquet::arrow::ArrowWriter;
-use sqe_gateway::engine::SessionSettings;
+use sqe_engine::engine::SessionSettings;
+use sqe_iceberg::codec::SqeCodec;
+use sqe_iceberg::scan::{IcebergScanExec, ScanIo};
+use sqe_iceberg::storage::file_io_with_props;
+use sqe_iceberg::table::IcebergTableProvider;
 use sqe_tests::cluster::TestCluster;
 use sqe_tests::render;
-use sqe_worker::codec::SqeCodec;
-use sqe_worker::scan::{IcebergScanExec, ScanIo};
-use sqe_worker::storage::file_io_with_props;
-use sqe_worker::table::IcebergTableProvider;
 
 use crate::TestResult;
 

@@ -4,7 +4,7 @@
 
 use std::process::{Output, Stdio};
 
-use sqe_gateway::runtime::{bind, start_coordinator};
+use sqe_gateway::node::{bind, start_coordinator};
 use sqe_tests::cluster::{TestCluster, local_coordinator_config};
 use sqe_tests::process::sqe_binary;
 use sqe_tests::python::run_python;

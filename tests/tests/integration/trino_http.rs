@@ -46,9 +46,9 @@ const JWT_SECRET: &str = "identity-provider-secret";
 async fn passwords_never_cross_plain_http() -> TestResult {
     let dir = tempfile::tempdir()?;
     let config = secured_config(dir.path())?;
-    let flight = sqe_gateway::runtime::bind("127.0.0.1", 0, "flight").await?;
-    let trino = sqe_gateway::runtime::bind("127.0.0.1", 0, "trino").await?;
-    let refused = sqe_gateway::runtime::start_coordinator_on(&config, flight, Some(trino))
+    let flight = sqe_gateway::node::bind("127.0.0.1", 0, "flight").await?;
+    let trino = sqe_gateway::node::bind("127.0.0.1", 0, "trino").await?;
+    let refused = sqe_gateway::node::start_coordinator_on(&config, flight, Some(trino))
         .await
         .err()
         .ok_or("a coordinator took passwords over plain HTTP")?;
@@ -60,16 +60,12 @@ async fn passwords_never_cross_plain_http() -> TestResult {
 async fn coordinator_with_trino(
     config: &sqe_gateway::config::CoordinatorConfig,
 ) -> Result<
-    (
-        sqe_gateway::runtime::RunningCoordinator,
-        std::net::SocketAddr,
-    ),
+    (sqe_gateway::node::RunningCoordinator, std::net::SocketAddr),
     Box<dyn std::error::Error + Send + Sync>,
 > {
-    let flight = sqe_gateway::runtime::bind("127.0.0.1", 0, "flight").await?;
-    let trino = sqe_gateway::runtime::bind("127.0.0.1", 0, "trino").await?;
-    let coordinator =
-        sqe_gateway::runtime::start_coordinator_on(config, flight, Some(trino)).await?;
+    let flight = sqe_gateway::node::bind("127.0.0.1", 0, "flight").await?;
+    let trino = sqe_gateway::node::bind("127.0.0.1", 0, "trino").await?;
+    let coordinator = sqe_gateway::node::start_coordinator_on(config, flight, Some(trino)).await?;
     let addr = coordinator
         .trino_http_addr
         .ok_or("the coordinator serves the Trino protocol")?;

@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use datafusion_distributed::{GetWorkerInfoRequest, WorkerServiceClient};
+use sqe_engine::engine::{Outcome, SessionSettings};
 use sqe_gateway::config::{ByteSize, CoordinatorConfig, WorkerConfig, WorkerSection};
-use sqe_gateway::engine::{Outcome, SessionSettings};
-use sqe_gateway::peers::channel_resolver;
-use sqe_gateway::runtime::{RunningWorker, bind, start_coordinator, start_worker};
+use sqe_gateway::node::{RunningWorker, bind, start_coordinator, start_worker};
 use sqe_gateway::tpch::create_tpch;
 use sqe_tests::cluster::{TestCluster, local_coordinator_config};
+use sqe_worker::peers::channel_resolver;
 use url::Url;
 
 use crate::TestResult;

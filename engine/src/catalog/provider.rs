@@ -1,0 +1,133 @@
+//! Iceberg namespaces as DataFusion schemas, Iceberg tables as DataFusion tables.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::error::{DataFusionError, Result as DfResult};
+use iceberg::{Catalog, ErrorKind, NamespaceIdent, TableIdent};
+use sqe_iceberg::table::IcebergTableProvider;
+use sqe_iceberg::write::CommitListener;
+
+use crate::error::Result;
+
+/// DataFusion's catalog traits list schemas and tables synchronously while Iceberg catalogs
+/// answer asynchronously, so names are cached and [`IcebergCatalogProvider::refresh`]ed before
+/// each statement and after DDL. Tables themselves are loaded fresh on every lookup, so a query
+/// always reads the table's current snapshot.
+#[derive(Debug)]
+pub struct IcebergCatalogProvider {
+    catalog: Arc<dyn Catalog>,
+    schemas: RwLock<BTreeMap<String, Arc<IcebergSchemaProvider>>>,
+    static_props: Arc<HashMap<String, String>>,
+    listener: Option<Arc<dyn CommitListener>>,
+}
+
+impl IcebergCatalogProvider {
+    pub fn new(
+        catalog: Arc<dyn Catalog>,
+        static_props: HashMap<String, String>,
+        listener: Option<Arc<dyn CommitListener>>,
+    ) -> Self {
+        Self {
+            catalog,
+            schemas: RwLock::new(BTreeMap::new()),
+            static_props: Arc::new(static_props),
+            listener,
+        }
+    }
+
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        &self.catalog
+    }
+
+    /// Reloads namespace and table names from the catalog.
+    pub async fn refresh(&self) -> Result<()> {
+        let namespaces = self.catalog.list_namespaces(None).await?;
+        let mut fresh = BTreeMap::new();
+        for namespace in namespaces {
+            let tables = match self.catalog.list_tables(&namespace).await {
+                Ok(tables) => tables,
+                // Dropped since it was listed.
+                Err(e) if e.kind() == ErrorKind::NamespaceNotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let name = namespace.join(".");
+            let schema = IcebergSchemaProvider {
+                catalog: Arc::clone(&self.catalog),
+                namespace,
+                tables: tables.into_iter().map(|t| t.name().to_string()).collect(),
+                static_props: Arc::clone(&self.static_props),
+                listener: self.listener.clone(),
+            };
+            fresh.insert(name, Arc::new(schema));
+        }
+        *self.schemas.write().map_err(|_| poisoned())? = fresh;
+        Ok(())
+    }
+}
+
+fn poisoned() -> crate::error::GatewayError {
+    crate::error::GatewayError::Internal("catalog cache lock poisoned".into())
+}
+
+impl CatalogProvider for IcebergCatalogProvider {
+    fn schema_names(&self) -> Vec<String> {
+        self.schemas
+            .read()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        let schemas = self.schemas.read().ok()?;
+        schemas
+            .get(name)
+            .map(|s| Arc::clone(s) as Arc<dyn SchemaProvider>)
+    }
+}
+
+/// One Iceberg namespace.
+#[derive(Debug)]
+pub struct IcebergSchemaProvider {
+    catalog: Arc<dyn Catalog>,
+    namespace: NamespaceIdent,
+    tables: Vec<String>,
+    static_props: Arc<HashMap<String, String>>,
+    listener: Option<Arc<dyn CommitListener>>,
+}
+
+impl IcebergSchemaProvider {
+    pub fn namespace(&self) -> &NamespaceIdent {
+        &self.namespace
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for IcebergSchemaProvider {
+    fn table_names(&self) -> Vec<String> {
+        self.tables.clone()
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let ident = TableIdent::new(self.namespace.clone(), name.to_string());
+        let table = match self.catalog.load_table(&ident).await {
+            Ok(table) => table,
+            Err(e) if e.kind() == ErrorKind::TableNotFound => return Ok(None),
+            Err(e) => return Err(sqe_iceberg::error::iceberg_to_df(e)),
+        };
+        let provider = IcebergTableProvider::try_new(
+            Arc::clone(&self.catalog),
+            table,
+            Arc::clone(&self.static_props),
+            self.listener.clone(),
+        )
+        .map_err(DataFusionError::from)?;
+        Ok(Some(Arc::new(provider)))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.tables.iter().any(|t| t == name)
+    }
+}

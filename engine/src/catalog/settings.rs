@@ -1,0 +1,62 @@
+//! What opening a catalog needs, checked and with its secrets read (the coordinator's
+//! `[catalog]` and `[auth]` sections).
+
+use std::collections::HashMap;
+
+/// Which kind of Iceberg catalog.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CatalogKind {
+    /// Embedded SQL catalog in a SQLite file.
+    #[default]
+    Sql,
+    /// An Iceberg REST catalog (Polaris, Nessie, Lakekeeper, ...).
+    Rest,
+}
+
+/// How to reach the catalog.
+#[derive(Debug, Clone)]
+pub struct CatalogSettings {
+    pub kind: CatalogKind,
+    /// The catalog's name in SQL (`SELECT * FROM iceberg.tpch.nation`).
+    pub name: String,
+    /// SQL catalog: a SQLite URL (`sqlite:///path/catalog.db`) or path.
+    pub uri: Option<String>,
+    /// REST catalog: base URL of the Iceberg REST API.
+    pub catalog_url: Option<String>,
+    /// A location (`file:///...`, `s3://bucket/prefix`) for SQL, a name or location for REST.
+    pub warehouse: Option<String>,
+    /// REST: a static bearer token.
+    pub token: Option<String>,
+    /// REST: extra HTTP headers on every catalog request.
+    pub headers: HashMap<String, String>,
+    /// REST: read each table with the storage credentials the catalog vends for it.
+    pub vended_credentials: bool,
+    /// REST: log in with OAuth2 client credentials.
+    pub oauth2: Option<OAuth2Credentials>,
+}
+
+impl Default for CatalogSettings {
+    fn default() -> Self {
+        Self {
+            kind: CatalogKind::Sql,
+            name: "iceberg".into(),
+            uri: None,
+            catalog_url: None,
+            warehouse: None,
+            token: None,
+            headers: HashMap::new(),
+            vended_credentials: true,
+            oauth2: None,
+        }
+    }
+}
+
+/// A REST catalog's OAuth2 client credentials, checked.
+#[derive(Debug, Clone)]
+pub struct OAuth2Credentials {
+    pub client_id: String,
+    pub client_secret: String,
+    pub token_endpoint: Option<String>,
+    pub scope: Option<String>,
+    pub refresh: std::time::Duration,
+}

@@ -1,0 +1,21 @@
+//! The coordinator's view of its workers: the pool planning routes tasks to, the control plane
+//! that keeps it current, and the routing of each stage's tasks.
+
+mod registry;
+mod tasks;
+mod workers;
+
+use std::sync::Arc;
+
+use datafusion_distributed::ChannelResolver;
+
+pub use registry::Registry;
+pub use tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};
+pub use workers::{
+    Announcement, PoolResolver, PoolSettings, Registration, VersionRequirement, WorkerPool,
+    WorkerState, WorkerStatus, host_port,
+};
+
+/// How the coordinator reaches its workers: every RPC through the layered channel the node
+/// wiring builds.
+pub type Channels = Arc<dyn ChannelResolver + Send + Sync>;

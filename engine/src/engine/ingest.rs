@@ -1,0 +1,201 @@
+//! Bulk loads (Flight SQL `CommandStatementIngest`): a stream of batches into an Iceberg table
+//! as one snapshot.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, execute_stream,
+};
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableIdent};
+use sqe_iceberg::types::iceberg_schema_for;
+use sqe_iceberg::write::IcebergWriteExec;
+
+use super::{Engine, SessionSettings, count_rows};
+use crate::error::{GatewayError, Result};
+
+/// What to do when the target table does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfMissing {
+    Create,
+    Fail,
+}
+
+/// What to do when it exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfExists {
+    Fail,
+    Append,
+    Replace,
+}
+
+/// Where an ingest goes.
+#[derive(Debug, Clone)]
+pub struct IngestTarget {
+    /// The schema (namespace); the session's when unset.
+    pub schema: Option<String>,
+    pub table: String,
+    pub if_missing: IfMissing,
+    pub if_exists: IfExists,
+}
+
+impl Engine {
+    /// Loads `data` into the target table and returns the rows written. Append commits one
+    /// snapshot; create makes the table from the data's schema; replace fills a new table and
+    /// swaps it in by name, so the old data stays readable until the new data is complete.
+    pub async fn ingest(
+        &self,
+        session: &SessionSettings,
+        target: IngestTarget,
+        data: SendableRecordBatchStream,
+    ) -> Result<u64> {
+        let schema = target
+            .schema
+            .clone()
+            .or_else(|| session.schema.clone())
+            .unwrap_or_else(|| "default".to_string());
+        let ident = TableIdent::new(NamespaceIdent::new(schema), target.table.clone());
+        let catalog = Arc::clone(self.catalog());
+        let exists = catalog.table_exists(&ident).await?;
+        let rows = match (exists, target.if_exists, target.if_missing) {
+            (true, IfExists::Fail, _) => {
+                return Err(GatewayError::AlreadyExists(format!(
+                    "table {ident} already exists"
+                )));
+            }
+            (false, _, IfMissing::Fail) => {
+                return Err(GatewayError::NotFound(format!(
+                    "table {ident} does not exist"
+                )));
+            }
+            (true, IfExists::Append, _) => {
+                let table = catalog.load_table(&ident).await?;
+                self.write_stream(table, data).await?
+            }
+            (false, _, IfMissing::Create) => self.create_and_fill(&ident, data).await?,
+            (true, IfExists::Replace, _) => {
+                let staging = TableIdent::new(
+                    ident.namespace().clone(),
+                    format!(
+                        "{}__sqe_replace_{}",
+                        ident.name(),
+                        uuid::Uuid::new_v4().simple()
+                    ),
+                );
+                let rows = self.create_and_fill(&staging, data).await?;
+                catalog.purge_table(&ident).await?;
+                catalog.rename_table(&staging, &ident).await?;
+                rows
+            }
+        };
+        self.refresh_names(true).await?;
+        Ok(rows)
+    }
+
+    /// Creates `ident` with the data's columns and fills it; drops it again if filling fails.
+    async fn create_and_fill(
+        &self,
+        ident: &TableIdent,
+        data: SendableRecordBatchStream,
+    ) -> Result<u64> {
+        let schema = iceberg_schema_for(data.schema().as_ref(), false)?;
+        let table = self.create_table(ident, schema, None, None).await?;
+        match self.write_stream(table, data).await {
+            Ok(rows) => Ok(rows),
+            Err(e) => {
+                if let Err(purge) = self.catalog().purge_table(ident).await {
+                    tracing::error!(table = %ident, error = %purge, "could not drop the table of a failed ingest");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn write_stream(&self, table: Table, data: SendableRecordBatchStream) -> Result<u64> {
+        let input: Arc<dyn ExecutionPlan> = Arc::new(OneShotExec::new(data));
+        let write: Arc<dyn ExecutionPlan> = Arc::new(IcebergWriteExec::new(
+            input,
+            Arc::clone(self.catalog()),
+            table,
+            None,
+        ));
+        count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
+    }
+}
+
+/// A plan node that yields a stream it was given, once.
+struct OneShotExec {
+    stream: Mutex<Option<SendableRecordBatchStream>>,
+    properties: Arc<PlanProperties>,
+}
+
+impl OneShotExec {
+    fn new(stream: SendableRecordBatchStream) -> Self {
+        let schema: SchemaRef = stream.schema();
+        Self {
+            stream: Mutex::new(Some(stream)),
+            properties: Arc::new(PlanProperties::new(
+                EquivalenceProperties::new(schema),
+                Partitioning::UnknownPartitioning(1),
+                EmissionType::Incremental,
+                Boundedness::Bounded,
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for OneShotExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OneShotExec")
+    }
+}
+
+impl DisplayAs for OneShotExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OneShotExec")
+    }
+}
+
+impl ExecutionPlan for OneShotExec {
+    fn name(&self) -> &str {
+        "OneShotExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "OneShotExec has one partition, not {partition}"
+            )));
+        }
+        self.stream
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .ok_or_else(|| DataFusionError::Internal("OneShotExec executed twice".into()))
+    }
+}

@@ -1,0 +1,1180 @@
+//! Planning and running SQL statements against the Iceberg catalog, distributed when workers
+//! are reachable.
+
+mod deadline;
+mod ingest;
+mod reload;
+mod show;
+mod table_properties;
+mod template;
+
+pub use ingest::{IfExists, IfMissing, IngestTarget};
+pub use template::{OutputColumn, StatementTemplate};
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use datafusion::catalog::{CatalogProvider, CatalogProviderList};
+use datafusion::common::{SchemaReference, TableReference};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::provider_as_source;
+use datafusion::execution::FunctionRegistry;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::{
+    SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
+};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{
+    DdlStatement, DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp,
+};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::memory::MemoryStream;
+use datafusion::prelude::SessionConfig;
+use datafusion_distributed::{
+    DistributedExec, DistributedExt, DistributedMetricsFormat, SessionStateBuilderExt,
+    TaskEstimator, display_plan_ascii, rewrite_distributed_plan_with_metrics,
+};
+use futures::TryStreamExt;
+
+use iceberg::spec::{Schema as IcebergSchema, UnboundPartitionSpec};
+use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
+use sqe_iceberg::codec::SqeCodec;
+use sqe_iceberg::scan::IcebergTaskEstimator;
+use sqe_iceberg::table::IcebergTableProvider;
+use sqe_iceberg::types::iceberg_schema_for;
+use tracing::Instrument;
+
+use self::deadline::DeadlineStream;
+use self::table_properties::{TableProperties, partition_spec};
+use crate::cache::{
+    CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
+};
+use crate::catalog::IcebergCatalogProvider;
+use crate::cluster::{Channels, PoolResolver, WorkerPool};
+use crate::cluster::{TaskLedger, TaskRouter};
+use crate::commits::Commits;
+use crate::dialect::functions::{SessionContext, session_functions};
+use crate::error::{GatewayError, Result};
+use crate::history::{HistorySettings, KillError, QueryHistory, QueryTracker};
+use crate::memory::QueryMemory;
+use crate::metadata::{NodeIdentity, RuntimeView};
+use crate::query_runtime::QueryRuntime;
+use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
+
+/// How long catalog names may be cached between statements.
+const NAME_CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// Engine-wide settings from the coordinator's configuration.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// The name of the Iceberg catalog in SQL.
+    pub catalog_name: String,
+    /// Threads per query (DataFusion `target_partitions`); 0 = number of cores.
+    pub target_partitions: usize,
+    /// Bytes per scan partition; decides how many tasks a scan is split into.
+    pub scan_bytes_per_partition: usize,
+    /// Memory pool limit for all queries on the coordinator.
+    pub memory_limit: Option<usize>,
+    /// The coordinator's `[storage]` as Iceberg properties.
+    pub storage_props: HashMap<String, String>,
+    /// Longest a statement may run, streaming its results included; `None` is unbounded.
+    pub query_max_run_time: Option<Duration>,
+    /// `[query_history]`.
+    pub history: HistorySettings,
+    /// `[query_cache]`.
+    pub cache: CacheSettings,
+    /// The coordinator as `system.runtime.nodes` lists it.
+    pub node: NodeIdentity,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            catalog_name: "iceberg".into(),
+            target_partitions: 0,
+            scan_bytes_per_partition: 16 * 1024 * 1024,
+            memory_limit: None,
+            storage_props: HashMap::new(),
+            query_max_run_time: None,
+            history: HistorySettings::default(),
+            cache: CacheSettings::default(),
+            node: NodeIdentity {
+                node_id: "coordinator".into(),
+                uri: None,
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+        }
+    }
+}
+
+/// What a client's session decides for its statements: name resolution, who it is and its
+/// session properties.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionSettings {
+    pub catalog: Option<String>,
+    pub schema: Option<String>,
+    /// The user, as `current_user` reports it.
+    pub user: String,
+    /// The client's time zone, as `current_timezone()` reports it (UTC when unset).
+    pub time_zone: Option<String>,
+    pub properties: SessionProperties,
+}
+
+/// What kind of statement was prepared; protocols report DDL and DML differently from queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind {
+    Query,
+    Insert,
+    CreateTableAs,
+    CreateTable,
+    CreateSchema,
+    DropTable,
+    DropSchema,
+    /// A procedure: `CALL system.runtime.kill_query(...)`.
+    Call,
+}
+
+impl StatementKind {
+    /// The Trino `updateType` of the statement; `None` for queries.
+    pub fn update_type(self) -> Option<&'static str> {
+        match self {
+            StatementKind::Query => None,
+            StatementKind::Insert => Some("INSERT"),
+            // As Trino reports it: CREATE TABLE, with the row count.
+            StatementKind::CreateTableAs => Some("CREATE TABLE"),
+            StatementKind::CreateTable => Some("CREATE TABLE"),
+            StatementKind::CreateSchema => Some("CREATE SCHEMA"),
+            StatementKind::DropTable => Some("DROP TABLE"),
+            StatementKind::DropSchema => Some("DROP SCHEMA"),
+            StatementKind::Call => Some("CALL"),
+        }
+    }
+}
+
+/// The result of running a statement.
+pub enum Outcome {
+    /// Rows, streamed as the plan produces them.
+    Rows(SendableRecordBatchStream),
+    /// DDL or DML done; DML reports the rows it wrote.
+    Updated { rows: Option<u64> },
+}
+
+/// A planned statement, ready to run once.
+pub struct Prepared {
+    kind: StatementKind,
+    schema: SchemaRef,
+    action: Action,
+    /// How long it may run, streaming its results included.
+    max_run_time: Option<Duration>,
+    cache: ResultCacheUse,
+}
+
+/// What the result cache does for a statement.
+#[derive(Default)]
+struct ResultCacheUse {
+    /// `None`: the cache is off, or the statement is not a query.
+    used: Option<CacheUse>,
+    /// A miss: where to keep its complete result.
+    fill: Option<(CacheKey, Vec<TableVersion>)>,
+}
+
+enum Action {
+    Plan {
+        plan: Arc<dyn ExecutionPlan>,
+        task_ctx: Arc<TaskContext>,
+    },
+    CreateTableAs(Box<CreateTableAs>),
+    CreateTable {
+        ident: TableIdent,
+        schema: Box<IcebergSchema>,
+        partition: Option<UnboundPartitionSpec>,
+        location: Option<String>,
+        if_not_exists: bool,
+    },
+    CreateSchema {
+        namespace: NamespaceIdent,
+        if_not_exists: bool,
+    },
+    DropTable {
+        ident: TableIdent,
+        if_exists: bool,
+    },
+    DropSchema {
+        namespace: NamespaceIdent,
+        if_exists: bool,
+        cascade: bool,
+    },
+    ExplainAnalyze {
+        plan: Arc<dyn ExecutionPlan>,
+        task_ctx: Arc<TaskContext>,
+    },
+    /// Rows the result cache had.
+    Cached(CachedResult),
+    /// `kill_query`, on behalf of `user`.
+    KillQuery {
+        query_id: String,
+        message: Option<String>,
+        user: String,
+    },
+}
+
+/// A planned CREATE TABLE AS.
+struct CreateTableAs {
+    ident: TableIdent,
+    table_ref: TableReference,
+    input: LogicalPlan,
+    if_not_exists: bool,
+    partitioning: Vec<String>,
+    location: Option<String>,
+    state: SessionState,
+}
+
+impl Prepared {
+    pub fn kind(&self) -> StatementKind {
+        self.kind
+    }
+
+    /// The schema of the rows the statement returns; DDL and DML return one row in
+    /// [`StatementKind::command_result`]'s shape.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    /// Where its plan's tasks go, once it runs, and what they did (no tasks when it runs on
+    /// the coordinator alone); `None` unless it runs a plan.
+    pub fn task_ledger(&self) -> Option<Arc<TaskLedger>> {
+        let Action::Plan { plan, task_ctx } = &self.action else {
+            return None;
+        };
+        let ledger = task_ctx.session_config().get_extension::<TaskLedger>()?;
+        ledger.set_plan(plan);
+        Some(ledger)
+    }
+
+    /// Its share of the coordinator's memory pool; `None` unless it runs a plan.
+    pub fn memory(&self) -> Option<Arc<QueryMemory>> {
+        let Action::Plan { task_ctx, .. } = &self.action else {
+            return None;
+        };
+        task_ctx.session_config().get_extension::<QueryMemory>()
+    }
+
+    /// What the result cache did for it (`None`: the cache is off, or not a query).
+    pub fn cache_use(&self) -> Option<CacheUse> {
+        self.cache.used
+    }
+
+    /// Planning is done: `tracker`'s query starts running this statement.
+    pub fn mark_running(&self, tracker: &QueryTracker) {
+        tracker.started(self.task_ledger(), self.cache_use(), self.memory());
+    }
+
+    /// The physical plan, for queries and INSERT.
+    pub fn plan(&self) -> Option<&Arc<dyn ExecutionPlan>> {
+        match &self.action {
+            Action::Plan { plan, .. } => Some(plan),
+            _ => None,
+        }
+    }
+}
+
+/// The coordinator's query engine.
+pub struct Engine {
+    settings: EngineSettings,
+    channels: Channels,
+    provider: Arc<IcebergCatalogProvider>,
+    /// The catalogs SQL sees: Iceberg and `system`, with their `information_schema`.
+    catalogs: Arc<dyn CatalogProviderList>,
+    workers: Arc<WorkerPool>,
+    codec: SqeCodec,
+    runtime: Arc<RuntimeEnv>,
+    /// Where plans run: not on the threads serving clients.
+    query_runtime: Arc<QueryRuntime>,
+    names_refreshed: Mutex<Option<Instant>>,
+    /// Every statement clients ran, for `system.runtime.queries` and `kill_query`.
+    history: Arc<QueryHistory>,
+    /// Assigns distributed tasks to workers, recording where each went.
+    router: Arc<dyn TaskEstimator + Send + Sync>,
+    /// Results of queries, kept for the same question from the same user.
+    cache: Arc<ResultCache>,
+    /// Commits through this coordinator.
+    commits: Arc<Commits>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl StatementKind {
+    /// The result schema of a DDL or DML statement run as a query: DML reports `rows` written,
+    /// DDL its `result` (the update type, e.g. `CREATE TABLE`).
+    pub fn command_schema(self) -> SchemaRef {
+        let field = if self.writes_rows() {
+            Field::new("rows", DataType::UInt64, false)
+        } else {
+            Field::new("result", DataType::Utf8, false)
+        };
+        Arc::new(Schema::new(vec![field]))
+    }
+
+    /// Whether the statement writes rows and reports how many.
+    pub fn writes_rows(self) -> bool {
+        matches!(self, StatementKind::Insert | StatementKind::CreateTableAs)
+    }
+
+    /// The one-row result of a DDL or DML statement, in [`Self::command_schema`].
+    pub fn command_result(self, rows: Option<u64>) -> Result<RecordBatch> {
+        let column: ArrayRef = if self.writes_rows() {
+            Arc::new(UInt64Array::from(vec![rows.unwrap_or(0)]))
+        } else {
+            Arc::new(StringArray::from(vec![self.update_type().unwrap_or("OK")]))
+        };
+        RecordBatch::try_new(self.command_schema(), vec![column])
+            .map_err(|e| GatewayError::Internal(e.to_string()))
+    }
+}
+
+impl Engine {
+    pub async fn new(
+        settings: EngineSettings,
+        catalog: Arc<dyn Catalog>,
+        workers: Arc<WorkerPool>,
+        channels: Channels,
+    ) -> Result<Arc<Self>> {
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(limit) = settings.memory_limit {
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        let runtime = runtime.build_arc()?;
+        let cache = Arc::new(ResultCache::new(settings.cache.clone()));
+        // Commits through this coordinator are counted and evict the cached results that
+        // read the table.
+        let commits = Arc::new(Commits::new(vec![
+            Arc::clone(&cache) as Arc<dyn sqe_iceberg::write::CommitListener>
+        ]));
+        let provider = Arc::new(IcebergCatalogProvider::new(
+            catalog,
+            settings.storage_props.clone(),
+            Some(Arc::clone(&commits) as Arc<dyn sqe_iceberg::write::CommitListener>),
+        ));
+        provider.refresh().await?;
+        let history = QueryHistory::new(settings.history);
+        let catalogs = crate::metadata::catalog_list(
+            &settings.catalog_name,
+            Arc::clone(&provider) as Arc<dyn CatalogProvider>,
+            RuntimeView {
+                history: Arc::clone(&history),
+                workers: Arc::clone(&workers),
+                coordinator: settings.node.clone(),
+            },
+        )?;
+        let codec = SqeCodec::new(settings.storage_props.clone());
+        // Twice the threads a query uses: a CPU-bound query that does not yield (nested-loop
+        // joins) leaves threads for the next small one; the OS time-slices them.
+        let threads = 2 * if settings.target_partitions > 0 {
+            settings.target_partitions
+        } else {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        };
+        let query_runtime = QueryRuntime::new("sqe-query", threads)
+            .map_err(|e| GatewayError::Internal(format!("cannot start the query runtime: {e}")))?;
+        Ok(Arc::new(Self {
+            query_runtime,
+            settings,
+            channels,
+            provider,
+            catalogs,
+            workers,
+            codec,
+            runtime,
+            names_refreshed: Mutex::new(Some(Instant::now())),
+            history,
+            router: Arc::new(TaskRouter::default()),
+            cache,
+            commits,
+        }))
+    }
+
+    pub fn result_cache(&self) -> &Arc<ResultCache> {
+        &self.cache
+    }
+
+    pub fn commits(&self) -> &Arc<Commits> {
+        &self.commits
+    }
+
+    /// Bytes the running statements hold in the coordinator's memory pool.
+    pub fn memory_reserved(&self) -> usize {
+        self.runtime.memory_pool.reserved()
+    }
+
+    pub fn history(&self) -> &Arc<QueryHistory> {
+        &self.history
+    }
+
+    pub fn workers(&self) -> &Arc<WorkerPool> {
+        &self.workers
+    }
+
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        self.provider.catalog()
+    }
+
+    pub fn catalog_name(&self) -> &str {
+        &self.settings.catalog_name
+    }
+
+    /// The schemas (Iceberg namespaces) of the catalog.
+    pub async fn schema_names(&self) -> Result<Vec<String>> {
+        self.refresh_names(false).await?;
+        Ok(self.provider.schema_names())
+    }
+
+    /// The tables of `schema` (none when it does not exist).
+    pub async fn table_names(&self, schema: &str) -> Result<Vec<String>> {
+        self.refresh_names(false).await?;
+        Ok(self
+            .provider
+            .schema(schema)
+            .map(|s| s.table_names())
+            .unwrap_or_default())
+    }
+
+    /// Fails unless `catalog.schema` exists (refreshing cached names first when needed).
+    pub async fn require_schema_exists(&self, catalog: &str, schema: &str) -> Result<()> {
+        let Some(provider) = self.catalogs.catalog(catalog) else {
+            return Err(GatewayError::NotFound(format!(
+                "catalog '{catalog}' does not exist"
+            )));
+        };
+        if provider.schema(schema).is_none() {
+            self.refresh_names(true).await?;
+        }
+        if provider.schema(schema).is_none() {
+            return Err(GatewayError::NotFound(format!(
+                "schema '{catalog}.{schema}' does not exist"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The columns of `schema.table`, as DataFusion sees them.
+    pub async fn table_schema(&self, schema: &str, table: &str) -> Result<Option<SchemaRef>> {
+        let Some(provider) = self.provider.schema(schema) else {
+            return Ok(None);
+        };
+        Ok(provider.table(table).await?.map(|t| t.schema()))
+    }
+
+    /// Names are cached for up to [`NAME_CACHE_TTL`]; a schema created elsewhere (another
+    /// coordinator, another engine) in that window must still be found, so a statement naming a
+    /// schema the cache does not know refreshes it first.
+    async fn refresh_if_schemas_unknown(
+        &self,
+        state: &SessionState,
+        statement: &datafusion::sql::parser::Statement,
+    ) -> Result<()> {
+        let options = state.config().options();
+        let default_schema = options.catalog.default_schema.clone();
+        let default_catalog = options.catalog.default_catalog.clone();
+        let unknown = state.resolve_table_references(statement)?.iter().any(|t| {
+            let catalog = t.catalog().unwrap_or(&default_catalog);
+            let schema = t.schema().unwrap_or(&default_schema);
+            catalog == self.settings.catalog_name && self.provider.schema(schema).is_none()
+        });
+        if unknown {
+            self.refresh_names(true).await?;
+        }
+        Ok(())
+    }
+
+    async fn refresh_names(&self, force: bool) -> Result<()> {
+        let stale = self
+            .names_refreshed
+            .lock()
+            .map(|t| t.is_none_or(|t| t.elapsed() > NAME_CACHE_TTL))
+            .unwrap_or(true);
+        if force || stale {
+            self.provider.refresh().await?;
+            if let Ok(mut t) = self.names_refreshed.lock() {
+                *t = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+
+    /// The bounds session properties are checked against.
+    pub fn property_limits(&self) -> PropertyLimits {
+        PropertyLimits {
+            max_run_time: self.settings.query_max_run_time,
+            default_concurrency: if self.settings.target_partitions > 0 {
+                self.settings.target_partitions
+            } else {
+                std::thread::available_parallelism().map_or(1, usize::from)
+            },
+        }
+    }
+
+    /// A DataFusion session for one statement. It plans distributed when at least one worker
+    /// is reachable and the session allows it, and for the coordinator alone otherwise.
+    pub fn session_state(&self, session: &SessionSettings) -> Result<SessionState> {
+        self.session_state_with(session, true)
+    }
+
+    fn session_state_with(
+        &self,
+        session: &SessionSettings,
+        distributable: bool,
+    ) -> Result<SessionState> {
+        let catalog = session
+            .catalog
+            .as_deref()
+            .unwrap_or(&self.settings.catalog_name);
+        let schema = session.schema.as_deref().unwrap_or("default");
+        let properties = &session.properties;
+        let mut config = SessionConfig::new()
+            .with_information_schema(false)
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(catalog, schema);
+        let partitions = properties
+            .task_concurrency
+            .unwrap_or(self.settings.target_partitions);
+        if partitions > 0 {
+            config = config.with_target_partitions(partitions);
+        }
+        if let Some(zone) = &session.time_zone {
+            // Trino's session zone: what `now()` and `current_timezone()` answer in.
+            zone.parse::<datafusion::arrow::array::timezone::Tz>()
+                .map_err(|_| GatewayError::Analysis(format!("Time zone not supported: {zone}")))?;
+            config.options_mut().execution.time_zone = Some(zone.clone());
+        }
+        let join = properties.join_distribution();
+        let optimizer = &mut config.options_mut().optimizer;
+        match join {
+            JoinDistribution::Automatic => {}
+            JoinDistribution::Partitioned => {
+                optimizer.hash_join_single_partition_threshold = 0;
+                optimizer.hash_join_single_partition_threshold_rows = 0;
+            }
+            JoinDistribution::Broadcast => {
+                optimizer.hash_join_single_partition_threshold = usize::MAX;
+                optimizer.hash_join_single_partition_threshold_rows = usize::MAX;
+            }
+        }
+        let builder = SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(config)
+            .with_runtime_env(Arc::clone(&self.runtime))
+            .with_catalog_list(Arc::clone(&self.catalogs));
+        let distributed = distributable
+            && properties.distributed_execution != Some(false)
+            && !self.workers.reachable_urls().is_empty();
+        let builder = if distributed {
+            builder
+                .with_distributed_worker_resolver(PoolResolver(Arc::clone(&self.workers)))
+                .with_distributed_user_codec(self.codec.clone())
+                .with_distributed_channel_resolver(Arc::clone(&self.channels))
+                .with_distributed_task_estimator(IcebergTaskEstimator)
+                .with_distributed_task_estimator(Arc::clone(&self.router))
+                .with_distributed_file_scan_config_bytes_per_partition(
+                    self.settings.scan_bytes_per_partition,
+                )?
+                // Scans report row counts, so DataFusion builds small join sides whole
+                // (CollectLeft); broadcasting them keeps the probe side spread over workers.
+                .with_distributed_broadcast_joins(join != JoinDistribution::Partitioned)?
+                .with_distributed_planner()
+        } else {
+            builder
+        };
+        let mut state = builder.build();
+        let context = SessionContext {
+            user: session.user.clone(),
+            catalog: Some(catalog.to_string()),
+            schema: Some(schema.to_string()),
+            time_zone: session.time_zone.clone().unwrap_or_else(|| "UTC".into()),
+        };
+        for function in session_functions(&context) {
+            state.register_udf(function)?;
+        }
+        Ok(state)
+    }
+
+    /// Parses and plans one statement. DDL is checked here and carried out by [`Self::run`].
+    pub async fn prepare(&self, session: &SessionSettings, sql: &str) -> Result<Prepared> {
+        let template = self.template(session, sql).await?;
+        self.bind(&template, Vec::new()).await
+    }
+
+    async fn prepare_logical(
+        &self,
+        state: SessionState,
+        logical: LogicalPlan,
+        properties: TableProperties,
+    ) -> Result<Prepared> {
+        let command = |kind: StatementKind, action| Prepared {
+            kind,
+            schema: kind.command_schema(),
+            action,
+            max_run_time: None,
+            cache: ResultCacheUse::default(),
+        };
+        match logical {
+            LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
+                if create.or_replace {
+                    return Err(GatewayError::NotSupported(
+                        "CREATE OR REPLACE TABLE; drop the table first".into(),
+                    ));
+                }
+                if create.temporary {
+                    return Err(GatewayError::NotSupported("temporary tables".into()));
+                }
+                if !create.column_defaults.is_empty() {
+                    return Err(GatewayError::NotSupported("column DEFAULT values".into()));
+                }
+                let ident = self.table_ident(&state, &create.name)?;
+                let input = Arc::unwrap_or_clone(create.input);
+                if let LogicalPlan::EmptyRelation(empty) = &input
+                    && !empty.produce_one_row
+                {
+                    let schema = iceberg_schema_for(empty.schema.as_arrow(), false)?;
+                    let partition = partition_spec(&schema, &properties.partitioning)?;
+                    return Ok(command(
+                        StatementKind::CreateTable,
+                        Action::CreateTable {
+                            ident,
+                            schema: Box::new(schema),
+                            partition,
+                            location: properties.location,
+                            if_not_exists: create.if_not_exists,
+                        },
+                    ));
+                }
+                // Refuse unstorable column types and bad partitioning now, before anything is created.
+                let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
+                partition_spec(&schema, &properties.partitioning)?;
+                Ok(command(
+                    StatementKind::CreateTableAs,
+                    Action::CreateTableAs(Box::new(CreateTableAs {
+                        ident,
+                        table_ref: create.name,
+                        input,
+                        if_not_exists: create.if_not_exists,
+                        partitioning: properties.partitioning,
+                        location: properties.location,
+                        state,
+                    })),
+                ))
+            }
+            LogicalPlan::Ddl(DdlStatement::CreateCatalogSchema(create)) => {
+                let namespace = self.namespace_ident(&state, &create.schema_name)?;
+                Ok(command(
+                    StatementKind::CreateSchema,
+                    Action::CreateSchema {
+                        namespace,
+                        if_not_exists: create.if_not_exists,
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(DdlStatement::DropTable(drop)) => {
+                let ident = self.table_ident(&state, &drop.name)?;
+                Ok(command(
+                    StatementKind::DropTable,
+                    Action::DropTable {
+                        ident,
+                        if_exists: drop.if_exists,
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(DdlStatement::DropCatalogSchema(drop)) => {
+                let name = match &drop.name {
+                    SchemaReference::Bare { schema } => schema.to_string(),
+                    SchemaReference::Full { schema, catalog } => format!("{catalog}.{schema}"),
+                };
+                let namespace = self.namespace_ident(&state, &name)?;
+                Ok(command(
+                    StatementKind::DropSchema,
+                    Action::DropSchema {
+                        namespace,
+                        if_exists: drop.if_exists,
+                        cascade: drop.cascade,
+                    },
+                ))
+            }
+            LogicalPlan::Ddl(other) => Err(GatewayError::NotSupported(format!(
+                "{}: SQE stores tables in its Iceberg catalog; use CREATE TABLE, CREATE TABLE AS, CREATE SCHEMA or DROP",
+                other.name()
+            ))),
+            LogicalPlan::Dml(DmlStatement {
+                op: WriteOp::Insert(_),
+                ..
+            }) => {
+                let plan = physical_plan(&state, &logical).await?;
+                Ok(Prepared {
+                    kind: StatementKind::Insert,
+                    schema: StatementKind::Insert.command_schema(),
+                    action: Action::Plan {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                    max_run_time: None,
+                    cache: ResultCacheUse::default(),
+                })
+            }
+            LogicalPlan::Dml(dml) => Err(GatewayError::NotSupported(format!(
+                "{} on Iceberg tables",
+                dml.op
+            ))),
+            LogicalPlan::Statement(statement) => Err(GatewayError::NotSupported(format!(
+                "statement {}",
+                statement.name()
+            ))),
+            LogicalPlan::Copy(_) => Err(GatewayError::NotSupported("COPY".into())),
+            LogicalPlan::Explain(explain) if !explain.verbose => {
+                let inner = Arc::unwrap_or_clone(explain.plan);
+                let optimized = state.optimize(&inner)?;
+                let physical = physical_plan(&state, &inner).await?;
+                let batch = explain_batch(&[
+                    ("logical_plan", optimized.display_indent().to_string()),
+                    ("physical_plan", render_plan(&physical, false)),
+                ])?;
+                let plan =
+                    MemorySourceConfig::try_new_exec(&[vec![batch]], explain_schema(), None)?;
+                Ok(Prepared {
+                    kind: StatementKind::Query,
+                    schema: explain_schema(),
+                    action: Action::Plan {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                    max_run_time: None,
+                    cache: ResultCacheUse::default(),
+                })
+            }
+            LogicalPlan::Analyze(analyze) => {
+                let inner = Arc::unwrap_or_clone(analyze.input);
+                let plan = physical_plan(&state, &inner).await?;
+                Ok(Prepared {
+                    kind: StatementKind::Query,
+                    schema: explain_schema(),
+                    action: Action::ExplainAnalyze {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                    max_run_time: None,
+                    cache: ResultCacheUse::default(),
+                })
+            }
+            query => {
+                let plan = physical_plan(&state, &query).await?;
+                Ok(Prepared {
+                    kind: StatementKind::Query,
+                    schema: plan.schema(),
+                    action: Action::Plan {
+                        plan,
+                        task_ctx: Arc::new(TaskContext::from(&state)),
+                    },
+                    max_run_time: None,
+                    cache: ResultCacheUse::default(),
+                })
+            }
+        }
+    }
+
+    /// Plans and runs one statement.
+    pub async fn execute(
+        self: &Arc<Self>,
+        session: &SessionSettings,
+        sql: &str,
+    ) -> Result<Outcome> {
+        let prepared = self.prepare(session, sql).await?;
+        self.run(prepared).await
+    }
+
+    /// Runs a prepared statement.
+    pub async fn run(self: &Arc<Self>, prepared: Prepared) -> Result<Outcome> {
+        let kind = prepared.kind;
+        let limit = prepared.max_run_time;
+        let deadline = limit.map(|limit| (tokio::time::Instant::now() + limit, limit));
+        let bounded = |stream: SendableRecordBatchStream| -> SendableRecordBatchStream {
+            match deadline {
+                Some((at, limit)) => Box::pin(DeadlineStream::new(stream, at, limit)),
+                None => stream,
+            }
+        };
+        let fill = prepared.cache.fill;
+        let outcome = match prepared.action {
+            Action::Cached(result) => Outcome::Rows(Box::pin(MemoryStream::try_new(
+                result.batches,
+                result.schema,
+                None,
+            )?)),
+            Action::Plan { plan, task_ctx } => {
+                let stream = bounded(self.query_runtime.execute(plan, task_ctx));
+                let stream: SendableRecordBatchStream = match fill {
+                    Some((key, tables)) => Box::pin(CachingStream::new(
+                        stream,
+                        Arc::clone(&self.cache),
+                        key,
+                        tables,
+                    )),
+                    None => stream,
+                };
+                if kind == StatementKind::Insert {
+                    Outcome::Updated {
+                        rows: Some(count_rows(stream).await?),
+                    }
+                } else {
+                    Outcome::Rows(stream)
+                }
+            }
+            Action::CreateTableAs(ctas) => {
+                // Its own task: a client that goes away must not stop it between creating the
+                // table and filling (or dropping) it.
+                let engine = Arc::clone(self);
+                let ctas = tokio::spawn(
+                    async move { engine.create_table_as(*ctas, deadline).await }
+                        .instrument(tracing::Span::current()),
+                );
+                let rows = ctas.await.map_err(|e| {
+                    GatewayError::Internal(format!("CREATE TABLE AS task failed: {e}"))
+                })??;
+                Outcome::Updated { rows: Some(rows) }
+            }
+            Action::CreateTable {
+                ident,
+                schema,
+                partition,
+                location,
+                if_not_exists,
+            } => {
+                if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
+                    self.create_table(&ident, *schema, partition, location)
+                        .await?;
+                }
+                Outcome::Updated { rows: None }
+            }
+            Action::CreateSchema {
+                namespace,
+                if_not_exists,
+            } => {
+                if !(if_not_exists && self.catalog().namespace_exists(&namespace).await?) {
+                    self.catalog()
+                        .create_namespace(&namespace, HashMap::new())
+                        .await?;
+                }
+                Outcome::Updated { rows: None }
+            }
+            Action::DropTable { ident, if_exists } => {
+                if self.catalog().table_exists(&ident).await? {
+                    self.catalog().purge_table(&ident).await?;
+                    self.cache.invalidate_table(&ident);
+                } else if !if_exists {
+                    return Err(GatewayError::NotFound(format!(
+                        "table {ident} does not exist"
+                    )));
+                }
+                Outcome::Updated { rows: None }
+            }
+            Action::DropSchema {
+                namespace,
+                if_exists,
+                cascade,
+            } => {
+                self.drop_schema(&namespace, if_exists, cascade).await?;
+                self.cache.invalidate_namespace(&namespace);
+                Outcome::Updated { rows: None }
+            }
+            Action::KillQuery {
+                query_id,
+                message,
+                user,
+            } => {
+                self.kill_query(&query_id, &user, message.as_deref())?;
+                Outcome::Updated { rows: None }
+            }
+            Action::ExplainAnalyze { plan, task_ctx } => {
+                let rows: u64 = bounded(self.query_runtime.execute(Arc::clone(&plan), task_ctx))
+                    .try_fold(0u64, |n, b| async move { Ok(n + b.num_rows() as u64) })
+                    .await?;
+                let plan = rewrite_distributed_plan_with_metrics(
+                    plan,
+                    DistributedMetricsFormat::Aggregated,
+                )
+                .await?;
+                let batch = explain_batch(&[
+                    ("output_rows", rows.to_string()),
+                    ("physical_plan_with_metrics", render_plan(&plan, true)),
+                ])?;
+                let stream =
+                    MemorySourceConfig::try_new_exec(&[vec![batch]], explain_schema(), None)?
+                        .execute(0, Arc::new(TaskContext::default()))?;
+                Outcome::Rows(stream)
+            }
+        };
+        if !matches!(
+            kind,
+            StatementKind::Query | StatementKind::Insert | StatementKind::Call
+        ) {
+            // The statement is done; a failed refresh must not report it as failed.
+            if let Err(e) = self.refresh_names(true).await {
+                tracing::warn!(error = %e, "could not refresh catalog names after DDL");
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// `state` for one execution: its own task ledger, and its own share of the memory pool
+    /// (a prepared statement run again, or twice at once, must not share them).
+    pub(crate) fn execution_state(&self, state: SessionState) -> Result<SessionState> {
+        let memory = Arc::new(QueryMemory::new(Arc::clone(&self.runtime.memory_pool)));
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+            .with_memory_pool(Arc::clone(&memory) as _)
+            .build_arc()?;
+        let mut state = SessionStateBuilder::new_from_existing(state)
+            .with_runtime_env(runtime)
+            .build();
+        state
+            .config_mut()
+            .set_extension(Arc::new(TaskLedger::default()));
+        state.config_mut().set_extension(memory);
+        // Workers get the query's trace context with every task (datafusion-distributed sends
+        // them from its own spawned tasks, outside the query's span).
+        let trace_context = sqe_layers::trace::context_headers(&tracing::Span::current());
+        if !trace_context.is_empty() {
+            state.set_distributed_passthrough_headers(trace_context)?;
+        }
+        Ok(state)
+    }
+
+    /// Cancels a running query of `user`, as Trino's `kill_query` does.
+    fn kill_query(&self, query_id: &str, user: &str, message: Option<&str>) -> Result<()> {
+        self.history
+            .kill(query_id, user, message)
+            .map_err(|e| match e {
+                KillError::NotFound => {
+                    GatewayError::NotFound(format!("Query not found: {query_id}"))
+                }
+                KillError::NotOwner => GatewayError::PermissionDenied(format!(
+                    "Cannot kill query {query_id} of another user"
+                )),
+                KillError::AlreadyEnded(_) => {
+                    GatewayError::Analysis(format!("Target query is not running: {query_id}"))
+                }
+            })
+    }
+
+    async fn create_table(
+        &self,
+        ident: &TableIdent,
+        schema: IcebergSchema,
+        partition: Option<UnboundPartitionSpec>,
+        location: Option<String>,
+    ) -> Result<iceberg::table::Table> {
+        if self.catalog().table_exists(ident).await? {
+            return Err(GatewayError::AlreadyExists(format!(
+                "table {ident} already exists"
+            )));
+        }
+        let creation = TableCreation::builder()
+            .name(ident.name().to_string())
+            .schema(schema)
+            .partition_spec_opt(partition)
+            .location_opt(location)
+            .build();
+        Ok(self
+            .catalog()
+            .create_table(ident.namespace(), creation)
+            .await?)
+    }
+
+    /// Creates the table, then fills it with one insert; if the insert fails the table is
+    /// dropped again, so a failed CREATE TABLE AS leaves nothing behind.
+    async fn create_table_as(
+        &self,
+        ctas: CreateTableAs,
+        deadline: Option<(tokio::time::Instant, Duration)>,
+    ) -> Result<u64> {
+        let CreateTableAs {
+            ident,
+            table_ref,
+            input,
+            if_not_exists,
+            partitioning,
+            location,
+            state,
+        } = ctas;
+        if if_not_exists && self.catalog().table_exists(&ident).await? {
+            return Ok(0);
+        }
+        let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
+        let partition = partition_spec(&schema, &partitioning)?;
+        let table = self
+            .create_table(&ident, schema, partition, location)
+            .await?;
+        let insert = async {
+            let provider = IcebergTableProvider::try_new(
+                Arc::clone(self.catalog()),
+                table,
+                Arc::new(self.settings.storage_props.clone()),
+                Some(Arc::clone(&self.commits) as Arc<dyn sqe_iceberg::write::CommitListener>),
+            )?;
+            let plan = LogicalPlanBuilder::insert_into(
+                input,
+                table_ref,
+                provider_as_source(Arc::new(provider)),
+                InsertOp::Append,
+            )?
+            .build()?;
+            let physical = state.create_physical_plan(&plan).await?;
+            let stream = self
+                .query_runtime
+                .execute(physical, Arc::new(TaskContext::from(&state)));
+            count_rows(stream).await
+        };
+        let insert = async {
+            match deadline {
+                Some((at, limit)) => tokio::time::timeout_at(at, insert)
+                    .await
+                    .map_err(|_| deadline::time_limit_error(limit))?,
+                None => insert.await,
+            }
+        };
+        match insert.await {
+            Ok(rows) => Ok(rows),
+            Err(e) => {
+                if let Err(drop_err) = self.catalog().purge_table(&ident).await {
+                    tracing::error!(table = %ident, error = %drop_err, "could not drop the table of a failed CREATE TABLE AS");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn drop_schema(
+        &self,
+        namespace: &NamespaceIdent,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<()> {
+        if !self.catalog().namespace_exists(namespace).await? {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(GatewayError::NotFound(format!(
+                "schema {} does not exist",
+                namespace.join(".")
+            )));
+        }
+        let tables = self.catalog().list_tables(namespace).await?;
+        if !tables.is_empty() && !cascade {
+            return Err(GatewayError::Analysis(format!(
+                "schema {} is not empty ({} tables); use DROP SCHEMA ... CASCADE",
+                namespace.join("."),
+                tables.len()
+            )));
+        }
+        for table in &tables {
+            self.catalog().purge_table(table).await?;
+        }
+        self.catalog().drop_namespace(namespace).await?;
+        Ok(())
+    }
+
+    fn check_catalog(&self, catalog: Option<&str>) -> Result<()> {
+        match catalog {
+            Some(crate::metadata::SYSTEM_CATALOG) => Err(GatewayError::NotSupported(
+                "changing the system catalog: it is read-only".into(),
+            )),
+            Some(c) if c != self.settings.catalog_name => Err(GatewayError::NotFound(format!(
+                "catalog '{c}' does not exist (this coordinator serves '{}')",
+                self.settings.catalog_name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn table_ident(&self, state: &SessionState, name: &TableReference) -> Result<TableIdent> {
+        let defaults = &state.config_options().catalog;
+        let resolved = name
+            .clone()
+            .resolve(&defaults.default_catalog, &defaults.default_schema);
+        self.check_catalog(Some(&resolved.catalog))?;
+        Ok(TableIdent::new(
+            NamespaceIdent::new(resolved.schema.to_string()),
+            resolved.table.to_string(),
+        ))
+    }
+
+    fn namespace_ident(&self, _state: &SessionState, name: &str) -> Result<NamespaceIdent> {
+        let (catalog, schema) = match name.split_once('.') {
+            Some((c, s)) => (Some(c), s),
+            None => (None, name),
+        };
+        self.check_catalog(catalog)?;
+        Ok(NamespaceIdent::new(schema.to_string()))
+    }
+}
+
+pub(crate) fn explain_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("plan_type", DataType::Utf8, false),
+        Field::new("plan", DataType::Utf8, false),
+    ]))
+}
+
+fn explain_batch(rows: &[(&str, String)]) -> Result<RecordBatch> {
+    let types = StringArray::from_iter_values(rows.iter().map(|(t, _)| *t));
+    let plans = StringArray::from_iter_values(rows.iter().map(|(_, p)| p.as_str()));
+    RecordBatch::try_new(explain_schema(), vec![Arc::new(types), Arc::new(plans)])
+        .map_err(|e| GatewayError::Internal(e.to_string()))
+}
+
+/// Physical planning, distributed planning included (the distributed planner is one of its
+/// rules), in its own span.
+async fn physical_plan(
+    state: &SessionState,
+    logical: &LogicalPlan,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let span = tracing::info_span!("plan.physical", distributed = tracing::field::Empty);
+    let plan = state
+        .create_physical_plan(logical)
+        .instrument(span.clone())
+        .await?;
+    span.record("distributed", plan.is::<DistributedExec>());
+    Ok(plan)
+}
+
+/// A plan as text: distributed plans show their stages and tasks.
+pub fn render_plan(plan: &Arc<dyn ExecutionPlan>, with_metrics: bool) -> String {
+    if plan.is::<DistributedExec>() {
+        display_plan_ascii(plan.as_ref(), with_metrics)
+    } else if with_metrics {
+        DisplayableExecutionPlan::with_metrics(plan.as_ref())
+            .indent(true)
+            .to_string()
+    } else {
+        DisplayableExecutionPlan::new(plan.as_ref())
+            .indent(true)
+            .to_string()
+    }
+}
+
+/// Reads the single `count` row a write plan produces.
+async fn count_rows(stream: SendableRecordBatchStream) -> Result<u64> {
+    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    let mut total = 0;
+    for batch in &batches {
+        if let Some(column) = batch.column(0).as_primitive_opt::<UInt64Type>() {
+            total += column.iter().flatten().sum::<u64>();
+        }
+    }
+    Ok(total)
+}

@@ -1,0 +1,359 @@
+//! `SHOW` and `DESCRIBE`, answered as Trino does: as queries over `information_schema`, or
+//! (functions, session, CREATE TABLE) from the session and the catalog directly.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::catalog::MemTable;
+use datafusion::datasource::provider_as_source;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::{
+    Documentation, LogicalPlan, LogicalPlanBuilder, Signature, Volatility, lit,
+};
+use datafusion::prelude::ident as column;
+use datafusion::sql::parser::Statement as DfStatement;
+use iceberg::spec::Transform;
+use iceberg::{NamespaceIdent, TableIdent};
+
+use super::{Engine, SessionSettings};
+use crate::dialect::statements::Show;
+use crate::dialect::types::TrinoType;
+use crate::error::{GatewayError, Result};
+use crate::metadata::{INFORMATION_SCHEMA, is_metadata};
+use crate::session_properties::{self, PROPERTIES};
+
+/// `'text'` as an SQL literal.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// `"name"` as an SQL identifier.
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn like_clause(column: &str, like: Option<&String>) -> String {
+    like.map(|p| format!(" AND {column} LIKE {}", literal(p)))
+        .unwrap_or_default()
+}
+
+impl Engine {
+    /// Whether a statement reads `system` or `information_schema` tables.
+    pub(super) fn reads_metadata(
+        &self,
+        state: &SessionState,
+        statement: &DfStatement,
+    ) -> Result<bool> {
+        let defaults = &state.config_options().catalog;
+        Ok(state.resolve_table_references(statement)?.iter().any(|t| {
+            is_metadata(
+                t.catalog().unwrap_or(&defaults.default_catalog),
+                t.schema().unwrap_or(&defaults.default_schema),
+            )
+        }))
+    }
+
+    fn session_catalog<'a>(&'a self, session: &'a SessionSettings) -> &'a str {
+        session
+            .catalog
+            .as_deref()
+            .unwrap_or(&self.settings.catalog_name)
+    }
+
+    fn require_catalog(&self, state: &SessionState, catalog: &str) -> Result<()> {
+        if state.catalog_list().catalog(catalog).is_none() {
+            return Err(GatewayError::NotFound(format!(
+                "catalog '{catalog}' does not exist"
+            )));
+        }
+        Ok(())
+    }
+
+    fn require_schema(&self, state: &SessionState, catalog: &str, schema: &str) -> Result<()> {
+        self.require_catalog(state, catalog)?;
+        let exists = state
+            .catalog_list()
+            .catalog(catalog)
+            .is_some_and(|c| c.schema(schema).is_some());
+        if !exists {
+            return Err(GatewayError::NotFound(format!(
+                "schema '{catalog}.{schema}' does not exist"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `[[catalog.]schema.]table` resolved against the session.
+    fn resolve_table(
+        &self,
+        session: &SessionSettings,
+        name: &[String],
+    ) -> (String, String, String) {
+        let catalog = self.session_catalog(session).to_string();
+        let schema = session.schema.clone().unwrap_or_else(|| "default".into());
+        match name {
+            [c, s, t] => (c.clone(), s.clone(), t.clone()),
+            [s, t] => (catalog, s.clone(), t.clone()),
+            [t] => (catalog, schema, t.clone()),
+            _ => (catalog, schema, String::new()),
+        }
+    }
+
+    async fn require_table(
+        &self,
+        state: &SessionState,
+        (c, s, t): (&str, &str, &str),
+    ) -> Result<()> {
+        self.require_schema(state, c, s)?;
+        let schema = state.catalog_list().catalog(c).and_then(|c| c.schema(s));
+        // The cached names answer without loading the table; a miss is checked with the catalog.
+        let found = match schema {
+            Some(schema) => schema.table_exist(t) || schema.table(t).await?.is_some(),
+            None => false,
+        };
+        if !found {
+            return Err(GatewayError::NotFound(format!(
+                "table '{c}.{s}.{t}' does not exist"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The logical plan answering a `SHOW` statement.
+    pub(super) async fn show_plan(
+        &self,
+        state: &SessionState,
+        session: &SessionSettings,
+        show: Show,
+    ) -> Result<LogicalPlan> {
+        let sql = match show {
+            Show::Catalogs { like } => format!(
+                "SELECT catalog_name AS \"Catalog\" FROM system.metadata.catalogs WHERE true{} ORDER BY 1",
+                like_clause("catalog_name", like.as_ref())
+            ),
+            Show::Schemas { catalog, like } => {
+                let catalog = catalog.unwrap_or_else(|| self.session_catalog(session).to_string());
+                self.require_catalog(state, &catalog)?;
+                format!(
+                    "SELECT schema_name AS \"Schema\" FROM {}.{INFORMATION_SCHEMA}.schemata WHERE true{} ORDER BY 1",
+                    ident(&catalog),
+                    like_clause("schema_name", like.as_ref())
+                )
+            }
+            Show::Tables { schema, like } => {
+                let (catalog, schema) = match schema.as_slice() {
+                    [c, s] => (c.clone(), s.clone()),
+                    [s] => (self.session_catalog(session).to_string(), s.clone()),
+                    _ => (
+                        self.session_catalog(session).to_string(),
+                        session.schema.clone().unwrap_or_else(|| "default".into()),
+                    ),
+                };
+                self.require_schema(state, &catalog, &schema)?;
+                format!(
+                    "SELECT table_name AS \"Table\" FROM {}.{INFORMATION_SCHEMA}.tables WHERE table_schema = {}{} ORDER BY 1",
+                    ident(&catalog),
+                    literal(&schema),
+                    like_clause("table_name", like.as_ref())
+                )
+            }
+            Show::Columns { table } => {
+                let (c, s, t) = self.resolve_table(session, &table);
+                self.require_table(state, (&c, &s, &t)).await?;
+                format!(
+                    "SELECT column_name AS \"Column\", data_type AS \"Type\", '' AS \"Extra\", '' AS \"Comment\" \
+                     FROM {}.{INFORMATION_SCHEMA}.columns WHERE table_schema = {} AND table_name = {} ORDER BY ordinal_position",
+                    ident(&c),
+                    literal(&s),
+                    literal(&t)
+                )
+            }
+            Show::CreateTable { table } => {
+                let (c, s, t) = self.resolve_table(session, &table);
+                let text = self.create_table_text(state, (&c, &s, &t)).await?;
+                return single_text_column("Create Table", vec![text]);
+            }
+            Show::Functions { like } => return functions_plan(state, like),
+            Show::Session { like } => return self.session_plan(session, like),
+        };
+        Ok(state.create_logical_plan(&sql).await?)
+    }
+
+    /// `CREATE TABLE` text for an Iceberg table, in Trino's form.
+    async fn create_table_text(
+        &self,
+        state: &SessionState,
+        (c, s, t): (&str, &str, &str),
+    ) -> Result<String> {
+        self.require_table(state, (c, s, t)).await?;
+        if c != self.settings.catalog_name || s == INFORMATION_SCHEMA {
+            return Err(GatewayError::NotSupported(format!(
+                "SHOW CREATE TABLE of {c}.{s}.{t}: it is a metadata table"
+            )));
+        }
+        let ident = TableIdent::new(NamespaceIdent::new(s.to_string()), t.to_string());
+        let table = self.catalog().load_table(&ident).await?;
+        let metadata = table.metadata();
+        let schema = metadata.current_schema();
+        let arrow = iceberg::arrow::schema_to_arrow_schema(schema)?;
+        let columns: Vec<String> = arrow
+            .fields()
+            .iter()
+            .map(|f| {
+                let not_null = if f.is_nullable() { "" } else { " NOT NULL" };
+                format!(
+                    "   {} {}{not_null}",
+                    ident_if_needed(f.name()),
+                    TrinoType::from_arrow(f.data_type())
+                )
+            })
+            .collect();
+        let mut properties = vec![
+            "   format = 'PARQUET'".to_string(),
+            format!("   format_version = {}", metadata.format_version() as u8),
+            format!("   location = {}", literal(metadata.location())),
+        ];
+        let spec = metadata.default_partition_spec();
+        if !spec.fields().is_empty() {
+            let fields: Vec<String> = spec
+                .fields()
+                .iter()
+                .map(|field| {
+                    let column = schema
+                        .name_by_field_id(field.source_id)
+                        .unwrap_or("?")
+                        .to_string();
+                    literal(&partition_text(&column, &field.transform))
+                })
+                .collect();
+            properties.insert(0, format!("   partitioning = ARRAY[{}]", fields.join(",")));
+        }
+        Ok(format!(
+            "CREATE TABLE {c}.{s}.{t} (\n{}\n)\nWITH (\n{}\n)",
+            columns.join(",\n"),
+            properties.join(",\n")
+        ))
+    }
+
+    fn session_plan(&self, session: &SessionSettings, like: Option<String>) -> Result<LogicalPlan> {
+        let limits = self.property_limits();
+        let texts = |f: &dyn Fn(&session_properties::PropertyDefinition) -> String| {
+            Arc::new(StringArray::from_iter_values(PROPERTIES.iter().map(f))) as ArrayRef
+        };
+        let columns = vec![
+            ("Name", texts(&|p| p.name.to_string())),
+            (
+                "Value",
+                texts(&|p| {
+                    session
+                        .properties
+                        .value(p.name, &limits)
+                        .unwrap_or_default()
+                }),
+            ),
+            (
+                "Default",
+                texts(&|p| session_properties::default_value(p.name, &limits).unwrap_or_default()),
+            ),
+            ("Type", texts(&|p| p.property_type.name().to_string())),
+            ("Description", texts(&|p| p.description.to_string())),
+        ];
+        table_plan(columns, "Name", like)
+    }
+}
+
+/// Identifiers print bare when they can be.
+fn ident_if_needed(name: &str) -> String {
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain { name.to_string() } else { ident(name) }
+}
+
+/// A partition field as Trino's `partitioning` property writes it.
+fn partition_text(column: &str, transform: &Transform) -> String {
+    let column = ident_if_needed(column);
+    match transform {
+        Transform::Identity => column,
+        Transform::Bucket(n) => format!("bucket({column}, {n})"),
+        Transform::Truncate(w) => format!("truncate({column}, {w})"),
+        Transform::Year => format!("year({column})"),
+        Transform::Month => format!("month({column})"),
+        Transform::Day => format!("day({column})"),
+        Transform::Hour => format!("hour({column})"),
+        Transform::Void => format!("void({column})"),
+        Transform::Unknown => format!("unknown({column})"),
+    }
+}
+
+/// A plan over literal rows, filtered by `LIKE` on one column and sorted by it.
+fn table_plan(
+    columns: Vec<(&str, ArrayRef)>,
+    key: &str,
+    like: Option<String>,
+) -> Result<LogicalPlan> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let arrays = columns.into_iter().map(|(_, a)| a).collect();
+    let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)
+        .map_err(|e| GatewayError::Internal(e.to_string()))?;
+    let table = MemTable::try_new(schema, vec![vec![batch]])?;
+    let mut builder = LogicalPlanBuilder::scan("show", provider_as_source(Arc::new(table)), None)?;
+    if let Some(pattern) = like {
+        builder = builder.filter(column(key).like(lit(pattern)))?;
+    }
+    Ok(builder.sort(vec![column(key).sort(true, false)])?.build()?)
+}
+
+fn single_text_column(name: &str, values: Vec<String>) -> Result<LogicalPlan> {
+    let array: ArrayRef = Arc::new(StringArray::from(values));
+    table_plan(vec![(name, array)], name, None)
+}
+
+/// Every function the session knows, as Trino's `SHOW FUNCTIONS` lists them.
+fn functions_plan(state: &SessionState, like: Option<String>) -> Result<LogicalPlan> {
+    let mut rows: Vec<(String, &str, bool, String)> = Vec::new();
+    let mut add = |name: &String, kind, signature: &Signature, doc: Option<&Documentation>| {
+        rows.push((
+            name.clone(),
+            kind,
+            signature.volatility == Volatility::Immutable,
+            doc.map(|d| d.description.clone()).unwrap_or_default(),
+        ));
+    };
+    for (name, f) in state.scalar_functions() {
+        add(name, "scalar", f.signature(), f.documentation());
+    }
+    for (name, f) in state.aggregate_functions() {
+        add(name, "aggregate", f.signature(), f.documentation());
+    }
+    for (name, f) in state.window_functions() {
+        add(name, "window", f.signature(), f.documentation());
+    }
+    let names = StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()));
+    let kinds = StringArray::from_iter_values(rows.iter().map(|r| r.1));
+    let deterministic = BooleanArray::from(rows.iter().map(|r| Some(r.2)).collect::<Vec<_>>());
+    let descriptions = StringArray::from_iter_values(rows.iter().map(|r| r.3.as_str()));
+    // Return and argument types depend on DataFusion's coercion rules, not a fixed list.
+    let unknown = || Arc::new(StringArray::from(vec![None::<&str>; rows.len()])) as ArrayRef;
+    table_plan(
+        vec![
+            ("Function", Arc::new(names)),
+            ("Return Type", unknown()),
+            ("Argument Types", unknown()),
+            ("Function Type", Arc::new(kinds)),
+            ("Deterministic", Arc::new(deterministic)),
+            ("Description", Arc::new(descriptions)),
+        ],
+        "Function",
+        like,
+    )
+}

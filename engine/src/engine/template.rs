@@ -1,0 +1,416 @@
+//! Statements planned once and bound many times: prepared statements, and the schemas clients
+//! ask for before running anything.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::ScalarValue;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
+use tracing::Instrument;
+
+use super::reload::reload_iceberg_tables;
+use super::table_properties::{TableProperties, take_table_properties};
+use super::{
+    Action, Engine, Prepared, ResultCacheUse, SessionSettings, StatementKind, explain_schema,
+};
+use crate::cache::{CacheUse, Decision, consider};
+use crate::dialect::statements::{ClientStatement, niladic_calls, recognize_tokens, tokenize};
+use crate::error::{GatewayError, Result};
+
+/// A parsed and logically planned statement, possibly with `$1`, `$2`, ... parameters.
+#[derive(Clone)]
+pub struct StatementTemplate {
+    state: SessionState,
+    logical: LogicalPlan,
+    properties: TableProperties,
+    kind: StatementKind,
+    dataset_schema: SchemaRef,
+    parameter_schema: SchemaRef,
+    max_run_time: Option<std::time::Duration>,
+    /// The session's part of a result cache key: who asks, and what decides the answer.
+    identity: String,
+    /// A procedure call instead of a plan.
+    call: Option<Call>,
+    /// When the tables in `logical` were loaded.
+    planned_at: std::time::Instant,
+}
+
+/// A template bound later than this after it was planned loads its tables again (statements
+/// run at once reuse the tables their planning loaded).
+const TABLES_FRESH_FOR: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The procedures SQE knows.
+#[derive(Debug, Clone)]
+enum Call {
+    KillQuery {
+        query_id: String,
+        message: Option<String>,
+        user: String,
+    },
+}
+
+impl std::fmt::Debug for StatementTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatementTemplate")
+            .field("kind", &self.kind)
+            .field("parameters", &self.parameter_schema.fields().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StatementTemplate {
+    pub fn kind(&self) -> StatementKind {
+        self.kind
+    }
+
+    /// The schema of the rows the statement returns.
+    pub fn dataset_schema(&self) -> SchemaRef {
+        Arc::clone(&self.dataset_schema)
+    }
+
+    /// One field per parameter, `$1` first; `Null` where the type could not be inferred.
+    pub fn parameter_schema(&self) -> SchemaRef {
+        Arc::clone(&self.parameter_schema)
+    }
+}
+
+/// A column a query returns, with the table it comes from when it is a plain table column.
+#[derive(Debug, Clone)]
+pub struct OutputColumn {
+    pub name: String,
+    pub data_type: DataType,
+    /// `(catalog, schema, table)`
+    pub origin: Option<(String, String, String)>,
+}
+
+impl StatementTemplate {
+    /// Output column names as Trino gives them: a column or an alias keeps its name, any other
+    /// expression is `_col<position>`.
+    pub fn trino_column_names(&self) -> Vec<String> {
+        let fields = self.dataset_schema.fields();
+        let mut names: Vec<String> = fields.iter().map(|f| f.name().clone()).collect();
+        if self.kind != StatementKind::Query {
+            return names;
+        }
+        let mut plan = &self.logical;
+        loop {
+            match plan {
+                LogicalPlan::Sort(sort) => plan = sort.input.as_ref(),
+                LogicalPlan::Limit(limit) => plan = limit.input.as_ref(),
+                LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) => {
+                    plan = input.as_ref()
+                }
+                _ => break,
+            }
+        }
+        if let LogicalPlan::Projection(projection) = plan
+            && projection.expr.len() == names.len()
+        {
+            for (i, expr) in projection.expr.iter().enumerate() {
+                if !matches!(expr, Expr::Alias(_) | Expr::Column(_)) {
+                    names[i] = format!("_col{i}");
+                }
+            }
+        }
+        names
+    }
+
+    /// The columns the statement returns; table references are resolved against the given
+    /// default catalog and schema.
+    pub fn output_columns(&self, catalog: &str, schema: &str) -> Vec<OutputColumn> {
+        self.logical
+            .schema()
+            .iter()
+            .map(|(qualifier, field)| OutputColumn {
+                name: field.name().clone(),
+                data_type: field.data_type().clone(),
+                origin: qualifier.map(|q| {
+                    let resolved = q.clone().resolve(catalog, schema);
+                    (
+                        resolved.catalog.to_string(),
+                        resolved.schema.to_string(),
+                        resolved.table.to_string(),
+                    )
+                }),
+            })
+            .collect()
+    }
+}
+
+/// What a logical plan will do, before it is physically planned.
+pub(super) fn statement_kind(logical: &LogicalPlan) -> StatementKind {
+    match logical {
+        LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => match create.input.as_ref() {
+            LogicalPlan::EmptyRelation(empty) if !empty.produce_one_row => {
+                StatementKind::CreateTable
+            }
+            _ => StatementKind::CreateTableAs,
+        },
+        LogicalPlan::Ddl(DdlStatement::CreateCatalogSchema(_)) => StatementKind::CreateSchema,
+        LogicalPlan::Ddl(DdlStatement::DropTable(_)) => StatementKind::DropTable,
+        LogicalPlan::Ddl(DdlStatement::DropCatalogSchema(_)) => StatementKind::DropSchema,
+        LogicalPlan::Dml(DmlStatement {
+            op: WriteOp::Insert(_),
+            ..
+        }) => StatementKind::Insert,
+        _ => StatementKind::Query,
+    }
+}
+
+fn parameter_schema(logical: &LogicalPlan) -> Result<SchemaRef> {
+    let types = logical.get_parameter_types()?;
+    let mut numbered: Vec<(usize, Option<DataType>)> = Vec::with_capacity(types.len());
+    for (name, data_type) in types {
+        let position = name
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                GatewayError::Analysis(format!(
+                    "parameter {name}: use positional parameters $1, $2, ..."
+                ))
+            })?;
+        numbered.push((position, data_type));
+    }
+    numbered.sort_by_key(|(position, _)| *position);
+    if let Some(i) = numbered
+        .iter()
+        .enumerate()
+        .position(|(i, (p, _))| *p != i + 1)
+    {
+        return Err(GatewayError::Analysis(format!(
+            "parameters must be numbered $1 to ${}; ${} is missing",
+            numbered.len(),
+            i + 1
+        )));
+    }
+    let fields: Vec<Field> = numbered
+        .into_iter()
+        .map(|(position, data_type)| {
+            Field::new(
+                format!("${position}"),
+                data_type.unwrap_or(DataType::Null),
+                true,
+            )
+        })
+        .collect();
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+impl Engine {
+    /// Parses and logically plans `sql` for `session` without running or physically planning it.
+    pub async fn template(
+        &self,
+        session: &SessionSettings,
+        sql: &str,
+    ) -> Result<StatementTemplate> {
+        self.refresh_names(false).await?;
+        let tokens = tokenize(sql)?;
+        let rewritten = niladic_calls(&tokens);
+        let sql = rewritten.as_deref().unwrap_or(sql);
+        let mut call = None;
+        let (state, logical, properties) = match recognize_tokens(tokens)? {
+            Some(ClientStatement::Show(show)) => {
+                let state = self.session_state_with(session, false)?;
+                let logical = self.show_plan(&state, session, show).await?;
+                (state, logical, TableProperties::default())
+            }
+            Some(ClientStatement::KillQuery { query_id, message }) => {
+                call = Some(Call::KillQuery {
+                    query_id,
+                    message,
+                    user: session.user.clone(),
+                });
+                let state = self.session_state_with(session, false)?;
+                let nothing = LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
+                    produce_one_row: false,
+                    schema: Arc::new(datafusion::common::DFSchema::empty()),
+                });
+                (state, nothing, TableProperties::default())
+            }
+            Some(other) => {
+                return Err(GatewayError::NotSupported(format!(
+                    "{}: a Trino session statement, answered by the Trino endpoint only",
+                    other.name()
+                )));
+            }
+            None => {
+                let mut state = self.session_state(session)?;
+                let dialect = state.config().options().sql_parser.dialect;
+                let (statement, properties) =
+                    tracing::info_span!("parse").in_scope(|| -> Result<_> {
+                        let mut statement = state.sql_to_statement(sql, &dialect)?;
+                        let properties = take_table_properties(&mut statement)?;
+                        Ok((statement, properties))
+                    })?;
+                let logical = async {
+                    self.refresh_if_schemas_unknown(&state, &statement).await?;
+                    if self.reads_metadata(&state, &statement)? {
+                        // Metadata is computed on the coordinator.
+                        state = self.session_state_with(session, false)?;
+                    }
+                    Ok::<_, GatewayError>(state.statement_to_plan(statement).await?)
+                }
+                .instrument(tracing::info_span!("plan"))
+                .await?;
+                (state, logical, properties)
+            }
+        };
+        let kind = match call {
+            Some(_) => StatementKind::Call,
+            None => statement_kind(&logical),
+        };
+        let dataset_schema = match (&logical, kind) {
+            (LogicalPlan::Explain(_) | LogicalPlan::Analyze(_), _) => explain_schema(),
+            (_, StatementKind::Query) => Arc::new(logical.schema().as_arrow().clone()),
+            (_, kind) => kind.command_schema(),
+        };
+        let parameter_schema = parameter_schema(&logical)?;
+        Ok(StatementTemplate {
+            state,
+            logical,
+            properties,
+            kind,
+            dataset_schema,
+            parameter_schema,
+            max_run_time: session.properties.max_run_time(&self.property_limits()),
+            identity: format!(
+                "{}\0{:?}\0{:?}\0{:?}\0{:?}",
+                session.user,
+                session.catalog,
+                session.schema,
+                session.time_zone,
+                session.properties
+            ),
+            call,
+            planned_at: std::time::Instant::now(),
+        })
+    }
+
+    /// Fills in the parameters and plans the statement physically, ready to run once.
+    pub async fn bind(
+        &self,
+        template: &StatementTemplate,
+        parameters: Vec<ScalarValue>,
+    ) -> Result<Prepared> {
+        if let Some(Call::KillQuery {
+            query_id,
+            message,
+            user,
+        }) = &template.call
+        {
+            return Ok(Prepared {
+                kind: StatementKind::Call,
+                schema: StatementKind::Call.command_schema(),
+                action: Action::KillQuery {
+                    query_id: query_id.clone(),
+                    message: message.clone(),
+                    user: user.clone(),
+                },
+                max_run_time: None,
+                cache: ResultCacheUse::default(),
+            });
+        }
+        let expected = template.parameter_schema.fields().len();
+        if parameters.len() != expected {
+            return Err(GatewayError::Analysis(format!(
+                "the statement takes {expected} parameters, {} were given",
+                parameters.len()
+            )));
+        }
+        let logical = if template.planned_at.elapsed() > TABLES_FRESH_FOR {
+            reload_iceberg_tables(&template.state, template.logical.clone()).await?
+        } else {
+            template.logical.clone()
+        };
+        let logical = if expected == 0 {
+            logical
+        } else {
+            logical.with_param_values(parameters)?
+        };
+        // Each binding is one execution: its `now()` is this instant (simplified to it when
+        // the plan is optimized), also for a prepared statement run again later.
+        let mut state = self.execution_state(template.state.clone())?;
+        state.mark_start_execution();
+        let cache_span = tracing::info_span!("cache", result = tracing::field::Empty);
+        let entered = cache_span.enter();
+        let cache = match self.cache_decision(template, &logical) {
+            Some(Decision::Cacheable { key, tables }) => {
+                if let Some(hit) = self.cache.get(&key, &tables) {
+                    cache_span.record("result", "hit");
+                    return Ok(Prepared {
+                        kind: StatementKind::Query,
+                        schema: Arc::clone(&hit.schema),
+                        action: Action::Cached(hit),
+                        max_run_time: template.max_run_time,
+                        cache: ResultCacheUse {
+                            used: Some(CacheUse::Hit),
+                            fill: None,
+                        },
+                    });
+                }
+                ResultCacheUse {
+                    used: Some(CacheUse::Miss),
+                    fill: Some((key, tables)),
+                }
+            }
+            Some(Decision::Bypass(reason)) => {
+                tracing::debug!(%reason, "result cache bypassed");
+                ResultCacheUse {
+                    used: Some(CacheUse::Bypass),
+                    fill: None,
+                }
+            }
+            None => ResultCacheUse::default(),
+        };
+        if let Some(used) = cache.used {
+            cache_span.record("result", used.name());
+        }
+        drop(entered);
+        let mut prepared = self
+            .prepare_logical(state, logical, template.properties.clone())
+            .await?;
+        prepared.max_run_time = template.max_run_time;
+        prepared.cache = cache;
+        Ok(prepared)
+    }
+
+    /// `None` when the cache is off or the statement is not a plain query.
+    fn cache_decision(
+        &self,
+        template: &StatementTemplate,
+        logical: &LogicalPlan,
+    ) -> Option<Decision> {
+        let plain_query = template.kind == StatementKind::Query
+            && !matches!(logical, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_));
+        (plain_query && self.cache.enabled()).then(|| consider(&template.identity, logical))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_numbered_from_one() -> Result<()> {
+        use datafusion::logical_expr::{LogicalPlanBuilder, col, lit, placeholder};
+        let plan = LogicalPlanBuilder::empty(true)
+            .project(vec![lit(1).alias("a")])?
+            .filter(
+                col("a")
+                    .eq(placeholder("$2"))
+                    .and(col("a").gt(placeholder("$1"))),
+            )?
+            .build()?;
+        let schema = parameter_schema(&plan)?;
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, vec!["$1", "$2"]);
+        let gap = LogicalPlanBuilder::empty(true)
+            .project(vec![lit(1).alias("a")])?
+            .filter(col("a").eq(placeholder("$3")))?
+            .build()?;
+        assert!(parameter_schema(&gap).is_err());
+        Ok(())
+    }
+}

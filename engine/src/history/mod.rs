@@ -1,0 +1,592 @@
+//! Every statement a client runs, from either endpoint: what `system.runtime.queries` and
+//! `system.runtime.tasks` show, and what `kill_query` cancels.
+//!
+//! An endpoint [`QueryHistory::begin`]s a query when it receives it and drives its
+//! [`QueryTracker`] through planning, running and its end. Finished queries are kept up to
+//! `max_entries` and for `ttl`; running ones are never dropped.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+mod stats;
+
+use chrono::{DateTime, Utc};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
+use futures::Stream;
+
+pub use self::stats::{EndpointStats, Histogram, LATENCY_BUCKETS, QueryStats};
+use crate::cache::CacheUse;
+use crate::cluster::TaskLedger;
+use crate::error::GatewayError;
+use crate::memory::QueryMemory;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// `[query_history]`: how much of the past to keep.
+#[derive(Debug, Clone, Copy)]
+pub struct HistorySettings {
+    /// Finished queries kept at most.
+    pub max_entries: usize,
+    /// How long a finished query is kept.
+    pub ttl: Duration,
+}
+
+impl Default for HistorySettings {
+    fn default() -> Self {
+        Self {
+            max_entries: 10_000,
+            ttl: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// Where a query is in its life; the last three are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryState {
+    Queued,
+    Running,
+    Finished,
+    Failed,
+    Canceled,
+}
+
+impl QueryState {
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryState::Queued => "QUEUED",
+            QueryState::Running => "RUNNING",
+            QueryState::Finished => "FINISHED",
+            QueryState::Failed => "FAILED",
+            QueryState::Canceled => "CANCELED",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            QueryState::Finished | QueryState::Failed | QueryState::Canceled
+        )
+    }
+}
+
+/// What an endpoint knows of a query when it receives it.
+#[derive(Debug, Clone, Default)]
+pub struct QueryStart {
+    /// The endpoint's id for it (Trino's query id); `None` draws one from the history.
+    pub id: Option<String>,
+    pub endpoint: &'static str,
+    pub user: String,
+    pub source: Option<String>,
+    pub sql: String,
+    pub catalog: Option<String>,
+    pub schema: Option<String>,
+    /// The caller's W3C `traceparent`, if it sent one.
+    pub traceparent: Option<String>,
+}
+
+/// How a query can be stopped from outside its endpoint (`kill_query`).
+type Kill = Box<dyn Fn(String) + Send + Sync>;
+
+/// One query's record.
+pub struct QueryRecord {
+    pub id: String,
+    pub start: QueryStart,
+    pub created: DateTime<Utc>,
+    created_at: Instant,
+    progress: Mutex<Progress>,
+    kill: OnceLock<Kill>,
+    /// The stages and task assignment of its plan, once it runs.
+    tasks: OnceLock<Arc<TaskLedger>>,
+    /// Its share of the coordinator's memory pool, once it runs.
+    memory: OnceLock<Arc<QueryMemory>>,
+    stats: Arc<QueryStats>,
+    trace_id: Option<String>,
+}
+
+impl std::fmt::Debug for QueryRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryRecord")
+            .field("id", &self.id)
+            .field("start", &self.start)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Progress {
+    state: Option<QueryState>,
+    /// Planning done, execution started.
+    started: Option<(DateTime<Utc>, Instant)>,
+    ended: Option<(DateTime<Utc>, Instant)>,
+    output_rows: u64,
+    output_bytes: u64,
+    error: Option<(&'static str, String)>,
+    cache: Option<CacheUse>,
+}
+
+/// A query's record as `system.runtime.queries` shows it.
+#[derive(Debug, Clone)]
+pub struct QuerySnapshot {
+    pub id: String,
+    pub state: QueryState,
+    /// Who sent it, from where, and what.
+    pub start: QueryStart,
+    pub created: DateTime<Utc>,
+    pub started: Option<DateTime<Utc>>,
+    pub ended: Option<DateTime<Utc>>,
+    /// Until planning started (SQE does not queue: 0).
+    pub queued_ms: i64,
+    pub planning_ms: Option<i64>,
+    pub execution_ms: Option<i64>,
+    pub output_rows: u64,
+    /// The W3C trace id of its root span (`None` in a process without a trace layer).
+    pub trace_id: Option<String>,
+    /// Bytes its scans read (workers and coordinator); `None` until known, after it ended.
+    pub bytes_scanned: Option<u64>,
+    /// The most coordinator memory it held at once; `None` unless it ran a plan.
+    pub peak_memory_bytes: Option<u64>,
+    /// What the result cache did (`None`: off, or not a query).
+    pub cache: Option<CacheUse>,
+    pub error_code: Option<&'static str>,
+    pub error_message: Option<String>,
+}
+
+impl QueryRecord {
+    pub fn state(&self) -> QueryState {
+        self.progress
+            .lock()
+            .ok()
+            .and_then(|p| p.state)
+            .unwrap_or(QueryState::Queued)
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Progress)) {
+        if let Ok(mut progress) = self.progress.lock()
+            && !progress.state.is_some_and(QueryState::is_final)
+        {
+            change(&mut progress);
+        }
+    }
+
+    /// Ends the query unless it has ended already; whether this call ended it.
+    fn end(&self, state: QueryState, error: Option<(&'static str, String)>) -> bool {
+        let mut ended = false;
+        self.update(|p| {
+            p.state = Some(state);
+            p.ended = Some((Utc::now(), Instant::now()));
+            p.error = error;
+            ended = true;
+        });
+        if ended {
+            let output = self
+                .progress
+                .lock()
+                .map_or((0, 0), |p| (p.output_rows, p.output_bytes));
+            self.stats.ended(
+                self.start.endpoint,
+                state,
+                self.created_at.elapsed().as_secs_f64(),
+                output,
+            );
+        }
+        if ended
+            && let Some(ledger) = self.tasks.get()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            // The workers send their task metrics as their streams end: read them off the
+            // client's path.
+            let ledger = Arc::clone(ledger);
+            runtime.spawn(async move { ledger.collect_metrics().await });
+        }
+        ended
+    }
+
+    fn ended_at(&self) -> Option<Instant> {
+        self.progress.lock().ok()?.ended.map(|(_, at)| at)
+    }
+
+    pub fn snapshot(&self) -> QuerySnapshot {
+        let p = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let ms = |from: Instant, to: Instant| to.duration_since(from).as_millis() as i64;
+        let now = Instant::now();
+        let started_at = p.started.map(|(_, at)| at);
+        let ended_at = p.ended.map(|(_, at)| at);
+        QuerySnapshot {
+            id: self.id.clone(),
+            state: p.state.unwrap_or(QueryState::Queued),
+            start: self.start.clone(),
+            created: self.created,
+            started: p.started.map(|(t, _)| t),
+            ended: p.ended.map(|(t, _)| t),
+            queued_ms: 0,
+            planning_ms: Some(ms(self.created_at, started_at.or(ended_at).unwrap_or(now))),
+            execution_ms: started_at.map(|s| ms(s, ended_at.unwrap_or(now))),
+            output_rows: p.output_rows,
+            trace_id: self.trace_id.clone(),
+            bytes_scanned: self.tasks.get().and_then(|t| t.bytes_scanned()),
+            peak_memory_bytes: self.memory.get().map(|m| m.peak() as u64),
+            cache: p.cache,
+            error_code: p.error.as_ref().map(|(code, _)| *code),
+            error_message: p.error.map(|(_, message)| message),
+        }
+    }
+
+    /// Its distributed tasks, if it ran distributed.
+    pub fn tasks(&self) -> Option<&Arc<TaskLedger>> {
+        self.tasks.get()
+    }
+}
+
+/// The coordinator's queries, recent first when listed.
+pub struct QueryHistory {
+    settings: HistorySettings,
+    stats: Arc<QueryStats>,
+    records: Mutex<VecDeque<Arc<QueryRecord>>>,
+    sequence: AtomicU64,
+    /// Five lower-case letters naming this coordinator run in query ids, as Trino's do.
+    run_id: String,
+}
+
+impl std::fmt::Debug for QueryHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryHistory")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why `kill_query` did not kill.
+#[derive(Debug, PartialEq, Eq)]
+pub enum KillError {
+    NotFound,
+    NotOwner,
+    AlreadyEnded(QueryState),
+}
+
+impl QueryHistory {
+    pub fn new(settings: HistorySettings) -> Arc<Self> {
+        let run_id = uuid::Uuid::new_v4()
+            .as_bytes()
+            .iter()
+            .take(5)
+            .map(|b| char::from(b'a' + b % 26))
+            .collect();
+        Arc::new(Self {
+            settings,
+            stats: Arc::default(),
+            records: Mutex::new(VecDeque::new()),
+            sequence: AtomicU64::new(0),
+            run_id,
+        })
+    }
+
+    /// A new query id in Trino's shape: `YYYYMMDD_HHMMSS_<sequence>_<run>`.
+    pub fn next_id(&self) -> String {
+        let n = self.sequence.fetch_add(1, Ordering::Relaxed) % 100_000;
+        format!(
+            "{}_{n:05}_{}",
+            Utc::now().format("%Y%m%d_%H%M%S"),
+            self.run_id
+        )
+    }
+
+    /// Records a query received by an endpoint.
+    pub fn begin(self: &Arc<Self>, mut start: QueryStart) -> QueryTracker {
+        let id = start.id.take().unwrap_or_else(|| self.next_id());
+        // The query's root span: its trace continues the caller's, if it sent one.
+        let span = tracing::info_span!(
+            parent: None,
+            "query",
+            query_id = %id,
+            endpoint = start.endpoint,
+            trace_id = tracing::field::Empty
+        );
+        if let Some(traceparent) = &start.traceparent
+            && let Ok(value) = http::HeaderValue::from_str(traceparent)
+        {
+            let mut headers = http::HeaderMap::new();
+            headers.insert("traceparent", value);
+            let _ = span.set_parent(sqe_layers::trace::extract_context(&headers));
+        }
+        let trace_id = sqe_layers::trace::trace_id(&span);
+        if let Some(trace_id) = &trace_id {
+            span.record("trace_id", trace_id.as_str());
+        }
+        let record = Arc::new(QueryRecord {
+            id,
+            start,
+            created: Utc::now(),
+            created_at: Instant::now(),
+            progress: Mutex::new(Progress::default()),
+            kill: OnceLock::new(),
+            tasks: OnceLock::new(),
+            memory: OnceLock::new(),
+            stats: Arc::clone(&self.stats),
+            trace_id,
+        });
+        if let Ok(mut records) = self.records.lock() {
+            records.push_back(Arc::clone(&record));
+            self.prune(&mut records);
+        }
+        QueryTracker { record, span }
+    }
+
+    /// Drops finished queries past the TTL, then the oldest finished beyond `max_entries`.
+    /// Each record is looked at once: a query has ended exactly when it is final.
+    fn prune(&self, records: &mut VecDeque<Arc<QueryRecord>>) {
+        let ttl = self.settings.ttl;
+        let now = Instant::now();
+        // Per record: None while running, else whether it is past the TTL.
+        let expired: Vec<Option<bool>> = records
+            .iter()
+            .map(|r| r.ended_at().map(|at| now.duration_since(at) >= ttl))
+            .collect();
+        let finished = expired.iter().filter(|e| **e == Some(false)).count();
+        let mut excess = finished.saturating_sub(self.settings.max_entries);
+        let mut expired = expired.into_iter();
+        records.retain(|_| match expired.next().flatten() {
+            None => true,
+            Some(true) => false,
+            Some(false) if excess > 0 => {
+                excess -= 1;
+                false
+            }
+            Some(false) => true,
+        });
+    }
+
+    /// Every kept query, newest first.
+    /// Totals over every query since the coordinator started (not bounded like the records).
+    pub fn stats(&self) -> &Arc<QueryStats> {
+        &self.stats
+    }
+
+    pub fn records(&self) -> Vec<Arc<QueryRecord>> {
+        match self.records.lock() {
+            Ok(mut records) => {
+                self.prune(&mut records);
+                records.iter().rev().cloned().collect()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<QueryRecord>> {
+        self.records
+            .lock()
+            .ok()?
+            .iter()
+            .find(|r| r.id == id)
+            .cloned()
+    }
+
+    /// Cancels query `id` for `user` (only its own user may), with `message` as its error.
+    pub fn kill(&self, id: &str, user: &str, message: Option<&str>) -> Result<(), KillError> {
+        let record = self.get(id).ok_or(KillError::NotFound)?;
+        if record.start.user != user {
+            return Err(KillError::NotOwner);
+        }
+        let state = record.state();
+        if state.is_final() {
+            return Err(KillError::AlreadyEnded(state));
+        }
+        let message = message.map_or_else(
+            || "Query killed. No message provided.".to_string(),
+            |m| format!("Query killed. Message: {m}"),
+        );
+        record.end(
+            QueryState::Canceled,
+            Some(("ADMINISTRATIVELY_KILLED", message.clone())),
+        );
+        if let Some(kill) = record.kill.get() {
+            kill(message);
+        }
+        Ok(())
+    }
+}
+
+/// An endpoint's handle on its query's record. Dropped before the query ended, it records the
+/// query as cancelled (the client went away).
+#[derive(Debug)]
+pub struct QueryTracker {
+    record: Arc<QueryRecord>,
+    /// Open while the query runs; the endpoint runs the query inside it.
+    span: tracing::Span,
+}
+
+impl QueryTracker {
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    /// The query's root span.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Its W3C trace id, to find it in a tracing backend.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.record.trace_id.as_deref()
+    }
+
+    pub fn record(&self) -> &Arc<QueryRecord> {
+        &self.record
+    }
+
+    /// How `kill_query` stops it (the endpoint's own cancel).
+    pub fn on_kill(&self, kill: impl Fn(String) + Send + Sync + 'static) {
+        let _ = self.record.kill.set(Box::new(kill));
+    }
+
+    /// The plan starts running: `tasks` is its distributed plan's ledger, `cache` what the
+    /// result cache did, `memory` its share of the coordinator's pool.
+    pub fn started(
+        &self,
+        tasks: Option<Arc<TaskLedger>>,
+        cache: Option<CacheUse>,
+        memory: Option<Arc<QueryMemory>>,
+    ) {
+        if let Some(memory) = memory {
+            let _ = self.record.memory.set(memory);
+        }
+        if let Some(tasks) = tasks {
+            let _ = self.record.tasks.set(tasks);
+        }
+        self.record.update(|p| {
+            p.state = Some(QueryState::Running);
+            p.started = Some((Utc::now(), Instant::now()));
+            p.cache = cache;
+        });
+    }
+
+    pub fn finished(&self, output_rows: Option<u64>) {
+        self.record
+            .update(|p| p.output_rows += output_rows.unwrap_or(0));
+        if self.record.end(QueryState::Finished, None) {
+            self.log_ended();
+        }
+    }
+
+    /// One structured line per query, in its span (so with its query and trace ids).
+    fn log_ended(&self) {
+        let q = self.record.snapshot();
+        self.span.in_scope(|| {
+            tracing::info!(
+                state = q.state.name(),
+                user = %q.start.user,
+                elapsed_ms = q.ended.map(|end| (end - q.created).num_milliseconds()),
+                output_rows = q.output_rows,
+                error_code = q.error_code,
+                "query ended"
+            );
+        });
+    }
+
+    pub fn failed(&self, error: &GatewayError) {
+        let state = if matches!(error, GatewayError::Cancelled) {
+            QueryState::Canceled
+        } else {
+            QueryState::Failed
+        };
+        let code = crate::error::error_code(error).name;
+        if self.record.end(state, Some((code, error.to_string()))) {
+            self.log_ended();
+        }
+    }
+
+    /// The query's rows, counted; the query ends with the stream (finished, failed, or
+    /// cancelled when dropped before its end).
+    pub fn observe(self, stream: SendableRecordBatchStream) -> SendableRecordBatchStream {
+        Box::pin(ObservedStream {
+            schema: stream.schema(),
+            inner: stream,
+            tracker: Some(self),
+        })
+    }
+}
+
+impl Drop for QueryTracker {
+    fn drop(&mut self) {
+        if self.record.end(
+            QueryState::Canceled,
+            Some(("USER_CANCELED", "Query was canceled".into())),
+        ) {
+            self.log_ended();
+        }
+    }
+}
+
+struct ObservedStream {
+    schema: SchemaRef,
+    inner: SendableRecordBatchStream,
+    tracker: Option<QueryTracker>,
+}
+
+impl Stream for ObservedStream {
+    type Item = DfResult<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = std::task::ready!(self.inner.as_mut().poll_next(cx));
+        Poll::Ready(match next {
+            Some(Ok(batch)) => {
+                if let Some(tracker) = &self.tracker {
+                    let rows = batch.num_rows() as u64;
+                    // The rows' own bytes: a slice of a larger batch counts only its part.
+                    let bytes: usize = batch
+                        .columns()
+                        .iter()
+                        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                        .sum();
+                    let bytes = bytes as u64;
+                    tracker.record.update(|p| {
+                        p.output_rows += rows;
+                        p.output_bytes += bytes;
+                    });
+                }
+                Some(Ok(batch))
+            }
+            Some(Err(e)) => {
+                // Classified once, here; endpoints unwrap the same error from `External`.
+                let error = GatewayError::from(e);
+                if let Some(tracker) = self.tracker.take() {
+                    tracker.failed(&error);
+                }
+                Some(Err(DataFusionError::External(Box::new(error))))
+            }
+            None => {
+                if let Some(tracker) = self.tracker.take() {
+                    tracker.finished(None);
+                }
+                None
+            }
+        })
+    }
+}
+
+impl RecordBatchStream for ObservedStream {
+    fn schema(&self) -> SchemaRef {
+        std::sync::Arc::clone(&self.schema)
+    }
+}
+
+/// Lets `kill_query` reach an endpoint's query without keeping it alive.
+pub fn kill_through<T: Send + Sync + 'static>(
+    target: &Arc<T>,
+    kill: impl Fn(&Arc<T>, String) + Send + Sync + 'static,
+) -> impl Fn(String) + Send + Sync + 'static {
+    let weak: Weak<T> = Arc::downgrade(target);
+    move |message| {
+        if let Some(target) = weak.upgrade() {
+            kill(&target, message);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

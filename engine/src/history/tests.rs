@@ -1,0 +1,168 @@
+use datafusion::arrow::array::Int32Array;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
+
+use super::*;
+
+fn start(user: &str, sql: &str) -> QueryStart {
+    QueryStart {
+        traceparent: None,
+        endpoint: "test",
+        user: user.into(),
+        sql: sql.into(),
+        ..QueryStart::default()
+    }
+}
+
+fn rows(n: i32, fail: bool) -> SendableRecordBatchStream {
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(Int32Array::from((0..n).collect::<Vec<_>>()))],
+    );
+    let mut items = vec![batch.map_err(DataFusionError::from)];
+    if fail {
+        items.push(Err(DataFusionError::ResourcesExhausted(
+            "out of memory".into(),
+        )));
+    }
+    Box::pin(RecordBatchStreamAdapter::new(
+        schema,
+        futures::stream::iter(items),
+    ))
+}
+
+#[tokio::test]
+async fn a_query_goes_from_queued_to_finished_with_its_rows() -> DfResult<()> {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    let id = tracker.id().to_string();
+    assert_eq!(history.records()[0].snapshot().state, QueryState::Queued);
+    tracker.started(None, None, None);
+    let mut stream = tracker.observe(rows(3, false));
+    assert_eq!(history.records()[0].snapshot().state, QueryState::Running);
+    while let Some(batch) = stream.next().await {
+        batch?;
+    }
+    let q = history
+        .get(&id)
+        .map(|r| r.snapshot())
+        .ok_or_else(|| DataFusionError::Internal("gone".into()))?;
+    assert_eq!(
+        (q.state, q.output_rows, q.start.user.as_str()),
+        (QueryState::Finished, 3, "ann")
+    );
+    assert!(q.ended.is_some() && q.execution_ms.is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn stream_errors_fail_the_query_and_reach_the_client_classified() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    tracker.started(None, None, None);
+    let mut stream = tracker.observe(rows(1, true));
+    assert!(matches!(stream.next().await, Some(Ok(_))));
+    let error = match stream.next().await {
+        Some(Err(e)) => GatewayError::from(e),
+        other => panic!("expected the error, got {other:?}"),
+    };
+    assert!(
+        matches!(error, GatewayError::ResourcesExhausted(_)),
+        "{error:?}"
+    );
+    let q = history.records()[0].snapshot();
+    assert_eq!(q.state, QueryState::Failed);
+    assert_eq!(q.error_code, Some("EXCEEDED_GLOBAL_MEMORY_LIMIT"));
+    assert!(q.error_message.is_some_and(|m| m.contains("out of memory")));
+}
+
+#[tokio::test]
+async fn a_dropped_stream_is_a_cancelled_query() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    tracker.started(None, None, None);
+    drop(tracker.observe(rows(1, false)));
+    assert_eq!(history.records()[0].snapshot().state, QueryState::Canceled);
+}
+
+#[test]
+fn only_the_owner_kills_a_running_query() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    let killed = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&killed);
+    tracker.on_kill(move |message| {
+        if let Ok(mut slot) = seen.lock() {
+            *slot = Some(message);
+        }
+    });
+    let id = tracker.id().to_string();
+    assert_eq!(history.kill("nope", "ann", None), Err(KillError::NotFound));
+    assert_eq!(history.kill(&id, "bob", None), Err(KillError::NotOwner));
+    assert_eq!(history.kill(&id, "ann", Some("too slow")), Ok(()));
+    let message = killed.lock().ok().and_then(|m| m.clone());
+    assert_eq!(message.as_deref(), Some("Query killed. Message: too slow"));
+    let q = history.records()[0].snapshot();
+    assert_eq!(
+        (q.state, q.error_code),
+        (QueryState::Canceled, Some("ADMINISTRATIVELY_KILLED"))
+    );
+    assert_eq!(
+        history.kill(&id, "ann", None),
+        Err(KillError::AlreadyEnded(QueryState::Canceled))
+    );
+    // Ending later changes nothing.
+    tracker.finished(Some(1));
+    assert_eq!(history.records()[0].snapshot().state, QueryState::Canceled);
+}
+
+#[test]
+fn finished_queries_are_bounded_and_running_ones_kept() {
+    let history = QueryHistory::new(HistorySettings {
+        max_entries: 2,
+        ttl: Duration::from_secs(600),
+    });
+    let running = history.begin(start("ann", "SELECT running"));
+    for i in 0..4 {
+        history
+            .begin(start("ann", &format!("SELECT {i}")))
+            .finished(Some(1));
+    }
+    let kept: Vec<String> = history
+        .records()
+        .iter()
+        .map(|r| r.start.sql.clone())
+        .collect();
+    assert_eq!(kept, ["SELECT 3", "SELECT 2", "SELECT running"]);
+    drop(running);
+
+    let expiring = QueryHistory::new(HistorySettings {
+        max_entries: 10,
+        ttl: Duration::ZERO,
+    });
+    expiring.begin(start("ann", "SELECT 1")).finished(None);
+    assert!(
+        expiring.records().is_empty(),
+        "past its TTL a finished query is gone"
+    );
+}
+
+#[test]
+fn ids_have_trinos_shape() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let id = history.next_id();
+    let parts: Vec<&str> = id.split('_').collect();
+    assert_eq!(parts.len(), 4, "{id}");
+    assert_eq!(
+        (
+            parts[0].len(),
+            parts[1].len(),
+            parts[2].len(),
+            parts[3].len()
+        ),
+        (8, 6, 5, 5)
+    );
+    assert_ne!(history.next_id(), history.next_id());
+}

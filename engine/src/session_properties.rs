@@ -1,0 +1,296 @@
+//! The session properties a client may set (Trino's `SET SESSION`, the `X-Trino-Session`
+//! header). Each one is honoured by the engine; an unknown name or a value of the wrong type is
+//! an error, never silently ignored.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::dialect::units::{format_duration, parse_duration};
+use crate::error::{GatewayError, Result};
+
+/// The SQL type of a property's value, as `SHOW SESSION` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PropertyType {
+    Boolean,
+    Integer,
+    Varchar,
+}
+
+impl PropertyType {
+    pub fn name(self) -> &'static str {
+        match self {
+            PropertyType::Boolean => "boolean",
+            PropertyType::Integer => "integer",
+            PropertyType::Varchar => "varchar",
+        }
+    }
+}
+
+/// One property: its name, type and what it does.
+#[derive(Debug)]
+pub struct PropertyDefinition {
+    pub name: &'static str,
+    pub property_type: PropertyType,
+    pub description: &'static str,
+}
+
+/// How joins are distributed across workers (Trino's `join_distribution_type`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum JoinDistribution {
+    /// The planner decides from table statistics: small build sides are broadcast.
+    #[default]
+    Automatic,
+    /// Both sides are repartitioned on the join keys.
+    Partitioned,
+    /// The build side is always broadcast to every task of the probe side.
+    Broadcast,
+}
+
+impl JoinDistribution {
+    fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_uppercase().as_str() {
+            "AUTOMATIC" => Some(Self::Automatic),
+            "PARTITIONED" => Some(Self::Partitioned),
+            "BROADCAST" => Some(Self::Broadcast),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Automatic => "AUTOMATIC",
+            Self::Partitioned => "PARTITIONED",
+            Self::Broadcast => "BROADCAST",
+        }
+    }
+}
+
+pub const QUERY_MAX_RUN_TIME: &str = "query_max_run_time";
+pub const TASK_CONCURRENCY: &str = "task_concurrency";
+pub const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
+pub const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
+
+/// Every property, in the order `SHOW SESSION` lists them (by name).
+pub const PROPERTIES: &[PropertyDefinition] = &[
+    PropertyDefinition {
+        name: DISTRIBUTED_EXECUTION,
+        property_type: PropertyType::Boolean,
+        description: "Split queries into stages and tasks run by the workers; false runs them on the coordinator alone",
+    },
+    PropertyDefinition {
+        name: JOIN_DISTRIBUTION_TYPE,
+        property_type: PropertyType::Varchar,
+        description: "Join distribution type: AUTOMATIC (broadcast small build sides), PARTITIONED or BROADCAST",
+    },
+    PropertyDefinition {
+        name: QUERY_MAX_RUN_TIME,
+        property_type: PropertyType::Varchar,
+        description: "Maximum run time of a query, results streamed included (e.g. 30s, 10m); may not exceed the coordinator's limit",
+    },
+    PropertyDefinition {
+        name: TASK_CONCURRENCY,
+        property_type: PropertyType::Integer,
+        description: "Parallel threads per query on each node (a power of two)",
+    },
+];
+
+pub fn definition(name: &str) -> Option<&'static PropertyDefinition> {
+    PROPERTIES.iter().find(|p| p.name == name)
+}
+
+/// A client's property values; `None` is the property's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionProperties {
+    pub query_max_run_time: Option<Duration>,
+    pub task_concurrency: Option<usize>,
+    pub join_distribution_type: Option<JoinDistribution>,
+    pub distributed_execution: Option<bool>,
+}
+
+/// The limits a property value is checked against: the coordinator's configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PropertyLimits {
+    pub max_run_time: Option<Duration>,
+    /// The coordinator's default threads per query.
+    pub default_concurrency: usize,
+}
+
+fn invalid(name: &str, message: impl std::fmt::Display) -> GatewayError {
+    GatewayError::Analysis(format!(
+        "invalid value for session property {name}: {message}"
+    ))
+}
+
+impl SessionProperties {
+    /// Properties as clients send them (`X-Trino-Session`), each checked.
+    pub fn from_pairs(pairs: &BTreeMap<String, String>, limits: &PropertyLimits) -> Result<Self> {
+        let mut properties = Self::default();
+        for (name, value) in pairs {
+            properties.set(name, value, limits)?;
+        }
+        Ok(properties)
+    }
+
+    /// Sets one property from its text form; returns the canonical text clients store.
+    pub fn set(&mut self, name: &str, value: &str, limits: &PropertyLimits) -> Result<String> {
+        let Some(definition) = definition(name) else {
+            return Err(unknown_property(name));
+        };
+        let value = value.trim();
+        match definition.name {
+            QUERY_MAX_RUN_TIME => {
+                let time = parse_duration(value)
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| {
+                        invalid(
+                            name,
+                            format!("'{value}' is not a duration such as 30s or 10m"),
+                        )
+                    })?;
+                if let Some(limit) = limits.max_run_time
+                    && time > limit
+                {
+                    return Err(invalid(
+                        name,
+                        format!(
+                            "{value} exceeds the coordinator's limit of {}",
+                            format_duration(limit)
+                        ),
+                    ));
+                }
+                self.query_max_run_time = Some(time);
+            }
+            TASK_CONCURRENCY => {
+                let n: usize = value
+                    .parse()
+                    .map_err(|_| invalid(name, format!("'{value}' is not an integer")))?;
+                if !n.is_power_of_two() || n > 1024 {
+                    return Err(invalid(
+                        name,
+                        format!("{n} is not a power of two up to 1024"),
+                    ));
+                }
+                self.task_concurrency = Some(n);
+            }
+            JOIN_DISTRIBUTION_TYPE => {
+                let kind = JoinDistribution::parse(value).ok_or_else(|| {
+                    invalid(
+                        name,
+                        format!("'{value}' is not AUTOMATIC, PARTITIONED or BROADCAST"),
+                    )
+                })?;
+                self.join_distribution_type = Some(kind);
+            }
+            DISTRIBUTED_EXECUTION => {
+                let on = match value.to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(invalid(name, format!("'{value}' is not true or false"))),
+                };
+                self.distributed_execution = Some(on);
+            }
+            other => return Err(unknown_property(other)),
+        }
+        Ok(self.value(name, limits).unwrap_or_default())
+    }
+
+    /// The current value of `name` as text, the default when unset.
+    pub fn value(&self, name: &str, limits: &PropertyLimits) -> Option<String> {
+        Some(match name {
+            QUERY_MAX_RUN_TIME => match self.query_max_run_time {
+                Some(time) => format_duration(time),
+                None => default_value(name, limits)?,
+            },
+            TASK_CONCURRENCY => self
+                .task_concurrency
+                .unwrap_or(limits.default_concurrency)
+                .to_string(),
+            JOIN_DISTRIBUTION_TYPE => self.join_distribution().name().to_string(),
+            DISTRIBUTED_EXECUTION => self.distributed_execution.unwrap_or(true).to_string(),
+            _ => return None,
+        })
+    }
+
+    pub fn join_distribution(&self) -> JoinDistribution {
+        self.join_distribution_type.unwrap_or_default()
+    }
+
+    /// The run-time limit of a query: the session's, else the coordinator's.
+    pub fn max_run_time(&self, limits: &PropertyLimits) -> Option<Duration> {
+        self.query_max_run_time.or(limits.max_run_time)
+    }
+}
+
+/// The default of `name` as text.
+pub fn default_value(name: &str, limits: &PropertyLimits) -> Option<String> {
+    Some(match name {
+        // Trino's own default for an unbounded run time.
+        QUERY_MAX_RUN_TIME => limits
+            .max_run_time
+            .map(format_duration)
+            .unwrap_or_else(|| "100.00d".into()),
+        other => SessionProperties::default().value(other, limits)?,
+    })
+}
+
+pub fn unknown_property(name: &str) -> GatewayError {
+    GatewayError::Analysis(format!("session property {name} does not exist"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> PropertyLimits {
+        PropertyLimits {
+            max_run_time: Some(Duration::from_secs(600)),
+            default_concurrency: 4,
+        }
+    }
+
+    #[test]
+    fn values_are_checked_and_normalised() {
+        let mut p = SessionProperties::default();
+        assert_eq!(
+            p.set(TASK_CONCURRENCY, "8", &limits()).ok(),
+            Some("8".into())
+        );
+        assert!(p.set(TASK_CONCURRENCY, "6", &limits()).is_err());
+        assert!(p.set(TASK_CONCURRENCY, "x", &limits()).is_err());
+        assert_eq!(
+            p.set(JOIN_DISTRIBUTION_TYPE, "partitioned", &limits()).ok(),
+            Some("PARTITIONED".into())
+        );
+        assert_eq!(
+            p.set(QUERY_MAX_RUN_TIME, "90s", &limits()).ok(),
+            Some("1.50m".into())
+        );
+        assert_eq!(p.max_run_time(&limits()), Some(Duration::from_secs(90)));
+        // The coordinator's limit cannot be raised by a client.
+        assert!(p.set(QUERY_MAX_RUN_TIME, "1h", &limits()).is_err());
+        assert!(p.set(DISTRIBUTED_EXECUTION, "yes", &limits()).is_err());
+        let unknown = p.set("no_such_thing", "1", &limits());
+        assert!(
+            matches!(unknown, Err(GatewayError::Analysis(m)) if m.contains("session property no_such_thing does not exist"))
+        );
+    }
+
+    #[test]
+    fn defaults_come_from_the_coordinator() {
+        let p = SessionProperties::default();
+        assert_eq!(p.value(TASK_CONCURRENCY, &limits()).as_deref(), Some("4"));
+        assert_eq!(
+            p.value(QUERY_MAX_RUN_TIME, &limits()).as_deref(),
+            Some("10.00m")
+        );
+        assert_eq!(
+            default_value(QUERY_MAX_RUN_TIME, &PropertyLimits::default()).as_deref(),
+            Some("100.00d")
+        );
+        assert_eq!(
+            p.value(DISTRIBUTED_EXECUTION, &limits()).as_deref(),
+            Some("true")
+        );
+        assert_eq!(p.join_distribution(), JoinDistribution::Automatic);
+    }
+}

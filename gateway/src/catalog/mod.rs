@@ -1,9 +1,0 @@
-//! Iceberg catalogs: opening them from configuration, and showing them to DataFusion.
-
-mod connect;
-mod provider;
-mod renewal;
-mod vended;
-
-pub use connect::{connect_catalog, default_warehouse_layout};
-pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};

@@ -1,0 +1,368 @@
+//! A coordinator node from `coordinator.toml`: the engine over its catalog and worker pool,
+//! and its servers (Flight SQL with the control plane, the Trino protocol, metrics).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqe_engine::cache::CacheSettings;
+use sqe_engine::catalog::connect_catalog;
+use sqe_engine::cluster::{PoolSettings, Registry, VersionRequirement, WorkerPool};
+use sqe_engine::engine::{Engine, EngineSettings};
+use sqe_engine::error::{ConfigError, GatewayError, Result};
+use sqe_engine::history::HistorySettings;
+use sqe_engine::metadata::NodeIdentity;
+use sqe_layers::auth::{TokenVerifier, VerifyLayer};
+use sqe_layers::serve::Servers;
+use sqe_proto::ControlPlaneServer;
+use sqe_worker::channel::SqeChannelResolver;
+use sqe_worker::peers::{channel_resolver, token_verifier};
+use tokio::net::TcpListener;
+use tower::Layer;
+use url::Url;
+
+use super::observability::serve_observability;
+use super::{bind, build_version};
+use crate::client_auth::ClientAuth;
+use crate::config::{CoordinatorConfig, CoordinatorSection, WorkerVersionPolicy};
+use crate::flight::{flight_service, flight_sql_server};
+use crate::observe::{CoordinatorObserved, PeerCalls};
+use crate::tls_listener::TlsListener;
+use crate::trino::{TrinoEndpoint, trino_router};
+
+/// A running coordinator.
+pub struct RunningCoordinator {
+    pub engine: Arc<Engine>,
+    pub flight_sql_addr: SocketAddr,
+    /// Where the Trino client protocol is served, unless disabled.
+    pub trino_http_addr: Option<SocketAddr>,
+    /// Where `/metrics` and the health probes are served, if they are.
+    pub metrics_addr: Option<SocketAddr>,
+    pub servers: Servers,
+}
+
+impl RunningCoordinator {
+    pub async fn stop(self) {
+        self.servers.stop().await;
+    }
+}
+
+/// Opens the catalog, starts probing workers and serves Flight SQL on `flight_listener` and
+/// the Trino protocol on `trino_http_port` (unless it is 0).
+pub async fn start_coordinator(
+    config: &CoordinatorConfig,
+    flight_listener: TcpListener,
+) -> Result<RunningCoordinator> {
+    let trino_listener = match config.coordinator.trino_http_port {
+        0 => None,
+        port => Some(
+            bind(
+                &config.coordinator.bind_address,
+                port,
+                "the Trino protocol (coordinator.trino_http_port)",
+            )
+            .await?,
+        ),
+    };
+    start_coordinator_on(config, flight_listener, trino_listener).await
+}
+
+/// [`start_coordinator`] on listeners bound by the caller (tests bind port 0).
+pub async fn start_coordinator_on(
+    config: &CoordinatorConfig,
+    flight_listener: TcpListener,
+    trino_listener: Option<TcpListener>,
+) -> Result<RunningCoordinator> {
+    let storage_props = config.storage.iceberg_props()?;
+    let catalog = connect_catalog(&config.catalog.settings(&config.auth)?, &storage_props).await?;
+    let peers = config.peer_settings()?;
+    // Workers registering over the control plane present worker_secret tokens.
+    let verifier = token_verifier(&peers).map_err(node_error)?;
+    let channels = channel_resolver(&config.coordinator.node_id, &peers).map_err(node_error)?;
+    let workers = worker_pool(&config.coordinator, &channels).await?;
+    let client_auth = ClientAuth::from_config(&config.client_auth)?;
+    let tls = ClientTls::from_config(&config.coordinator, trino_listener.is_some())?;
+    if trino_listener.is_some()
+        && client_auth.required()
+        && tls.trino.is_none()
+        && !config.coordinator.trino_allow_insecure_auth
+    {
+        // As Trino: no passwords or tokens in clear text, unless a TLS proxy is in front.
+        return Err(ConfigError::Invalid(
+            "[client_auth] on the Trino protocol port needs TLS (coordinator.tls_cert_file and \
+             tls_key_file), or coordinator.trino_allow_insecure_auth = true behind a \
+             TLS-terminating proxy, or trino_http_port = 0"
+                .into(),
+        )
+        .into());
+    }
+    let flight_sql_addr = flight_listener
+        .local_addr()
+        .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
+    let trino_http_addr = trino_listener
+        .as_ref()
+        .map(TcpListener::local_addr)
+        .transpose()
+        .map_err(|e| GatewayError::Internal(format!("Trino listener: {e}")))?;
+    // Where clients reach this coordinator: the Trino port if served, else Flight SQL.
+    let client_uri = match trino_http_addr {
+        Some(a) => format!(
+            "{}://{a}",
+            if tls.trino.is_some() { "https" } else { "http" }
+        ),
+        None => format!(
+            "{}://{flight_sql_addr}",
+            if tls.flight.is_some() {
+                "grpc+tls"
+            } else {
+                "grpc"
+            }
+        ),
+    };
+    let settings = engine_settings(config, storage_props, client_uri);
+    let peer_calls = PeerCalls::of(channels.stack());
+    let engine = Engine::new(settings, catalog, Arc::clone(&workers), Arc::new(channels)).await?;
+    let mut servers = Servers::new();
+    let registry = ControlPlaneServer::new(Arc::new(Registry::new(
+        workers,
+        config.coordinator.node_id.clone(),
+        verifier.is_some() || peers.allow_unauthenticated,
+    )));
+    serve_flight(
+        &mut servers,
+        flight_listener,
+        (&engine, &client_auth),
+        registry,
+        verifier.clone(),
+        tls.flight,
+    )?;
+    if let Some(listener) = trino_listener {
+        let endpoint = TrinoEndpoint::new(
+            Arc::clone(&engine),
+            config.coordinator.environment.clone(),
+            Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1)),
+            client_auth,
+            tls.trino.is_some(),
+        );
+        serve_trino(&mut servers, listener, endpoint, tls.trino);
+    }
+    let metrics_addr = serve_observability(
+        &mut servers,
+        &tokio::runtime::Handle::current(),
+        (
+            &config.coordinator.bind_address,
+            config.coordinator.metrics_port,
+            "coordinator.metrics_port",
+        ),
+        CoordinatorObserved {
+            engine: Arc::clone(&engine),
+            verifier: verifier.as_ref().map(|v| v.stats()),
+            peers: peer_calls,
+        },
+    )
+    .await?;
+    tracing::info!(addr = %flight_sql_addr, "Flight SQL listening");
+    if let Some(addr) = trino_http_addr {
+        tracing::info!(%addr, "Trino protocol listening");
+    }
+    Ok(RunningCoordinator {
+        engine,
+        flight_sql_addr,
+        trino_http_addr,
+        metrics_addr,
+        servers,
+    })
+}
+
+fn node_error(e: sqe_worker::NodeError) -> GatewayError {
+    GatewayError::Internal(e.to_string())
+}
+
+/// The workers of `[coordinator]`, probed once before the engine plans anything.
+async fn worker_pool(
+    coordinator: &CoordinatorSection,
+    channels: &SqeChannelResolver,
+) -> Result<Arc<WorkerPool>> {
+    let urls = coordinator
+        .worker_urls
+        .iter()
+        .map(|u| Url::parse(u).map_err(|e| GatewayError::Internal(format!("worker URL {u}: {e}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let settings = PoolSettings {
+        required: version_requirement(coordinator),
+        missed_heartbeats: coordinator.missed_heartbeats,
+        forget_after: Duration::from_secs(coordinator.worker_forget_after_secs),
+        dns: coordinator.worker_dns.clone(),
+    };
+    let workers = WorkerPool::new(urls, Arc::new(channels.clone()), settings);
+    workers
+        .start(Duration::from_secs(
+            coordinator.worker_probe_interval_secs.max(1),
+        ))
+        .await;
+    let reachable = workers.reachable_urls().len();
+    let configured = coordinator.worker_urls.len();
+    if configured > 0 && reachable < configured {
+        tracing::warn!(
+            reachable,
+            configured,
+            "not every configured worker is reachable yet"
+        );
+    }
+    Ok(workers)
+}
+
+fn engine_settings(
+    config: &CoordinatorConfig,
+    storage_props: std::collections::HashMap<String, String>,
+    client_uri: String,
+) -> EngineSettings {
+    EngineSettings {
+        catalog_name: config.catalog.name.clone(),
+        target_partitions: config.coordinator.target_partitions,
+        scan_bytes_per_partition: config.coordinator.scan_bytes_per_partition.0,
+        memory_limit: config.coordinator.memory_limit.map(|m| m.0),
+        storage_props,
+        query_max_run_time: config
+            .coordinator
+            .query_max_run_time_secs
+            .map(Duration::from_secs),
+        history: HistorySettings {
+            // Disabled, only running queries are listed.
+            max_entries: if config.query_history.enabled {
+                config.query_history.max_entries
+            } else {
+                0
+            },
+            ttl: Duration::from_secs(config.query_history.ttl_secs),
+        },
+        cache: CacheSettings {
+            enabled: config.query_cache.enabled,
+            max_memory: mebibytes(config.query_cache.max_memory_mb),
+            max_entry: mebibytes(config.query_cache.max_entry_mb),
+            ttl: Duration::from_secs(config.query_cache.ttl_secs),
+        },
+        node: NodeIdentity {
+            node_id: config.coordinator.node_id.clone(),
+            uri: Some(client_uri),
+            version: build_version(),
+        },
+    }
+}
+
+/// Flight SQL, with the control plane workers register on, on one port.
+fn serve_flight(
+    servers: &mut Servers,
+    listener: TcpListener,
+    (engine, client_auth): (&Arc<Engine>, &Arc<ClientAuth>),
+    registry: ControlPlaneServer<Registry>,
+    verifier: Option<Arc<TokenVerifier>>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
+) -> Result<()> {
+    let (auth_layer, service) = flight_service(Arc::clone(engine), Arc::clone(client_auth));
+    let service = flight_sql_server(service);
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_config(tls)
+            .map_err(|e| GatewayError::Config(ConfigError::Invalid(format!("TLS: {e}"))))?;
+    }
+    servers.spawn("flight-sql", |stop| async move {
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let router = builder.layer(auth_layer).add_service(service);
+        let router = match verifier {
+            Some(verifier) => router.add_service(VerifyLayer::new(verifier).layer(registry)),
+            None => router.add_service(registry),
+        };
+        if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
+            tracing::error!(error = %e, "Flight SQL server failed");
+        }
+    });
+    Ok(())
+}
+
+/// The Trino client protocol, over TLS when configured.
+fn serve_trino(
+    servers: &mut Servers,
+    listener: TcpListener,
+    endpoint: Arc<TrinoEndpoint>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
+    let router = trino_router(endpoint);
+    servers.spawn("trino", |stop| async move {
+        let served = match tls {
+            None => {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(stop)
+                    .await
+            }
+            Some(tls) => match TlsListener::new(listener, tls) {
+                Ok(listener) => {
+                    axum::serve(listener, router)
+                        .with_graceful_shutdown(stop)
+                        .await
+                }
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(e) = served {
+            tracing::error!(error = %e, "Trino protocol server failed");
+        }
+    });
+}
+
+fn mebibytes(mb: u64) -> usize {
+    usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+}
+
+/// Which worker versions get tasks, as `[coordinator]` says.
+pub fn version_requirement(coordinator: &CoordinatorSection) -> VersionRequirement {
+    match coordinator.worker_version_policy {
+        WorkerVersionPolicy::Any => VersionRequirement::Any,
+        WorkerVersionPolicy::Exact => VersionRequirement::Exact(
+            coordinator
+                .expected_worker_version
+                .clone()
+                .unwrap_or_else(build_version),
+        ),
+    }
+}
+
+/// The TLS each client port serves, when `tls_cert_file` and `tls_key_file` are set.
+struct ClientTls {
+    trino: Option<Arc<rustls::ServerConfig>>,
+    flight: Option<tonic::transport::ServerTlsConfig>,
+}
+
+impl ClientTls {
+    fn from_config(coordinator: &CoordinatorSection, serves_trino: bool) -> Result<Self> {
+        let (Some(cert), Some(key)) = (&coordinator.tls_cert_file, &coordinator.tls_key_file)
+        else {
+            return Ok(Self {
+                trino: None,
+                flight: None,
+            });
+        };
+        let trino = if serves_trino {
+            Some(crate::tls_listener::server_config(cert, key)?)
+        } else {
+            None
+        };
+        let read = |path: &std::path::Path, key: &str| {
+            std::fs::read(path).map_err(|e| {
+                GatewayError::Config(ConfigError::Invalid(format!(
+                    "coordinator.{key} {}: {e}",
+                    path.display()
+                )))
+            })
+        };
+        let identity = tonic::transport::Identity::from_pem(
+            read(cert, "tls_cert_file")?,
+            read(key, "tls_key_file")?,
+        );
+        Ok(Self {
+            trino,
+            flight: Some(tonic::transport::ServerTlsConfig::new().identity(identity)),
+        })
+    }
+}

@@ -1,0 +1,286 @@
+//! The physical codec SQE registers on the coordinator and on every worker, so its plan nodes
+//! survive the trip inside a distributed plan fragment.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::Schema as ArrowSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::physical_plan::PhysicalExtensionCodec;
+use datafusion_proto::protobuf;
+use iceberg::expr::BoundPredicate;
+use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
+use iceberg::spec::{DataFileFormat, Literal, NameMapping, PartitionSpec, Schema, Struct, Type};
+use prost::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::error::TableError;
+use crate::scan::{IcebergScanExec, ScanIo};
+use crate::storage::{file_io_with_props, overlay_table_props};
+
+const ICEBERG_SCAN: &str = "sqe.iceberg_scan.v1";
+
+/// Encodes and decodes SQE's own execution plan nodes.
+///
+/// Holds the process's own storage properties (its `[storage]` section): a decoded scan reads
+/// with those plus whatever per-table properties the plan carries, so long-lived keys stay in
+/// each process's configuration instead of travelling inside plans.
+#[derive(Debug, Clone, Default)]
+pub struct SqeCodec {
+    storage_props: HashMap<String, String>,
+}
+
+impl SqeCodec {
+    pub fn new(storage_props: HashMap<String, String>) -> Self {
+        Self { storage_props }
+    }
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct SqeNodeProto {
+    #[prost(string, tag = "1")]
+    kind: String,
+    #[prost(message, optional, tag = "2")]
+    schema: Option<protobuf::Schema>,
+    /// JSON: Iceberg's own types (predicates, specs, schemas) already have a serde form.
+    #[prost(bytes = "vec", tag = "3")]
+    payload: Vec<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ScanPayload {
+    table: String,
+    limit: Option<usize>,
+    plan_props: HashMap<String, String>,
+    schemas: Vec<Schema>,
+    specs: BTreeMap<i32, PartitionSpec>,
+    name_mapping: Option<NameMapping>,
+    partitions: Vec<Vec<TaskWire>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TaskWire {
+    path: String,
+    format: DataFileFormat,
+    file_size: u64,
+    start: u64,
+    length: u64,
+    record_count: Option<u64>,
+    schema: usize,
+    project_field_ids: Vec<i32>,
+    predicate: Option<BoundPredicate>,
+    deletes: Vec<FileScanTaskDeleteFile>,
+    spec_id: Option<i32>,
+    partition: Option<serde_json::Value>,
+    case_sensitive: bool,
+}
+
+fn codec_err(msg: impl Into<String>) -> DataFusionError {
+    DataFusionError::from(TableError::Codec(msg.into()))
+}
+
+impl PhysicalExtensionCodec for SqeCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        _ctx: &TaskContext,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let node =
+            SqeNodeProto::decode(buf).map_err(|e| codec_err(format!("bad SQE node: {e}")))?;
+        match node.kind.as_str() {
+            ICEBERG_SCAN => {
+                if !inputs.is_empty() {
+                    return Err(codec_err("IcebergScanExec takes no inputs"));
+                }
+                let schema: ArrowSchema = node
+                    .schema
+                    .as_ref()
+                    .ok_or_else(|| codec_err("IcebergScanExec without schema"))?
+                    .try_into()?;
+                let payload: ScanPayload = serde_json::from_slice(&node.payload)
+                    .map_err(|e| codec_err(format!("bad IcebergScanExec payload: {e}")))?;
+                Ok(Arc::new(self.decode_scan(Arc::new(schema), payload)?))
+            }
+            other => Err(codec_err(format!(
+                "unknown SQE plan node '{other}': coordinator and worker versions differ?"
+            ))),
+        }
+    }
+
+    fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>) -> Result<()> {
+        let Some(scan) = node.downcast_ref::<IcebergScanExec>() else {
+            return Err(codec_err(format!(
+                "{} runs on the coordinator only and cannot be sent to a worker",
+                node.name()
+            )));
+        };
+        let proto = SqeNodeProto {
+            kind: ICEBERG_SCAN.to_string(),
+            schema: Some(node.schema().as_ref().try_into()?),
+            payload: serde_json::to_vec(&encode_scan(scan)?)
+                .map_err(|e| codec_err(format!("cannot encode IcebergScanExec: {e}")))?,
+        };
+        proto
+            .encode(buf)
+            .map_err(|e| codec_err(format!("cannot encode IcebergScanExec: {e}")))
+    }
+}
+
+fn encode_scan(scan: &IcebergScanExec) -> Result<ScanPayload> {
+    let mut schemas: Vec<Arc<Schema>> = Vec::new();
+    let mut specs = BTreeMap::new();
+    let mut name_mapping = None;
+    let mut partitions = Vec::with_capacity(scan.partitions().len());
+    for tasks in scan.partitions() {
+        let mut wires = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let schema = match schemas.iter().position(|s| s == &task.schema) {
+                Some(i) => i,
+                None => {
+                    schemas.push(Arc::clone(&task.schema));
+                    schemas.len() - 1
+                }
+            };
+            if name_mapping.is_none() {
+                name_mapping = task.name_mapping.as_deref().cloned();
+            }
+            let spec_id = task.partition_spec.as_ref().map(|spec| {
+                specs
+                    .entry(spec.spec_id())
+                    .or_insert_with(|| spec.as_ref().clone());
+                spec.spec_id()
+            });
+            let partition = match (&task.partition, &task.partition_spec) {
+                (Some(values), Some(spec)) => Some(partition_to_json(values, spec, &task.schema)?),
+                _ => None,
+            };
+            wires.push(TaskWire {
+                path: task.data_file_path.clone(),
+                format: task.data_file_format,
+                file_size: task.file_size_in_bytes,
+                start: task.start,
+                length: task.length,
+                record_count: task.record_count,
+                schema,
+                project_field_ids: task.project_field_ids.clone(),
+                predicate: task.predicate.clone(),
+                deletes: task.deletes.clone(),
+                spec_id,
+                partition,
+                case_sensitive: task.case_sensitive,
+            });
+        }
+        partitions.push(wires);
+    }
+    Ok(ScanPayload {
+        table: scan.table().to_string(),
+        limit: scan.limit(),
+        plan_props: scan.io().plan_props.clone(),
+        schemas: schemas.iter().map(|s| s.as_ref().clone()).collect(),
+        specs,
+        name_mapping,
+        partitions,
+    })
+}
+
+impl SqeCodec {
+    fn decode_scan(
+        &self,
+        schema: Arc<ArrowSchema>,
+        payload: ScanPayload,
+    ) -> Result<IcebergScanExec> {
+        let schemas: Vec<Arc<Schema>> = payload.schemas.into_iter().map(Arc::new).collect();
+        let specs: BTreeMap<i32, Arc<PartitionSpec>> = payload
+            .specs
+            .into_iter()
+            .map(|(id, s)| (id, Arc::new(s)))
+            .collect();
+        let name_mapping = payload.name_mapping.map(Arc::new);
+        let partitions = payload
+            .partitions
+            .into_iter()
+            .map(|tasks| {
+                tasks
+                    .into_iter()
+                    .map(|wire| {
+                        let schema = schemas
+                            .get(wire.schema)
+                            .cloned()
+                            .ok_or_else(|| codec_err("scan task refers to a missing schema"))?;
+                        let spec = match wire.spec_id {
+                            Some(id) => Some(specs.get(&id).cloned().ok_or_else(|| {
+                                codec_err(format!("missing partition spec {id}"))
+                            })?),
+                            None => None,
+                        };
+                        let partition = match (wire.partition, &spec) {
+                            (Some(json), Some(spec)) => {
+                                Some(partition_from_json(json, spec, &schema)?)
+                            }
+                            _ => None,
+                        };
+                        Ok(FileScanTask {
+                            file_size_in_bytes: wire.file_size,
+                            start: wire.start,
+                            length: wire.length,
+                            record_count: wire.record_count,
+                            data_file_path: wire.path,
+                            data_file_format: wire.format,
+                            schema,
+                            project_field_ids: wire.project_field_ids,
+                            predicate: wire.predicate,
+                            deletes: wire.deletes,
+                            partition,
+                            partition_spec: spec,
+                            name_mapping: name_mapping.clone(),
+                            case_sensitive: wire.case_sensitive,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let props = overlay_table_props(self.storage_props.clone(), &payload.plan_props);
+        let io = ScanIo {
+            file_io: file_io_with_props(props),
+            plan_props: payload.plan_props,
+        };
+        Ok(IcebergScanExec::with_partitions(
+            payload.table,
+            schema,
+            partitions,
+            io,
+            payload.limit,
+        ))
+    }
+}
+
+fn partition_to_json(
+    values: &Struct,
+    spec: &PartitionSpec,
+    schema: &Schema,
+) -> Result<serde_json::Value> {
+    let partition_type = spec
+        .partition_type(schema)
+        .map_err(|e| codec_err(format!("partition type: {e}")))?;
+    Literal::Struct(values.clone())
+        .try_into_json(&Type::Struct(partition_type))
+        .map_err(|e| codec_err(format!("partition values: {e}")))
+}
+
+fn partition_from_json(
+    json: serde_json::Value,
+    spec: &PartitionSpec,
+    schema: &Schema,
+) -> Result<Struct> {
+    let partition_type = spec
+        .partition_type(schema)
+        .map_err(|e| codec_err(format!("partition type: {e}")))?;
+    match Literal::try_from_json(json, &Type::Struct(partition_type)) {
+        Ok(Some(Literal::Struct(values))) => Ok(values),
+        Ok(_) => Err(codec_err("partition values are not a struct")),
+        Err(e) => Err(codec_err(format!("partition values: {e}"))),
+    }
+}

@@ -1,0 +1,19 @@
+//! What both SQE roles need of Iceberg: everything that touches Iceberg data.
+//!
+//! - [`table::IcebergTableProvider`]: an Iceberg table in DataFusion (scan planning, inserts).
+//! - [`scan`]: the distributable scan node, its task splitting and filter conversion.
+//! - [`write`]: parallel Parquet writers and the single-snapshot commit.
+//! - [`codec::SqeCodec`]: how SQE's nodes travel inside distributed plan fragments.
+//! - [`storage`]: Iceberg storage on `object_store` (local files, S3).
+//! - [`catalog_view`]: catalogs seen through a wrapper (commit listeners, token renewal).
+
+pub mod catalog_view;
+pub mod codec;
+pub mod error;
+pub mod scan;
+pub mod storage;
+pub mod table;
+pub mod types;
+pub mod write;
+
+pub use error::TableError;
