@@ -1,6 +1,9 @@
 //! Benchmark harnesses. Each binary prints a table comparing SQE's code with a baseline measured
 //! in the same run; see `benches/README.md`.
 
+// Test and benchmark code: the lock and spawn bans are for the code that ships.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 /// Latency percentiles of a sample, in microseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Percentiles {

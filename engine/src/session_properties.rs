@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::dialect::units::{format_duration, parse_duration};
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
 /// The SQL type of a property's value, as `SHOW SESSION` prints it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,10 +115,11 @@ pub struct PropertyLimits {
     pub default_concurrency: usize,
 }
 
-fn invalid(name: &str, message: impl std::fmt::Display) -> GatewayError {
-    GatewayError::Analysis(format!(
-        "invalid value for session property {name}: {message}"
-    ))
+fn invalid(name: &str, message: impl std::fmt::Display) -> Error {
+    Error::invalid(
+        ErrorCode::InvalidSessionProperty,
+        format!("invalid value for session property {name}: {message}"),
+    )
 }
 
 impl SessionProperties {
@@ -233,8 +234,8 @@ pub fn default_value(name: &str, limits: &PropertyLimits) -> Option<String> {
     })
 }
 
-pub fn unknown_property(name: &str) -> GatewayError {
-    GatewayError::Analysis(format!("session property {name} does not exist"))
+pub fn unknown_property(name: &str) -> Error {
+    Error::not_found(ObjectKind::SessionProperty, name)
 }
 
 #[cfg(test)]
@@ -271,7 +272,7 @@ mod tests {
         assert!(p.set(DISTRIBUTED_EXECUTION, "yes", &limits()).is_err());
         let unknown = p.set("no_such_thing", "1", &limits());
         assert!(
-            matches!(unknown, Err(GatewayError::Analysis(m)) if m.contains("session property no_such_thing does not exist"))
+            matches!(unknown, Err(Error::NotFound { kind: ObjectKind::SessionProperty, name }) if name == "no_such_thing")
         );
     }
 

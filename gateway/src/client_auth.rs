@@ -13,7 +13,9 @@ use std::time::Duration;
 use sqe_layers::auth::{TokenSigner, TokenVerifier};
 
 use crate::config::{ClientAuthConfig, ClientAuthType, secret};
-use sqe_engine::error::{ConfigError, GatewayError, Result};
+use sqe_engine::error::{Error, Result};
+
+use crate::error::ConfigError;
 
 /// The audience of tokens SQE issues to clients.
 const CLIENT_AUDIENCE: &str = "sqe-client";
@@ -49,9 +51,9 @@ struct ExternalJwt {
 }
 
 impl ExternalJwt {
-    fn from_config(config: &ClientAuthConfig) -> Result<Option<Self>> {
+    fn from_config(config: &ClientAuthConfig) -> Result<Option<Self>, ConfigError> {
         use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-        let invalid = |m: String| GatewayError::Config(ConfigError::Invalid(m));
+        let invalid = ConfigError::Invalid;
         let secret = secret(&config.jwt_secret, &config.jwt_secret_file)?;
         let (key, algorithm) = match (secret, &config.jwt_public_key_file) {
             (Some(_), Some(_)) => {
@@ -113,14 +115,14 @@ impl ExternalJwt {
             &self.key,
             &self.validation,
         )
-        .map_err(|e| GatewayError::Unauthenticated(format!("invalid bearer token: {e}")))?
+        .map_err(|e| Error::Unauthenticated(format!("invalid bearer token: {e}")))?
         .claims;
         let user = claims
             .get(&self.user_claim)
             .and_then(|v| v.as_str())
             .filter(|u| !u.is_empty())
             .ok_or_else(|| {
-                GatewayError::Unauthenticated(format!(
+                Error::Unauthenticated(format!(
                     "the bearer token has no '{}' claim naming the user",
                     self.user_claim
                 ))
@@ -140,7 +142,7 @@ impl std::fmt::Debug for ClientAuth {
 }
 
 impl ClientAuth {
-    pub fn from_config(config: &ClientAuthConfig) -> Result<Arc<Self>> {
+    pub fn from_config(config: &ClientAuthConfig) -> Result<Arc<Self>, ConfigError> {
         let users = match config.kind {
             ClientAuthType::None | ClientAuthType::Jwt => None,
             ClientAuthType::Password => {
@@ -151,8 +153,7 @@ impl ClientAuth {
                 if users.is_empty() {
                     return Err(ConfigError::Invalid(
                         "[client_auth] type = \"password\" needs users or a password_file".into(),
-                    )
-                    .into());
+                    ));
                 }
                 Some(users)
             }
@@ -166,7 +167,7 @@ impl ClientAuth {
         });
         let ttl = Duration::from_secs(config.token_ttl_secs.max(60));
         let auth_error =
-            |e: sqe_layers::auth::AuthError| GatewayError::Internal(format!("client tokens: {e}"));
+            |e: sqe_layers::auth::AuthError| ConfigError::Invalid(format!("client tokens: {e}"));
         let signer = TokenSigner::new(key.as_bytes(), ISSUER, CLIENT_AUDIENCE)
             .map_err(auth_error)?
             .with_ttl(ttl);
@@ -183,7 +184,7 @@ impl ClientAuth {
 
     /// No authentication: every client is who it says it is. Tokens are still issued on
     /// handshake (with a made-up key), for clients that insist on one.
-    pub fn disabled() -> Result<Arc<Self>> {
+    pub fn disabled() -> Result<Arc<Self>, ConfigError> {
         Self::from_config(&ClientAuthConfig::default())
     }
 
@@ -206,7 +207,7 @@ impl ClientAuth {
     pub async fn login(self: &Arc<Self>, user: &str, password: &str) -> Result<Principal> {
         let Some(users) = &self.users else {
             if self.external.is_some() {
-                return Err(GatewayError::Unauthenticated(
+                return Err(Error::Unauthenticated(
                     "password login is not enabled: present a bearer token".into(),
                 ));
             }
@@ -237,7 +238,7 @@ impl ClientAuth {
     pub fn issue(&self, principal: &Principal) -> Result<String> {
         self.signer
             .sign_for(&principal.user)
-            .map_err(|e| GatewayError::Internal(format!("cannot issue a token: {e}")))
+            .map_err(|e| Error::Internal(format!("cannot issue a token: {e}")))
     }
 
     /// The principal a bearer token was issued to: by SQE at login, or by the configured
@@ -248,15 +249,13 @@ impl ClientAuth {
             Err(e) => {
                 return match &self.external {
                     Some(external) => external.verify(token),
-                    None => Err(GatewayError::Unauthenticated(format!(
-                        "invalid bearer token: {e}"
-                    ))),
+                    None => Err(Error::Unauthenticated(format!("invalid bearer token: {e}"))),
                 };
             }
         };
-        let user = claims.sub.ok_or_else(|| {
-            GatewayError::Unauthenticated("the bearer token names no user".into())
-        })?;
+        let user = claims
+            .sub
+            .ok_or_else(|| Error::Unauthenticated("the bearer token names no user".into()))?;
         Ok(Principal { user })
     }
 }
@@ -264,12 +263,12 @@ impl ClientAuth {
 /// A bcrypt hash of a random password, to spend equal time on unknown users.
 const DUMMY_HASH: &str = "$2b$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Q4e7ozwQwq9yjkWl1fXuYe";
 
-fn invalid_login() -> GatewayError {
-    GatewayError::Unauthenticated("invalid user or password".into())
+fn invalid_login() -> Error {
+    Error::Unauthenticated("invalid user or password".into())
 }
 
 /// `user:hash` per line; blank lines and `#` comments are skipped.
-fn read_password_file(path: &Path) -> Result<HashMap<String, String>> {
+fn read_password_file(path: &Path) -> Result<HashMap<String, String>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         ConfigError::Invalid(format!("cannot read password_file {}: {e}", path.display()))
     })?;
@@ -292,26 +291,27 @@ fn read_password_file(path: &Path) -> Result<HashMap<String, String>> {
 }
 
 /// A bcrypt hash for a password file or `[client_auth] users`.
-pub fn hash_password(password: &str) -> Result<String> {
+pub fn hash_password(password: &str) -> Result<String, bcrypt::BcryptError> {
     bcrypt::hash(password, bcrypt::DEFAULT_COST)
-        .map_err(|e| GatewayError::Internal(format!("cannot hash: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn password_auth() -> Result<Arc<ClientAuth>> {
-        let hash = bcrypt::hash("s3cret", 4).map_err(|e| GatewayError::Internal(e.to_string()))?;
-        ClientAuth::from_config(&ClientAuthConfig {
+    type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+    fn password_auth() -> TestResult<Arc<ClientAuth>> {
+        let hash = bcrypt::hash("s3cret", 4)?;
+        Ok(ClientAuth::from_config(&ClientAuthConfig {
             kind: ClientAuthType::Password,
             users: HashMap::from([("alice".to_string(), hash)]),
             ..Default::default()
-        })
+        })?)
     }
 
     #[tokio::test]
-    async fn login_then_bearer() -> Result<()> {
+    async fn login_then_bearer() -> TestResult {
         let auth = password_auth()?;
         assert!(auth.required());
         let alice = auth.login("alice", "s3cret").await?;
@@ -341,8 +341,8 @@ mod tests {
             .unwrap_or_default()
     }
 
-    fn jwt_error(e: jsonwebtoken::errors::Error) -> GatewayError {
-        GatewayError::Internal(e.to_string())
+    fn jwt_error(e: jsonwebtoken::errors::Error) -> Error {
+        Error::Internal(e.to_string())
     }
 
     fn in_an_hour() -> u64 {
@@ -353,7 +353,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn identity_provider_jwts_hs256() -> Result<()> {
+    async fn identity_provider_jwts_hs256() -> TestResult {
         use jsonwebtoken::{Algorithm, EncodingKey};
         let auth = ClientAuth::from_config(&ClientAuthConfig {
             kind: ClientAuthType::Jwt,
@@ -394,12 +394,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn identity_provider_jwts_rs256() -> Result<()> {
+    async fn identity_provider_jwts_rs256() -> TestResult {
         use jsonwebtoken::{Algorithm, EncodingKey};
-        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let dir = tempfile::tempdir()?;
         let public = dir.path().join("public.pem");
-        std::fs::write(&public, include_bytes!("../testdata/jwt-test-public.pem"))
-            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        std::fs::write(&public, include_bytes!("../testdata/jwt-test-public.pem"))?;
         let auth = ClientAuth::from_config(&ClientAuthConfig {
             kind: ClientAuthType::Jwt,
             jwt_public_key_file: Some(public),
@@ -445,7 +444,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn disabled_trusts_the_name() -> Result<()> {
+    async fn disabled_trusts_the_name() -> TestResult {
         let auth = ClientAuth::disabled()?;
         assert!(!auth.required());
         assert_eq!(auth.login("bob", "").await?.user, "bob");
@@ -453,15 +452,13 @@ mod tests {
     }
 
     #[test]
-    fn password_files_in_trino_format() -> Result<()> {
-        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+    fn password_files_in_trino_format() -> TestResult {
+        let dir = tempfile::tempdir()?;
         let path = dir.path().join("password.db");
-        std::fs::write(&path, "# users\nalice:$2y$10$abc\n\nbob:$2b$10$def\n")
-            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        std::fs::write(&path, "# users\nalice:$2y$10$abc\n\nbob:$2b$10$def\n")?;
         let users = read_password_file(&path)?;
         assert_eq!(users.len(), 2);
-        std::fs::write(&path, "no-colon-here\n")
-            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        std::fs::write(&path, "no-colon-here\n")?;
         assert!(read_password_file(&path).is_err());
         Ok(())
     }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::error::ConfigError;
 use sqe_engine::catalog::{CatalogKind, CatalogSettings, OAuth2Credentials};
-use sqe_engine::error::ConfigError;
 use sqe_worker::peers::PeerSettings;
 
 /// The whole `coordinator.toml`.

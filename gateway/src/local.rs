@@ -6,10 +6,10 @@ use crate::config::{
     AuthConfig, ByteSize, CatalogConfig, ClientAuthConfig, ConfigFile, CoordinatorConfig,
     CoordinatorSection, StorageConfig, WorkerConfig, WorkerSection,
 };
+use crate::error::{StartError, StartResult as Result};
 use crate::node::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
 use crate::tpch::create_tpch;
 use sqe_engine::catalog::default_warehouse_layout;
-use sqe_engine::error::{GatewayError, Result};
 
 /// What `sqe local` starts.
 #[derive(Debug, Clone)]
@@ -104,7 +104,7 @@ pub fn running_stack(dir: &std::path::Path) -> Option<StackSettings> {
 pub fn read_stack_env(dir: &std::path::Path) -> Result<Vec<(String, String)>> {
     let path = dir.join("stack.env");
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        GatewayError::Internal(format!(
+        StartError::System(format!(
             "cannot read {}: {e} (start the stack with scripts/stack.sh up)",
             path.display()
         ))
@@ -157,12 +157,12 @@ impl LocalCluster {
 /// signed with a secret made up for this run (or `options.worker_secret`).
 pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     std::fs::create_dir_all(&options.data_dir).map_err(|e| {
-        GatewayError::Internal(format!("cannot create {}: {e}", options.data_dir.display()))
+        StartError::System(format!("cannot create {}: {e}", options.data_dir.display()))
     })?;
     let data_dir = options
         .data_dir
         .canonicalize()
-        .map_err(|e| GatewayError::Internal(format!("{}: {e}", options.data_dir.display())))?;
+        .map_err(|e| StartError::System(format!("{}: {e}", options.data_dir.display())))?;
     let secret = options.worker_secret.clone().unwrap_or_else(random_secret);
     let mut workers = Vec::with_capacity(options.workers);
     for i in 0..options.workers {

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sqe_engine::error::GatewayError;
 use sqe_gateway::config::TelemetryConfig;
 use sqe_gateway::config::{ConfigFile, CoordinatorConfig, WorkerConfig};
+use sqe_gateway::error::StartError;
 use sqe_gateway::local::{LocalOptions, StackSettings, running_stack, start_local};
 use sqe_gateway::node::{
     bind, build_version, start_coordinator, start_worker, version_requirement, worker_node_id,
@@ -111,7 +111,7 @@ fn start_telemetry(
     role: &'static str,
     node_id: String,
     version: String,
-) -> Result<Telemetry, GatewayError> {
+) -> Result<Telemetry, StartError> {
     let telemetry = telemetry::start(
         config,
         &ProcessIdentity {
@@ -152,7 +152,7 @@ async fn termination() {
 
 /// Triggers `shutdown` on Ctrl-C or SIGTERM.
 fn stop_on_signal(shutdown: Vec<Shutdown>) {
-    tokio::spawn(async move {
+    sqe_layers::task::spawn(async move {
         termination().await;
         shutdown.iter().for_each(Shutdown::trigger);
     });
@@ -169,7 +169,7 @@ fn reload_on_hangup(
     hangup: Option<tokio::signal::unix::Signal>,
 ) {
     let Some(mut hangup) = hangup else { return };
-    tokio::spawn(async move {
+    sqe_layers::task::spawn(async move {
         while hangup.recv().await.is_some() {
             match CoordinatorConfig::load(&path) {
                 Ok(config) => {
@@ -183,7 +183,7 @@ fn reload_on_hangup(
 }
 
 /// Runs the command; `telemetry` keeps the process's tracer provider for a flush at exit.
-async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, GatewayError> {
+async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, StartError> {
     match cli.command {
         Command::Coordinator { config } => {
             let config_path = config;
@@ -333,14 +333,16 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, Ga
             let mut password = String::new();
             std::io::stdin()
                 .read_line(&mut password)
-                .map_err(|e| GatewayError::Internal(format!("cannot read the password: {e}")))?;
+                .map_err(|e| StartError::System(format!("cannot read the password: {e}")))?;
             let password = password.trim_end_matches(['\r', '\n']);
             if password.is_empty() {
-                return Err(GatewayError::Analysis(
+                return Err(StartError::System(
                     "an empty password; pipe the password to stdin".into(),
                 ));
             }
-            println!("{}", sqe_gateway::client_auth::hash_password(password)?);
+            let hash = sqe_gateway::client_auth::hash_password(password)
+                .map_err(|e| StartError::System(format!("cannot hash the password: {e}")))?;
+            println!("{hash}");
         }
     }
     Ok(ExitCode::SUCCESS)

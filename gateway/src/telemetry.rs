@@ -12,7 +12,7 @@ use tracing::Subscriber;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::TelemetryConfig;
-use sqe_engine::error::GatewayError;
+use crate::error::ConfigError;
 
 /// Who this process is, in its spans' resource.
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ impl Telemetry {
 pub fn start(
     config: &TelemetryConfig,
     identity: &ProcessIdentity,
-) -> Result<Telemetry, GatewayError> {
+) -> Result<Telemetry, ConfigError> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let env = |name: &str| std::env::var(name).ok();
     let mut builder = SdkTracerProvider::builder().with_resource(resource(config, identity, env));
@@ -135,10 +135,10 @@ pub fn start(
                 .with_tls_config(tonic::transport::ClientTlsConfig::new().with_native_roots());
         }
         let exporter = exporter.build().map_err(|e| {
-            GatewayError::Config(sqe_engine::error::ConfigError::Invalid(format!(
+            ConfigError::Invalid(format!(
                 "OTLP endpoint '{}' ([telemetry] or OTEL_EXPORTER_OTLP_*): {e}",
                 export.endpoint
-            )))
+            ))
         })?;
         builder = builder.with_batch_exporter(exporter);
         if let Some(ratio) = export.sampling_ratio {

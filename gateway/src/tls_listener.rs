@@ -15,18 +15,15 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use sqe_engine::error::{ConfigError, GatewayError, Result};
+use crate::error::ConfigError;
 
 /// Longest a client may take to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The server side of TLS from PEM files: a certificate chain and its private key.
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>> {
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ConfigError> {
     let invalid = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
-        GatewayError::Config(ConfigError::Invalid(format!(
-            "coordinator.{what} {}: {e}",
-            path.display()
-        )))
+        ConfigError::Invalid(format!("coordinator.{what} {}: {e}", path.display()))
     };
     let chain = CertificateDer::pem_file_iter(cert)
         .and_then(Iterator::collect::<std::result::Result<Vec<_>, _>>)
@@ -62,7 +59,7 @@ impl TlsListener {
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(64);
         let acceptor = TlsAcceptor::from(config);
-        tokio::spawn(async move {
+        sqe_layers::task::spawn(async move {
             loop {
                 let accepted = tokio::select! {
                     accepted = tcp.accept() => accepted,
@@ -78,7 +75,7 @@ impl TlsListener {
                     }
                 };
                 let (acceptor, tx) = (acceptor.clone(), tx.clone());
-                tokio::spawn(async move {
+                sqe_layers::task::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => {
                             let _ = tx.send((tls, addr)).await;

@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -169,10 +171,7 @@ impl ObjectStoreStorage {
         key: &str,
         build: impl FnOnce() -> iceberg::Result<Arc<dyn ObjectStore>>,
     ) -> iceberg::Result<Arc<dyn ObjectStore>> {
-        let mut stores = self
-            .stores
-            .lock()
-            .map_err(|_| storage_error("object store cache poisoned".to_string()))?;
+        let mut stores = self.stores.lock();
         if let Some(store) = stores.get(key) {
             return Ok(Arc::clone(store));
         }

@@ -148,5 +148,5 @@ pub fn server_layers(
 > {
     ServiceBuilder::new()
         .layer(TraceExtractLayer::new(node))
-        .option_layer(verifier.map(VerifyLayer::new))
+        .option_layer(verifier.map(VerifyLayer::verifying))
 }

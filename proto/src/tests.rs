@@ -25,6 +25,7 @@ impl Recorder {
     }
 }
 
+#[tonic::async_trait]
 impl ControlPlane for Recorder {
     async fn register(
         &self,
@@ -93,7 +94,7 @@ async fn every_method_round_trips_over_grpc() -> Result<(), Box<dyn std::error::
     let addr = listener.local_addr()?;
     let server = tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(ControlPlaneServer::new(Arc::clone(&recorder)))
+            .add_service(ControlPlaneServer::from_arc(Arc::clone(&recorder)))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
@@ -110,7 +111,8 @@ async fn every_method_round_trips_over_grpc() -> Result<(), Box<dyn std::error::
             running_tasks: 0,
             draining: false,
         })
-        .await?;
+        .await?
+        .into_inner();
     assert!(!before.known);
     let registered = client
         .register(RegisterRequest {
@@ -121,7 +123,8 @@ async fn every_method_round_trips_over_grpc() -> Result<(), Box<dyn std::error::
             task_threads: 4,
             memory_limit_bytes: 0,
         })
-        .await?;
+        .await?
+        .into_inner();
     assert_eq!(registered.coordinator_id, "c1");
     let after = client
         .heartbeat(HeartbeatRequest {
@@ -130,7 +133,8 @@ async fn every_method_round_trips_over_grpc() -> Result<(), Box<dyn std::error::
             running_tasks: 3,
             draining: false,
         })
-        .await?;
+        .await?
+        .into_inner();
     assert!(after.known);
     client
         .drain(DrainRequest {
@@ -164,5 +168,35 @@ async fn every_method_round_trips_over_grpc() -> Result<(), Box<dyn std::error::
         ]
     );
     server.abort();
+    Ok(())
+}
+
+/// Where the generated code is checked in, and what it is generated from.
+const GENERATED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/src/generated/sqe.control.v1.rs"
+);
+const PROTO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/proto");
+
+#[test]
+fn the_checked_in_code_is_what_the_proto_generates() -> Result<(), Box<dyn std::error::Error>> {
+    let out = tempfile::tempdir()?;
+    let descriptors = protox::compile(["control.proto"], [PROTO_DIR])?;
+    tonic_prost_build::configure()
+        .build_transport(false)
+        .emit_rerun_if_changed(false)
+        .out_dir(out.path())
+        .compile_fds(descriptors)?;
+    let generated = std::fs::read_to_string(out.path().join("sqe.control.v1.rs"))?;
+    if std::env::var_os("SQE_REGENERATE_PROTO").is_some() {
+        std::fs::write(GENERATED, &generated)?;
+        return Ok(());
+    }
+    let checked_in = std::fs::read_to_string(GENERATED)?;
+    assert!(
+        generated == checked_in,
+        "src/generated/sqe.control.v1.rs differs from what proto/control.proto generates: \
+         run `SQE_REGENERATE_PROTO=1 cargo test -p sqe-proto` and commit the result"
+    );
     Ok(())
 }

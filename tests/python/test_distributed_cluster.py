@@ -466,7 +466,14 @@ class DistributedCluster(unittest.TestCase):
         # The CTAS and one INSERT through this coordinator (the other went through another).
         self.assertEqual(metric(coordinator, "sqe_iceberg_commits_total"), 2)
         # Nothing runs now (records and streams close just after their clients are served).
-        eventually(lambda: metric(metrics("coordinator"), "sqe_queries_running") == 0, "no query running")
+        try:
+            eventually(lambda: metric(metrics("coordinator"), "sqe_queries_running") == 0, "no query running")
+        except AssertionError as e:
+            unended = trino_rows(
+                "SELECT query_id, state, endpoint, query FROM system.runtime.queries "
+                "WHERE state NOT IN ('FINISHED', 'FAILED', 'CANCELED')"
+            )
+            raise AssertionError(f"{e}; not ended: {unended}") from e
         for name in ("worker-1", "worker-2"):
             worker = metrics(name)
             self.assertGreater(metric(worker, "sqe_worker_tasks_received_total"), 0)

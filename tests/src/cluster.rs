@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use futures::TryStreamExt;
+use sqe_engine::Error;
 use sqe_engine::engine::{Engine, Outcome, SessionSettings};
-use sqe_engine::error::GatewayError;
+use sqe_engine::queries::{Endpoint, Output, Queries, QueryRequest, Session, Statement};
+use sqe_gateway::error::StartError;
 use sqe_gateway::local::{LocalCluster, LocalOptions, start_local};
 use tempfile::TempDir;
 
@@ -37,7 +39,7 @@ impl Collected {
 impl TestCluster {
     /// `workers` workers, TPC-H at `scale_factor` in 4 files per large table, and scans split
     /// into a task per 8 KiB so that even this small data spreads over every worker.
-    pub async fn start(workers: usize, scale_factor: f64) -> Result<Self, GatewayError> {
+    pub async fn start(workers: usize, scale_factor: f64) -> Result<Self, StartError> {
         Self::start_with(LocalOptions {
             workers,
             scale_factor,
@@ -58,8 +60,8 @@ impl TestCluster {
         }
     }
 
-    pub async fn start_with(options: LocalOptions) -> Result<Self, GatewayError> {
-        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+    pub async fn start_with(options: LocalOptions) -> Result<Self, StartError> {
+        let dir = tempfile::tempdir().map_err(|e| StartError::System(e.to_string()))?;
         let options = LocalOptions {
             data_dir: dir.path().to_path_buf(),
             ..options
@@ -69,8 +71,8 @@ impl TestCluster {
     }
 
     /// One worker, no data, and password authentication with one user.
-    pub async fn with_password_user(user: &str, password: &str) -> Result<Self, GatewayError> {
-        let hash = bcrypt::hash(password, 4).map_err(|e| GatewayError::Internal(e.to_string()))?;
+    pub async fn with_password_user(user: &str, password: &str) -> Result<Self, StartError> {
+        let hash = bcrypt::hash(password, 4).map_err(|e| StartError::System(e.to_string()))?;
         Self::start_with(LocalOptions {
             workers: 1,
             scale_factor: 0.0,
@@ -87,6 +89,11 @@ impl TestCluster {
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.cluster.coordinator.engine
+    }
+
+    /// The lifecycle every statement of the endpoints goes through.
+    pub fn queries(&self) -> &Arc<Queries> {
+        &self.cluster.coordinator.queries
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -114,8 +121,24 @@ impl TestCluster {
             .collect()
     }
 
+    /// Runs one statement through the queries' lifecycle, as an endpoint does (history,
+    /// deadline, cancellation), and collects what it returns.
+    pub async fn submit(&self, sql: &str) -> Result<Collected, Error> {
+        let handle = self.queries().submit(QueryRequest {
+            statement: Statement::Sql(sql.to_string()),
+            session: Session::default(),
+            endpoint: Endpoint::FlightSql,
+            source: Some("test".into()),
+            traceparent: None,
+        });
+        match handle.run().await?.output {
+            Output::Rows(stream) => Ok(Collected::Rows(stream.try_collect().await?)),
+            Output::Updated { rows } => Ok(Collected::Updated(rows)),
+        }
+    }
+
     /// Runs one statement through the coordinator's engine and collects what it returns.
-    pub async fn sql(&self, sql: &str) -> Result<Collected, GatewayError> {
+    pub async fn sql(&self, sql: &str) -> Result<Collected, Error> {
         match self
             .engine()
             .execute(&SessionSettings::default(), sql)
@@ -127,7 +150,7 @@ impl TestCluster {
     }
 
     /// Runs a query and returns its rows.
-    pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, GatewayError> {
+    pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, Error> {
         Ok(self.sql(sql).await?.rows())
     }
 

@@ -7,6 +7,9 @@
 //! - [`baseline`]: single-process DataFusion reading the same tables' Parquet files directly,
 //!   the reference distributed results are compared with.
 
+// Test and benchmark code: the lock and spawn bans are for the code that ships.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 pub mod baseline;
 pub mod cluster;
 pub mod otlp;

@@ -1,7 +1,9 @@
 //! SQE's `ChannelResolver`: every connection to a worker goes through the layer stack.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use datafusion::error::DataFusionError;
@@ -48,10 +50,7 @@ impl SqeChannelResolver {
         &self,
         url: &Url,
     ) -> Result<WorkerServiceClient<BoxCloneSyncChannel>, DataFusionError> {
-        let mut clients = self
-            .clients
-            .lock()
-            .map_err(|_| DataFusionError::Internal("worker client cache poisoned".into()))?;
+        let mut clients = self.clients.lock();
         if let Some(client) = clients.get(url) {
             return Ok(client.clone());
         }

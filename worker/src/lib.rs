@@ -5,6 +5,9 @@
 //!   from the coordinator and from other workers; [`peers`] builds it from a node's settings.
 //! - [`membership`]: registration with a coordinator, heartbeats and the drain at shutdown.
 
+// Test code may lock and spawn as it likes; the bans are for the code that ships.
+#![cfg_attr(test, allow(clippy::disallowed_types, clippy::disallowed_methods))]
+
 pub mod channel;
 pub mod error;
 pub mod membership;

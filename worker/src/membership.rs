@@ -84,7 +84,7 @@ impl Membership {
     ) -> Self {
         let client = ControlPlaneClient::new(channel);
         let state = Arc::new(MembershipState::default());
-        let heartbeats = tokio::spawn(heartbeat_loop(
+        let heartbeats = sqe_layers::task::spawn(heartbeat_loop(
             settings.clone(),
             client.clone(),
             Arc::clone(&stats),
@@ -183,7 +183,7 @@ async fn heartbeat_loop(
                 draining,
             };
             match client.heartbeat(beat).await {
-                Ok(reply) if reply.known => Ok(()),
+                Ok(reply) if reply.get_ref().known => Ok(()),
                 Ok(_) => {
                     tracing::info!(
                         "the coordinator does not know this worker (it restarted?): registering again"

@@ -6,6 +6,9 @@
 //! ```sh
 //! cargo run -p sqe-benches --release --bin result_throughput [-- <scale factor> <runs>]
 //! ```
+
+// Test and benchmark code: the lock and spawn bans are for the code that ships.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 #![allow(clippy::print_stdout)] // a harness prints its table
 
 use std::path::Path;

@@ -17,8 +17,8 @@
 mod plan;
 mod stream;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -153,7 +153,8 @@ impl ResultCache {
     /// The cached rows for `key` if they were computed from exactly `tables` (the versions
     /// planning found just now) and have not expired. Counts a hit or a miss.
     pub fn get(&self, key: &CacheKey, tables: &[TableVersion]) -> Option<CachedResult> {
-        let found = self.entries.lock().ok().and_then(|mut entries| {
+        let found = (|| {
+            let mut entries = self.entries.lock();
             entries.clock += 1;
             let clock = entries.clock;
             let fresh = match entries.map.get_mut(key) {
@@ -171,7 +172,7 @@ impl ResultCache {
                 entries.remove(key);
             }
             None
-        });
+        })();
         let counter = if found.is_some() {
             &self.hits
         } else {
@@ -191,9 +192,7 @@ impl ResultCache {
         if !self.enabled() || bytes > self.max_entry_bytes() {
             return;
         }
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
+        let mut entries = self.entries.lock();
         entries.remove(&key);
         let ttl = self.settings.ttl;
         entries.remove_where(|e| e.created.elapsed() >= ttl);
@@ -225,14 +224,16 @@ impl ResultCache {
 
     /// Drops every entry that read `table`.
     pub fn invalidate_table(&self, table: &TableIdent) {
-        if let Ok(mut entries) = self.entries.lock() {
+        {
+            let mut entries = self.entries.lock();
             entries.remove_where(|e| e.tables.iter().any(|t| &t.table == table));
         }
     }
 
     /// Drops every entry that read a table of `namespace`.
     pub fn invalidate_namespace(&self, namespace: &NamespaceIdent) {
-        if let Ok(mut entries) = self.entries.lock() {
+        {
+            let mut entries = self.entries.lock();
             entries.remove_where(|e| e.tables.iter().any(|t| t.table.namespace() == namespace));
         }
     }
@@ -247,10 +248,8 @@ impl ResultCache {
 
     /// Entries and the bytes they hold.
     pub fn usage(&self) -> (usize, usize) {
-        self.entries
-            .lock()
-            .map(|e| (e.map.len(), e.bytes))
-            .unwrap_or_default()
+        let entries = self.entries.lock();
+        (entries.map.len(), entries.bytes)
     }
 }
 

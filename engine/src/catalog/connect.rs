@@ -13,7 +13,7 @@ use sqe_iceberg::storage::ObjectStoreStorageFactory;
 use super::renewal::RenewOnUnauthorized;
 use super::settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
 use super::vended::{CredentialVendor, VendedCredentialsCatalog};
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, Result};
 
 /// How long start-up waits for a catalog to answer before reporting it unreachable.
 const CATALOG_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,9 +33,10 @@ pub async fn connect_catalog(
 ) -> Result<Arc<dyn Catalog>> {
     let catalog: Arc<dyn Catalog> = match config.kind {
         CatalogKind::Sql => {
-            let uri = config.uri.clone().ok_or_else(|| {
-                GatewayError::Catalog("catalog type \"sql\" needs catalog.uri".into())
-            })?;
+            let uri = config
+                .uri
+                .clone()
+                .ok_or_else(|| Error::Catalog("catalog type \"sql\" needs catalog.uri".into()))?;
             let uri = sqlite_url(&uri)?;
             let warehouse = config
                 .warehouse
@@ -43,7 +44,7 @@ pub async fn connect_catalog(
                 .map(location_url)
                 .transpose()?
                 .ok_or_else(|| {
-                    GatewayError::Catalog("catalog type \"sql\" needs catalog.warehouse".into())
+                    Error::Catalog("catalog type \"sql\" needs catalog.warehouse".into())
                 })?;
             let catalog = SqlCatalogBuilder::default()
                 .uri(uri.clone())
@@ -53,14 +54,12 @@ pub async fn connect_catalog(
                 .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
                 .load(config.name.clone(), HashMap::new())
                 .await
-                .map_err(|e| {
-                    GatewayError::Catalog(format!("cannot open SQL catalog at {uri}: {e}"))
-                })?;
+                .map_err(|e| Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}")))?;
             Arc::new(catalog)
         }
         CatalogKind::Rest => {
             let url = config.catalog_url.clone().ok_or_else(|| {
-                GatewayError::Catalog("catalog type \"rest\" needs catalog.catalog_url".into())
+                Error::Catalog("catalog type \"rest\" needs catalog.catalog_url".into())
             })?;
             let mut props = storage_props.clone();
             props.insert(
@@ -89,12 +88,12 @@ pub async fn connect_catalog(
             let catalog = tokio::time::timeout(CATALOG_PROBE_TIMEOUT, load)
                 .await
                 .map_err(|_| {
-                    GatewayError::Catalog(format!(
+                    Error::Catalog(format!(
                         "REST catalog at {url} did not answer within {CATALOG_PROBE_TIMEOUT:?}"
                     ))
                 })?
                 .map_err(|e| {
-                    GatewayError::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
+                    Error::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
                 })?;
             let rest = Arc::new(catalog);
             let catalog: Arc<dyn Catalog> = match &oauth2 {
@@ -106,7 +105,7 @@ pub async fn connect_catalog(
             };
             if config.vended_credentials {
                 let vendor = CredentialVendor::new(config, oauth2)
-                    .map_err(|e| GatewayError::Catalog(format!("REST catalog at {url}: {e}")))?;
+                    .map_err(|e| Error::Catalog(format!("REST catalog at {url}: {e}")))?;
                 Arc::new(VendedCredentialsCatalog::new(catalog, vendor))
             } else {
                 catalog
@@ -115,11 +114,11 @@ pub async fn connect_catalog(
     };
     match tokio::time::timeout(CATALOG_PROBE_TIMEOUT, catalog.list_namespaces(None)).await {
         Ok(Ok(_)) => Ok(catalog),
-        Ok(Err(e)) => Err(GatewayError::Catalog(format!(
+        Ok(Err(e)) => Err(Error::Catalog(format!(
             "catalog '{}' is unreachable: {e}",
             config.name
         ))),
-        Err(_) => Err(GatewayError::Catalog(format!(
+        Err(_) => Err(Error::Catalog(format!(
             "catalog '{}' did not answer within {CATALOG_PROBE_TIMEOUT:?}",
             config.name
         ))),
@@ -146,7 +145,7 @@ fn oauth2_props(oauth2: &OAuth2Credentials) -> Vec<(String, String)> {
 /// is tried again next time. Stops when the catalog is dropped.
 fn keep_token_fresh(catalog: &Arc<RestCatalog>, every: Duration) {
     let catalog = Arc::downgrade(catalog);
-    tokio::spawn(async move {
+    sqe_layers::task::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.tick().await;
         loop {
@@ -172,9 +171,8 @@ fn sqlite_url(uri: &str) -> Result<String> {
     }
     let path = absolute(uri)?;
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            GatewayError::Catalog(format!("cannot create {}: {e}", parent.display()))
-        })?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::Catalog(format!("cannot create {}: {e}", parent.display())))?;
     }
     Ok(format!("sqlite://{}?mode=rwc", path.display()))
 }
@@ -188,8 +186,7 @@ fn location_url(location: &str) -> Result<String> {
 }
 
 fn absolute(path: &str) -> Result<std::path::PathBuf> {
-    std::path::absolute(path)
-        .map_err(|e| GatewayError::Catalog(format!("invalid path {path}: {e}")))
+    std::path::absolute(path).map_err(|e| Error::Catalog(format!("invalid path {path}: {e}")))
 }
 
 #[cfg(test)]
@@ -215,7 +212,7 @@ mod tests {
 
     #[tokio::test]
     async fn sql_catalog_opens_in_a_fresh_directory() -> Result<()> {
-        let dir = tempfile::tempdir().map_err(|e| GatewayError::Internal(e.to_string()))?;
+        let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
         let (uri, warehouse) = default_warehouse_layout(dir.path());
         let config = CatalogSettings {
             uri: Some(uri),

@@ -1,7 +1,9 @@
 //! Iceberg namespaces as DataFusion schemas, Iceberg tables as DataFusion tables.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
@@ -63,25 +65,18 @@ impl IcebergCatalogProvider {
             };
             fresh.insert(name, Arc::new(schema));
         }
-        *self.schemas.write().map_err(|_| poisoned())? = fresh;
+        *self.schemas.write() = fresh;
         Ok(())
     }
 }
 
-fn poisoned() -> crate::error::GatewayError {
-    crate::error::GatewayError::Internal("catalog cache lock poisoned".into())
-}
-
 impl CatalogProvider for IcebergCatalogProvider {
     fn schema_names(&self) -> Vec<String> {
-        self.schemas
-            .read()
-            .map(|s| s.keys().cloned().collect())
-            .unwrap_or_default()
+        self.schemas.read().keys().cloned().collect()
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
-        let schemas = self.schemas.read().ok()?;
+        let schemas = self.schemas.read();
         schemas
             .get(name)
             .map(|s| Arc::clone(s) as Arc<dyn SchemaProvider>)

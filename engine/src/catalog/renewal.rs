@@ -167,7 +167,7 @@ mod tests {
             .with_state(Arc::clone(&idp));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        tokio::spawn(async move {
+        sqe_layers::task::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         Ok((format!("http://{addr}"), idp))

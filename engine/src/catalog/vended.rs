@@ -24,6 +24,7 @@ use sqe_iceberg::storage::{file_io_with_props, overlay_table_props};
 use tokio::sync::{Mutex, OnceCell};
 
 use super::settings::{CatalogSettings, OAuth2Credentials};
+use crate::expiring::{Expire, ExpiringMap};
 
 /// A whole exchange with the catalog (the catalog may itself call a token service to vend).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -105,7 +106,7 @@ pub struct CredentialVendor {
     prefix: OnceCell<String>,
     /// Credentials by table location, until shortly before they expire: metadata queries load
     /// every table, and each answer can cost the catalog a token exchange.
-    cached: std::sync::Mutex<HashMap<String, (Vended, Instant)>>,
+    cached: ExpiringMap<String, Vended>,
     runtime: Runtime,
 }
 
@@ -124,6 +125,8 @@ impl std::fmt::Debug for CredentialVendor {
 /// How long a vended credential is used when the catalog does not say when it expires (AWS STS
 /// hands out at least 15 minutes).
 const CREDENTIAL_REUSE: Duration = Duration::from_secs(60);
+/// Table locations whose credentials are kept at most.
+const MAX_CACHED: u64 = 10_000;
 /// A credential that says when it expires is renewed this long before.
 const CREDENTIAL_EXPIRY_MARGIN: Duration = Duration::from_secs(300);
 /// Where a vended S3 credential says when it expires (Iceberg's property).
@@ -178,7 +181,7 @@ impl CredentialVendor {
             headers,
             auth,
             prefix: OnceCell::new(),
-            cached: std::sync::Mutex::default(),
+            cached: ExpiringMap::new(MAX_CACHED, Expire::AfterWrite(CREDENTIAL_REUSE)),
             runtime: Runtime::try_current()?,
         })
     }
@@ -197,18 +200,16 @@ impl CredentialVendor {
             return Ok(None);
         }
         let now = Instant::now();
-        if let Ok(cached) = self.cached.lock()
-            && let Some((credentials, until)) = cached.get(location)
-            && now < *until
-        {
-            return Ok(credentials.clone());
+        if let Some(credentials) = self.cached.get(&location.to_string()) {
+            return Ok(credentials);
         }
         let credentials = self.ask(table, location).await?;
         let until = reuse_until(credentials.as_ref(), now);
-        if let Ok(mut cached) = self.cached.lock() {
-            cached.retain(|_, (_, until)| now < *until);
-            cached.insert(location.to_string(), (credentials.clone(), until));
-        }
+        self.cached.insert_for(
+            location.to_string(),
+            credentials.clone(),
+            until.saturating_duration_since(Instant::now()),
+        );
         Ok(credentials)
     }
 
@@ -596,8 +597,8 @@ mod tests {
         /// The credential call answers 401 to the first token it sees.
         refuse_first_token: bool,
         status: Option<u16>,
-        headers: std::sync::Mutex<Vec<Headers>>,
-        paths: std::sync::Mutex<Vec<String>>,
+        headers: parking_lot::Mutex<Vec<Headers>>,
+        paths: parking_lot::Mutex<Vec<String>>,
     }
 
     async fn config_route() -> Json<serde_json::Value> {
@@ -610,7 +611,8 @@ mod tests {
         headers: Headers,
     ) -> (Status, Json<serde_json::Value>) {
         let call = seen.credential_calls.fetch_add(1, Ordering::SeqCst);
-        if let Ok(mut paths) = seen.paths.lock() {
+        {
+            let mut paths = seen.paths.lock();
             paths.push(format!("{prefix}/{sub}/{ns}/{table}"));
         }
         let bearer = headers
@@ -618,7 +620,8 @@ mod tests {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        if let Ok(mut all) = seen.headers.lock() {
+        {
+            let mut all = seen.headers.lock();
             all.push(headers);
         }
         if seen.refuse_first_token && bearer == "Bearer token-1" {
@@ -705,9 +708,9 @@ mod tests {
             vended.get(S3_SESSION_TOKEN).map(String::as_str),
             Some("session")
         );
-        let paths = seen.paths.lock().map(|p| p.clone()).unwrap_or_default();
+        let paths = seen.paths.lock().clone();
         assert_eq!(paths, vec!["cat/one/a\u{1f}b/t".to_string()]);
-        let headers = seen.headers.lock().map(|h| h.clone()).unwrap_or_default();
+        let headers = seen.headers.lock().clone();
         let first = headers.first().ok_or("no request")?;
         assert_eq!(first["authorization"], "Bearer static-token");
         assert_eq!(first["x-iceberg-access-delegation"], "vended-credentials");

@@ -58,6 +58,7 @@ fn worker_url(url: &str) -> Result<Url, Status> {
     Ok(parsed)
 }
 
+#[tonic::async_trait]
 impl ControlPlane for Registry {
     async fn register(
         &self,

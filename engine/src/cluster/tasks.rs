@@ -6,8 +6,10 @@
 //! read from the plan once, and the plan is let go.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use datafusion::error::Result as DfResult;
@@ -91,7 +93,8 @@ impl TaskLedger {
     pub fn set_plan(&self, plan: &Arc<dyn ExecutionPlan>) {
         let mut stages = StageWalk::default();
         stages.visit(plan);
-        if let Ok(mut ledger) = self.inner.lock() {
+        {
+            let mut ledger = self.inner.lock();
             ledger.stage_of_head = stages.heads;
             ledger.stage_order = stages.pre_order;
             ledger.routing_order = stages.post_order;
@@ -100,7 +103,8 @@ impl TaskLedger {
     }
 
     fn record_routing(&self, head: &Arc<dyn ExecutionPlan>, workers: &[Url]) {
-        if let Ok(mut ledger) = self.inner.lock() {
+        {
+            let mut ledger = self.inner.lock();
             // The library routes stages bottom-up, rebuilding heads above the first level, so
             // a head found by address is certain and the position in that order otherwise.
             let position = ledger.routed.len();
@@ -121,14 +125,15 @@ impl TaskLedger {
     pub fn task_count(&self) -> usize {
         self.inner
             .lock()
-            .map_or(0, |l| l.routed.iter().map(|s| s.workers.len()).sum())
+            .routed
+            .iter()
+            .map(|s| s.workers.len())
+            .sum()
     }
 
     /// Every task routed so far, by stage and task number.
     pub fn tasks(&self) -> Vec<TaskRow> {
-        let Ok(ledger) = self.inner.lock() else {
-            return Vec::new();
-        };
+        let ledger = self.inner.lock();
         let mut rows: Vec<TaskRow> = ledger
             .routed
             .iter()
@@ -152,14 +157,12 @@ impl TaskLedger {
     /// Reads the task metrics of the ended query (waiting a little for late workers), then
     /// drops the plan.
     pub async fn collect_metrics(&self) {
-        let plan = match self.inner.lock() {
-            Ok(mut ledger) => ledger.plan.take(),
-            Err(_) => None,
-        };
+        let plan = self.inner.lock().plan.take();
         let Some(plan) = plan else { return };
         if !plan.is::<DistributedExec>() {
             let bytes = scanned_bytes(&plan);
-            if let Ok(mut ledger) = self.inner.lock() {
+            {
+                let mut ledger = self.inner.lock();
                 ledger.coordinator_bytes_scanned = Some(bytes);
             }
             return;
@@ -173,7 +176,8 @@ impl TaskLedger {
             tracing::debug!("task metrics incomplete: not every task reported");
             return;
         };
-        if let Ok(mut ledger) = self.inner.lock() {
+        {
+            let mut ledger = self.inner.lock();
             let order = ledger.stage_order.clone();
             let mut reader = MetricsReader {
                 order: &order,
@@ -190,7 +194,7 @@ impl TaskLedger {
     /// Bytes the statement's scans read, on the workers and the coordinator; `None` until
     /// its metrics have been read (after it ended).
     pub fn bytes_scanned(&self) -> Option<u64> {
-        let ledger = self.inner.lock().ok()?;
+        let ledger = self.inner.lock();
         let coordinator = ledger.coordinator_bytes_scanned?;
         Some(
             coordinator

@@ -6,7 +6,9 @@
 //! registered URL and version are confirmed, as seed 001's version-aware resolver polls only
 //! workers whose version is unknown).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use std::time::{Duration, Instant};
 
 use super::Channels;
@@ -286,7 +288,7 @@ impl WorkerPool {
     }
 
     pub fn statuses(&self) -> Vec<WorkerStatus> {
-        self.status.read().map(|s| s.clone()).unwrap_or_default()
+        self.status.read().clone()
     }
 
     pub fn missed_heartbeats(&self) -> u32 {
@@ -306,27 +308,26 @@ impl WorkerPool {
     pub fn node_id_of(&self, url: &Url) -> String {
         self.status
             .read()
-            .ok()
-            .and_then(|s| s.iter().find(|s| &s.url == url).map(WorkerStatus::node_id))
-            .unwrap_or_else(|| host_port(url))
+            .iter()
+            .find(|s| &s.url == url)
+            .map_or_else(|| host_port(url), WorkerStatus::node_id)
     }
 
     pub fn required_version(&self) -> VersionRequirement {
-        self.required.read().map(|r| r.clone()).unwrap_or_default()
+        self.required.read().clone()
     }
 
     /// Changes which versions get tasks, from the next query on (a rolling deploy's switch).
     pub fn require_version(&self, required: VersionRequirement) {
         // Under the status lock, as probes and registrations read the requirement: none of
         // them can apply the old one after this.
-        let Ok(mut status) = self.status.write() else {
-            return;
-        };
+        let mut status = self.status.write();
         for entry in status.iter_mut().filter(|e| !e.auth_failed) {
             entry.compatible = required.accepts(entry.version.as_deref());
         }
         tracing::info!(?required, "worker version requirement set");
-        if let Ok(mut slot) = self.required.write() {
+        {
+            let mut slot = self.required.write();
             *slot = required;
         }
     }
@@ -334,7 +335,8 @@ impl WorkerPool {
     /// A worker registered: it gets tasks once a probe confirms its URL and version. Refused
     /// (with the reason) while another live node holds the URL.
     pub fn register(&self, worker: Announcement) -> Result<(), String> {
-        if let Ok(mut status) = self.status.write() {
+        {
+            let mut status = self.status.write();
             let required = self.required_version();
             let missed = self.missed_heartbeats;
             if let Some(holder) = status
@@ -384,9 +386,7 @@ impl WorkerPool {
 
     /// A heartbeat; false when the worker is not registered here (it should register again).
     pub fn heartbeat(&self, url: &Url, node_id: &str, draining: bool) -> bool {
-        let Ok(mut status) = self.status.write() else {
-            return false;
-        };
+        let mut status = self.status.write();
         let Some(entry) = status.iter_mut().find(|s| s.registered_as(url, node_id)) else {
             return false;
         };
@@ -408,9 +408,7 @@ impl WorkerPool {
     /// The worker is shutting down: no new tasks. False when it is not registered here (under
     /// that node id).
     pub fn drain(&self, url: &Url, node_id: &str) -> bool {
-        let Ok(mut status) = self.status.write() else {
-            return false;
-        };
+        let mut status = self.status.write();
         let Some(entry) = status.iter_mut().find(|s| s.registered_as(url, node_id)) else {
             return false;
         };
@@ -425,7 +423,8 @@ impl WorkerPool {
     /// Ignored unless `node_id` is the registration at that URL (a late call of an old instance
     /// must not remove its successor).
     pub fn deregister(&self, url: &Url, node_id: &str) {
-        if let Ok(mut status) = self.status.write() {
+        {
+            let mut status = self.status.write();
             if !status.iter().any(|s| s.registered_as(url, node_id)) {
                 return;
             }
@@ -471,9 +470,7 @@ impl WorkerPool {
 
     /// Applies one DNS answer to the list.
     fn listed_by_dns(&self, name: &str, found: &[Url]) {
-        let Ok(mut status) = self.status.write() else {
-            return;
-        };
+        let mut status = self.status.write();
         for entry in status.iter_mut() {
             let listed = found.contains(&entry.url);
             if entry.discovered && !listed {
@@ -507,9 +504,7 @@ impl WorkerPool {
         let probes = targets.iter().map(|(url, _)| self.probe_one(url));
         let results = futures::future::join_all(probes).await;
         let now = Instant::now();
-        let Ok(mut status) = self.status.write() else {
-            return;
-        };
+        let mut status = self.status.write();
         let required = self.required_version();
         for ((url, epoch), result) in targets.into_iter().zip(results) {
             let Some(entry) = status.iter_mut().find(|s| s.url == url && s.epoch == epoch) else {
@@ -597,7 +592,7 @@ impl WorkerPool {
         self.probe().await;
         let weak = Arc::downgrade(self);
         let registered = Arc::clone(&self.registered);
-        let task = tokio::spawn(async move {
+        let task = sqe_layers::task::spawn(async move {
             let mut ticker = tokio::time::interval(interval);
             ticker.tick().await;
             loop {
@@ -609,9 +604,7 @@ impl WorkerPool {
                 pool.probe().await;
             }
         });
-        if let Ok(mut slot) = self.probe_task.write()
-            && let Some(old) = slot.replace(task)
-        {
+        if let Some(old) = self.probe_task.write().replace(task) {
             old.abort();
         }
     }
@@ -619,9 +612,7 @@ impl WorkerPool {
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
-        if let Ok(mut slot) = self.probe_task.write()
-            && let Some(task) = slot.take()
-        {
+        if let Some(task) = self.probe_task.write().take() {
             task.abort();
         }
     }

@@ -7,7 +7,7 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Word};
 
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
 /// A statement SQE handles before planning.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,8 +107,11 @@ pub enum Show {
     },
 }
 
-fn syntax(message: impl Into<String>) -> GatewayError {
-    GatewayError::Syntax(message.into())
+fn syntax(message: impl Into<String>) -> Error {
+    Error::Syntax {
+        message: message.into(),
+        location: None,
+    }
 }
 
 /// The statement's tokens without whitespace and comments, and the whole token list.
@@ -210,7 +213,7 @@ impl Tokens {
         }
         let pattern = self.string()?;
         if self.keyword("ESCAPE") {
-            return Err(GatewayError::NotSupported("LIKE ... ESCAPE in SHOW".into()));
+            return Err(Error::NotSupported("LIKE ... ESCAPE in SHOW".into()));
         }
         Ok(Some(pattern))
     }
@@ -292,9 +295,7 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
         ClientStatement::Use { catalog, schema }
     } else if t.keywords(&["SET", "SESSION"]) {
         if t.peek_keyword("AUTHORIZATION") {
-            return Err(GatewayError::NotSupported(
-                "SET SESSION AUTHORIZATION".into(),
-            ));
+            return Err(Error::NotSupported("SET SESSION AUTHORIZATION".into()));
         }
         let name = t.qualified_name()?.join(".");
         if !matches!(t.next(), Some(Token::Eq)) {
@@ -310,9 +311,7 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
         }));
     } else if t.keywords(&["RESET", "SESSION"]) {
         if t.peek_keyword("AUTHORIZATION") {
-            return Err(GatewayError::NotSupported(
-                "RESET SESSION AUTHORIZATION".into(),
-            ));
+            return Err(Error::NotSupported("RESET SESSION AUTHORIZATION".into()));
         }
         ClientStatement::ResetSession {
             name: t.qualified_name()?.join("."),
@@ -368,9 +367,7 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
     } else if t.keyword("CALL") {
         let procedure = t.qualified_name()?.join(".").to_ascii_lowercase();
         if procedure != "system.runtime.kill_query" && procedure != "runtime.kill_query" {
-            return Err(GatewayError::NotFound(format!(
-                "Procedure not registered: {procedure}"
-            )));
+            return Err(Error::not_found(ObjectKind::Procedure, procedure));
         }
         let mut arguments = call_arguments(&mut t, &["query_id", "message"])?;
         let query_id = arguments
@@ -495,10 +492,13 @@ pub fn bind_parameters(sql: &str, parameters: &[Expr]) -> Result<String> {
     let tokens = tokenize(sql)?;
     let expected = count_parameters(&tokens);
     if expected != parameters.len() {
-        return Err(GatewayError::Analysis(format!(
-            "Incorrect number of parameters: expected {expected} but found {}",
-            parameters.len()
-        )));
+        return Err(Error::invalid(
+            ErrorCode::InvalidParameterUsage,
+            format!(
+                "Incorrect number of parameters: expected {expected} but found {}",
+                parameters.len()
+            ),
+        ));
     }
     let mut values = parameters.iter();
     Ok(print(&tokens, |_, token| {
@@ -676,7 +676,10 @@ mod tests {
         );
         assert!(matches!(
             kill("CALL system.runtime.drop_everything('x')"),
-            Err(GatewayError::NotFound(_))
+            Err(Error::NotFound {
+                kind: ObjectKind::Procedure,
+                ..
+            })
         ));
         assert!(kill("CALL system.runtime.kill_query(message => 'm')").is_err());
         assert!(kill("CALL system.runtime.kill_query(query_id => 'a' 'b')").is_err());

@@ -2,7 +2,9 @@
 //! as one snapshot.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result as DfResult};
@@ -18,7 +20,7 @@ use sqe_iceberg::types::iceberg_schema_for;
 use sqe_iceberg::write::IcebergWriteExec;
 
 use super::{Engine, SessionSettings, count_rows};
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ObjectKind, Result};
 
 /// What to do when the target table does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,14 +67,10 @@ impl Engine {
         let exists = catalog.table_exists(&ident).await?;
         let rows = match (exists, target.if_exists, target.if_missing) {
             (true, IfExists::Fail, _) => {
-                return Err(GatewayError::AlreadyExists(format!(
-                    "table {ident} already exists"
-                )));
+                return Err(Error::already_exists(ObjectKind::Table, ident.to_string()));
             }
             (false, _, IfMissing::Fail) => {
-                return Err(GatewayError::NotFound(format!(
-                    "table {ident} does not exist"
-                )));
+                return Err(Error::not_found(ObjectKind::Table, ident.to_string()));
             }
             (true, IfExists::Append, _) => {
                 let table = catalog.load_table(&ident).await?;
@@ -194,8 +192,7 @@ impl ExecutionPlan for OneShotExec {
         }
         self.stream
             .lock()
-            .ok()
-            .and_then(|mut s| s.take())
+            .take()
             .ok_or_else(|| DataFusionError::Internal("OneShotExec executed twice".into()))
     }
 }

@@ -1,18 +1,20 @@
 //! Planning and running SQL statements against the Iceberg catalog, distributed when workers
 //! are reachable.
 
-mod deadline;
 mod ingest;
 mod reload;
 mod show;
 mod table_properties;
 mod template;
+mod unknown_names;
 
 pub use ingest::{IfExists, IfMissing, IngestTarget};
 pub use template::{OutputColumn, StatementTemplate};
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
@@ -46,9 +48,9 @@ use sqe_iceberg::codec::SqeCodec;
 use sqe_iceberg::scan::IcebergTaskEstimator;
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::types::iceberg_schema_for;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use self::deadline::DeadlineStream;
 use self::table_properties::{TableProperties, partition_spec};
 use crate::cache::{
     CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
@@ -58,7 +60,7 @@ use crate::cluster::{Channels, PoolResolver, WorkerPool};
 use crate::cluster::{TaskLedger, TaskRouter};
 use crate::commits::Commits;
 use crate::dialect::functions::{SessionContext, session_functions};
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ErrorCode, ObjectKind, Result};
 use crate::history::{HistorySettings, KillError, QueryHistory, QueryTracker};
 use crate::memory::QueryMemory;
 use crate::metadata::{NodeIdentity, RuntimeView};
@@ -268,6 +270,11 @@ impl Prepared {
         self.cache.used
     }
 
+    /// The longest it may run, from when it arrived (`query_max_run_time`).
+    pub fn max_run_time(&self) -> Option<Duration> {
+        self.max_run_time
+    }
+
     /// Planning is done: `tracker`'s query starts running this statement.
     pub fn mark_running(&self, tracker: &QueryTracker) {
         tracker.started(self.task_ledger(), self.cache_use(), self.memory());
@@ -338,7 +345,7 @@ impl StatementKind {
             Arc::new(StringArray::from(vec![self.update_type().unwrap_or("OK")]))
         };
         RecordBatch::try_new(self.command_schema(), vec![column])
-            .map_err(|e| GatewayError::Internal(e.to_string()))
+            .map_err(|e| Error::Internal(e.to_string()))
     }
 }
 
@@ -385,7 +392,7 @@ impl Engine {
             std::thread::available_parallelism().map_or(1, usize::from)
         };
         let query_runtime = QueryRuntime::new("sqe-query", threads)
-            .map_err(|e| GatewayError::Internal(format!("cannot start the query runtime: {e}")))?;
+            .map_err(|e| Error::Internal(format!("cannot start the query runtime: {e}")))?;
         Ok(Arc::new(Self {
             query_runtime,
             settings,
@@ -451,17 +458,16 @@ impl Engine {
     /// Fails unless `catalog.schema` exists (refreshing cached names first when needed).
     pub async fn require_schema_exists(&self, catalog: &str, schema: &str) -> Result<()> {
         let Some(provider) = self.catalogs.catalog(catalog) else {
-            return Err(GatewayError::NotFound(format!(
-                "catalog '{catalog}' does not exist"
-            )));
+            return Err(Error::not_found(ObjectKind::Catalog, catalog));
         };
         if provider.schema(schema).is_none() {
             self.refresh_names(true).await?;
         }
         if provider.schema(schema).is_none() {
-            return Err(GatewayError::NotFound(format!(
-                "schema '{catalog}.{schema}' does not exist"
-            )));
+            return Err(Error::not_found(
+                ObjectKind::Schema,
+                format!("{catalog}.{schema}"),
+            ));
         }
         Ok(())
     }
@@ -500,11 +506,11 @@ impl Engine {
         let stale = self
             .names_refreshed
             .lock()
-            .map(|t| t.is_none_or(|t| t.elapsed() > NAME_CACHE_TTL))
-            .unwrap_or(true);
+            .is_none_or(|t| t.elapsed() > NAME_CACHE_TTL);
         if force || stale {
             self.provider.refresh().await?;
-            if let Ok(mut t) = self.names_refreshed.lock() {
+            {
+                let mut t = self.names_refreshed.lock();
                 *t = Some(Instant::now());
             }
         }
@@ -553,7 +559,12 @@ impl Engine {
         if let Some(zone) = &session.time_zone {
             // Trino's session zone: what `now()` and `current_timezone()` answer in.
             zone.parse::<datafusion::arrow::array::timezone::Tz>()
-                .map_err(|_| GatewayError::Analysis(format!("Time zone not supported: {zone}")))?;
+                .map_err(|_| {
+                    Error::invalid(
+                        ErrorCode::GenericUserError,
+                        format!("Time zone not supported: {zone}"),
+                    )
+                })?;
             config.options_mut().execution.time_zone = Some(zone.clone());
         }
         let join = properties.join_distribution();
@@ -629,15 +640,15 @@ impl Engine {
         match logical {
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
                 if create.or_replace {
-                    return Err(GatewayError::NotSupported(
+                    return Err(Error::NotSupported(
                         "CREATE OR REPLACE TABLE; drop the table first".into(),
                     ));
                 }
                 if create.temporary {
-                    return Err(GatewayError::NotSupported("temporary tables".into()));
+                    return Err(Error::NotSupported("temporary tables".into()));
                 }
                 if !create.column_defaults.is_empty() {
-                    return Err(GatewayError::NotSupported("column DEFAULT values".into()));
+                    return Err(Error::NotSupported("column DEFAULT values".into()));
                 }
                 let ident = self.table_ident(&state, &create.name)?;
                 let input = Arc::unwrap_or_clone(create.input);
@@ -708,7 +719,7 @@ impl Engine {
                     },
                 ))
             }
-            LogicalPlan::Ddl(other) => Err(GatewayError::NotSupported(format!(
+            LogicalPlan::Ddl(other) => Err(Error::NotSupported(format!(
                 "{}: SQE stores tables in its Iceberg catalog; use CREATE TABLE, CREATE TABLE AS, CREATE SCHEMA or DROP",
                 other.name()
             ))),
@@ -728,15 +739,14 @@ impl Engine {
                     cache: ResultCacheUse::default(),
                 })
             }
-            LogicalPlan::Dml(dml) => Err(GatewayError::NotSupported(format!(
-                "{} on Iceberg tables",
-                dml.op
-            ))),
-            LogicalPlan::Statement(statement) => Err(GatewayError::NotSupported(format!(
+            LogicalPlan::Dml(dml) => {
+                Err(Error::NotSupported(format!("{} on Iceberg tables", dml.op)))
+            }
+            LogicalPlan::Statement(statement) => Err(Error::NotSupported(format!(
                 "statement {}",
                 statement.name()
             ))),
-            LogicalPlan::Copy(_) => Err(GatewayError::NotSupported("COPY".into())),
+            LogicalPlan::Copy(_) => Err(Error::NotSupported("COPY".into())),
             LogicalPlan::Explain(explain) if !explain.verbose => {
                 let inner = Arc::unwrap_or_clone(explain.plan);
                 let optimized = state.optimize(&inner)?;
@@ -798,17 +808,21 @@ impl Engine {
         self.run(prepared).await
     }
 
-    /// Runs a prepared statement.
+    /// Runs a prepared statement to its end (see [`Self::run_cancellable`]).
     pub async fn run(self: &Arc<Self>, prepared: Prepared) -> Result<Outcome> {
+        self.run_cancellable(prepared, CancellationToken::new())
+            .await
+    }
+
+    /// Runs a prepared statement. `cancel` stops work that runs on its own (CREATE TABLE AS
+    /// fills its table in a task of its own, and drops it again when cancelled); streams stop
+    /// when they are dropped.
+    pub async fn run_cancellable(
+        self: &Arc<Self>,
+        prepared: Prepared,
+        cancel: CancellationToken,
+    ) -> Result<Outcome> {
         let kind = prepared.kind;
-        let limit = prepared.max_run_time;
-        let deadline = limit.map(|limit| (tokio::time::Instant::now() + limit, limit));
-        let bounded = |stream: SendableRecordBatchStream| -> SendableRecordBatchStream {
-            match deadline {
-                Some((at, limit)) => Box::pin(DeadlineStream::new(stream, at, limit)),
-                None => stream,
-            }
-        };
         let fill = prepared.cache.fill;
         let outcome = match prepared.action {
             Action::Cached(result) => Outcome::Rows(Box::pin(MemoryStream::try_new(
@@ -817,7 +831,7 @@ impl Engine {
                 None,
             )?)),
             Action::Plan { plan, task_ctx } => {
-                let stream = bounded(self.query_runtime.execute(plan, task_ctx));
+                let stream = self.query_runtime.execute(plan, task_ctx);
                 let stream: SendableRecordBatchStream = match fill {
                     Some((key, tables)) => Box::pin(CachingStream::new(
                         stream,
@@ -839,13 +853,13 @@ impl Engine {
                 // Its own task: a client that goes away must not stop it between creating the
                 // table and filling (or dropping) it.
                 let engine = Arc::clone(self);
-                let ctas = tokio::spawn(
-                    async move { engine.create_table_as(*ctas, deadline).await }
+                let ctas = sqe_layers::task::spawn(
+                    async move { engine.create_table_as(*ctas, cancel).await }
                         .instrument(tracing::Span::current()),
                 );
-                let rows = ctas.await.map_err(|e| {
-                    GatewayError::Internal(format!("CREATE TABLE AS task failed: {e}"))
-                })??;
+                let rows = ctas
+                    .await
+                    .map_err(|e| Error::Internal(format!("CREATE TABLE AS task failed: {e}")))??;
                 Outcome::Updated { rows: Some(rows) }
             }
             Action::CreateTable {
@@ -877,9 +891,7 @@ impl Engine {
                     self.catalog().purge_table(&ident).await?;
                     self.cache.invalidate_table(&ident);
                 } else if !if_exists {
-                    return Err(GatewayError::NotFound(format!(
-                        "table {ident} does not exist"
-                    )));
+                    return Err(Error::not_found(ObjectKind::Table, ident.to_string()));
                 }
                 Outcome::Updated { rows: None }
             }
@@ -901,7 +913,9 @@ impl Engine {
                 Outcome::Updated { rows: None }
             }
             Action::ExplainAnalyze { plan, task_ctx } => {
-                let rows: u64 = bounded(self.query_runtime.execute(Arc::clone(&plan), task_ctx))
+                let rows: u64 = self
+                    .query_runtime
+                    .execute(Arc::clone(&plan), task_ctx)
                     .try_fold(0u64, |n, b| async move { Ok(n + b.num_rows() as u64) })
                     .await?;
                 let plan = rewrite_distributed_plan_with_metrics(
@@ -959,15 +973,14 @@ impl Engine {
         self.history
             .kill(query_id, user, message)
             .map_err(|e| match e {
-                KillError::NotFound => {
-                    GatewayError::NotFound(format!("Query not found: {query_id}"))
+                KillError::NotFound => Error::not_found(ObjectKind::Query, query_id),
+                KillError::NotOwner => {
+                    Error::PermissionDenied(format!("Cannot kill query {query_id} of another user"))
                 }
-                KillError::NotOwner => GatewayError::PermissionDenied(format!(
-                    "Cannot kill query {query_id} of another user"
-                )),
-                KillError::AlreadyEnded(_) => {
-                    GatewayError::Analysis(format!("Target query is not running: {query_id}"))
-                }
+                KillError::AlreadyEnded(_) => Error::invalid(
+                    ErrorCode::GenericUserError,
+                    format!("Target query is not running: {query_id}"),
+                ),
             })
     }
 
@@ -979,9 +992,7 @@ impl Engine {
         location: Option<String>,
     ) -> Result<iceberg::table::Table> {
         if self.catalog().table_exists(ident).await? {
-            return Err(GatewayError::AlreadyExists(format!(
-                "table {ident} already exists"
-            )));
+            return Err(Error::already_exists(ObjectKind::Table, ident.to_string()));
         }
         let creation = TableCreation::builder()
             .name(ident.name().to_string())
@@ -997,11 +1008,7 @@ impl Engine {
 
     /// Creates the table, then fills it with one insert; if the insert fails the table is
     /// dropped again, so a failed CREATE TABLE AS leaves nothing behind.
-    async fn create_table_as(
-        &self,
-        ctas: CreateTableAs,
-        deadline: Option<(tokio::time::Instant, Duration)>,
-    ) -> Result<u64> {
+    async fn create_table_as(&self, ctas: CreateTableAs, cancel: CancellationToken) -> Result<u64> {
         let CreateTableAs {
             ident,
             table_ref,
@@ -1040,11 +1047,10 @@ impl Engine {
             count_rows(stream).await
         };
         let insert = async {
-            match deadline {
-                Some((at, limit)) => tokio::time::timeout_at(at, insert)
-                    .await
-                    .map_err(|_| deadline::time_limit_error(limit))?,
-                None => insert.await,
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(Error::Cancelled),
+                rows = insert => rows,
             }
         };
         match insert.await {
@@ -1068,18 +1074,18 @@ impl Engine {
             if if_exists {
                 return Ok(());
             }
-            return Err(GatewayError::NotFound(format!(
-                "schema {} does not exist",
-                namespace.join(".")
-            )));
+            return Err(Error::not_found(ObjectKind::Schema, namespace.join(".")));
         }
         let tables = self.catalog().list_tables(namespace).await?;
         if !tables.is_empty() && !cascade {
-            return Err(GatewayError::Analysis(format!(
-                "schema {} is not empty ({} tables); use DROP SCHEMA ... CASCADE",
-                namespace.join("."),
-                tables.len()
-            )));
+            return Err(Error::invalid(
+                ErrorCode::SchemaNotEmpty,
+                format!(
+                    "schema {} is not empty ({} tables); use DROP SCHEMA ... CASCADE",
+                    namespace.join("."),
+                    tables.len()
+                ),
+            ));
         }
         for table in &tables {
             self.catalog().purge_table(table).await?;
@@ -1090,13 +1096,12 @@ impl Engine {
 
     fn check_catalog(&self, catalog: Option<&str>) -> Result<()> {
         match catalog {
-            Some(crate::metadata::SYSTEM_CATALOG) => Err(GatewayError::NotSupported(
+            Some(crate::metadata::SYSTEM_CATALOG) => Err(Error::NotSupported(
                 "changing the system catalog: it is read-only".into(),
             )),
-            Some(c) if c != self.settings.catalog_name => Err(GatewayError::NotFound(format!(
-                "catalog '{c}' does not exist (this coordinator serves '{}')",
-                self.settings.catalog_name
-            ))),
+            Some(c) if c != self.settings.catalog_name => {
+                Err(Error::not_found(ObjectKind::Catalog, c))
+            }
             _ => Ok(()),
         }
     }
@@ -1134,7 +1139,7 @@ fn explain_batch(rows: &[(&str, String)]) -> Result<RecordBatch> {
     let types = StringArray::from_iter_values(rows.iter().map(|(t, _)| *t));
     let plans = StringArray::from_iter_values(rows.iter().map(|(_, p)| p.as_str()));
     RecordBatch::try_new(explain_schema(), vec![Arc::new(types), Arc::new(plans)])
-        .map_err(|e| GatewayError::Internal(e.to_string()))
+        .map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// Physical planning, distributed planning included (the distributed planner is one of its

@@ -13,7 +13,7 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::{LogicalPlan, TableSource};
 use sqe_iceberg::table::with_iceberg_provider;
 
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 fn is_iceberg(source: &Arc<dyn TableSource>) -> bool {
     with_iceberg_provider(source, |_| ()).is_some()
@@ -52,14 +52,20 @@ pub(super) async fn reload_iceberg_tables(
             .table(name.table())
             .await?
             .ok_or_else(|| {
-                GatewayError::Analysis(format!(
-                    "table {name} no longer exists; it was dropped after the statement was prepared"
-                ))
+                Error::invalid(
+                    ErrorCode::TableNotFound,
+                    format!(
+                        "table {name} no longer exists; it was dropped after the statement was prepared"
+                    ),
+                )
             })?;
         if provider.schema() != before.schema() {
-            return Err(GatewayError::Analysis(format!(
-                "table {name} has other columns than when the statement was prepared; prepare it again"
-            )));
+            return Err(Error::invalid(
+                ErrorCode::GenericUserError,
+                format!(
+                    "table {name} has other columns than when the statement was prepared; prepare it again"
+                ),
+            ));
         }
         fresh.insert(name, provider_as_source(provider));
     }

@@ -19,7 +19,7 @@ use iceberg::{NamespaceIdent, TableIdent};
 use super::{Engine, SessionSettings};
 use crate::dialect::statements::Show;
 use crate::dialect::types::TrinoType;
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ObjectKind, Result};
 use crate::metadata::{INFORMATION_SCHEMA, is_metadata};
 use crate::session_properties::{self, PROPERTIES};
 
@@ -63,9 +63,7 @@ impl Engine {
 
     fn require_catalog(&self, state: &SessionState, catalog: &str) -> Result<()> {
         if state.catalog_list().catalog(catalog).is_none() {
-            return Err(GatewayError::NotFound(format!(
-                "catalog '{catalog}' does not exist"
-            )));
+            return Err(Error::not_found(ObjectKind::Catalog, catalog));
         }
         Ok(())
     }
@@ -77,9 +75,10 @@ impl Engine {
             .catalog(catalog)
             .is_some_and(|c| c.schema(schema).is_some());
         if !exists {
-            return Err(GatewayError::NotFound(format!(
-                "schema '{catalog}.{schema}' does not exist"
-            )));
+            return Err(Error::not_found(
+                ObjectKind::Schema,
+                format!("{catalog}.{schema}"),
+            ));
         }
         Ok(())
     }
@@ -113,9 +112,7 @@ impl Engine {
             None => false,
         };
         if !found {
-            return Err(GatewayError::NotFound(format!(
-                "table '{c}.{s}.{t}' does not exist"
-            )));
+            return Err(Error::not_found(ObjectKind::Table, format!("{c}.{s}.{t}")));
         }
         Ok(())
     }
@@ -188,7 +185,7 @@ impl Engine {
     ) -> Result<String> {
         self.require_table(state, (c, s, t)).await?;
         if c != self.settings.catalog_name || s == INFORMATION_SCHEMA {
-            return Err(GatewayError::NotSupported(format!(
+            return Err(Error::NotSupported(format!(
                 "SHOW CREATE TABLE of {c}.{s}.{t}: it is a metadata table"
             )));
         }
@@ -304,7 +301,7 @@ fn table_plan(
     let schema = Arc::new(Schema::new(fields));
     let arrays = columns.into_iter().map(|(_, a)| a).collect();
     let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)
-        .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        .map_err(|e| Error::Internal(e.to_string()))?;
     let table = MemTable::try_new(schema, vec![vec![batch]])?;
     let mut builder = LogicalPlanBuilder::scan("show", provider_as_source(Arc::new(table)), None)?;
     if let Some(pattern) = like {

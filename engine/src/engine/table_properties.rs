@@ -7,7 +7,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Statement, Value};
 use iceberg::spec::{Schema, Transform, UnboundPartitionSpec};
 
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// Properties SQE understands on CREATE TABLE.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,9 +38,10 @@ pub fn take_table_properties(statement: &mut DfStatement) -> Result<TablePropert
     let mut properties = TableProperties::default();
     for option in options {
         let SqlOption::KeyValue { key, value } = option else {
-            return Err(GatewayError::Analysis(format!(
-                "unsupported table option {option}"
-            )));
+            return Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!("unsupported table option {option}"),
+            ));
         };
         match key.value.to_ascii_lowercase().as_str() {
             "partitioning" => properties.partitioning = string_array(&value, "partitioning")?,
@@ -49,22 +50,25 @@ pub fn take_table_properties(statement: &mut DfStatement) -> Result<TablePropert
             "format" => {
                 let format = string(&value, "format")?;
                 if !format.eq_ignore_ascii_case("PARQUET") {
-                    return Err(GatewayError::NotSupported(format!(
+                    return Err(Error::NotSupported(format!(
                         "table format '{format}': SQE writes PARQUET"
                     )));
                 }
             }
             "format_version" => {
                 if value.to_string() != "2" {
-                    return Err(GatewayError::NotSupported(format!(
+                    return Err(Error::NotSupported(format!(
                         "format_version = {value}: SQE creates Iceberg v2 tables"
                     )));
                 }
             }
             other => {
-                return Err(GatewayError::Analysis(format!(
-                    "unknown table property '{other}' (supported: partitioning, location, format, format_version)"
-                )));
+                return Err(Error::invalid(
+                    ErrorCode::InvalidTableProperty,
+                    format!(
+                        "unknown table property '{other}' (supported: partitioning, location, format, format_version)"
+                    ),
+                ));
             }
         }
     }
@@ -75,13 +79,15 @@ fn string(value: &Expr, property: &str) -> Result<String> {
     match value {
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) => Ok(s.clone()),
-            other => Err(GatewayError::Analysis(format!(
-                "table property '{property}' takes a string, got {other}"
-            ))),
+            other => Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!("table property '{property}' takes a string, got {other}"),
+            )),
         },
-        other => Err(GatewayError::Analysis(format!(
-            "table property '{property}' takes a string, got {other}"
-        ))),
+        other => Err(Error::invalid(
+            ErrorCode::InvalidTableProperty,
+            format!("table property '{property}' takes a string, got {other}"),
+        )),
     }
 }
 
@@ -89,9 +95,10 @@ fn string_array(value: &Expr, property: &str) -> Result<Vec<String>> {
     let items = match value {
         Expr::Array(array) => &array.elem,
         _ => {
-            return Err(GatewayError::Analysis(format!(
-                "table property '{property}' takes ARRAY['...', ...], got {value}"
-            )));
+            return Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!("table property '{property}' takes ARRAY['...', ...], got {value}"),
+            ));
         }
     };
     items
@@ -99,13 +106,15 @@ fn string_array(value: &Expr, property: &str) -> Result<Vec<String>> {
         .map(|item| match item {
             Expr::Value(v) => match &v.value {
                 Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Ok(s.clone()),
-                other => Err(GatewayError::Analysis(format!(
-                    "table property '{property}' takes strings, got {other}"
-                ))),
+                other => Err(Error::invalid(
+                    ErrorCode::InvalidTableProperty,
+                    format!("table property '{property}' takes strings, got {other}"),
+                )),
             },
-            other => Err(GatewayError::Analysis(format!(
-                "table property '{property}' takes strings, got {other}"
-            ))),
+            other => Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!("table property '{property}' takes strings, got {other}"),
+            )),
         })
         .collect()
 }
@@ -119,9 +128,10 @@ pub fn partition_spec(schema: &Schema, fields: &[String]) -> Result<Option<Unbou
     for field in fields {
         let (transform, column) = parse_partition_field(field)?;
         let source = schema.field_by_name(&column).ok_or_else(|| {
-            GatewayError::Analysis(format!(
-                "partition column '{column}' is not a column of the table"
-            ))
+            Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!("partition column '{column}' is not a column of the table"),
+            )
         })?;
         let name = match transform {
             Transform::Identity => column.clone(),
@@ -134,14 +144,22 @@ pub fn partition_spec(schema: &Schema, fields: &[String]) -> Result<Option<Unbou
             _ => format!("{column}_{transform}"),
         };
         if transform.result_type(&source.field_type).is_err() {
-            return Err(GatewayError::Analysis(format!(
-                "partition transform '{field}' does not apply to column '{column}' of type {}",
-                source.field_type
-            )));
+            return Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!(
+                    "partition transform '{field}' does not apply to column '{column}' of type {}",
+                    source.field_type
+                ),
+            ));
         }
         builder = builder
             .add_partition_field(source.id, name, transform)
-            .map_err(|e| GatewayError::Analysis(format!("partition field '{field}': {e}")))?;
+            .map_err(|e| {
+                Error::invalid(
+                    ErrorCode::InvalidTableProperty,
+                    format!("partition field '{field}': {e}"),
+                )
+            })?;
     }
     Ok(Some(builder.build()))
 }
@@ -149,9 +167,12 @@ pub fn partition_spec(schema: &Schema, fields: &[String]) -> Result<Option<Unbou
 fn parse_partition_field(field: &str) -> Result<(Transform, String)> {
     let field = field.trim();
     let invalid = || {
-        GatewayError::Analysis(format!(
-            "invalid partition field '{field}': use col, year(col), month(col), day(col), hour(col), bucket(col, n) or truncate(col, n)"
-        ))
+        Error::invalid(
+            ErrorCode::InvalidTableProperty,
+            format!(
+                "invalid partition field '{field}': use col, year(col), month(col), day(col), hour(col), bucket(col, n) or truncate(col, n)"
+            ),
+        )
     };
     let Some((function, rest)) = field.split_once('(') else {
         if field.is_empty() || field.contains([' ', ',', ')']) {
@@ -267,9 +288,9 @@ mod tests {
                 NestedField::optional(2, "name", Type::Primitive(PrimitiveType::String)).into(),
             ])
             .build()
-            .map_err(|e| GatewayError::Internal(e.to_string()))?;
+            .map_err(|e| Error::Internal(e.to_string()))?;
         let spec = partition_spec(&schema, &["bucket(8, id)".into(), "name".into()])?
-            .ok_or_else(|| GatewayError::Internal("spec".into()))?;
+            .ok_or_else(|| Error::Internal("spec".into()))?;
         let fields: Vec<_> = spec
             .fields()
             .iter()

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::cache::{CacheUse, Decision, consider};
 use crate::dialect::statements::{ClientStatement, niladic_calls, recognize_tokens, tokenize};
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// A parsed and logically planned statement, possibly with `$1`, `$2`, ... parameters.
 #[derive(Clone)]
@@ -67,6 +67,11 @@ impl StatementTemplate {
     /// The schema of the rows the statement returns.
     pub fn dataset_schema(&self) -> SchemaRef {
         Arc::clone(&self.dataset_schema)
+    }
+
+    /// The longest a binding of it may run (`query_max_run_time`).
+    pub fn max_run_time(&self) -> Option<std::time::Duration> {
+        self.max_run_time
     }
 
     /// One field per parameter, `$1` first; `Null` where the type could not be inferred.
@@ -138,6 +143,20 @@ impl StatementTemplate {
     }
 }
 
+/// A planning failure in the terms of what the engine knows: a user error DataFusion gives
+/// only in words is the missing table or function, when one is missing.
+fn explained(
+    error: datafusion::error::DataFusionError,
+    state: &SessionState,
+    statement: &datafusion::sql::parser::Statement,
+) -> Error {
+    let error = Error::from(error);
+    if error.code() != ErrorCode::GenericUserError {
+        return error;
+    }
+    super::unknown_names::unknown_name(state, statement).unwrap_or(error)
+}
+
 /// What a logical plan will do, before it is physically planned.
 pub(super) fn statement_kind(logical: &LogicalPlan) -> StatementKind {
     match logical {
@@ -167,9 +186,10 @@ fn parameter_schema(logical: &LogicalPlan) -> Result<SchemaRef> {
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n > 0)
             .ok_or_else(|| {
-                GatewayError::Analysis(format!(
-                    "parameter {name}: use positional parameters $1, $2, ..."
-                ))
+                Error::invalid(
+                    ErrorCode::InvalidParameterUsage,
+                    format!("parameter {name}: use positional parameters $1, $2, ..."),
+                )
             })?;
         numbered.push((position, data_type));
     }
@@ -179,11 +199,14 @@ fn parameter_schema(logical: &LogicalPlan) -> Result<SchemaRef> {
         .enumerate()
         .position(|(i, (p, _))| *p != i + 1)
     {
-        return Err(GatewayError::Analysis(format!(
-            "parameters must be numbered $1 to ${}; ${} is missing",
-            numbered.len(),
-            i + 1
-        )));
+        return Err(Error::invalid(
+            ErrorCode::InvalidParameterUsage,
+            format!(
+                "parameters must be numbered $1 to ${}; ${} is missing",
+                numbered.len(),
+                i + 1
+            ),
+        ));
     }
     let fields: Vec<Field> = numbered
         .into_iter()
@@ -230,7 +253,7 @@ impl Engine {
                 (state, nothing, TableProperties::default())
             }
             Some(other) => {
-                return Err(GatewayError::NotSupported(format!(
+                return Err(Error::NotSupported(format!(
                     "{}: a Trino session statement, answered by the Trino endpoint only",
                     other.name()
                 )));
@@ -250,7 +273,10 @@ impl Engine {
                         // Metadata is computed on the coordinator.
                         state = self.session_state_with(session, false)?;
                     }
-                    Ok::<_, GatewayError>(state.statement_to_plan(statement).await?)
+                    match state.statement_to_plan(statement.clone()).await {
+                        Ok(plan) => Ok(plan),
+                        Err(e) => Err(explained(e, &state, &statement)),
+                    }
                 }
                 .instrument(tracing::info_span!("plan"))
                 .await?;
@@ -314,10 +340,13 @@ impl Engine {
         }
         let expected = template.parameter_schema.fields().len();
         if parameters.len() != expected {
-            return Err(GatewayError::Analysis(format!(
-                "the statement takes {expected} parameters, {} were given",
-                parameters.len()
-            )));
+            return Err(Error::invalid(
+                ErrorCode::InvalidParameterUsage,
+                format!(
+                    "the statement takes {expected} parameters, {} were given",
+                    parameters.len()
+                ),
+            ));
         }
         let logical = if template.planned_at.elapsed() > TABLES_FRESH_FOR {
             reload_iceberg_tables(&template.state, template.logical.clone()).await?

@@ -6,12 +6,14 @@
 //! `max_entries` and for `ttl`; running ones are never dropped.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+mod control;
 mod stats;
 
 use chrono::{DateTime, Utc};
@@ -20,11 +22,14 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use futures::Stream;
+use parking_lot::Mutex;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
+pub use self::control::{CancelReason, QueryControl};
 pub use self::stats::{EndpointStats, Histogram, LATENCY_BUCKETS, QueryStats};
 use crate::cache::CacheUse;
 use crate::cluster::TaskLedger;
-use crate::error::GatewayError;
+use crate::error::Error;
 use crate::memory::QueryMemory;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -90,9 +95,6 @@ pub struct QueryStart {
     pub traceparent: Option<String>,
 }
 
-/// How a query can be stopped from outside its endpoint (`kill_query`).
-type Kill = Box<dyn Fn(String) + Send + Sync>;
-
 /// One query's record.
 pub struct QueryRecord {
     pub id: String,
@@ -100,7 +102,8 @@ pub struct QueryRecord {
     pub created: DateTime<Utc>,
     created_at: Instant,
     progress: Mutex<Progress>,
-    kill: OnceLock<Kill>,
+    /// How it is stopped, whoever stops it.
+    control: QueryControl,
     /// The stages and task assignment of its plan, once it runs.
     tasks: OnceLock<Arc<TaskLedger>>,
     /// Its share of the coordinator's memory pool, once it runs.
@@ -159,17 +162,38 @@ pub struct QuerySnapshot {
 
 impl QueryRecord {
     pub fn state(&self) -> QueryState {
-        self.progress
-            .lock()
-            .ok()
-            .and_then(|p| p.state)
-            .unwrap_or(QueryState::Queued)
+        self.progress.lock().state.unwrap_or(QueryState::Queued)
+    }
+
+    /// When it arrived.
+    pub fn created_at(&self) -> Instant {
+        self.created_at
+    }
+
+    /// How it is stopped.
+    pub fn control(&self) -> &QueryControl {
+        &self.control
+    }
+
+    /// Stops it for `reason` (its error is the reason's) unless it has ended already; whether
+    /// this call stopped it.
+    pub fn cancel(&self, reason: CancelReason) -> bool {
+        let state = match reason {
+            CancelReason::TimeLimit { .. } => QueryState::Failed,
+            _ => QueryState::Canceled,
+        };
+        let error = reason.error();
+        let ended = self.end(state, Some((error.code().name(), error.to_string())));
+        // A query that has ended is not stopped after the fact: its outcome stands.
+        if ended {
+            self.control.cancel(reason);
+        }
+        ended
     }
 
     fn update(&self, change: impl FnOnce(&mut Progress)) {
-        if let Ok(mut progress) = self.progress.lock()
-            && !progress.state.is_some_and(QueryState::is_final)
-        {
+        let mut progress = self.progress.lock();
+        if !progress.state.is_some_and(QueryState::is_final) {
             change(&mut progress);
         }
     }
@@ -183,36 +207,37 @@ impl QueryRecord {
             p.error = error;
             ended = true;
         });
-        if ended {
-            let output = self
-                .progress
-                .lock()
-                .map_or((0, 0), |p| (p.output_rows, p.output_bytes));
-            self.stats.ended(
-                self.start.endpoint,
-                state,
-                self.created_at.elapsed().as_secs_f64(),
-                output,
-            );
+        if !ended {
+            return false;
         }
-        if ended
-            && let Some(ledger) = self.tasks.get()
+        self.control.end();
+        let output = {
+            let p = self.progress.lock();
+            (p.output_rows, p.output_bytes)
+        };
+        self.stats.ended(
+            self.start.endpoint,
+            state,
+            self.created_at.elapsed().as_secs_f64(),
+            output,
+        );
+        if let Some(ledger) = self.tasks.get()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             // The workers send their task metrics as their streams end: read them off the
             // client's path.
             let ledger = Arc::clone(ledger);
-            runtime.spawn(async move { ledger.collect_metrics().await });
+            sqe_layers::task::spawn_on(&runtime, async move { ledger.collect_metrics().await });
         }
-        ended
+        true
     }
 
     fn ended_at(&self) -> Option<Instant> {
-        self.progress.lock().ok()?.ended.map(|(_, at)| at)
+        self.progress.lock().ended.map(|(_, at)| at)
     }
 
     pub fn snapshot(&self) -> QuerySnapshot {
-        let p = self.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let p = self.progress.lock().clone();
         let ms = |from: Instant, to: Instant| to.duration_since(from).as_millis() as i64;
         let now = Instant::now();
         let started_at = p.started.map(|(_, at)| at);
@@ -324,13 +349,14 @@ impl QueryHistory {
             created: Utc::now(),
             created_at: Instant::now(),
             progress: Mutex::new(Progress::default()),
-            kill: OnceLock::new(),
+            control: QueryControl::default(),
             tasks: OnceLock::new(),
             memory: OnceLock::new(),
             stats: Arc::clone(&self.stats),
             trace_id,
         });
-        if let Ok(mut records) = self.records.lock() {
+        {
+            let mut records = self.records.lock();
             records.push_back(Arc::clone(&record));
             self.prune(&mut records);
         }
@@ -368,22 +394,13 @@ impl QueryHistory {
     }
 
     pub fn records(&self) -> Vec<Arc<QueryRecord>> {
-        match self.records.lock() {
-            Ok(mut records) => {
-                self.prune(&mut records);
-                records.iter().rev().cloned().collect()
-            }
-            Err(_) => Vec::new(),
-        }
+        let mut records = self.records.lock();
+        self.prune(&mut records);
+        records.iter().rev().cloned().collect()
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<QueryRecord>> {
-        self.records
-            .lock()
-            .ok()?
-            .iter()
-            .find(|r| r.id == id)
-            .cloned()
+        self.records.lock().iter().find(|r| r.id == id).cloned()
     }
 
     /// Cancels query `id` for `user` (only its own user may), with `message` as its error.
@@ -396,17 +413,9 @@ impl QueryHistory {
         if state.is_final() {
             return Err(KillError::AlreadyEnded(state));
         }
-        let message = message.map_or_else(
-            || "Query killed. No message provided.".to_string(),
-            |m| format!("Query killed. Message: {m}"),
-        );
-        record.end(
-            QueryState::Canceled,
-            Some(("ADMINISTRATIVELY_KILLED", message.clone())),
-        );
-        if let Some(kill) = record.kill.get() {
-            kill(message);
-        }
+        record.cancel(CancelReason::Killed {
+            message: message.map(str::to_string),
+        });
         Ok(())
     }
 }
@@ -437,11 +446,6 @@ impl QueryTracker {
 
     pub fn record(&self) -> &Arc<QueryRecord> {
         &self.record
-    }
-
-    /// How `kill_query` stops it (the endpoint's own cancel).
-    pub fn on_kill(&self, kill: impl Fn(String) + Send + Sync + 'static) {
-        let _ = self.record.kill.set(Box::new(kill));
     }
 
     /// The plan starts running: `tasks` is its distributed plan's ledger, `cache` what the
@@ -488,24 +492,28 @@ impl QueryTracker {
         });
     }
 
-    pub fn failed(&self, error: &GatewayError) {
-        let state = if matches!(error, GatewayError::Cancelled) {
+    pub fn failed(&self, error: &Error) {
+        let state = if error.is_cancellation() {
             QueryState::Canceled
         } else {
             QueryState::Failed
         };
-        let code = crate::error::error_code(error).name;
+        let code = error.code().name();
         if self.record.end(state, Some((code, error.to_string()))) {
             self.log_ended();
         }
     }
 
     /// The query's rows, counted; the query ends with the stream (finished, failed, or
-    /// cancelled when dropped before its end).
+    /// cancelled when dropped before its end). A cancel of the query drops `stream` at once
+    /// (ending its tasks on every worker) and ends this stream with the cancel's error.
     pub fn observe(self, stream: SendableRecordBatchStream) -> SendableRecordBatchStream {
+        let schema = stream.schema();
+        *self.record.control.plan().lock() = Some(stream);
+        let cancelled = Box::pin(self.record.control.token().clone().cancelled_owned());
         Box::pin(ObservedStream {
-            schema: stream.schema(),
-            inner: stream,
+            schema,
+            cancelled,
             tracker: Some(self),
         })
     }
@@ -513,10 +521,7 @@ impl QueryTracker {
 
 impl Drop for QueryTracker {
     fn drop(&mut self) {
-        if self.record.end(
-            QueryState::Canceled,
-            Some(("USER_CANCELED", "Query was canceled".into())),
-        ) {
+        if self.record.cancel(CancelReason::Client) {
             self.log_ended();
         }
     }
@@ -524,15 +529,36 @@ impl Drop for QueryTracker {
 
 struct ObservedStream {
     schema: SchemaRef,
-    inner: SendableRecordBatchStream,
+    /// Resolves when the query is stopped; the plan's stream is gone by then.
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     tracker: Option<QueryTracker>,
+}
+
+impl ObservedStream {
+    fn next_batch(&mut self, cx: &mut Context<'_>) -> Poll<Option<DfResult<RecordBatch>>> {
+        let Some(tracker) = &self.tracker else {
+            return Poll::Ready(None);
+        };
+        if self.cancelled.as_mut().poll(cx).is_ready() {
+            let error = tracker.record.control.error();
+            return Poll::Ready(Some(Err(DataFusionError::External(Box::new(error)))));
+        }
+        let mut plan = tracker.record.control.plan().lock();
+        match plan.as_mut() {
+            Some(stream) => stream.as_mut().poll_next(cx),
+            // Taken by a cancel between the check above and the lock.
+            None => Poll::Ready(Some(Err(DataFusionError::External(Box::new(
+                tracker.record.control.error(),
+            ))))),
+        }
+    }
 }
 
 impl Stream for ObservedStream {
     type Item = DfResult<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = std::task::ready!(self.inner.as_mut().poll_next(cx));
+        let next = std::task::ready!(self.next_batch(cx));
         Poll::Ready(match next {
             Some(Ok(batch)) => {
                 if let Some(tracker) = &self.tracker {
@@ -553,14 +579,16 @@ impl Stream for ObservedStream {
             }
             Some(Err(e)) => {
                 // Classified once, here; endpoints unwrap the same error from `External`.
-                let error = GatewayError::from(e);
+                let error = Error::from(e);
                 if let Some(tracker) = self.tracker.take() {
+                    tracker.record.control.plan().lock().take();
                     tracker.failed(&error);
                 }
                 Some(Err(DataFusionError::External(Box::new(error))))
             }
             None => {
                 if let Some(tracker) = self.tracker.take() {
+                    tracker.record.control.plan().lock().take();
                     tracker.finished(None);
                 }
                 None
@@ -572,19 +600,6 @@ impl Stream for ObservedStream {
 impl RecordBatchStream for ObservedStream {
     fn schema(&self) -> SchemaRef {
         std::sync::Arc::clone(&self.schema)
-    }
-}
-
-/// Lets `kill_query` reach an endpoint's query without keeping it alive.
-pub fn kill_through<T: Send + Sync + 'static>(
-    target: &Arc<T>,
-    kill: impl Fn(&Arc<T>, String) + Send + Sync + 'static,
-) -> impl Fn(String) + Send + Sync + 'static {
-    let weak: Weak<T> = Arc::downgrade(target);
-    move |message| {
-        if let Some(target) = weak.upgrade() {
-            kill(&target, message);
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Totals over every query since the coordinator started, for `/metrics`.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::QueryState;
@@ -32,7 +32,8 @@ impl QueryStats {
         seconds: f64,
         (rows, bytes): (u64, u64),
     ) {
-        if let Ok(mut inner) = self.inner.lock() {
+        {
+            let mut inner = self.inner.lock();
             let stats = inner.entry(endpoint).or_insert_with(|| EndpointStats {
                 by_state: HashMap::new(),
                 output_rows: 0,
@@ -48,10 +49,7 @@ impl QueryStats {
 
     /// Reads the stats of every endpoint.
     pub fn with<R>(&self, read: impl FnOnce(&HashMap<&'static str, EndpointStats>) -> R) -> R {
-        match self.inner.lock() {
-            Ok(inner) => read(&inner),
-            Err(_) => read(&HashMap::new()),
-        }
+        read(&self.inner.lock())
     }
 }
 

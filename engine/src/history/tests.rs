@@ -65,13 +65,10 @@ async fn stream_errors_fail_the_query_and_reach_the_client_classified() {
     let mut stream = tracker.observe(rows(1, true));
     assert!(matches!(stream.next().await, Some(Ok(_))));
     let error = match stream.next().await {
-        Some(Err(e)) => GatewayError::from(e),
+        Some(Err(e)) => Error::from(e),
         other => panic!("expected the error, got {other:?}"),
     };
-    assert!(
-        matches!(error, GatewayError::ResourcesExhausted(_)),
-        "{error:?}"
-    );
+    assert!(matches!(error, Error::ResourcesExhausted(_)), "{error:?}");
     let q = history.records()[0].snapshot();
     assert_eq!(q.state, QueryState::Failed);
     assert_eq!(q.error_code, Some("EXCEEDED_GLOBAL_MEMORY_LIMIT"));
@@ -91,19 +88,17 @@ async fn a_dropped_stream_is_a_cancelled_query() {
 fn only_the_owner_kills_a_running_query() {
     let history = QueryHistory::new(HistorySettings::default());
     let tracker = history.begin(start("ann", "SELECT a"));
-    let killed = Arc::new(Mutex::new(None));
-    let seen = Arc::clone(&killed);
-    tracker.on_kill(move |message| {
-        if let Ok(mut slot) = seen.lock() {
-            *slot = Some(message);
-        }
-    });
     let id = tracker.id().to_string();
     assert_eq!(history.kill("nope", "ann", None), Err(KillError::NotFound));
     assert_eq!(history.kill(&id, "bob", None), Err(KillError::NotOwner));
+    assert!(!tracker.record().control().is_cancelled());
     assert_eq!(history.kill(&id, "ann", Some("too slow")), Ok(()));
-    let message = killed.lock().ok().and_then(|m| m.clone());
-    assert_eq!(message.as_deref(), Some("Query killed. Message: too slow"));
+    let control = tracker.record().control();
+    assert!(control.is_cancelled());
+    assert_eq!(
+        control.error().to_string(),
+        "Query killed. Message: too slow"
+    );
     let q = history.records()[0].snapshot();
     assert_eq!(
         (q.state, q.error_code),
@@ -116,6 +111,50 @@ fn only_the_owner_kills_a_running_query() {
     // Ending later changes nothing.
     tracker.finished(Some(1));
     assert_eq!(history.records()[0].snapshot().state, QueryState::Canceled);
+}
+
+#[tokio::test]
+async fn a_cancel_drops_the_plan_at_once_and_ends_the_stream_with_its_reason() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    tracker.started(None, None, None);
+    let record = Arc::clone(tracker.record());
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let guard = DropFlag(Arc::clone(&dropped));
+    // A plan that never produces a row, and says when it is dropped.
+    let never = futures::stream::pending::<DfResult<RecordBatch>>().map(move |b| {
+        let _ = &guard;
+        b
+    });
+    let mut stream = tracker.observe(Box::pin(RecordBatchStreamAdapter::new(schema, never)));
+    let waiting = tokio::spawn(async move { stream.next().await.map(|r| r.map_err(Error::from)) });
+    tokio::task::yield_now().await;
+    assert!(record.cancel(CancelReason::TimeLimit {
+        limit: Duration::from_secs(3)
+    }));
+    assert!(
+        dropped.load(std::sync::atomic::Ordering::SeqCst),
+        "the plan was dropped at once"
+    );
+    let ended = waiting.await.ok().flatten();
+    assert!(
+        matches!(ended, Some(Err(Error::TimeLimit { .. }))),
+        "{ended:?}"
+    );
+    let q = history.records()[0].snapshot();
+    assert_eq!(
+        (q.state, q.error_code),
+        (QueryState::Failed, Some("EXCEEDED_TIME_LIMIT"))
+    );
+}
+
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 #[test]

@@ -28,7 +28,7 @@ use futures::future::BoxFuture;
 
 pub use self::rows::{Cell, Kind, TableSpec};
 pub use self::system_runtime::{NodeIdentity, RuntimeView};
-use crate::error::{GatewayError, Result};
+use crate::error::{Error, Result};
 
 /// The catalog of metadata about all catalogs.
 pub const SYSTEM_CATALOG: &str = "system";
@@ -187,8 +187,8 @@ pub fn catalog_list(
     runtime: RuntimeView,
 ) -> Result<Arc<dyn CatalogProviderList>> {
     if name == SYSTEM_CATALOG || name == INFORMATION_SCHEMA {
-        return Err(GatewayError::Config(crate::error::ConfigError::Invalid(
-            format!("the catalog cannot be named '{name}': that name is SQE's own"),
+        return Err(Error::Settings(format!(
+            "the catalog cannot be named '{name}': that name is SQE's own"
         )));
     }
     let list = Arc::new_cyclic(|weak: &Weak<MemoryCatalogProviderList>| {

@@ -1,49 +1,30 @@
 //! Client authentication on the Flight SQL endpoint: every call but `Handshake` must carry the
 //! bearer token a handshake issued, when authentication is on.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use base64::Engine as _;
-use http::{Request, Response};
-use pin_project::pin_project;
+use http::Request;
+use sqe_layers::authorize::{Authorize, AuthorizeLayer};
 use tonic::Status;
-use tonic::body::Body;
-use tower::{Layer, Service};
 
 use crate::client_auth::{ClientAuth, Principal};
 
 const HANDSHAKE_PATH: &str = "/arrow.flight.protocol.FlightService/Handshake";
 
-/// Puts the caller's [`Principal`] into the request extensions, or answers `Unauthenticated`.
+/// Puts the caller's [`Principal`] into the request extensions, or answers `Unauthenticated`:
+/// the generic authorize-or-reject layer with the client check.
+pub type ClientAuthLayer = AuthorizeLayer<ClientCheck>;
+
+/// Builds the layer for `auth`.
+pub fn client_auth_layer(auth: Arc<ClientAuth>) -> ClientAuthLayer {
+    AuthorizeLayer::new(ClientCheck { auth })
+}
+
+/// Who a Flight SQL call is: its bearer token's user, or (without client authentication) the
+/// user it names.
 #[derive(Debug, Clone)]
-pub struct ClientAuthLayer {
-    auth: Arc<ClientAuth>,
-}
-
-impl ClientAuthLayer {
-    pub fn new(auth: Arc<ClientAuth>) -> Self {
-        Self { auth }
-    }
-}
-
-impl<S> Layer<S> for ClientAuthLayer {
-    type Service = ClientAuthService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ClientAuthService {
-            inner,
-            auth: Arc::clone(&self.auth),
-        }
-    }
-}
-
-/// See [`ClientAuthLayer`].
-#[derive(Debug, Clone)]
-pub struct ClientAuthService<S> {
-    inner: S,
+pub struct ClientCheck {
     auth: Arc<ClientAuth>,
 }
 
@@ -89,7 +70,7 @@ pub fn credentials(headers: &http::HeaderMap) -> Result<Option<Credentials>, Sta
     ))
 }
 
-impl<S> ClientAuthService<S> {
+impl ClientCheck {
     fn principal(&self, headers: &http::HeaderMap) -> Result<Principal, Status> {
         match credentials(headers)? {
             Some(Credentials::Bearer(token)) => match self.auth.verify(&token) {
@@ -108,64 +89,15 @@ impl<S> ClientAuthService<S> {
     }
 }
 
-impl<S, B> Service<Request<B>> for ClientAuthService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
-    type Future = ClientAuthFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+impl<B> Authorize<B> for ClientCheck {
+    fn authorize(&self, request: &mut Request<B>) -> Result<(), Status> {
         // Workers' control-plane calls carry worker_secret tokens, verified by their own layer.
         let path = request.uri().path();
         if path == HANDSHAKE_PATH || sqe_proto::is_control_plane_path(path) {
-            return ClientAuthFuture::Accepted {
-                future: self.inner.call(request),
-            };
+            return Ok(());
         }
-        match self.principal(request.headers()) {
-            Ok(principal) => {
-                request.extensions_mut().insert(principal);
-                ClientAuthFuture::Accepted {
-                    future: self.inner.call(request),
-                }
-            }
-            Err(status) => ClientAuthFuture::Rejected {
-                response: Some(status.into_http()),
-            },
-        }
-    }
-}
-
-/// Response future of [`ClientAuthService`].
-#[pin_project(project = ClientAuthFutureProj)]
-pub enum ClientAuthFuture<F> {
-    Accepted {
-        #[pin]
-        future: F,
-    },
-    Rejected {
-        response: Option<Response<Body>>,
-    },
-}
-
-impl<F, E> Future for ClientAuthFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            ClientAuthFutureProj::Accepted { future } => future.poll(cx),
-            ClientAuthFutureProj::Rejected { response } => Poll::Ready(Ok(response
-                .take()
-                .unwrap_or_else(|| Status::internal("polled after completion").into_http()))),
-        }
+        let principal = self.principal(request.headers())?;
+        request.extensions_mut().insert(principal);
+        Ok(())
     }
 }

@@ -15,7 +15,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use sqe_engine::dialect::types::{precision_and_scale, trino_type_name};
 use sqe_engine::engine::Engine;
-use sqe_engine::error::{GatewayError, Result};
+use sqe_engine::error::{Error, Result};
 
 /// What GetSqlInfo reports.
 pub static SQL_INFO: LazyLock<Option<SqlInfoData>> = LazyLock::new(|| {
@@ -149,13 +149,13 @@ pub static XDBC_TYPES: LazyLock<Option<XdbcTypeInfoData>> = LazyLock::new(|| {
 pub fn sql_info() -> Result<&'static SqlInfoData> {
     SQL_INFO
         .as_ref()
-        .ok_or_else(|| GatewayError::Internal("SqlInfo data could not be built".into()))
+        .ok_or_else(|| Error::Internal("SqlInfo data could not be built".into()))
 }
 
 pub fn xdbc_types() -> Result<&'static XdbcTypeInfoData> {
     XDBC_TYPES
         .as_ref()
-        .ok_or_else(|| GatewayError::Internal("XDBC type data could not be built".into()))
+        .ok_or_else(|| Error::Internal("XDBC type data could not be built".into()))
 }
 
 /// A table's columns with the `ARROW:FLIGHT:SQL:*` metadata the Flight SQL JDBC driver reads.
@@ -219,9 +219,7 @@ pub async fn db_schemas(engine: &Engine, query: CommandGetDbSchemas) -> Result<R
     for schema in engine.schema_names().await? {
         builder.append(engine.catalog_name(), schema);
     }
-    builder
-        .build()
-        .map_err(|e| GatewayError::Internal(e.to_string()))
+    builder.build().map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// GetTables, with each table's annotated schema when asked for.
@@ -232,7 +230,7 @@ pub async fn tables(engine: &Engine, query: CommandGetTables) -> Result<RecordBa
         return query
             .into_builder()
             .build()
-            .map_err(|e| GatewayError::Internal(e.to_string()));
+            .map_err(|e| Error::Internal(e.to_string()));
     }
     let mut builder = query.into_builder();
     let empty = Schema::empty();
@@ -248,12 +246,10 @@ pub async fn tables(engine: &Engine, query: CommandGetTables) -> Result<RecordBa
             };
             builder
                 .append(&catalog, &schema, &table, "TABLE", &columns)
-                .map_err(|e| GatewayError::Internal(e.to_string()))?;
+                .map_err(|e| Error::Internal(e.to_string()))?;
         }
     }
-    builder
-        .build()
-        .map_err(|e| GatewayError::Internal(e.to_string()))
+    builder.build().map_err(|e| Error::Internal(e.to_string()))
 }
 
 fn utf8(name: &str, nullable: bool) -> Field {

@@ -15,24 +15,24 @@ mod statements;
 
 use std::sync::Arc;
 
-pub use auth::ClientAuthLayer;
+pub use auth::{ClientAuthLayer, client_auth_layer};
 pub use server::{SqeFlightService, flight_sql_server};
 pub use service::SqeFlightSqlService;
 use tonic::Status;
 use uuid::Uuid;
 
 use crate::client_auth::ClientAuth;
-use sqe_engine::engine::Engine;
+use sqe_engine::queries::Queries;
 
-/// The Flight SQL service for `engine`, with its client authentication layer.
+/// The Flight SQL service over `queries`, with its client authentication layer.
 pub fn flight_service(
-    engine: Arc<Engine>,
+    queries: Arc<Queries>,
     auth: Arc<ClientAuth>,
 ) -> (ClientAuthLayer, SqeFlightService) {
-    let layer = ClientAuthLayer::new(Arc::clone(&auth));
+    let layer = client_auth_layer(Arc::clone(&auth));
     (
         layer,
-        SqeFlightService::new(SqeFlightSqlService::new(engine, auth)),
+        SqeFlightService::new(SqeFlightSqlService::new(queries, auth)),
     )
 }
 

@@ -39,9 +39,12 @@ impl SqeFlightService {
         let engine = self.inner.engine();
         let schema = match command {
             Command::CommandStatementQuery(query) => {
-                let session = self.inner.session(request);
+                let settings = self
+                    .inner
+                    .queries()
+                    .settings(&self.inner.session(request))?;
                 engine
-                    .template(&session, &query.query)
+                    .template(&settings, &query.query)
                     .await?
                     .dataset_schema()
                     .as_ref()

@@ -49,29 +49,29 @@ use super::protocol::{
     session_option_value::OptionValue,
 };
 use super::sessions::Sessions;
-use super::statements::{Cancelled, Planned, PreparedStatement, Statements};
+use super::statements::{Cancelled, Planned, PreparedStatement, RunningGuard, Statements};
 use crate::client_auth::{ClientAuth, Principal};
-use sqe_engine::engine::{
-    Engine, IfExists, IfMissing, IngestTarget, Outcome, Prepared, SessionSettings,
+use sqe_engine::engine::{Engine, IfExists, IfMissing, IngestTarget};
+use sqe_engine::error::{Error, ErrorCode};
+use sqe_engine::queries::{
+    Endpoint, Output, Queries, QueryHandle, QueryRequest, Session, Statement, command_batch,
 };
-use sqe_engine::error::GatewayError;
-use sqe_engine::history::{QueryStart, QueryTracker, kill_through};
 
 type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
 /// SQE's Flight SQL service. Wrapped by [`super::server::SqeFlightService`], which adds the
 /// RPCs arrow-flight's blanket implementation leaves out.
 pub struct SqeFlightSqlService {
-    engine: Arc<Engine>,
+    queries: Arc<Queries>,
     auth: Arc<ClientAuth>,
     sessions: Sessions,
     statements: Arc<Statements>,
 }
 
 impl SqeFlightSqlService {
-    pub fn new(engine: Arc<Engine>, auth: Arc<ClientAuth>) -> Self {
+    pub fn new(queries: Arc<Queries>, auth: Arc<ClientAuth>) -> Self {
         Self {
-            engine,
+            queries,
             auth,
             sessions: Sessions::default(),
             statements: Arc::default(),
@@ -79,7 +79,11 @@ impl SqeFlightSqlService {
     }
 
     pub(super) fn engine(&self) -> &Arc<Engine> {
-        &self.engine
+        self.queries.engine()
+    }
+
+    pub(super) fn queries(&self) -> &Arc<Queries> {
+        &self.queries
     }
 
     pub(super) fn prepared_statement(
@@ -90,73 +94,72 @@ impl SqeFlightSqlService {
         self.statements.prepared(id, principal)
     }
 
-    pub(super) fn session<T>(&self, request: &Request<T>) -> SessionSettings {
-        self.sessions
-            .get(session_key(request.metadata(), request.remote_addr()).as_deref())
+    /// The caller's session: the settings it chose with `SetSessionOptions`, run as the user
+    /// it authenticated as.
+    pub(super) fn session<T>(&self, request: &Request<T>) -> Session {
+        let mut session = self
+            .sessions
+            .get(session_key(request.metadata(), request.remote_addr()).as_deref());
+        session.user = principal(request).user;
+        session
     }
 
-    /// Records a statement this endpoint received in the query history; its trace continues
-    /// the caller's `traceparent` metadata.
-    fn track(
-        &self,
-        traceparent: Option<String>,
-        session: &SessionSettings,
-        sql: &str,
-    ) -> QueryTracker {
-        self.engine.history().begin(QueryStart {
-            id: None,
-            endpoint: "flight_sql",
-            user: session.user.clone(),
+    /// Submits a statement this endpoint received; its trace continues the caller's
+    /// `traceparent` metadata.
+    fn submit<T>(&self, request: &Request<T>, statement: Statement) -> QueryHandle {
+        self.queries.submit(QueryRequest {
+            statement,
+            session: self.session(request),
+            endpoint: Endpoint::FlightSql,
             source: None,
-            sql: sql.to_string(),
-            catalog: session.catalog.clone(),
-            schema: session.schema.clone(),
-            traceparent,
+            traceparent: request
+                .metadata()
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
         })
     }
 
-    /// The caller's W3C `traceparent` metadata.
-    fn traceparent<T>(request: &Request<T>) -> Option<String> {
-        request
-            .metadata()
-            .get("traceparent")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    }
-
-    /// Plans `prepared` for a later DoGet and describes it.
-    fn planned_info(
+    /// Plans `handle` for a later DoGet of its ticket and describes it.
+    async fn planned_info(
         &self,
-        prepared: Prepared,
+        mut handle: QueryHandle,
         principal: Principal,
-        tracker: QueryTracker,
         descriptor: FlightDescriptor,
     ) -> Result<FlightInfo, Status> {
-        let schema = prepared.schema();
-        let update_type = prepared.kind().update_type();
+        let span = rpc_span(&handle, "GetFlightInfo");
+        let described = handle.describe().instrument(span).await?.clone();
         let id = Uuid::new_v4();
-        tracker.on_kill(kill_through(
-            &self.statements,
-            move |statements, _message| {
-                statements.cancel(&id);
-            },
-        ));
-        self.statements.plan(
-            id,
-            Planned {
-                prepared,
-                principal,
-                tracker,
-            },
-        );
+        self.statements.plan(id, Planned { handle, principal });
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
         };
-        let info = info(&schema, ticket.as_any().encode_to_vec(), descriptor)?;
-        Ok(match update_type {
+        let info = info(
+            &described.schema,
+            ticket.as_any().encode_to_vec(),
+            descriptor,
+        )?;
+        Ok(match described.update_type {
             Some(kind) => info.with_app_metadata(protocol::update_type_metadata(kind)),
             None => info,
         })
+    }
+
+    /// Runs an update to its end: the rows it wrote. A statement that returns rows is refused
+    /// (and its query failed).
+    async fn run_update(&self, mut handle: QueryHandle, refused: &str) -> Result<i64, Status> {
+        let span = rpc_span(&handle, "DoPut");
+        let described = handle.describe().instrument(span.clone()).await?;
+        if described.update_type.is_none() {
+            let error = Error::invalid(ErrorCode::GenericUserError, refused);
+            return Err(handle.fail(error).into());
+        }
+        match handle.run().instrument(span).await?.output {
+            Output::Updated { rows } => {
+                Ok(rows.map_or(0, |r| i64::try_from(r).unwrap_or(i64::MAX)))
+            }
+            Output::Rows(_) => Err(Status::internal("an update returned rows")),
+        }
     }
 
     /// Parameters sent with DoPut: one value per column, one set per row.
@@ -181,8 +184,8 @@ impl SqeFlightSqlService {
 }
 
 /// A Flight SQL call's span, in its query's trace.
-fn rpc_span(tracker: &QueryTracker, rpc: &'static str) -> tracing::Span {
-    tracing::info_span!(parent: tracker.span(), "flight_sql", otel.name = rpc)
+fn rpc_span(handle: &QueryHandle, rpc: &'static str) -> tracing::Span {
+    tracing::info_span!(parent: handle.span(), "flight_sql", otel.name = rpc)
 }
 
 pub(super) fn principal<T>(request: &Request<T>) -> Principal {
@@ -245,7 +248,7 @@ fn encode(
 }
 
 fn one_batch(
-    batch: Result<RecordBatch, GatewayError>,
+    batch: Result<RecordBatch, Error>,
 ) -> BoxStream<'static, Result<RecordBatch, FlightError>> {
     stream::iter([batch.map_err(|e| FlightError::from(Status::from(e)))]).boxed()
 }
@@ -354,20 +357,11 @@ impl FlightSqlService for SqeFlightSqlService {
         query: CommandStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let (principal, session) = (principal(&request), self.session(&request));
-        let tracker = self.track(Self::traceparent(&request), &session, &query.query);
-        let prepared = self
-            .engine
-            .prepare(&session, &query.query)
-            .instrument(rpc_span(&tracker, "GetFlightInfo"))
-            .await
-            .inspect_err(|e| tracker.failed(e))?;
-        Ok(Response::new(self.planned_info(
-            prepared,
-            principal,
-            tracker,
-            request.into_inner(),
-        )?))
+        let handle = self.submit(&request, Statement::Sql(query.query));
+        let info = self
+            .planned_info(handle, principal(&request), request.into_inner())
+            .await?;
+        Ok(Response::new(info))
     }
 
     async fn get_flight_info_prepared_statement(
@@ -382,30 +376,18 @@ impl FlightSqlService for SqeFlightSqlService {
             .statements
             .prepared(&id, &principal)
             .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
-        let mut rows = statement.parameter_rows;
-        if rows.len() > 1 {
-            return Err(Status::invalid_argument(format!(
-                "a query runs with one row of parameters; {} were bound",
-                rows.len()
-            )));
-        }
-        let tracker = self.track(
-            Self::traceparent(&request),
-            &self.session(&request),
-            &statement.sql,
+        let handle = self.submit(
+            &request,
+            Statement::Prepared {
+                sql: statement.sql,
+                template: Box::new(statement.template),
+                parameters: statement.parameter_rows,
+            },
         );
-        let prepared = self
-            .engine
-            .bind(&statement.template, rows.pop().unwrap_or_default())
-            .instrument(rpc_span(&tracker, "GetFlightInfo"))
-            .await
-            .inspect_err(|e| tracker.failed(e))?;
-        Ok(Response::new(self.planned_info(
-            prepared,
-            principal,
-            tracker,
-            request.into_inner(),
-        )?))
+        let info = self
+            .planned_info(handle, principal, request.into_inner())
+            .await?;
+        Ok(Response::new(info))
     }
 
     async fn do_get_statement(
@@ -416,41 +398,32 @@ impl FlightSqlService for SqeFlightSqlService {
         let principal = principal(&request);
         let id = parse_handle(&ticket.statement_handle)
             .ok_or_else(|| Status::invalid_argument("malformed ticket"))?;
-        let planned = self
-            .statements
-            .take_planned(&id, &principal)
-            .ok_or_else(|| {
-                Status::not_found("statement ticket unknown, already used, cancelled or expired")
-            })?;
-        let Planned {
-            prepared, tracker, ..
-        } = planned;
-        let schema = prepared.schema();
-        let kind = prepared.kind();
-        let running = self.statements.start(id);
-        let token = running.token();
-        prepared.mark_running(&tracker);
-        let run = self
-            .engine
-            .run(prepared)
-            .instrument(rpc_span(&tracker, "DoGet"));
-        let outcome = tokio::select! {
-            outcome = run => outcome,
-            () = token.cancelled() => Err(GatewayError::Cancelled),
-        }
-        .inspect_err(|e| tracker.failed(e))?;
-        let batches = match outcome {
-            Outcome::Rows(stream) => tracker.observe(stream),
-            Outcome::Updated { rows } => {
-                tracker.finished(rows);
-                let batch = kind.command_result(rows)?;
+        let Planned { handle, .. } =
+            self.statements
+                .take_planned(&id, &principal)
+                .ok_or_else(|| {
+                    Status::not_found(
+                        "statement ticket unknown, already used, cancelled or expired",
+                    )
+                })?;
+        let canceller = handle
+            .canceller()
+            .ok_or_else(|| Status::internal("the statement has already run"))?;
+        let running = self.statements.start(id, canceller);
+        let span = rpc_span(&handle, "DoGet");
+        let output = handle.run().instrument(span).await?;
+        let schema = Arc::clone(&output.described.schema);
+        let batches = match output.output {
+            Output::Rows(stream) => stream,
+            Output::Updated { rows } => {
+                let batch = command_batch(&output.described, rows)?;
                 Box::pin(RecordBatchStreamAdapter::new(
                     batch.schema(),
                     stream::iter([Ok(batch)]),
                 ))
             }
         };
-        Ok(Response::new(encode(schema, cancellable(batches, running))))
+        Ok(Response::new(encode(schema, guarded(batches, running))))
     }
 
     async fn get_flight_info_catalogs(
@@ -472,7 +445,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
         let mut builder = query.into_builder();
-        builder.append(self.engine.catalog_name());
+        builder.append(self.engine().catalog_name());
         let schema = builder.schema();
         let batch = builder
             .build()
@@ -499,7 +472,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
         let schema = query.clone().into_builder().schema();
-        let batch = metadata::db_schemas(&self.engine, query).await?;
+        let batch = metadata::db_schemas(self.engine(), query).await?;
         Ok(Response::new(batch_stream(schema, batch)))
     }
 
@@ -522,7 +495,7 @@ impl FlightSqlService for SqeFlightSqlService {
         _request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
         let schema = query.clone().into_builder().schema();
-        let batch = metadata::tables(&self.engine, query).await?;
+        let batch = metadata::tables(self.engine(), query).await?;
         Ok(Response::new(batch_stream(schema, batch)))
     }
 
@@ -690,30 +663,12 @@ impl FlightSqlService for SqeFlightSqlService {
         command: CommandStatementUpdate,
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        let session = self.session(&request);
-        let tracker = self.track(Self::traceparent(&request), &session, &command.query);
-        let outcome = async {
-            let prepared = self.engine.prepare(&session, &command.query).await?;
-            prepared.mark_running(&tracker);
-            self.engine.run(prepared).await
-        };
-        match outcome
-            .instrument(rpc_span(&tracker, "DoPut"))
-            .await
-            .inspect_err(|e| tracker.failed(e))?
-        {
-            Outcome::Updated { rows } => {
-                tracker.finished(rows);
-                Ok(rows.map_or(0, |r| r as i64))
-            }
-            Outcome::Rows(_) => {
-                let e = GatewayError::Analysis(
-                    "this statement returns rows: run it as a query (CommandStatementQuery)".into(),
-                );
-                tracker.failed(&e);
-                Err(Status::invalid_argument(e.to_string()))
-            }
-        }
+        let handle = self.submit(&request, Statement::Sql(command.query));
+        self.run_update(
+            handle,
+            "this statement returns rows: run it as a query (CommandStatementQuery)",
+        )
+        .await
     }
 
     async fn do_put_statement_ingest(
@@ -722,7 +677,21 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
         let target = ingest_target(&command)?;
+        let description = format!(
+            "INSERT INTO {}{} (Flight SQL ingest)",
+            command
+                .schema
+                .as_deref()
+                .map(|s| format!("{s}."))
+                .unwrap_or_default(),
+            command.table
+        );
         let session = self.session(&request);
+        let traceparent = request
+            .metadata()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let mut batches = record_batches(request.into_inner());
         // The schema arrives with the first message; an upload of no rows still has one.
         let first = batches.next().await.transpose().map_err(flight_status)?;
@@ -741,8 +710,18 @@ impl FlightSqlService for SqeFlightSqlService {
             schema,
             stream::iter(first.map(Ok)).chain(rest),
         ));
-        let rows = self.engine.ingest(&session, target, data).await?;
-        Ok(rows as i64)
+        let handle = self.queries.submit(QueryRequest {
+            statement: Statement::Ingest {
+                description,
+                target,
+                data,
+            },
+            session,
+            endpoint: Endpoint::FlightSql,
+            source: None,
+            traceparent,
+        });
+        self.run_update(handle, "an upload returns no rows").await
     }
 
     async fn do_put_prepared_statement_query(
@@ -775,37 +754,28 @@ impl FlightSqlService for SqeFlightSqlService {
             .prepared(&id, &principal)
             .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
         let session = self.session(&request);
-        let traceparent = Self::traceparent(&request);
+        let traceparent = request
+            .metadata()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let mut rows = Self::parameter_rows(request).await?;
         if rows.is_empty() {
-            rows = statement.parameter_rows.clone();
+            rows = statement.parameter_rows;
         }
-        if rows.is_empty() {
-            rows.push(Vec::new());
-        }
-        let tracker = self.track(traceparent, &session, &statement.sql);
-        let run = async {
-            let mut total = 0u64;
-            for parameters in rows {
-                let prepared = self.engine.bind(&statement.template, parameters).await?;
-                prepared.mark_running(&tracker);
-                match self.engine.run(prepared).await? {
-                    Outcome::Updated { rows } => total += rows.unwrap_or(0),
-                    Outcome::Rows(_) => {
-                        return Err(GatewayError::Analysis(
-                            "this statement returns rows: execute it as a query".into(),
-                        ));
-                    }
-                }
-            }
-            Ok(total)
-        };
-        let total = run
-            .instrument(rpc_span(&tracker, "DoPut"))
+        let handle = self.queries.submit(QueryRequest {
+            statement: Statement::Prepared {
+                sql: statement.sql,
+                template: Box::new(statement.template),
+                parameters: rows,
+            },
+            session,
+            endpoint: Endpoint::FlightSql,
+            source: None,
+            traceparent,
+        });
+        self.run_update(handle, "this statement returns rows: execute it as a query")
             .await
-            .inspect_err(|e| tracker.failed(e))?;
-        tracker.finished(Some(total));
-        Ok(i64::try_from(total).unwrap_or(i64::MAX))
     }
 
     async fn do_action_create_prepared_statement(
@@ -816,8 +786,9 @@ impl FlightSqlService for SqeFlightSqlService {
         if query.transaction_id.is_some() {
             return Err(Status::unimplemented("transactions are not supported"));
         }
-        let (principal, session) = (principal(&request), self.session(&request));
-        let template = self.engine.template(&session, &query.query).await?;
+        let principal = principal(&request);
+        let settings = self.queries.settings(&self.session(&request))?;
+        let template = self.engine().template(&settings, &query.query).await?;
         let dataset_schema = ipc_schema(&template.dataset_schema())?;
         let parameter_schema = ipc_schema(&template.parameter_schema())?;
         let id = self.statements.prepare(PreparedStatement {
@@ -939,7 +910,7 @@ impl FlightSqlService for SqeFlightSqlService {
                         string(
                             session
                                 .catalog
-                                .unwrap_or_else(|| self.engine.catalog_name().to_string()),
+                                .unwrap_or_else(|| self.engine().catalog_name().to_string()),
                         ),
                     );
                     options.insert(
@@ -1020,31 +991,16 @@ fn error_value(value: SetSessionOptionsErrorValue) -> SetSessionOptionsError {
     }
 }
 
-/// Streams `batches`, stopping with `Cancelled` when the statement is cancelled (the plan is
-/// dropped then, which stops it on every worker); the statement stays registered as running
-/// until the stream ends.
-fn cancellable(
+/// `batches` as Flight data's input, keeping the statement registered as running (so
+/// CancelFlightInfo finds it) until the stream ends or is dropped.
+fn guarded(
     batches: SendableRecordBatchStream,
-    running: super::statements::RunningGuard,
+    running: RunningGuard,
 ) -> BoxStream<'static, Result<RecordBatch, FlightError>> {
-    let token = running.token();
-    let cancelled = Box::pin(token.cancelled_owned());
-    stream::unfold(
-        (Some(batches), cancelled, running),
-        |(batches, mut cancelled, running)| async move {
-            let mut batches = batches?;
-            tokio::select! {
-                biased;
-                () = &mut cancelled => {
-                    let error = FlightError::from(Status::cancelled("query cancelled"));
-                    Some((Err(error), (None, cancelled, running)))
-                }
-                item = batches.next() => {
-                    let item = item?.map_err(|e| FlightError::from(Status::from(GatewayError::from(e))));
-                    Some((item, (Some(batches), cancelled, running)))
-                }
-            }
-        },
-    )
-    .boxed()
+    batches
+        .map(move |item| {
+            let _running = &running;
+            item.map_err(|e| FlightError::from(Status::from(Error::from(e))))
+        })
+        .boxed()
 }

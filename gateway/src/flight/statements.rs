@@ -2,27 +2,30 @@
 //! running queries a client may cancel.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::common::ScalarValue;
-use tokio_util::sync::CancellationToken;
+use parking_lot::Mutex;
+use sqe_engine::engine::StatementTemplate;
+use sqe_engine::expiring::{Expire, ExpiringMap};
+use sqe_engine::history::CancelReason;
+use sqe_engine::queries::{Canceller, QueryHandle};
 use uuid::Uuid;
 
 use crate::client_auth::Principal;
-use sqe_engine::engine::{Prepared, StatementTemplate};
-use sqe_engine::history::QueryTracker;
 
 /// How long a planned statement waits for its DoGet, and a prepared statement for its next use.
 const PLANNED_TTL: Duration = Duration::from_secs(300);
 const PREPARED_IDLE: Duration = Duration::from_secs(3600);
+/// Most planned and prepared statements kept at once.
+const MAX_STATEMENTS: u64 = 10_000;
 
 /// A statement planned by GetFlightInfo, run by DoGet from the plan (never re-planned from SQL).
 pub struct Planned {
-    pub prepared: Prepared,
+    /// The query, planned; dropped unrun, it ends as cancelled.
+    pub handle: QueryHandle,
     pub principal: Principal,
-    /// Its record in the query history, from planning on.
-    pub tracker: QueryTracker,
 }
 
 /// A prepared statement: its template and the parameters last bound (a row of values per
@@ -45,101 +48,96 @@ pub enum Cancelled {
     NotFound,
 }
 
-#[derive(Default)]
+/// A planned statement under its ticket: taken once by its DoGet (a handle is not shared).
+type Ticketed = Arc<Mutex<Option<Planned>>>;
+
 pub struct Statements {
-    planned: Mutex<HashMap<Uuid, (Instant, Planned)>>,
-    prepared: Mutex<HashMap<Uuid, (Instant, PreparedStatement)>>,
-    running: Mutex<HashMap<Uuid, CancellationToken>>,
+    planned: ExpiringMap<Uuid, Ticketed>,
+    prepared: ExpiringMap<Uuid, PreparedStatement>,
+    running: Mutex<HashMap<Uuid, Canceller>>,
+}
+
+impl Default for Statements {
+    fn default() -> Self {
+        Self {
+            planned: ExpiringMap::new(MAX_STATEMENTS, Expire::AfterWrite(PLANNED_TTL)),
+            prepared: ExpiringMap::new(MAX_STATEMENTS, Expire::WhenIdle(PREPARED_IDLE)),
+            running: Mutex::default(),
+        }
+    }
 }
 
 impl Statements {
     /// Keeps `planned` for the DoGet of ticket `id`.
     pub fn plan(&self, id: Uuid, planned: Planned) {
-        if let Ok(mut map) = self.planned.lock() {
-            map.retain(|_, (at, _)| at.elapsed() < PLANNED_TTL);
-            map.insert(id, (Instant::now(), planned));
-        }
+        self.planned.insert(id, Arc::new(Mutex::new(Some(planned))));
     }
 
     /// Takes the planned statement `id` to run it; only its principal may.
     pub fn take_planned(&self, id: &Uuid, principal: &Principal) -> Option<Planned> {
-        let mut map = self.planned.lock().ok()?;
-        let owner_matches = map.get(id).is_some_and(|(_, p)| &p.principal == principal);
+        let ticketed = self.planned.get(id)?;
+        let owner_matches = ticketed
+            .lock()
+            .as_ref()
+            .is_some_and(|p| &p.principal == principal);
         if !owner_matches {
             return None;
         }
-        let (at, planned) = map.remove(id)?;
-        (at.elapsed() < PLANNED_TTL).then_some(planned)
+        self.planned.remove(id);
+        ticketed.lock().take()
     }
 
     pub fn prepare(&self, statement: PreparedStatement) -> Uuid {
         let id = Uuid::new_v4();
-        if let Ok(mut map) = self.prepared.lock() {
-            map.retain(|_, (at, _)| at.elapsed() < PREPARED_IDLE);
-            map.insert(id, (Instant::now(), statement));
-        }
+        self.prepared.insert(id, statement);
         id
     }
 
     pub fn prepared(&self, id: &Uuid, principal: &Principal) -> Option<PreparedStatement> {
-        let mut map = self.prepared.lock().ok()?;
-        let (used, statement) = map.get_mut(id)?;
-        if &statement.principal != principal {
-            return None;
-        }
-        *used = Instant::now();
-        Some(statement.clone())
+        self.prepared
+            .get(id)
+            .filter(|statement| &statement.principal == principal)
     }
 
     pub fn bind(&self, id: &Uuid, principal: &Principal, rows: Vec<Vec<ScalarValue>>) -> bool {
-        let Ok(mut map) = self.prepared.lock() else {
+        let Some(mut statement) = self.prepared(id, principal) else {
             return false;
         };
-        match map.get_mut(id) {
-            Some((used, statement)) if &statement.principal == principal => {
-                *used = Instant::now();
-                statement.parameter_rows = rows;
-                true
-            }
-            _ => false,
-        }
+        statement.parameter_rows = rows;
+        self.prepared.insert(*id, statement);
+        true
     }
 
     pub fn close_prepared(&self, id: &Uuid) {
-        if let Ok(mut map) = self.prepared.lock() {
-            map.remove(id);
-        }
+        self.prepared.remove(id);
     }
 
-    /// Registers statement `id` as running; its token is cancelled by [`Self::cancel`].
-    pub fn start(self: &Arc<Self>, id: Uuid) -> RunningGuard {
-        let token = CancellationToken::new();
-        if let Ok(mut running) = self.running.lock() {
-            running.insert(id, token.clone());
-        }
+    /// Registers statement `id` as running until the guard is dropped; [`Self::cancel`] stops
+    /// it through `canceller`.
+    pub fn start(self: &Arc<Self>, id: Uuid, canceller: Canceller) -> RunningGuard {
+        self.running.lock().insert(id, canceller);
         RunningGuard {
             statements: Arc::clone(self),
             id,
-            token,
         }
     }
 
     /// Stops statement `id` if it runs, or drops it if it waits for its DoGet.
     pub fn cancel(&self, id: &Uuid) -> Cancelled {
-        if let Some(token) = self.running.lock().ok().and_then(|r| r.get(id).cloned()) {
-            token.cancel();
+        let running = self.running.lock().get(id).cloned();
+        if let Some(canceller) = running {
+            canceller.cancel(CancelReason::Client);
             return Cancelled::Yes;
         }
-        if self
+        // A dropped handle ends its query.
+        match self
             .planned
-            .lock()
-            .ok()
-            .and_then(|mut p| p.remove(id))
-            .is_some()
+            .remove(id)
+            .and_then(|ticketed| ticketed.lock().take())
         {
-            return Cancelled::Yes;
+            Some(_) => Cancelled::Yes,
+            None => Cancelled::NotFound,
         }
-        Cancelled::NotFound
     }
 }
 
@@ -147,19 +145,10 @@ impl Statements {
 pub struct RunningGuard {
     statements: Arc<Statements>,
     id: Uuid,
-    token: CancellationToken,
-}
-
-impl RunningGuard {
-    pub fn token(&self) -> CancellationToken {
-        self.token.clone()
-    }
 }
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
-        if let Ok(mut running) = self.statements.running.lock() {
-            running.remove(&self.id);
-        }
+        self.statements.running.lock().remove(&self.id);
     }
 }

@@ -5,13 +5,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::{ConfigError, StartError, StartResult as Result};
 use sqe_engine::cache::CacheSettings;
 use sqe_engine::catalog::connect_catalog;
 use sqe_engine::cluster::{PoolSettings, Registry, VersionRequirement, WorkerPool};
 use sqe_engine::engine::{Engine, EngineSettings};
-use sqe_engine::error::{ConfigError, GatewayError, Result};
 use sqe_engine::history::HistorySettings;
 use sqe_engine::metadata::NodeIdentity;
+use sqe_engine::queries::Queries;
 use sqe_layers::auth::{TokenVerifier, VerifyLayer};
 use sqe_layers::serve::Servers;
 use sqe_proto::ControlPlaneServer;
@@ -33,6 +34,8 @@ use crate::trino::{TrinoEndpoint, trino_router};
 /// A running coordinator.
 pub struct RunningCoordinator {
     pub engine: Arc<Engine>,
+    /// Every statement of both endpoints goes through it.
+    pub queries: Arc<Queries>,
     pub flight_sql_addr: SocketAddr,
     /// Where the Trino client protocol is served, unless disabled.
     pub trino_http_addr: Option<SocketAddr>,
@@ -77,8 +80,8 @@ pub async fn start_coordinator_on(
     let catalog = connect_catalog(&config.catalog.settings(&config.auth)?, &storage_props).await?;
     let peers = config.peer_settings()?;
     // Workers registering over the control plane present worker_secret tokens.
-    let verifier = token_verifier(&peers).map_err(node_error)?;
-    let channels = channel_resolver(&config.coordinator.node_id, &peers).map_err(node_error)?;
+    let verifier = token_verifier(&peers)?;
+    let channels = channel_resolver(&config.coordinator.node_id, &peers)?;
     let workers = worker_pool(&config.coordinator, &channels).await?;
     let client_auth = ClientAuth::from_config(&config.client_auth)?;
     let tls = ClientTls::from_config(&config.coordinator, trino_listener.is_some())?;
@@ -98,12 +101,12 @@ pub async fn start_coordinator_on(
     }
     let flight_sql_addr = flight_listener
         .local_addr()
-        .map_err(|e| GatewayError::Internal(format!("Flight SQL listener: {e}")))?;
+        .map_err(|e| StartError::System(format!("Flight SQL listener: {e}")))?;
     let trino_http_addr = trino_listener
         .as_ref()
         .map(TcpListener::local_addr)
         .transpose()
-        .map_err(|e| GatewayError::Internal(format!("Trino listener: {e}")))?;
+        .map_err(|e| StartError::System(format!("Trino listener: {e}")))?;
     // Where clients reach this coordinator: the Trino port if served, else Flight SQL.
     let client_uri = match trino_http_addr {
         Some(a) => format!(
@@ -122,8 +125,11 @@ pub async fn start_coordinator_on(
     let settings = engine_settings(config, storage_props, client_uri);
     let peer_calls = PeerCalls::of(channels.stack());
     let engine = Engine::new(settings, catalog, Arc::clone(&workers), Arc::new(channels)).await?;
+    // A Trino transaction goes when its client does (as its queries do).
+    let client_timeout = Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1));
+    let queries = Queries::new(Arc::clone(&engine), client_timeout);
     let mut servers = Servers::new();
-    let registry = ControlPlaneServer::new(Arc::new(Registry::new(
+    let registry = ControlPlaneServer::from_arc(Arc::new(Registry::new(
         workers,
         config.coordinator.node_id.clone(),
         verifier.is_some() || peers.allow_unauthenticated,
@@ -131,16 +137,16 @@ pub async fn start_coordinator_on(
     serve_flight(
         &mut servers,
         flight_listener,
-        (&engine, &client_auth),
+        (&queries, &client_auth),
         registry,
         verifier.clone(),
         tls.flight,
     )?;
     if let Some(listener) = trino_listener {
         let endpoint = TrinoEndpoint::new(
-            Arc::clone(&engine),
+            Arc::clone(&queries),
             config.coordinator.environment.clone(),
-            Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1)),
+            client_timeout,
             client_auth,
             tls.trino.is_some(),
         );
@@ -167,15 +173,12 @@ pub async fn start_coordinator_on(
     }
     Ok(RunningCoordinator {
         engine,
+        queries,
         flight_sql_addr,
         trino_http_addr,
         metrics_addr,
         servers,
     })
-}
-
-fn node_error(e: sqe_worker::NodeError) -> GatewayError {
-    GatewayError::Internal(e.to_string())
 }
 
 /// The workers of `[coordinator]`, probed once before the engine plans anything.
@@ -186,7 +189,7 @@ async fn worker_pool(
     let urls = coordinator
         .worker_urls
         .iter()
-        .map(|u| Url::parse(u).map_err(|e| GatewayError::Internal(format!("worker URL {u}: {e}"))))
+        .map(|u| Url::parse(u).map_err(|e| StartError::System(format!("worker URL {u}: {e}"))))
         .collect::<Result<Vec<_>>>()?;
     let settings = PoolSettings {
         required: version_requirement(coordinator),
@@ -254,24 +257,24 @@ fn engine_settings(
 fn serve_flight(
     servers: &mut Servers,
     listener: TcpListener,
-    (engine, client_auth): (&Arc<Engine>, &Arc<ClientAuth>),
+    (queries, client_auth): (&Arc<Queries>, &Arc<ClientAuth>),
     registry: ControlPlaneServer<Registry>,
     verifier: Option<Arc<TokenVerifier>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
 ) -> Result<()> {
-    let (auth_layer, service) = flight_service(Arc::clone(engine), Arc::clone(client_auth));
+    let (auth_layer, service) = flight_service(Arc::clone(queries), Arc::clone(client_auth));
     let service = flight_sql_server(service);
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {
         builder = builder
             .tls_config(tls)
-            .map_err(|e| GatewayError::Config(ConfigError::Invalid(format!("TLS: {e}"))))?;
+            .map_err(|e| StartError::Config(ConfigError::Invalid(format!("TLS: {e}"))))?;
     }
     servers.spawn("flight-sql", |stop| async move {
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         let router = builder.layer(auth_layer).add_service(service);
         let router = match verifier {
-            Some(verifier) => router.add_service(VerifyLayer::new(verifier).layer(registry)),
+            Some(verifier) => router.add_service(VerifyLayer::verifying(verifier).layer(registry)),
             None => router.add_service(registry),
         };
         if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
@@ -350,7 +353,7 @@ impl ClientTls {
         };
         let read = |path: &std::path::Path, key: &str| {
             std::fs::read(path).map_err(|e| {
-                GatewayError::Config(ConfigError::Invalid(format!(
+                StartError::Config(ConfigError::Invalid(format!(
                     "coordinator.{key} {}: {e}",
                     path.display()
                 )))

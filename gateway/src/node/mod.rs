@@ -11,7 +11,7 @@ pub use coordinator::{
 pub use sqe_worker::node::RunningWorker;
 pub use worker::{start_worker, worker_node_id, worker_version};
 
-use sqe_engine::error::{GatewayError, Result};
+use crate::error::{StartError, StartResult as Result};
 use tokio::net::TcpListener;
 
 /// The version this build reports to coordinators: `SQE_VERSION` if set, else the crate version.
@@ -23,5 +23,5 @@ pub fn build_version() -> String {
 pub async fn bind(address: &str, port: u16, what: &str) -> Result<TcpListener> {
     sqe_layers::serve::bind(address, port)
         .await
-        .map_err(|e| GatewayError::Internal(format!("{e} (for {what})")))
+        .map_err(|e| StartError::System(format!("{e} (for {what})")))
 }

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use sqe_engine::error::{GatewayError, Result};
+use crate::error::{StartError, StartResult as Result};
 use sqe_layers::serve::Servers;
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
@@ -25,11 +25,11 @@ pub(super) async fn serve_observability<O: Observed>(
     let listener = bind(address, port, what).await?;
     let addr = listener
         .local_addr()
-        .map_err(|e| GatewayError::Internal(format!("metrics listener: {e}")))?;
+        .map_err(|e| StartError::System(format!("metrics listener: {e}")))?;
     // A std listener: it is served on whichever runtime runs the server task.
     let listener = listener
         .into_std()
-        .map_err(|e| GatewayError::Internal(format!("metrics listener: {e}")))?;
+        .map_err(|e| StartError::System(format!("metrics listener: {e}")))?;
     let observed: Arc<dyn Observed> = Arc::new(observed);
     servers.spawn_on(handle, "metrics", |stop| async move {
         let served = match TcpListener::from_std(listener) {

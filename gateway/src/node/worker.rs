@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use sqe_engine::error::{GatewayError, Result};
+use crate::error::{StartError, StartResult as Result};
 use sqe_worker::node::{CoordinatorLink, RunningWorker, WorkerNodeSettings, default_node_id};
 use tokio::net::TcpListener;
 
@@ -15,7 +15,7 @@ use crate::observe::{PeerCalls, WorkerObserved};
 pub fn worker_node_id(config: &WorkerConfig, listener: &TcpListener) -> Result<String> {
     let addr = listener
         .local_addr()
-        .map_err(|e| GatewayError::Internal(format!("worker listener: {e}")))?;
+        .map_err(|e| StartError::System(format!("worker listener: {e}")))?;
     Ok(config
         .worker
         .node_id
@@ -48,9 +48,7 @@ fn settings(config: &WorkerConfig) -> Result<WorkerNodeSettings> {
 
 /// Starts a worker on an already-bound listener, with its metrics port when configured.
 pub async fn start_worker(config: &WorkerConfig, listener: TcpListener) -> Result<RunningWorker> {
-    let mut worker = sqe_worker::node::start(settings(config)?, listener)
-        .await
-        .map_err(|e| GatewayError::Internal(e.to_string()))?;
+    let mut worker = sqe_worker::node::start(settings(config)?, listener).await?;
     let observed = WorkerObserved {
         stats: std::sync::Arc::clone(&worker.stats),
         verifier: worker.verifier_stats.clone(),

@@ -18,12 +18,12 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use uuid::Uuid;
 
+use super::error::{Result, ShellError};
 use crate::flight::protocol::{
     CANCEL_FLIGHT_INFO, SESSION_COOKIE, SET_SESSION_OPTIONS, SessionOptionValue,
     SetSessionOptionsRequest, SetSessionOptionsResult, parse_update_type,
     session_option_value::OptionValue,
 };
-use sqe_engine::error::{GatewayError, Result};
 
 /// Where the coordinator is and how to reach it.
 #[derive(Clone, Debug)]
@@ -89,16 +89,16 @@ impl Connection {
     pub async fn open(target: &Target, credentials: &Credentials) -> Result<Self> {
         let uri = target.uri();
         let mut endpoint = Endpoint::from_shared(uri.clone())
-            .map_err(|e| GatewayError::Connect(format!("invalid server address {uri}: {e}")))?
+            .map_err(|e| ShellError::Connect(format!("invalid server address {uri}: {e}")))?
             .connect_timeout(Duration::from_secs(10))
             .tcp_nodelay(true);
         if let Some(tls) = &target.tls {
             endpoint = endpoint
                 .tls_config(tls_config(tls)?)
-                .map_err(|e| GatewayError::Connect(format!("TLS settings: {e}")))?;
+                .map_err(|e| ShellError::Connect(format!("TLS settings: {e}")))?;
         }
         let channel = endpoint.connect().await.map_err(|e| {
-            GatewayError::Connect(format!(
+            ShellError::Connect(format!(
                 "cannot connect to {uri}: {}",
                 error_chain(&e as &dyn std::error::Error)
             ))
@@ -150,7 +150,7 @@ impl Connection {
                     .and_then(|r| String::from_utf8(r.payload.to_vec()).ok())
             })
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| GatewayError::Connect("the server returned no session token".into()))
+            .ok_or_else(|| ShellError::Connect("the server returned no session token".into()))
     }
 
     /// Sends `message` with this connection's token and session cookie.
@@ -192,9 +192,9 @@ impl Connection {
             .endpoint
             .first()
             .and_then(|e| e.ticket.clone())
-            .ok_or_else(|| GatewayError::Connect("the server returned no ticket".into()))?;
+            .ok_or_else(|| ShellError::Connect("the server returned no ticket".into()))?;
         if info.endpoint.len() > 1 {
-            return Err(GatewayError::Connect(
+            return Err(ShellError::Connect(
                 "results in several endpoints are not supported by this shell".into(),
             ));
         }
@@ -244,7 +244,7 @@ impl Connection {
             return Ok(false);
         };
         let result = CancelFlightInfoResult::decode(result.body)
-            .map_err(|e| GatewayError::Connect(format!("bad cancel result: {e}")))?;
+            .map_err(|e| ShellError::Connect(format!("bad cancel result: {e}")))?;
         Ok(result.status() == CancelStatus::Cancelled)
     }
 
@@ -269,9 +269,9 @@ impl Connection {
             .await?;
         while let Some(result) = results.try_next().await.map_err(|s| status_error(&s))? {
             let result = SetSessionOptionsResult::decode(result.body)
-                .map_err(|e| GatewayError::Connect(format!("bad session result: {e}")))?;
+                .map_err(|e| ShellError::Connect(format!("bad session result: {e}")))?;
             if let Some(name) = result.errors.keys().next() {
-                return Err(GatewayError::Analysis(format!(
+                return Err(ShellError::Refused(format!(
                     "the server refused session option {name}"
                 )));
             }
@@ -284,7 +284,7 @@ fn tls_config(tls: &TlsOptions) -> Result<ClientTlsConfig> {
     let mut config = ClientTlsConfig::new().with_native_roots();
     if let Some(path) = &tls.ca_cert {
         let pem = std::fs::read(path).map_err(|e| {
-            GatewayError::Connect(format!(
+            ShellError::Connect(format!(
                 "cannot read CA certificate {}: {e}",
                 path.display()
             ))
@@ -299,12 +299,12 @@ fn tls_config(tls: &TlsOptions) -> Result<ClientTlsConfig> {
 
 fn header_value(value: &str, what: &str) -> Result<MetadataValue<tonic::metadata::Ascii>> {
     MetadataValue::try_from(value)
-        .map_err(|_| GatewayError::Connect(format!("the {what} is not a valid header value")))
+        .map_err(|_| ShellError::Connect(format!("the {what} is not a valid header value")))
 }
 
 /// A server's error as the gateway's, keeping its gRPC code.
-pub fn status_error(status: &tonic::Status) -> GatewayError {
-    GatewayError::Remote {
+pub fn status_error(status: &tonic::Status) -> ShellError {
+    ShellError::Remote {
         code: status.code(),
         message: if status.message().is_empty() {
             status.code().description().to_string()
@@ -315,10 +315,10 @@ pub fn status_error(status: &tonic::Status) -> GatewayError {
 }
 
 /// A stream error, keeping the server's gRPC code when it has one.
-pub fn flight_error(error: FlightError) -> GatewayError {
+pub fn flight_error(error: FlightError) -> ShellError {
     match error {
         FlightError::Tonic(status) => status_error(&status),
-        other => GatewayError::Connect(other.to_string()),
+        other => ShellError::Connect(other.to_string()),
     }
 }
 

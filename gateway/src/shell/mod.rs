@@ -6,6 +6,9 @@
 //! statement on the server, and `USE [catalog.]schema` setting the session's defaults.
 
 pub mod connection;
+mod error;
+
+pub use error::ShellError;
 pub mod input;
 pub mod output;
 pub mod progress;
@@ -20,10 +23,10 @@ use arrow_flight::decode::FlightRecordBatchStream;
 use futures::StreamExt;
 
 use connection::{Connection, Credentials, StatementResult, Target, TlsOptions, flight_error};
+use error::Result;
 use input::{ShellCommand, is_blank, shell_command, split_statements};
 use output::{OutputFormat, ResultWriter};
 use progress::{Progress, human_bytes, thousands};
-use sqe_engine::error::{GatewayError, Result};
 
 /// Connection and output options of `sqe shell`.
 #[derive(clap::Args, Debug, Clone)]
@@ -312,7 +315,7 @@ impl Shell {
                 _ = &mut ctrl_c => {
                     // Dropping the request ends the planning RPC.
                     progress.clear();
-                    return Err(GatewayError::Cancelled);
+                    return Err(ShellError::Cancelled);
                 }
             }
         };
@@ -325,10 +328,10 @@ impl Shell {
         };
         let outcome = tokio::select! {
             outcome = self.stream_results(&info, &mut progress, &mut ticker) => outcome,
-            _ = &mut ctrl_c => Err(GatewayError::Cancelled),
+            _ = &mut ctrl_c => Err(ShellError::Cancelled),
         };
         progress.clear();
-        if matches!(outcome, Err(GatewayError::Cancelled)) {
+        if matches!(outcome, Err(ShellError::Cancelled)) {
             // The server stops the statement on every worker; the shell goes on either way.
             let _ = self.connection.cancel(&info).await;
         }
@@ -418,20 +421,20 @@ async fn updated_rows(mut result: FlightRecordBatchStream) -> Result<Option<u64>
 }
 
 /// How an error is shown: the server's gRPC code helps tell a typo from an outage.
-pub fn describe(error: &GatewayError) -> String {
+pub fn describe(error: &ShellError) -> String {
     match error {
-        GatewayError::Remote { code, message } => format!("Query failed ({code:?}): {message}"),
-        GatewayError::Cancelled => "Query cancelled".to_string(),
+        ShellError::Remote { code, message } => format!("Query failed ({code:?}): {message}"),
+        ShellError::Cancelled => "Query cancelled".to_string(),
         other => format!("Error: {other}"),
     }
 }
 
-fn exit_code(error: &GatewayError) -> ExitCode {
+fn exit_code(error: &ShellError) -> ExitCode {
     match error {
         // As shells report an interrupted command.
-        GatewayError::Cancelled => ExitCode::from(130),
+        ShellError::Cancelled => ExitCode::from(130),
         // Output closed early (`sqe shell -e ... | head`) is not a failure of the statement.
-        GatewayError::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        ShellError::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     }
 }

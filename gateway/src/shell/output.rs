@@ -5,7 +5,7 @@ use std::io::Write;
 use arrow::array::RecordBatch;
 use arrow::util::pretty::pretty_format_batches;
 
-use sqe_engine::error::{GatewayError, Result};
+use super::error::{Result, ShellError};
 
 /// Rows buffered per table block: enough to align columns, bounded so that a large result
 /// streams in blocks instead of sitting whole in memory.
@@ -124,15 +124,15 @@ impl<W: Write> ResultWriter<W> {
     }
 }
 
-fn output_error(e: arrow::error::ArrowError) -> GatewayError {
+fn output_error(e: arrow::error::ArrowError) -> ShellError {
     match e {
         arrow::error::ArrowError::IoError(_, source) => io_error(source),
-        other => GatewayError::Internal(format!("cannot format the result: {other}")),
+        other => ShellError::Format(other.to_string()),
     }
 }
 
-fn io_error(e: std::io::Error) -> GatewayError {
-    GatewayError::Output(e)
+fn io_error(e: std::io::Error) -> ShellError {
+    ShellError::Output(e)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use tpchgen::generators::{
     PartSuppGenerator, RegionGenerator, SupplierGenerator,
 };
 
-use sqe_engine::error::{GatewayError, Result};
+use sqe_engine::error::{Error, ObjectKind, Result};
 
 /// The eight TPC-H tables, in the order they are created.
 pub const TABLES: [&str; 8] = [
@@ -141,7 +141,7 @@ fn strs<R>(rows: &[R], f: impl Fn(&R) -> String) -> ArrayRef {
 fn cents<R>(rows: &[R], f: impl Fn(&R) -> i64) -> Result<ArrayRef> {
     let array = Decimal128Array::from_iter_values(rows.iter().map(|r| i128::from(f(r))))
         .with_precision_and_scale(15, 2)
-        .map_err(|e| GatewayError::Internal(e.to_string()))?;
+        .map_err(|e| Error::Internal(e.to_string()))?;
     Ok(Arc::new(array))
 }
 
@@ -160,7 +160,7 @@ fn batches<R>(
     let mut flush = |chunk: &mut Vec<R>| -> Result<()> {
         if !chunk.is_empty() {
             let batch = RecordBatch::try_new(Arc::clone(schema), build(chunk)?)
-                .map_err(|e| GatewayError::Internal(e.to_string()))?;
+                .map_err(|e| Error::Internal(e.to_string()))?;
             out.push(batch);
             chunk.clear();
         }
@@ -184,7 +184,7 @@ pub fn generate_part(
     parts: i32,
 ) -> Result<Vec<RecordBatch>> {
     let schema = table_schema(table)
-        .ok_or_else(|| GatewayError::NotFound(format!("no TPC-H table {table}")))?;
+        .ok_or_else(|| Error::not_found(ObjectKind::Table, format!("tpch.{table}")))?;
     let (sf, p, n) = (scale_factor, part, parts);
     match table {
         "region" => batches(RegionGenerator::new(sf, p, n).iter(), &schema, |r| {
@@ -280,7 +280,7 @@ pub fn generate_part(
                 strs(r, |x| x.l_comment.to_string()),
             ])
         }),
-        other => Err(GatewayError::NotFound(format!("no TPC-H table {other}"))),
+        other => Err(Error::not_found(ObjectKind::Table, format!("tpch.{other}"))),
     }
 }
 
@@ -309,8 +309,8 @@ pub async fn create_tpch(
         } else {
             parts.max(1)
         };
-        let schema = table_schema(table)
-            .ok_or_else(|| GatewayError::Internal(format!("no schema for {table}")))?;
+        let schema =
+            table_schema(table).ok_or_else(|| Error::Internal(format!("no schema for {table}")))?;
         let generated = tokio::task::spawn_blocking({
             let table = table.to_string();
             move || {
@@ -320,7 +320,7 @@ pub async fn create_tpch(
             }
         })
         .await
-        .map_err(|e| GatewayError::Internal(e.to_string()))??;
+        .map_err(|e| Error::Internal(e.to_string()))??;
         let rows = write_new_table(catalog, &ident, schema, generated).await?;
         tracing::info!(table = %ident, rows, elapsed_ms = started.elapsed().as_millis() as u64, "generated TPC-H table");
         created = true;

@@ -6,21 +6,21 @@
 //! by design, so a verified password is remembered for a few minutes by a SHA-256 digest of
 //! the credentials, never the password itself.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
 
 use crate::client_auth::{ClientAuth, Principal};
-use sqe_engine::error::GatewayError;
+use sqe_engine::error::Error;
+use sqe_engine::expiring::{Expire, ExpiringMap};
 
 /// How long a verified password is trusted without checking its hash again.
 const VERIFIED_TTL: Duration = Duration::from_secs(300);
 /// Most credentials remembered at once.
-const VERIFIED_MAX: usize = 10_000;
+const VERIFIED_MAX: u64 = 10_000;
 
 /// Why a request is refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,14 +33,15 @@ pub struct Refused {
 
 pub struct TrinoAuth {
     auth: Arc<ClientAuth>,
-    verified: Mutex<HashMap<[u8; 32], (String, Instant)>>,
+    /// The user of each credential digest verified lately.
+    verified: ExpiringMap<[u8; 32], String>,
 }
 
 impl TrinoAuth {
     pub fn new(auth: Arc<ClientAuth>) -> Self {
         Self {
             auth,
-            verified: Mutex::new(HashMap::new()),
+            verified: ExpiringMap::new(VERIFIED_MAX, Expire::AfterWrite(VERIFIED_TTL)),
         }
     }
 
@@ -90,38 +91,30 @@ impl TrinoAuth {
             .map_err(|e| self.unauthorized(e.to_string()))
     }
 
-    async fn basic(&self, credentials: &str) -> Result<Principal, GatewayError> {
+    async fn basic(&self, credentials: &str) -> Result<Principal, Error> {
         if !self.auth.accepts_passwords() {
-            return Err(GatewayError::Unauthenticated(
+            return Err(Error::Unauthenticated(
                 "password login is not enabled: present a bearer token".into(),
             ));
         }
-        let malformed = || GatewayError::Unauthenticated("malformed Basic credentials".into());
+        let malformed = || Error::Unauthenticated("malformed Basic credentials".into());
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(credentials)
             .map_err(|_| malformed())?;
         let text = String::from_utf8(decoded).map_err(|_| malformed())?;
         let (user, password) = text.split_once(':').ok_or_else(malformed)?;
         let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
-        if let Ok(verified) = self.verified.lock()
-            && let Some((known, at)) = verified.get(&digest)
-            && known == user
-            && at.elapsed() < VERIFIED_TTL
+        if self
+            .verified
+            .get(&digest)
+            .is_some_and(|known| known == user)
         {
             return Ok(Principal {
                 user: user.to_string(),
             });
         }
         let principal = self.auth.login(user, password).await?;
-        if let Ok(mut verified) = self.verified.lock() {
-            if verified.len() >= VERIFIED_MAX {
-                verified.retain(|_, (_, at)| at.elapsed() < VERIFIED_TTL);
-                if verified.len() >= VERIFIED_MAX {
-                    verified.clear();
-                }
-            }
-            verified.insert(digest, (principal.user.clone(), Instant::now()));
-        }
+        self.verified.insert(digest, principal.user.clone());
         Ok(principal)
     }
 }
@@ -137,6 +130,8 @@ impl Refused {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::config::{ClientAuthConfig, ClientAuthType};
 
@@ -151,8 +146,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn basic_credentials_are_checked_and_remembered() -> Result<(), GatewayError> {
-        let hash = bcrypt::hash("s3cret", 4).map_err(|e| GatewayError::Internal(e.to_string()))?;
+    async fn basic_credentials_are_checked_and_remembered() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let hash = bcrypt::hash("s3cret", 4)?;
         let auth = TrinoAuth::new(ClientAuth::from_config(&ClientAuthConfig {
             kind: ClientAuthType::Password,
             users: HashMap::from([("alice".to_string(), hash)]),
@@ -163,7 +159,7 @@ mod tests {
             alice.ok().flatten().map(|p| p.user).as_deref(),
             Some("alice")
         );
-        assert_eq!(auth.verified.lock().map(|v| v.len()).unwrap_or(0), 1);
+        assert_eq!(auth.verified.len(), 1);
         // Remembered: a second request does not check the hash again, and still gets alice.
         let again = auth.authenticate(&basic("alice", "s3cret")).await;
         assert_eq!(
@@ -171,9 +167,7 @@ mod tests {
             Some("alice")
         );
         let wrong = auth.authenticate(&basic("alice", "nope")).await;
-        let refused = wrong
-            .err()
-            .ok_or_else(|| GatewayError::Internal("accepted".into()))?;
+        let refused = wrong.err().ok_or("accepted")?;
         assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
         assert!(refused.challenges.iter().any(|c| c.starts_with("Basic")));
         let missing = auth.authenticate(&HeaderMap::new()).await;
@@ -185,7 +179,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_auth_nobody_is_asked() -> Result<(), GatewayError> {
+    async fn without_auth_nobody_is_asked() -> Result<(), Box<dyn std::error::Error>> {
         let auth = TrinoAuth::new(ClientAuth::disabled()?);
         assert_eq!(auth.authenticate(&HeaderMap::new()).await, Ok(None));
         Ok(())

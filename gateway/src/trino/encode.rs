@@ -21,7 +21,7 @@ use arrow::datatypes::{
 use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
-use sqe_engine::error::{GatewayError, Result};
+use sqe_engine::error::{Error, Result};
 
 /// Appends row `row` of every column as a JSON array to `out`.
 pub fn write_row(out: &mut Vec<u8>, columns: &[ArrayRef], row: usize) -> Result<()> {
@@ -152,7 +152,7 @@ pub fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Result<()>
         DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano) => {
             let v = array.as_primitive::<IntervalMonthDayNanoType>().value(i);
             if v.months != 0 {
-                return Err(GatewayError::NotSupported(
+                return Err(Error::NotSupported(
                     "an interval of months and days together: Trino's interval types hold either \
                      years to months or days to seconds"
                         .into(),
@@ -216,7 +216,7 @@ pub fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Result<()>
                 DataType::LargeListView(f) => DataType::LargeList(f.clone()),
                 DataType::RunEndEncoded(_, values) => values.data_type().clone(),
                 _ => {
-                    return Err(GatewayError::NotSupported(format!(
+                    return Err(Error::NotSupported(format!(
                         "values of type {other} in Trino results"
                     )));
                 }
@@ -279,7 +279,7 @@ fn base64(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 fn date(out: &mut Vec<u8>, date: Option<NaiveDate>) -> Result<()> {
-    let date = date.ok_or_else(|| GatewayError::Internal("date out of range".into()))?;
+    let date = date.ok_or_else(|| Error::Internal("date out of range".into()))?;
     let _ = write!(out, "\"{}\"", date.format("%Y-%m-%d"));
     Ok(())
 }
@@ -287,10 +287,10 @@ fn date(out: &mut Vec<u8>, date: Option<NaiveDate>) -> Result<()> {
 /// `HH:MM:SS` plus exactly `digits` fractional digits, as Trino prints `time(p)`.
 fn time(out: &mut Vec<u8>, nanos_of_day: i64, digits: u8) -> Result<()> {
     let seconds = u32::try_from(nanos_of_day.div_euclid(1_000_000_000))
-        .map_err(|_| GatewayError::Internal("time of day out of range".into()))?;
+        .map_err(|_| Error::Internal("time of day out of range".into()))?;
     let nanos = u32::try_from(nanos_of_day.rem_euclid(1_000_000_000)).unwrap_or(0);
     let time = NaiveTime::from_num_seconds_from_midnight_opt(seconds, nanos)
-        .ok_or_else(|| GatewayError::Internal("time of day out of range".into()))?;
+        .ok_or_else(|| Error::Internal("time of day out of range".into()))?;
     out.push(b'"');
     clock(out, &time, digits);
     out.push(b'"');
@@ -324,7 +324,7 @@ fn timestamp(
     digits: u8,
     zone: Option<&str>,
 ) -> Result<()> {
-    let out_of_range = || GatewayError::Internal("timestamp out of range".into());
+    let out_of_range = || Error::Internal("timestamp out of range".into());
     let seconds = value.div_euclid(1_000_000_000 / nanos_per_unit);
     let nanos = value.rem_euclid(1_000_000_000 / nanos_per_unit) * nanos_per_unit;
     let utc = DateTime::from_timestamp(seconds, u32::try_from(nanos).map_err(|_| out_of_range())?)
@@ -426,15 +426,15 @@ fn map(out: &mut Vec<u8>, map: &MapArray, i: usize) -> Result<()> {
     Ok(())
 }
 
-fn unexpected(array: &dyn Array) -> GatewayError {
-    GatewayError::Internal(format!(
+fn unexpected(array: &dyn Array) -> Error {
+    Error::Internal(format!(
         "array does not match its type {}",
         array.data_type()
     ))
 }
 
-fn encode_error(e: arrow::error::ArrowError) -> GatewayError {
-    GatewayError::Internal(format!("cannot encode a value for Trino: {e}"))
+fn encode_error(e: arrow::error::ArrowError) -> Error {
+    Error::Internal(format!("cannot encode a value for Trino: {e}"))
 }
 
 #[cfg(test)]

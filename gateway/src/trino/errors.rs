@@ -1,31 +1,102 @@
-//! The one mapping of SQE's errors to Trino's `QueryError` JSON (`io.trino.spi.StandardErrorCode`
-//! codes and names, so clients and BI tools recognise them).
+//! The one mapping of SQE's error codes to Trino's `QueryError` JSON: the numbers and types of
+//! `io.trino.spi.StandardErrorCode` (and of Trino's Iceberg connector for catalog failures), so
+//! clients and BI tools recognise them.
 
 use serde_json::{Value, json};
+use sqe_engine::error::{Error, ErrorCode};
 
-use sqe_engine::error::{GatewayError, error_code};
+/// Trino's `ErrorType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TrinoErrorType {
+    User,
+    Internal,
+    InsufficientResources,
+    External,
+}
 
-/// Line and column (1-based) an error message points at, as DataFusion's parser words it
-/// ("... at Line: 1, Column: 8").
-fn error_location(message: &str) -> Option<(u64, u64)> {
-    let at = message.rfind("Line: ")?;
-    let rest = &message[at + "Line: ".len()..];
-    let (line, rest) = rest.split_once(", Column: ")?;
-    let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let (line, column) = (line.trim().parse().ok()?, column.parse().ok()?);
-    (line >= 1 && column >= 1).then_some((line, column))
+impl TrinoErrorType {
+    fn as_str(self) -> &'static str {
+        match self {
+            TrinoErrorType::User => "USER_ERROR",
+            TrinoErrorType::Internal => "INTERNAL_ERROR",
+            TrinoErrorType::InsufficientResources => "INSUFFICIENT_RESOURCES",
+            TrinoErrorType::External => "EXTERNAL",
+        }
+    }
+}
+
+/// A Trino error code: its number, name and type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrinoErrorCode {
+    pub code: i32,
+    pub name: &'static str,
+    kind: TrinoErrorType,
+}
+
+const USER: TrinoErrorType = TrinoErrorType::User;
+const INTERNAL: TrinoErrorType = TrinoErrorType::Internal;
+const RESOURCES: TrinoErrorType = TrinoErrorType::InsufficientResources;
+/// Trino's Iceberg connector numbers its codes from here.
+const ICEBERG_CODES: i32 = 0x0504_0000;
+
+/// The Trino code of `code`.
+pub fn trino_code(code: ErrorCode) -> TrinoErrorCode {
+    let (number, kind) = match code {
+        ErrorCode::GenericUserError => (0, USER),
+        ErrorCode::SyntaxError => (1, USER),
+        ErrorCode::UserCanceled => (3, USER),
+        ErrorCode::PermissionDenied | ErrorCode::Unauthenticated => (4, USER),
+        ErrorCode::NotFound => (5, USER),
+        ErrorCode::FunctionNotFound => (6, USER),
+        ErrorCode::InvalidFunctionArgument => (7, USER),
+        ErrorCode::DivisionByZero => (8, USER),
+        ErrorCode::InvalidCastArgument => (9, USER),
+        ErrorCode::AlreadyExists => (12, USER),
+        ErrorCode::NotSupported => (13, USER),
+        ErrorCode::InvalidSessionProperty => (14, USER),
+        ErrorCode::InvalidTableProperty => (18, USER),
+        ErrorCode::NumericValueOutOfRange => (19, USER),
+        ErrorCode::UnknownTransaction => (20, USER),
+        ErrorCode::NotInTransaction => (21, USER),
+        ErrorCode::IncompatibleClient => (27, USER),
+        ErrorCode::ProcedureNotFound => (29, USER),
+        ErrorCode::SchemaNotEmpty => (34, USER),
+        ErrorCode::AdministrativelyKilled => (38, USER),
+        ErrorCode::CatalogNotFound => (44, USER),
+        ErrorCode::SchemaNotFound => (45, USER),
+        ErrorCode::TableNotFound => (46, USER),
+        ErrorCode::ColumnNotFound => (47, USER),
+        ErrorCode::SchemaAlreadyExists => (49, USER),
+        ErrorCode::TableAlreadyExists => (50, USER),
+        ErrorCode::DuplicateColumnName => (54, USER),
+        ErrorCode::TypeMismatch => (58, USER),
+        ErrorCode::AmbiguousName => (62, USER),
+        ErrorCode::InvalidParameterUsage => (80, USER),
+        ErrorCode::GenericInternalError => (65536, INTERNAL),
+        ErrorCode::ConfigurationInvalid => (65559, INTERNAL),
+        ErrorCode::ExceededGlobalMemoryLimit => (131073, RESOURCES),
+        ErrorCode::ExceededTimeLimit => (131075, RESOURCES),
+        ErrorCode::CatalogUnavailable => (ICEBERG_CODES + 13, TrinoErrorType::External),
+    };
+    // A caller who did not authenticate is denied, in Trino's words.
+    let name = match code {
+        ErrorCode::Unauthenticated => ErrorCode::PermissionDenied.name(),
+        other => other.name(),
+    };
+    TrinoErrorCode {
+        code: number,
+        name,
+        kind,
+    }
 }
 
 /// `QueryError` JSON for `error`.
-pub fn trino_error(error: &GatewayError) -> Value {
-    let code = error_code(error);
-    let message = match error {
-        // The query was abandoned when the reaper cancelled it; a user cancel says so too.
-        GatewayError::Cancelled => "Query was canceled".to_string(),
-        other => other.to_string(),
-    };
-    let location = error_location(&message)
-        .map(|(line, column)| json!({"lineNumber": line, "columnNumber": column}));
+pub fn trino_error(error: &Error) -> Value {
+    let code = trino_code(error.code());
+    let message = error.to_string();
+    let location = error
+        .location()
+        .map(|at| json!({"lineNumber": at.line, "columnNumber": at.column}));
     let mut failure = json!({
         "type": format!("sqe.{}", code.name),
         "message": message,
@@ -52,14 +123,18 @@ pub fn trino_error(error: &GatewayError) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use sqe_engine::error::{Location, ObjectKind};
+
     use super::*;
 
     #[test]
     fn codes_follow_trinos_standard_codes() {
-        let syntax = trino_error(&GatewayError::Syntax(
-            "sql parser error: Expected: an SQL statement, found: SELEC at Line: 1, Column: 1"
-                .into(),
-        ));
+        let syntax = trino_error(&Error::Syntax {
+            message: "Expected: an SQL statement, found: SELEC".into(),
+            location: Some(Location { line: 1, column: 1 }),
+        });
         assert_eq!(syntax["errorName"], "SYNTAX_ERROR");
         assert_eq!(syntax["errorCode"], 1);
         assert_eq!(syntax["errorType"], "USER_ERROR");
@@ -71,49 +146,89 @@ mod tests {
 
         let cases = [
             (
-                GatewayError::NotFound("table 'iceberg.tpch.x' not found".into()),
+                Error::not_found(ObjectKind::Table, "iceberg.tpch.x"),
                 "TABLE_NOT_FOUND",
+                46,
             ),
             (
-                GatewayError::NotFound("Schema error: No field named y".into()),
+                Error::not_found(ObjectKind::Column, "y"),
                 "COLUMN_NOT_FOUND",
+                47,
             ),
             (
-                GatewayError::NotFound("namespace s does not exist".into()),
+                Error::not_found(ObjectKind::Schema, "s"),
                 "SCHEMA_NOT_FOUND",
+                45,
             ),
             (
-                GatewayError::AlreadyExists("table s.t already exists".into()),
+                Error::not_found(ObjectKind::Catalog, "c"),
+                "CATALOG_NOT_FOUND",
+                44,
+            ),
+            (
+                Error::already_exists(ObjectKind::Table, "s.t"),
                 "TABLE_ALREADY_EXISTS",
+                50,
             ),
-            (GatewayError::Cancelled, "USER_CANCELED"),
             (
-                GatewayError::TimeLimit("query exceeded".into()),
+                Error::already_exists(ObjectKind::Schema, "s"),
+                "SCHEMA_ALREADY_EXISTS",
+                49,
+            ),
+            (Error::Cancelled, "USER_CANCELED", 3),
+            (
+                Error::Killed { message: None },
+                "ADMINISTRATIVELY_KILLED",
+                38,
+            ),
+            (
+                Error::TimeLimit {
+                    limit: Duration::from_secs(1),
+                },
                 "EXCEEDED_TIME_LIMIT",
+                131075,
             ),
             (
-                GatewayError::ResourcesExhausted("pool".into()),
+                Error::ResourcesExhausted("pool".into()),
                 "EXCEEDED_GLOBAL_MEMORY_LIMIT",
+                131073,
             ),
             (
-                GatewayError::Internal("Arrow error: Divide by zero error".into()),
+                Error::invalid(ErrorCode::DivisionByZero, "Division by zero"),
                 "DIVISION_BY_ZERO",
+                8,
             ),
             (
-                GatewayError::Internal("worker crashed".into()),
+                Error::Internal("worker crashed".into()),
                 "GENERIC_INTERNAL_ERROR",
+                65536,
             ),
-            (GatewayError::NotSupported("x".into()), "NOT_SUPPORTED"),
+            (Error::NotSupported("x".into()), "NOT_SUPPORTED", 13),
             (
-                GatewayError::PermissionDenied("another user's query".into()),
+                Error::PermissionDenied("another user's query".into()),
                 "PERMISSION_DENIED",
+                4,
+            ),
+            (
+                Error::Unauthenticated("no token".into()),
+                "PERMISSION_DENIED",
+                4,
+            ),
+            (
+                Error::Catalog("unreachable".into()),
+                "ICEBERG_CATALOG_ERROR",
+                0x0504_0000 + 13,
             ),
         ];
-        for (error, name) in cases {
-            assert_eq!(trino_error(&error)["errorName"], name, "{error}");
+        for (error, name, number) in cases {
+            let json = trino_error(&error);
+            assert_eq!(json["errorName"], name, "{error}");
+            assert_eq!(json["errorCode"], number, "{error}");
         }
-        let internal = trino_error(&GatewayError::Internal("boom".into()));
+        let internal = trino_error(&Error::Internal("boom".into()));
         assert_eq!(internal["errorType"], "INTERNAL_ERROR");
         assert!(internal.get("errorLocation").is_none());
+        let catalog = trino_error(&Error::Catalog("down".into()));
+        assert_eq!(catalog["errorType"], "EXTERNAL");
     }
 }

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use sqe_engine::queries::{Session, SessionChanges};
 
 /// A header that cannot be used, with what is wrong with it.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -30,19 +31,10 @@ impl From<BadHeader> for HeaderError {
 /// The client's view of its session, from one request's headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientSession {
-    pub user: String,
+    /// What its statements run with: user, catalog, schema, time zone, `X-Trino-Session`
+    /// properties, `X-Trino-Prepared-Statement`s, the transaction.
+    pub session: Session,
     pub source: Option<String>,
-    pub catalog: Option<String>,
-    pub schema: Option<String>,
-    pub time_zone: Option<String>,
-    /// `X-Trino-Session` properties, by name.
-    pub properties: BTreeMap<String, String>,
-    /// `X-Trino-Prepared-Statement`: name -> SQL.
-    pub prepared: BTreeMap<String, String>,
-    pub transaction_id: Option<String>,
-    /// Whether the client sent `X-Trino-Transaction-Id` at all (`NONE` outside a
-    /// transaction): clients that do not cannot start one.
-    pub supports_transactions: bool,
     pub client_tags: Vec<String>,
     pub client_capabilities: Vec<String>,
     pub client_info: Option<String>,
@@ -74,9 +66,8 @@ impl ClientSession {
                 ));
             }
         };
-        Ok(Self {
+        let session = Session {
             user,
-            source: single(headers, "x-trino-source")?,
             catalog: single(headers, "x-trino-catalog")?.filter(|c| !c.is_empty()),
             schema: single(headers, "x-trino-schema")?.filter(|s| !s.is_empty()),
             time_zone: single(headers, "x-trino-time-zone")?,
@@ -85,6 +76,10 @@ impl ClientSession {
             transaction_id: single(headers, "x-trino-transaction-id")?
                 .filter(|t| !t.eq_ignore_ascii_case("NONE")),
             supports_transactions: headers.contains_key("x-trino-transaction-id"),
+        };
+        Ok(Self {
+            session,
+            source: single(headers, "x-trino-source")?,
             client_tags: list(headers, "x-trino-client-tags")?,
             client_capabilities: list(headers, "x-trino-client-capabilities")?,
             client_info: single(headers, "x-trino-client-info")?,
@@ -182,11 +177,71 @@ pub fn url_encode(text: &str) -> String {
     out
 }
 
+/// Adds the `X-Trino-*` response headers that carry a statement's changes to the session.
+pub fn write_session_changes(changes: &SessionChanges, headers: &mut HeaderMap) {
+    let mut add = |name: &'static str, value: String| {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.append(HeaderName::from_static(name), value);
+        }
+    };
+    if let Some(catalog) = &changes.set_catalog {
+        add("x-trino-set-catalog", catalog.clone());
+    }
+    if let Some(schema) = &changes.set_schema {
+        add("x-trino-set-schema", schema.clone());
+    }
+    for (name, value) in &changes.set_session {
+        add(
+            "x-trino-set-session",
+            format!("{name}={}", url_encode(value)),
+        );
+    }
+    for name in &changes.clear_session {
+        add("x-trino-clear-session", name.clone());
+    }
+    for (name, sql) in &changes.added_prepare {
+        add(
+            "x-trino-added-prepare",
+            format!("{}={}", url_encode(name), url_encode(sql)),
+        );
+    }
+    for name in &changes.deallocated_prepare {
+        add("x-trino-deallocated-prepare", url_encode(name));
+    }
+    if let Some(id) = &changes.started_transaction {
+        add("x-trino-started-transaction-id", id.clone());
+    }
+    if changes.clear_transaction {
+        add("x-trino-clear-transaction-id", "true".into());
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use http::HeaderValue;
-
     use super::*;
+
+    #[test]
+    fn changes_become_trino_headers() {
+        let changes = SessionChanges {
+            set_catalog: Some("iceberg".into()),
+            set_session: vec![("query_max_run_time".into(), "1.50m".into())],
+            added_prepare: vec![("q1".into(), "SELECT 'a b', ?".into())],
+            deallocated_prepare: vec!["q0".into()],
+            clear_transaction: true,
+            ..SessionChanges::default()
+        };
+        let mut headers = HeaderMap::new();
+        write_session_changes(&changes, &mut headers);
+        assert_eq!(headers["x-trino-set-catalog"], "iceberg");
+        assert_eq!(headers["x-trino-set-session"], "query_max_run_time=1.50m");
+        assert_eq!(
+            headers["x-trino-added-prepare"],
+            "q1=SELECT+%27a+b%27%2C+%3F"
+        );
+        assert_eq!(headers["x-trino-deallocated-prepare"], "q0");
+        assert_eq!(headers["x-trino-clear-transaction-id"], "true");
+        assert!(headers.get("x-trino-set-schema").is_none());
+    }
 
     fn headers(pairs: &[(&'static str, &'static [u8])]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -211,23 +266,30 @@ mod tests {
             None,
         )
         .expect("valid headers");
-        assert_eq!(session.user, "alice");
-        assert_eq!(session.schema.as_deref(), Some("tpch"));
+        assert_eq!(session.session.user, "alice");
+        assert_eq!(session.session.schema.as_deref(), Some("tpch"));
         assert_eq!(
             session
+                .session
                 .properties
                 .get("query_max_run_time")
                 .map(String::as_str),
             Some("10m")
         );
-        assert_eq!(session.properties.get("a").map(String::as_str), Some("1"));
-        assert_eq!(session.properties.get("b").map(String::as_str), Some("x,y"));
         assert_eq!(
-            session.prepared.get("q1").map(String::as_str),
+            session.session.properties.get("a").map(String::as_str),
+            Some("1")
+        );
+        assert_eq!(
+            session.session.properties.get("b").map(String::as_str),
+            Some("x,y")
+        );
+        assert_eq!(
+            session.session.prepared.get("q1").map(String::as_str),
             Some("SELECT ? + 1")
         );
         assert_eq!(session.client_tags, vec!["etl", "nightly"]);
-        assert_eq!(session.transaction_id, None);
+        assert_eq!(session.session.transaction_id, None);
     }
 
     #[test]
@@ -269,7 +331,10 @@ mod tests {
             ClientSession::from_headers(&headers(&[("x-trino-user", b"bob")]), Some("alice"));
         assert!(matches!(impersonating, Err(HeaderError::Impersonation(_))));
         let implied = ClientSession::from_headers(&headers(&[]), Some("alice"));
-        assert_eq!(implied.map(|s| s.user).ok().as_deref(), Some("alice"));
+        assert_eq!(
+            implied.map(|s| s.session.user).ok().as_deref(),
+            Some("alice")
+        );
     }
 
     #[test]

@@ -10,6 +10,5 @@ pub mod headers;
 pub mod query;
 pub mod results;
 pub mod server;
-pub mod session;
 
 pub use server::{TrinoEndpoint, trino_router};

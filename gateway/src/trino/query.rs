@@ -1,24 +1,23 @@
 //! One Trino-protocol query: its background execution, its pages and its tokens.
 
 use std::sync::Arc;
-use std::sync::Mutex as SyncMutex;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
+use sqe_engine::dialect::types::TrinoType;
+use sqe_engine::error::Error;
+use sqe_engine::history::CancelReason;
+use sqe_engine::queries::{
+    Canceller, Endpoint, Output, Queries, QueryRequest, SessionChanges, Statement,
+};
 use tokio::sync::{Mutex, watch};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::trino::encode::write_row;
 use crate::trino::headers::ClientSession;
-use crate::trino::session::{self, SessionChanges, Transactions};
-use sqe_engine::dialect::types::TrinoType;
-use sqe_engine::engine::{Engine, Outcome};
-use sqe_engine::error::GatewayError;
-use sqe_engine::history::{QueryStart, kill_through};
 
 /// The states Trino reports in `stats.state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +48,7 @@ enum Execution {
         update_type: &'static str,
         count: Option<u64>,
     },
-    Failed(GatewayError),
+    Failed(Error),
 }
 
 /// A page of results: the part of `QueryResults` that depends on the execution.
@@ -61,7 +60,7 @@ pub struct Page {
     pub rows: u64,
     pub update_type: Option<&'static str>,
     pub update_count: Option<u64>,
-    pub error: Option<GatewayError>,
+    pub error: Option<Error>,
     /// Whether there is more to fetch after this page.
     pub more: bool,
 }
@@ -84,11 +83,12 @@ pub struct TrinoQuery {
     pub sql: String,
     pub user: String,
     pub created: Instant,
-    cancel: CancellationToken,
+    /// Stops the query, for whichever reason (DELETE, the reaper, `kill_query`, its deadline).
+    canceller: Canceller,
     started: watch::Receiver<bool>,
     progress: Mutex<Progress>,
     /// Last time a client asked for this query; abandoned queries are reaped by it.
-    last_seen: SyncMutex<Instant>,
+    last_seen: parking_lot::Mutex<Instant>,
     /// Page requests being answered right now (a long poll is not idleness).
     in_flight: std::sync::atomic::AtomicUsize,
     /// Whether its last page has been served (then only a repeat of it can be asked for).
@@ -112,23 +112,25 @@ pub enum PageError {
 }
 
 impl TrinoQuery {
-    /// Registers a query and starts planning and running it in the background.
-    pub fn start(
-        engine: Arc<Engine>,
-        transactions: Arc<Transactions>,
-        id: String,
-        sql: String,
-        client: ClientSession,
-    ) -> Arc<Self> {
-        let cancel = CancellationToken::new();
+    /// Submits a query and starts planning and running it in the background.
+    pub fn start(queries: &Arc<Queries>, sql: String, client: ClientSession) -> Option<Arc<Self>> {
+        let request = QueryRequest {
+            statement: Statement::Sql(sql.clone()),
+            session: client.session.clone(),
+            endpoint: Endpoint::Trino,
+            source: client.source.clone(),
+            traceparent: client.traceparent.clone(),
+        };
+        let handle = queries.submit(request);
+        let canceller = handle.canceller()?;
         let (started_tx, started) = watch::channel(false);
         let query = Arc::new(Self {
-            id,
+            id: handle.id().to_string(),
             slug: uuid::Uuid::new_v4().simple().to_string(),
             sql,
-            user: client.user.clone(),
+            user: client.session.user.clone(),
             created: Instant::now(),
-            cancel: cancel.clone(),
+            canceller,
             started,
             progress: Mutex::new(Progress {
                 execution: Execution::Pending,
@@ -138,46 +140,31 @@ impl TrinoQuery {
                 rows: 0,
                 done: false,
             }),
-            last_seen: SyncMutex::new(Instant::now()),
+            last_seen: parking_lot::Mutex::new(Instant::now()),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             finished: std::sync::atomic::AtomicBool::new(false),
             changes: std::sync::OnceLock::new(),
             trace_id: std::sync::OnceLock::new(),
             trace_context: std::sync::OnceLock::new(),
         });
-        let tracker = engine.history().begin(QueryStart {
-            id: Some(query.id.clone()),
-            endpoint: "trino",
-            user: client.user.clone(),
-            source: client.source.clone(),
-            sql: query.sql.clone(),
-            catalog: client.catalog.clone(),
-            schema: client.schema.clone(),
-            traceparent: client.traceparent.clone(),
-        });
-        if let Some(trace_id) = tracker.trace_id() {
+        if let Some(trace_id) = handle.trace_id() {
             let _ = query.trace_id.set(trace_id.to_string());
         }
-        let _ = query.trace_context.set(tracker.span().context());
-        tracker.on_kill(kill_through(&query, |query, _message| query.cancel()));
+        let span = handle.span();
+        let _ = query.trace_context.set(span.context());
         let background = Arc::clone(&query);
-        let span = tracker.span().clone();
-        tokio::spawn(Instrument::instrument(
+        sqe_layers::task::spawn(Instrument::instrument(
             async move {
-                let run =
-                    session::execute(&engine, &client, &transactions, &background.sql, &tracker);
-                let result = tokio::select! {
-                    result = run => result,
-                    () = cancel.cancelled() => Err(GatewayError::Cancelled),
-                };
+                let result = handle.run().await;
                 let mut progress = background.progress.lock().await;
                 match result {
-                    Ok(executed) => {
-                        let _ = background.changes.set(executed.changes);
-                        match (executed.update_type, executed.outcome) {
-                            (None, Outcome::Rows(stream)) => {
+                    Ok(output) => {
+                        let _ = background.changes.set(output.changes);
+                        let described = output.described;
+                        match (described.update_type, output.output) {
+                            (None, Output::Rows(stream)) => {
                                 progress.columns = Some(
-                                    executed
+                                    described
                                         .schema
                                         .fields()
                                         .iter()
@@ -186,14 +173,13 @@ impl TrinoQuery {
                                         })
                                         .collect(),
                                 );
-                                progress.execution = Execution::Rows(tracker.observe(stream));
+                                progress.execution = Execution::Rows(stream);
                             }
-                            (update_type, outcome) => {
-                                let count = match outcome {
-                                    Outcome::Updated { rows } => rows,
-                                    Outcome::Rows(_) => None,
+                            (update_type, output) => {
+                                let count = match output {
+                                    Output::Updated { rows } => rows,
+                                    Output::Rows(_) => None,
                                 };
-                                tracker.finished(count);
                                 progress.execution = Execution::Updated {
                                     update_type: update_type.unwrap_or("UNKNOWN"),
                                     count,
@@ -201,17 +187,14 @@ impl TrinoQuery {
                             }
                         }
                     }
-                    Err(e) => {
-                        tracker.failed(&e);
-                        progress.execution = Execution::Failed(e);
-                    }
+                    Err(e) => progress.execution = Execution::Failed(e),
                 }
                 drop(progress);
                 let _ = started_tx.send(true);
             },
             span,
         ));
-        query
+        Some(query)
     }
 
     /// What the statement changed in the client's session; `None` until it has run.
@@ -224,9 +207,7 @@ impl TrinoQuery {
     }
 
     pub fn touch(&self) {
-        if let Ok(mut seen) = self.last_seen.lock() {
-            *seen = Instant::now();
-        }
+        *self.last_seen.lock() = Instant::now();
     }
 
     /// How long no client has asked for this query; zero while a request is being answered.
@@ -234,26 +215,13 @@ impl TrinoQuery {
         if self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return Duration::ZERO;
         }
-        self.last_seen
-            .lock()
-            .map(|t| t.elapsed())
-            .unwrap_or_default()
+        self.last_seen.lock().elapsed()
     }
 
-    /// Stops the query: planning ends, and the plan's stream is dropped now (not when the
-    /// client next asks for a page), which ends its tasks on every worker.
-    pub fn cancel(self: &Arc<Self>) {
-        self.cancel.cancel();
-        let query = Arc::clone(self);
-        tokio::spawn(async move {
-            // A page being produced holds the lock; it sees the cancellation and drops the
-            // stream itself.
-            let mut progress = query.progress.lock().await;
-            if matches!(progress.execution, Execution::Rows(_)) {
-                progress.execution = Execution::Failed(GatewayError::Cancelled);
-                progress.carry = None;
-            }
-        });
+    /// Stops the query for `reason`: planning ends, and the plan's stream is dropped now (not
+    /// when the client next asks for a page), which ends its tasks on every worker.
+    pub fn cancel(&self, reason: CancelReason) {
+        self.canceller.cancel(reason);
     }
 
     /// Whether the client has been sent the last page.
@@ -262,7 +230,7 @@ impl TrinoQuery {
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.canceller.is_cancelled()
     }
 
     /// The page for `token`: the next one is produced (waiting up to `max_wait` for rows, up
@@ -305,7 +273,7 @@ impl TrinoQuery {
             tokio::select! {
                 _ = started.wait_for(|s| *s) => {}
                 () = tokio::time::sleep_until(deadline.into()) => {}
-                () = self.cancel.cancelled() => {}
+                () = self.canceller.cancelled() => {}
             }
         }
         let mut progress = self.progress.lock().await;
@@ -343,14 +311,15 @@ impl TrinoQuery {
             let waited = tokio::select! {
                 changed = started.wait_for(|s| *s) => changed.is_ok(),
                 () = tokio::time::sleep_until(deadline.into()) => false,
-                () = self.cancel.cancelled() => false,
+                () = self.canceller.cancelled() => false,
             };
-            if !waited && !self.cancel.is_cancelled() {
+            if !waited && !self.canceller.is_cancelled() {
                 return Page::empty(QueryState::Queued, None, progress.rows);
             }
         }
-        if self.cancel.is_cancelled() {
-            progress.execution = Execution::Failed(GatewayError::Cancelled);
+        if self.canceller.is_cancelled() {
+            progress.execution = Execution::Failed(self.canceller.error());
+            progress.carry = None;
         }
         let columns = progress.columns.clone();
         match std::mem::replace(&mut progress.execution, Execution::Pending) {
@@ -413,7 +382,7 @@ impl TrinoQuery {
         carry: &mut Option<RecordBatch>,
         deadline: Instant,
         target_bytes: usize,
-    ) -> Result<(Vec<u8>, u64, bool), GatewayError> {
+    ) -> Result<(Vec<u8>, u64, bool), Error> {
         let mut data = vec![b'['];
         let mut rows = 0u64;
         loop {
@@ -422,7 +391,7 @@ impl TrinoQuery {
                 None if rows == 0 => tokio::select! {
                     next = stream.next() => Next::of(next)?,
                     () = tokio::time::sleep_until(deadline.into()) => Next::NotYet,
-                    () = self.cancel.cancelled() => return Err(GatewayError::Cancelled),
+                    () = self.canceller.cancelled() => return Err(self.canceller.error()),
                 },
                 None => match futures::FutureExt::now_or_never(stream.next()) {
                     Some(next) => Next::of(next)?,
@@ -476,7 +445,7 @@ impl Page {
         }
     }
 
-    fn failed(error: GatewayError, columns: Option<Vec<(String, TrinoType)>>, rows: u64) -> Self {
+    fn failed(error: Error, columns: Option<Vec<(String, TrinoType)>>, rows: u64) -> Self {
         Page {
             state: QueryState::Failed,
             columns,
@@ -499,7 +468,7 @@ enum Next {
 }
 
 impl Next {
-    fn of(item: Option<datafusion::error::Result<RecordBatch>>) -> Result<Self, GatewayError> {
+    fn of(item: Option<datafusion::error::Result<RecordBatch>>) -> Result<Self, Error> {
         match item {
             Some(Ok(batch)) => Ok(Next::Batch(batch)),
             Some(Err(e)) => Err(e.into()),

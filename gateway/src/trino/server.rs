@@ -1,4 +1,5 @@
-//! The Trino client protocol's HTTP routes (axum).
+//! The Trino client protocol's HTTP routes (axum). Handlers return `Result<_, Refusal>`, whose
+//! error is the HTTP answer, and get the authenticated caller from the [`Caller`] extractor.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -6,20 +7,22 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use parking_lot::Mutex;
 use serde_json::json;
+use sqe_engine::dialect::units::{format_duration, parse_data_size, parse_duration};
+use sqe_engine::history::CancelReason;
+use sqe_engine::queries::Queries;
 
-use crate::client_auth::ClientAuth;
+use crate::client_auth::{ClientAuth, Principal};
 use crate::trino::auth::{Refused, TrinoAuth};
-use crate::trino::headers::{ClientSession, HeaderError};
+use crate::trino::headers::{ClientSession, HeaderError, write_session_changes};
 use crate::trino::query::{PageError, TrinoQuery};
 use crate::trino::results::{BaseUri, render};
-use crate::trino::session::Transactions;
-use sqe_engine::dialect::units::{format_duration, parse_data_size, parse_duration};
-use sqe_engine::engine::Engine;
 
 /// Longest `maxWait` a client may ask for.
 const MAX_WAIT_LIMIT: Duration = Duration::from_secs(10);
@@ -32,13 +35,12 @@ const FINISHED_RETENTION: Duration = Duration::from_secs(60);
 
 /// What the routes share.
 pub struct TrinoEndpoint {
-    engine: Arc<Engine>,
-    queries: std::sync::Mutex<HashMap<String, Arc<TrinoQuery>>>,
+    queries: Arc<Queries>,
+    running: Mutex<HashMap<String, Arc<TrinoQuery>>>,
     started: Instant,
     environment: String,
     /// A query nobody asked about for this long is cancelled and forgotten.
     abandoned_after: Duration,
-    transactions: Arc<Transactions>,
     auth: TrinoAuth,
     /// `https` when the port serves TLS.
     scheme: &'static str,
@@ -46,48 +48,36 @@ pub struct TrinoEndpoint {
 
 impl TrinoEndpoint {
     pub fn new(
-        engine: Arc<Engine>,
+        queries: Arc<Queries>,
         environment: String,
         abandoned_after: Duration,
         client_auth: Arc<ClientAuth>,
         tls: bool,
     ) -> Arc<Self> {
         Arc::new(Self {
-            engine,
-            queries: std::sync::Mutex::new(HashMap::new()),
+            queries,
+            running: Mutex::new(HashMap::new()),
             started: Instant::now(),
             environment,
             abandoned_after,
-            transactions: Arc::new(Transactions::default()),
             auth: TrinoAuth::new(client_auth),
             scheme: if tls { "https" } else { "http" },
         })
     }
 
-    fn query(&self, id: &str) -> Option<Arc<TrinoQuery>> {
-        self.queries.lock().ok()?.get(id).cloned()
-    }
-
-    /// The query `id` as the request's user may see it: another user's query is not found.
-    async fn query_for(&self, headers: &HeaderMap, id: &str) -> Result<Arc<TrinoQuery>, Response> {
-        let principal = self.auth.authenticate(headers).await.map_err(refused)?;
-        match self.query(id) {
-            Some(query) if principal.is_none_or(|p| p.user == query.user) => Ok(query),
-            _ => Err(text_error(
-                StatusCode::NOT_FOUND,
-                format!("query {id} not found"),
-            )),
+    /// The query `id` as `caller` may see it: another user's query is not found.
+    fn query_for(&self, caller: &Caller, id: &str) -> Result<Arc<TrinoQuery>, Refusal> {
+        match self.running.lock().get(id) {
+            Some(query) if caller.may_see(&query.user) => Ok(Arc::clone(query)),
+            _ => Err(Refusal::NotFound(format!("query {id} not found"))),
         }
     }
 
     /// Cancels and forgets queries abandoned by their clients.
     pub fn reap(&self) -> usize {
-        let Ok(mut queries) = self.queries.lock() else {
-            return 0;
-        };
-        self.transactions.reap(self.abandoned_after);
-        let before = queries.len();
-        queries.retain(|_, q| {
+        let mut running = self.running.lock();
+        let before = running.len();
+        running.retain(|_, q| {
             // A finished query is kept only for a client repeating its last request.
             let limit = if q.is_finished() {
                 FINISHED_RETENTION.min(self.abandoned_after)
@@ -96,22 +86,27 @@ impl TrinoEndpoint {
             };
             let keep = q.idle_for() < limit;
             if !keep {
-                q.cancel();
+                q.cancel(CancelReason::Abandoned);
             }
             keep
         });
-        before - queries.len()
+        before - running.len()
     }
 
     pub fn running_queries(&self) -> usize {
-        self.queries.lock().map(|q| q.len()).unwrap_or(0)
+        self.running.lock().len()
+    }
+
+    /// Nodes in the cluster, as Trino's stats count them: the workers and the coordinator.
+    fn nodes(&self) -> usize {
+        self.queries.engine().workers().statuses().len() + 1
     }
 }
 
 /// The routes, with a background task reaping abandoned queries.
 pub fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
     let reaper = Arc::downgrade(&endpoint);
-    tokio::spawn(async move {
+    sqe_layers::task::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
         loop {
             tick.tick().await;
@@ -136,12 +131,68 @@ pub fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
         .with_state(endpoint)
 }
 
-fn refused(refused: Refused) -> Response {
-    let mut response = text_error(refused.status, refused.message.clone());
-    for (name, value) in refused.headers() {
-        response.headers_mut().append(name, value);
+/// Why a request gets no page: an HTTP status with a plain-text message, as Trino answers.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Not authenticated: 401 with the challenges the port accepts.
+    Unauthenticated(Refused),
+    BadRequest(String),
+    /// Authenticated, but naming another user (impersonation).
+    Forbidden(String),
+    NotFound(String),
+    /// A page that was served already and is gone.
+    Gone(String),
+    Internal(String),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            Refusal::Unauthenticated(refused) => {
+                let mut response = text(refused.status, refused.message.clone());
+                for (name, value) in refused.headers() {
+                    response.headers_mut().append(name, value);
+                }
+                return response;
+            }
+            Refusal::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
+            Refusal::Forbidden(m) => (StatusCode::FORBIDDEN, m),
+            Refusal::NotFound(m) => (StatusCode::NOT_FOUND, m),
+            Refusal::Gone(m) => (StatusCode::GONE, m),
+            Refusal::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),
+        };
+        text(status, message)
     }
-    response
+}
+
+fn text(status: StatusCode, message: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain")], message).into_response()
+}
+
+/// Who sends the request: `None` inside when client authentication is off.
+pub struct Caller(Option<Principal>);
+
+impl Caller {
+    /// Whether the caller may see a query of `user`.
+    fn may_see(&self, user: &str) -> bool {
+        self.0.as_ref().is_none_or(|p| p.user == user)
+    }
+}
+
+impl FromRequestParts<Arc<TrinoEndpoint>> for Caller {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        endpoint: &Arc<TrinoEndpoint>,
+    ) -> Result<Self, Self::Rejection> {
+        endpoint
+            .auth
+            .authenticate(&parts.headers)
+            .await
+            .map(Caller)
+            .map_err(Refusal::Unauthenticated)
+    }
 }
 
 fn base_uri(headers: &HeaderMap, scheme: &str) -> BaseUri {
@@ -164,7 +215,7 @@ const TRACE_ID_HEADER: &str = "x-sqe-trace-id";
 fn page_response(query: &TrinoQuery, body: Vec<u8>) -> Response {
     let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Some(changes) = query.session_changes() {
-        changes.write_headers(response.headers_mut());
+        write_session_changes(changes, response.headers_mut());
     }
     if let Some(trace_id) = query
         .trace_id()
@@ -175,161 +226,127 @@ fn page_response(query: &TrinoQuery, body: Vec<u8>) -> Response {
     response
 }
 
-fn text_error(status: StatusCode, message: impl Into<String>) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain")],
-        message.into(),
-    )
-        .into_response()
-}
-
 async fn submit(
     State(endpoint): State<Arc<TrinoEndpoint>>,
+    Caller(principal): Caller,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
-    let principal = match endpoint.auth.authenticate(&headers).await {
-        Ok(principal) => principal,
-        Err(e) => return refused(e),
-    };
+) -> Result<Response, Refusal> {
     let authenticated = principal.as_ref().map(|p| p.user.as_str());
-    let session = match ClientSession::from_headers(&headers, authenticated) {
-        Ok(session) => session,
-        Err(HeaderError::Bad(message)) => return text_error(StatusCode::BAD_REQUEST, message),
-        Err(HeaderError::Impersonation(message)) => {
-            return text_error(StatusCode::FORBIDDEN, message);
-        }
-    };
-    let Ok(sql) = String::from_utf8(body.to_vec()) else {
-        return text_error(StatusCode::BAD_REQUEST, "the SQL statement is not UTF-8");
-    };
+    let session = ClientSession::from_headers(&headers, authenticated).map_err(|e| match e {
+        HeaderError::Bad(message) => Refusal::BadRequest(message),
+        HeaderError::Impersonation(message) => Refusal::Forbidden(message),
+    })?;
+    let sql = String::from_utf8(body.to_vec())
+        .map_err(|_| Refusal::BadRequest("the SQL statement is not UTF-8".into()))?;
     if sql.trim().is_empty() {
-        return text_error(StatusCode::BAD_REQUEST, "SQL statement is empty");
+        return Err(Refusal::BadRequest("SQL statement is empty".into()));
     }
-    let query = TrinoQuery::start(
-        Arc::clone(&endpoint.engine),
-        Arc::clone(&endpoint.transactions),
-        endpoint.engine.history().next_id(),
-        sql,
-        session,
+    let query = TrinoQuery::start(&endpoint.queries, sql, session)
+        .ok_or_else(|| Refusal::Internal("the query vanished".into()))?;
+    endpoint
+        .running
+        .lock()
+        .insert(query.id.clone(), Arc::clone(&query));
+    let page = query
+        .page(0, Duration::ZERO, DEFAULT_TARGET_BYTES)
+        .await
+        .map_err(|_| Refusal::Internal("the query vanished".into()))?;
+    let body = render(
+        &base_uri(&headers, endpoint.scheme),
+        &query,
+        0,
+        &page,
+        endpoint.nodes(),
     );
-    if let Ok(mut queries) = endpoint.queries.lock() {
-        queries.insert(query.id.clone(), Arc::clone(&query));
-    }
-    match query.page(0, Duration::ZERO, DEFAULT_TARGET_BYTES).await {
-        Ok(page) => page_response(
-            &query,
-            render(
-                &base_uri(&headers, endpoint.scheme),
-                &query,
-                0,
-                &page,
-                endpoint.engine.workers().statuses().len() + 1,
-            ),
-        ),
-        Err(_) => text_error(StatusCode::INTERNAL_SERVER_ERROR, "the query vanished"),
-    }
+    Ok(page_response(&query, body))
 }
 
 async fn next_page(
     State(endpoint): State<Arc<TrinoEndpoint>>,
+    caller: Caller,
     Path((_phase, id, slug, token)): Path<(String, String, String, String)>,
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
-) -> Response {
-    let query = match endpoint.query_for(&headers, &id).await {
-        Ok(query) => query,
-        Err(response) => return response,
-    };
+) -> Result<Response, Refusal> {
+    let query = endpoint.query_for(&caller, &id)?;
     if query.slug != slug {
-        return text_error(StatusCode::NOT_FOUND, format!("query {id} not found"));
+        return Err(Refusal::NotFound(format!("query {id} not found")));
     }
-    let Ok(token) = token.parse::<u64>() else {
-        return text_error(StatusCode::NOT_FOUND, "invalid token");
-    };
+    let token = token
+        .parse::<u64>()
+        .map_err(|_| Refusal::NotFound("invalid token".into()))?;
     let max_wait = match params.get("maxWait").map(|w| parse_duration(w)) {
         None => DEFAULT_MAX_WAIT,
         Some(Some(wait)) => wait.min(MAX_WAIT_LIMIT),
-        Some(None) => return text_error(StatusCode::BAD_REQUEST, "invalid maxWait"),
+        Some(None) => return Err(Refusal::BadRequest("invalid maxWait".into())),
     };
     let target = match params.get("targetResultSize").map(|s| parse_data_size(s)) {
         None => DEFAULT_TARGET_BYTES,
         Some(Some(bytes)) => bytes.clamp(1, MAX_TARGET_BYTES),
-        Some(None) => return text_error(StatusCode::BAD_REQUEST, "invalid targetResultSize"),
+        Some(None) => return Err(Refusal::BadRequest("invalid targetResultSize".into())),
     };
-    match query.page(token, max_wait, target).await {
-        Ok(page) => {
-            let body = render(
-                &base_uri(&headers, endpoint.scheme),
-                &query,
-                token,
-                &page,
-                endpoint.engine.workers().statuses().len() + 1,
-            );
-            page_response(&query, body)
-        }
-        Err(PageError::Gone) => text_error(
-            StatusCode::GONE,
-            format!("token {token} is no longer available"),
-        ),
-        Err(PageError::NotFound) => {
-            text_error(StatusCode::NOT_FOUND, format!("token {token} not found"))
-        }
-    }
+    let page = query
+        .page(token, max_wait, target)
+        .await
+        .map_err(|e| match e {
+            PageError::Gone => Refusal::Gone(format!("token {token} is no longer available")),
+            PageError::NotFound => Refusal::NotFound(format!("token {token} not found")),
+        })?;
+    let body = render(
+        &base_uri(&headers, endpoint.scheme),
+        &query,
+        token,
+        &page,
+        endpoint.nodes(),
+    );
+    Ok(page_response(&query, body))
 }
 
 async fn cancel_statement(
     State(endpoint): State<Arc<TrinoEndpoint>>,
+    caller: Caller,
     Path((_phase, id, slug, _token)): Path<(String, String, String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    match endpoint.query_for(&headers, &id).await {
-        Ok(query) if query.slug == slug => {
-            query.cancel();
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Ok(_) => text_error(StatusCode::NOT_FOUND, format!("query {id} not found")),
-        Err(response) => response,
+) -> Result<StatusCode, Refusal> {
+    let query = endpoint.query_for(&caller, &id)?;
+    if query.slug != slug {
+        return Err(Refusal::NotFound(format!("query {id} not found")));
     }
+    query.cancel(CancelReason::Client);
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn cancel_query(
     State(endpoint): State<Arc<TrinoEndpoint>>,
+    caller: Caller,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    match endpoint.query_for(&headers, &id).await {
-        Ok(query) => {
-            query.cancel();
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(response) => response,
-    }
+) -> Result<StatusCode, Refusal> {
+    endpoint
+        .query_for(&caller, &id)?
+        .cancel(CancelReason::Client);
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn query_info(
     State(endpoint): State<Arc<TrinoEndpoint>>,
+    caller: Caller,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    match endpoint.query_for(&headers, &id).await {
-        Ok(query) => axum::Json(json!({
-            "queryId": query.id,
-            "query": query.sql,
-            "session": {"user": query.user},
-            "state": if query.is_cancelled() {
-                "FAILED"
-            } else if query.is_finished() {
-                "FINISHED"
-            } else {
-                "RUNNING"
-            },
-            "elapsedTimeMillis": query.created.elapsed().as_millis() as u64,
-        }))
-        .into_response(),
-        Err(response) => response,
-    }
+) -> Result<Response, Refusal> {
+    let query = endpoint.query_for(&caller, &id)?;
+    Ok(axum::Json(json!({
+        "queryId": query.id,
+        "query": query.sql,
+        "session": {"user": query.user},
+        "state": if query.is_cancelled() {
+            "FAILED"
+        } else if query.is_finished() {
+            "FINISHED"
+        } else {
+            "RUNNING"
+        },
+        "elapsedTimeMillis": query.created.elapsed().as_millis() as u64,
+    }))
+    .into_response())
 }
 
 async fn info(State(endpoint): State<Arc<TrinoEndpoint>>) -> Response {

@@ -1,6 +1,8 @@
 //! Turning one stream of record batches into Iceberg data files.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result;
@@ -31,7 +33,7 @@ pub struct CreatedFiles(Arc<Mutex<Vec<String>>>);
 
 impl CreatedFiles {
     pub fn locations(&self) -> Vec<String> {
-        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+        self.0.lock().clone()
     }
 }
 
@@ -45,7 +47,8 @@ struct TrackedLocations {
 impl LocationGenerator for TrackedLocations {
     fn generate_location(&self, partition_key: Option<&PartitionKey>, file_name: &str) -> String {
         let location = self.inner.generate_location(partition_key, file_name);
-        if let Ok(mut created) = self.created.0.lock() {
+        {
+            let mut created = self.created.0.lock();
             created.push(location.clone());
         }
         location

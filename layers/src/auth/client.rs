@@ -2,7 +2,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -43,18 +45,22 @@ struct CurrentToken {
 
 impl CurrentToken {
     fn header(&self, signer: &TokenSigner) -> Result<HeaderValue, Status> {
-        if let Ok(current) = self.token.lock()
-            && let Some((value, signed)) = current.as_ref()
-            && signed.elapsed() < self.reuse
-        {
-            return Ok(value.clone());
+        let reusable = self
+            .token
+            .lock()
+            .as_ref()
+            .filter(|(_, signed)| signed.elapsed() < self.reuse)
+            .map(|(value, _)| value.clone());
+        if let Some(value) = reusable {
+            return Ok(value);
         }
         let token = signer.sign().map_err(Status::from)?;
         let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| Status::internal("a signed token is not a valid header value"))?;
         // Never indexed by HPACK: it is a credential.
         value.set_sensitive(true);
-        if let Ok(mut current) = self.token.lock() {
+        {
+            let mut current = self.token.lock();
             *current = Some((value.clone(), Instant::now()));
         }
         Ok(value)

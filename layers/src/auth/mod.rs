@@ -22,5 +22,5 @@ mod server;
 mod token;
 
 pub use client::{Auth, AuthFuture, AuthLayer, DEFAULT_TOKEN_REUSE};
-pub use server::{Verify, VerifyFuture, VerifyLayer};
+pub use server::{Verify, VerifyFuture, VerifyLayer, VerifyToken};
 pub use token::{AuthError, Claims, TokenSigner, TokenVerifier, VerifierStats};

@@ -1,54 +1,34 @@
-//! Server side: no valid token, no service.
+//! Server side: no valid token, no service. The check is an [`Authorize`] for the generic
+//! authorize-or-reject layer.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
+use http::Request;
 use http::header::AUTHORIZATION;
-use http::{Request, Response};
-use pin_project::pin_project;
 use tonic::Status;
-use tonic::body::Body;
-use tower::{Layer, Service};
 
 use super::token::{AuthError, TokenVerifier};
-use crate::status::response;
+use crate::authorize::{Authorize, AuthorizeFuture, AuthorizeLayer, AuthorizeService};
 
 /// Lets a request through only with a valid bearer token; answers `Unauthenticated` (without
 /// calling the service) otherwise. The verified claims are put in the request extensions.
-#[derive(Debug, Clone)]
-pub struct VerifyLayer {
-    verifier: Arc<TokenVerifier>,
-}
+pub type VerifyLayer = AuthorizeLayer<VerifyToken>;
+/// See [`VerifyLayer`].
+pub type Verify<S> = AuthorizeService<S, VerifyToken>;
+/// Response future of [`Verify`].
+pub type VerifyFuture<F> = AuthorizeFuture<F>;
 
 impl VerifyLayer {
-    pub fn new(verifier: Arc<TokenVerifier>) -> Self {
-        Self { verifier }
+    /// Checks tokens with `verifier`.
+    pub fn verifying(verifier: Arc<TokenVerifier>) -> Self {
+        AuthorizeLayer::new(VerifyToken { verifier })
     }
 }
 
-impl<S> Layer<S> for VerifyLayer {
-    type Service = Verify<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Verify {
-            inner,
-            verifier: Arc::clone(&self.verifier),
-        }
-    }
-}
-
-/// See [`VerifyLayer`].
+/// The worker token check.
 #[derive(Debug, Clone)]
-pub struct Verify<S> {
-    inner: S,
+pub struct VerifyToken {
     verifier: Arc<TokenVerifier>,
-}
-
-/// A verified service keeps its gRPC name, so it can be added to a tonic server on its own.
-impl<S: tonic::server::NamedService> tonic::server::NamedService for Verify<S> {
-    const NAME: &'static str = S::NAME;
 }
 
 fn bearer<B>(request: &Request<B>) -> Result<&str, AuthError> {
@@ -64,61 +44,16 @@ fn bearer<B>(request: &Request<B>) -> Result<&str, AuthError> {
         .ok_or(AuthError::MissingToken)
 }
 
-impl<S, B> Service<Request<B>> for Verify<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
-    type Future = VerifyFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        match bearer(&request).and_then(|token| self.verifier.verify(token)) {
+impl<B> Authorize<B> for VerifyToken {
+    fn authorize(&self, request: &mut Request<B>) -> Result<(), Status> {
+        match bearer(request).and_then(|token| self.verifier.verify(token)) {
             Ok(claims) => {
                 request.extensions_mut().insert(claims);
-                VerifyFuture::Accepted {
-                    future: self.inner.call(request),
-                }
+                Ok(())
             }
             Err(e) => {
                 tracing::warn!(path = %request.uri().path(), error = %e, "rejected an unauthenticated request");
-                VerifyFuture::Rejected {
-                    response: Some(response(Status::from(e))),
-                }
-            }
-        }
-    }
-}
-
-/// Response future of [`Verify`].
-#[pin_project(project = VerifyFutureProj)]
-pub enum VerifyFuture<F> {
-    Accepted {
-        #[pin]
-        future: F,
-    },
-    Rejected {
-        response: Option<Response<Body>>,
-    },
-}
-
-impl<F, E> Future for VerifyFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            VerifyFutureProj::Accepted { future } => future.poll(cx),
-            VerifyFutureProj::Rejected { response } => {
-                Poll::Ready(Ok(response.take().unwrap_or_else(|| {
-                    self::response(Status::internal("VerifyFuture polled after completion"))
-                })))
+                Err(Status::from(e))
             }
         }
     }
@@ -130,12 +65,16 @@ mod tests {
     use tower::ServiceExt;
     use tower_test::mock;
 
+    use http::Response;
+    use tonic::body::Body;
+    use tower::{Layer, Service};
+
     use super::*;
     use crate::auth::{Claims, TokenSigner};
     use crate::status::grpc_status_of;
 
     fn layer() -> Result<VerifyLayer, AuthError> {
-        Ok(VerifyLayer::new(Arc::new(TokenVerifier::new(
+        Ok(VerifyLayer::verifying(Arc::new(TokenVerifier::new(
             &[b"secret".as_slice()],
             "sqe-worker",
         )?)))

@@ -1,7 +1,7 @@
 //! Signing and verifying tokens.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -171,7 +171,7 @@ impl VerifierStats {
 
     /// Tokens verified per issuer.
     pub fn verified_by_issuer(&self) -> HashMap<String, u64> {
-        self.by_issuer.lock().map(|m| m.clone()).unwrap_or_default()
+        self.by_issuer.lock().clone()
     }
 }
 
@@ -245,7 +245,8 @@ impl TokenVerifier {
         match &result {
             Ok(claims) => {
                 self.stats.verified.fetch_add(1, Ordering::Relaxed);
-                if let Ok(mut by_issuer) = self.stats.by_issuer.lock() {
+                {
+                    let mut by_issuer = self.stats.by_issuer.lock();
                     *by_issuer.entry(claims.iss.clone()).or_default() += 1;
                 }
             }
@@ -257,17 +258,19 @@ impl TokenVerifier {
     }
 
     fn verify_cached(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
-        if let Ok(mut verified) = self.verified.lock()
-            && let Some(claims) = verified.get(token)
         {
-            if claims.exp + self.leeway >= now {
-                return Ok(claims.clone());
+            let mut verified = self.verified.lock();
+            if let Some(claims) = verified.get(token) {
+                if claims.exp + self.leeway >= now {
+                    return Ok(claims.clone());
+                }
+                verified.remove(token);
+                return Err(AuthError::Expired);
             }
-            verified.remove(token);
-            return Err(AuthError::Expired);
         }
         let claims = self.verify_at(token, now)?;
-        if let Ok(mut verified) = self.verified.lock() {
+        {
+            let mut verified = self.verified.lock();
             if verified.len() >= VERIFIED_CACHE_SIZE {
                 verified.retain(|_, c| c.exp + self.leeway >= now);
                 if verified.len() >= VERIFIED_CACHE_SIZE {

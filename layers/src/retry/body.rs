@@ -1,7 +1,9 @@
 //! A request body that stays reusable until a connection first polls it.
 
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -28,7 +30,7 @@ impl BodySlot {
 
     /// No attempt has polled the body yet: nothing of it left this process.
     pub(super) fn unsent(&self) -> bool {
-        self.0.lock().map(|b| b.is_some()).unwrap_or(false)
+        self.0.lock().is_some()
     }
 }
 
@@ -46,7 +48,7 @@ impl http_body::Body for SlotBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         if self.body.is_none() {
-            let taken = self.slot.0.lock().ok().and_then(|mut b| b.take());
+            let taken = self.slot.0.lock().take();
             match taken {
                 Some(body) => self.body = Some(body),
                 None => {
@@ -69,8 +71,8 @@ impl http_body::Body for SlotBody {
                 .slot
                 .0
                 .lock()
-                .map(|b| b.as_ref().is_some_and(http_body::Body::is_end_stream))
-                .unwrap_or(false),
+                .as_ref()
+                .is_some_and(http_body::Body::is_end_stream),
         }
     }
 
@@ -81,8 +83,8 @@ impl http_body::Body for SlotBody {
                 .slot
                 .0
                 .lock()
-                .ok()
-                .and_then(|b| b.as_ref().map(http_body::Body::size_hint))
+                .as_ref()
+                .map(http_body::Body::size_hint)
                 .unwrap_or_default(),
         }
     }

@@ -17,7 +17,9 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
@@ -69,18 +71,16 @@ pub struct RpcCounts(Arc<Mutex<HashMap<RpcKey, u64>>>);
 
 impl RpcCounts {
     fn add(&self, key: RpcKey) {
-        if let Ok(mut counts) = self.0.lock() {
+        {
+            let mut counts = self.0.lock();
             *counts.entry(key).or_default() += 1;
         }
     }
 
     /// Every outcome seen so far, ordered by method, code number, attempt.
     pub fn snapshot(&self) -> Vec<(RpcKey, u64)> {
-        let mut all: Vec<(RpcKey, u64)> = self
-            .0
-            .lock()
-            .map(|counts| counts.iter().map(|(k, v)| (k.clone(), *v)).collect())
-            .unwrap_or_default();
+        let mut all: Vec<(RpcKey, u64)> =
+            self.0.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
         all.sort_by(|(a, _), (b, _)| {
             (&a.method, a.code as i32, a.attempt).cmp(&(&b.method, b.code as i32, b.attempt))
         });

@@ -1,5 +1,8 @@
 //! SQE's integration suite: one test binary, real gRPC servers and real processes.
 
+// Test and benchmark code: the lock and spawn bans are for the code that ships.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 mod config_errors;
 mod distributed;
 mod flight_sql;

@@ -1,79 +1,61 @@
-//! A Trino client's session: catalog, schema, properties, prepared statements and transaction
-//! live in the client, which sends them as headers on every request. This module runs one
-//! statement with that session, answers the session statements (`USE`, `SET/RESET SESSION`,
-//! `PREPARE`, `EXECUTE`, `DEALLOCATE`, `DESCRIBE INPUT/OUTPUT`, transactions) itself, and says
-//! which response headers carry the changes back.
+//! The statements about the client's session itself, which SQE answers without a plan: `USE`,
+//! `SET/RESET SESSION`, `PREPARE`, `EXECUTE`, `EXECUTE IMMEDIATE`, `DEALLOCATE`,
+//! `DESCRIBE INPUT/OUTPUT` and transactions. Their effect on the session comes back as
+//! [`SessionChanges`], which each endpoint carries back its own way (Trino: response headers).
 //!
 //! Transactions have single-statement semantics: each statement commits on its own, reads see
 //! the tables' latest snapshots, and writes inside an explicit transaction are refused (as
 //! Trino's Iceberg connector refuses them), so `ROLLBACK` never has anything to undo.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::execution::TaskContext;
-use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::sqlparser::ast::{Expr, Value};
-use http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::trino::headers::{ClientSession, url_encode};
-use sqe_engine::dialect::statements::{
-    ClientStatement, bind_parameters, number_parameters, recognize,
-};
-use sqe_engine::dialect::types::TrinoType;
-use sqe_engine::engine::{Engine, Outcome, SessionSettings, StatementKind, StatementTemplate};
-use sqe_engine::error::{GatewayError, Result};
-use sqe_engine::history::QueryTracker;
-use sqe_engine::session_properties::{self, PropertyType, SessionProperties};
+use super::{Described, Planned, Session};
+use crate::dialect::statements::{ClientStatement, bind_parameters, number_parameters, recognize};
+use crate::dialect::types::TrinoType;
+use crate::engine::{Engine, OutputColumn, SessionSettings, StatementKind, StatementTemplate};
+use crate::error::{Error, ErrorCode, ObjectKind, Result};
+use crate::expiring::{Expire, ExpiringMap};
+use crate::session_properties::{self, PropertyType, SessionProperties};
 
-/// Open transactions, by id. Ids are ours: a client cannot invent one.
-#[derive(Debug, Default)]
+/// Open transactions, by id. Ids are ours: a client cannot invent one. A transaction unused
+/// for its idle time is forgotten: its client is gone.
+#[derive(Debug)]
 pub struct Transactions {
-    open: Mutex<HashMap<String, Instant>>,
+    open: ExpiringMap<String, ()>,
 }
 
+/// Most transactions open at once.
+const MAX_TRANSACTIONS: u64 = 10_000;
+
 impl Transactions {
+    pub fn new(idle: Duration) -> Self {
+        Self {
+            open: ExpiringMap::new(MAX_TRANSACTIONS, Expire::WhenIdle(idle)),
+        }
+    }
+
     fn start(&self) -> String {
         let id = uuid::Uuid::new_v4().to_string();
-        if let Ok(mut open) = self.open.lock() {
-            open.insert(id.clone(), Instant::now());
-        }
+        self.open.insert(id.clone(), ());
         id
     }
 
     /// Whether `id` is open; marks it used.
     fn touch(&self, id: &str) -> bool {
-        self.open
-            .lock()
-            .map(|mut open| match open.get_mut(id) {
-                Some(seen) => {
-                    *seen = Instant::now();
-                    true
-                }
-                None => false,
-            })
-            .unwrap_or(false)
+        self.open.get(&id.to_string()).is_some()
     }
 
     fn end(&self, id: &str) {
-        if let Ok(mut open) = self.open.lock() {
-            open.remove(id);
-        }
-    }
-
-    /// Forgets transactions unused for `idle`; their clients are gone.
-    pub fn reap(&self, idle: Duration) {
-        if let Ok(mut open) = self.open.lock() {
-            open.retain(|_, seen| seen.elapsed() < idle);
-        }
+        self.open.remove(&id.to_string());
     }
 }
 
-/// Changes a statement makes to the client's session, sent back as response headers.
+/// Changes a statement makes to the client's session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionChanges {
     pub set_catalog: Option<String>,
@@ -86,111 +68,39 @@ pub struct SessionChanges {
     pub clear_transaction: bool,
 }
 
-impl SessionChanges {
-    /// Adds the `X-Trino-*` response headers that carry the changes.
-    pub fn write_headers(&self, headers: &mut HeaderMap) {
-        let mut add = |name: &'static str, value: String| {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.append(HeaderName::from_static(name), value);
-            }
-        };
-        if let Some(catalog) = &self.set_catalog {
-            add("x-trino-set-catalog", catalog.clone());
-        }
-        if let Some(schema) = &self.set_schema {
-            add("x-trino-set-schema", schema.clone());
-        }
-        for (name, value) in &self.set_session {
-            add(
-                "x-trino-set-session",
-                format!("{name}={}", url_encode(value)),
-            );
-        }
-        for name in &self.clear_session {
-            add("x-trino-clear-session", name.clone());
-        }
-        for (name, sql) in &self.added_prepare {
-            add(
-                "x-trino-added-prepare",
-                format!("{}={}", url_encode(name), url_encode(sql)),
-            );
-        }
-        for name in &self.deallocated_prepare {
-            add("x-trino-deallocated-prepare", url_encode(name));
-        }
-        if let Some(id) = &self.started_transaction {
-            add("x-trino-started-transaction-id", id.clone());
-        }
-        if self.clear_transaction {
-            add("x-trino-clear-transaction-id", "true".into());
-        }
-    }
-}
-
-/// A statement's result.
-pub struct Executed {
-    /// Trino's `updateType`; `None` for statements returning rows.
-    pub update_type: Option<&'static str>,
-    pub schema: SchemaRef,
-    pub outcome: Outcome,
-    pub changes: SessionChanges,
-}
-
-impl Executed {
-    fn update(update_type: &'static str, changes: SessionChanges) -> Self {
-        Self {
-            update_type: Some(update_type),
-            schema: Arc::new(Schema::empty()),
-            outcome: Outcome::Updated { rows: None },
-            changes,
-        }
-    }
-
-    fn rows(batch: RecordBatch) -> Result<Self> {
-        let schema = batch.schema();
-        let plan = MemorySourceConfig::try_new_exec(&[vec![batch]], Arc::clone(&schema), None)?;
-        let stream = plan.execute(0, Arc::new(TaskContext::default()))?;
-        Ok(Self {
-            update_type: None,
-            schema,
-            outcome: Outcome::Rows(stream),
-            changes: SessionChanges::default(),
-        })
-    }
-}
-
-/// The engine settings a client's headers ask for; invalid session properties are an error.
-pub fn settings(engine: &Engine, client: &ClientSession) -> Result<SessionSettings> {
+/// The engine settings a session asks for; invalid session properties are an error.
+pub(super) fn settings(engine: &Engine, session: &Session) -> Result<SessionSettings> {
     Ok(SessionSettings {
-        catalog: client.catalog.clone(),
-        schema: client.schema.clone(),
-        user: client.user.clone(),
-        time_zone: client.time_zone.clone(),
-        properties: SessionProperties::from_pairs(&client.properties, &engine.property_limits())?,
+        catalog: session.catalog.clone(),
+        schema: session.schema.clone(),
+        user: session.user.clone(),
+        time_zone: session.time_zone.clone(),
+        properties: SessionProperties::from_pairs(&session.properties, &engine.property_limits())?,
     })
 }
 
-/// Runs one statement for a client.
-pub async fn execute(
+/// Plans one SQL statement of `session`: a query, DDL or DML, or a session statement answered
+/// at once.
+pub(super) async fn plan_sql(
     engine: &Arc<Engine>,
-    client: &ClientSession,
     transactions: &Transactions,
+    session: &Session,
     sql: &str,
-    tracker: &QueryTracker,
-) -> Result<Executed> {
-    if let Some(id) = &client.transaction_id
+) -> Result<Planned> {
+    if let Some(id) = &session.transaction_id
         && !transactions.touch(id)
     {
-        return Err(GatewayError::Analysis(format!(
-            "Unknown transaction ID: {id}"
-        )));
+        return Err(Error::invalid(
+            ErrorCode::UnknownTransaction,
+            format!("Unknown transaction ID: {id}"),
+        ));
     }
-    let settings = settings(engine, client)?;
-    let in_transaction = client.transaction_id.is_some();
+    let settings = settings(engine, session)?;
+    let in_transaction = session.transaction_id.is_some();
     let statement = match recognize(sql)? {
-        // SHOW and CALL are planned by the engine, for both endpoints.
+        // SHOW and CALL are planned by the engine.
         None | Some(ClientStatement::Show(_) | ClientStatement::KillQuery { .. }) => {
-            return run_sql(engine, &settings, sql, in_transaction, tracker).await;
+            return plan_query(engine, &settings, sql, in_transaction).await;
         }
         Some(statement) => statement,
     };
@@ -199,7 +109,7 @@ pub async fn execute(
     match statement {
         ClientStatement::Use { catalog, schema } => {
             let catalog = catalog
-                .or_else(|| client.catalog.clone())
+                .or_else(|| session.catalog.clone())
                 .unwrap_or_else(|| engine.catalog_name().to_string());
             engine.require_schema_exists(&catalog, &schema).await?;
             changes.set_catalog = Some(catalog);
@@ -220,7 +130,7 @@ pub async fn execute(
         ClientStatement::Prepare { name, sql } => {
             if let Some(inner) = recognize(&sql)?.filter(|s| !matches!(s, ClientStatement::Show(_)))
             {
-                return Err(GatewayError::NotSupported(format!(
+                return Err(Error::NotSupported(format!(
                     "preparing {}: only queries, DDL and DML can be prepared",
                     inner.name()
                 )));
@@ -232,117 +142,101 @@ pub async fn execute(
             changes.added_prepare.push((name, sql));
         }
         ClientStatement::Execute { name, parameters } => {
-            let sql = prepared(client, &name)?;
-            return run_sql(
+            let sql = prepared(session, &name)?;
+            return plan_query(
                 engine,
                 &settings,
                 &bind_parameters(sql, &parameters)?,
                 in_transaction,
-                tracker,
             )
             .await;
         }
         ClientStatement::ExecuteImmediate { sql, parameters } => {
             if recognize(&sql)?.is_some_and(|s| !matches!(s, ClientStatement::Show(_))) {
-                return Err(GatewayError::NotSupported(
+                return Err(Error::NotSupported(
                     "EXECUTE IMMEDIATE of a session statement".into(),
                 ));
             }
-            return run_sql(
+            return plan_query(
                 engine,
                 &settings,
                 &bind_parameters(&sql, &parameters)?,
                 in_transaction,
-                tracker,
             )
             .await;
         }
         ClientStatement::Deallocate { name } => {
-            prepared(client, &name)?;
+            prepared(session, &name)?;
             changes.deallocated_prepare.push(name);
         }
         ClientStatement::DescribeInput { name } => {
             let template = engine
-                .template(&settings, &number_parameters(prepared(client, &name)?)?)
+                .template(&settings, &number_parameters(prepared(session, &name)?)?)
                 .await?;
-            return Executed::rows(describe_input(&template)?);
+            return Ok(Planned::Rows(describe_input(&template)?));
         }
         ClientStatement::DescribeOutput { name } => {
             let template = engine
-                .template(&settings, &number_parameters(prepared(client, &name)?)?)
+                .template(&settings, &number_parameters(prepared(session, &name)?)?)
                 .await?;
-            return Executed::rows(describe_output(engine, &settings, &template)?);
+            return Ok(Planned::Rows(describe_output(
+                engine, &settings, &template,
+            )?));
         }
         ClientStatement::StartTransaction => {
-            if !client.supports_transactions {
-                return Err(GatewayError::Analysis(
-                    "Client does not support transactions".into(),
+            if !session.supports_transactions {
+                return Err(Error::invalid(
+                    ErrorCode::IncompatibleClient,
+                    "Client does not support transactions",
                 ));
             }
             if in_transaction {
-                return Err(GatewayError::NotSupported("Nested transactions".into()));
+                return Err(Error::NotSupported("Nested transactions".into()));
             }
             changes.started_transaction = Some(transactions.start());
         }
         ClientStatement::Commit | ClientStatement::Rollback => {
-            let Some(id) = &client.transaction_id else {
-                return Err(GatewayError::Analysis("No transaction in progress".into()));
+            let Some(id) = &session.transaction_id else {
+                return Err(Error::invalid(
+                    ErrorCode::NotInTransaction,
+                    "No transaction in progress",
+                ));
             };
             transactions.end(id);
             changes.clear_transaction = true;
         }
         ClientStatement::Show(_) | ClientStatement::KillQuery { .. } => {}
     }
-    Ok(Executed::update(name, changes))
+    Ok(Planned::Session {
+        update_type: name,
+        changes,
+    })
 }
 
-async fn run_sql(
+/// A query, DDL or DML, planned to run.
+async fn plan_query(
     engine: &Arc<Engine>,
     settings: &SessionSettings,
     sql: &str,
     in_transaction: bool,
-    tracker: &QueryTracker,
-) -> Result<Executed> {
+) -> Result<Planned> {
     let template = engine.template(settings, sql).await?;
     if in_transaction && !matches!(template.kind(), StatementKind::Query | StatementKind::Call) {
-        return Err(GatewayError::NotSupported(format!(
+        return Err(Error::NotSupported(format!(
             "Catalog only supports writes using autocommit: {}",
             engine.catalog_name()
         )));
     }
     let prepared = engine.bind(&template, Vec::new()).await?;
-    let kind = prepared.kind();
-    let schema = renamed(&prepared.schema(), template.trino_column_names());
-    prepared.mark_running(tracker);
-    let outcome = engine.run(prepared).await?;
-    Ok(Executed {
-        update_type: kind.update_type(),
-        schema,
-        outcome,
-        changes: SessionChanges::default(),
-    })
+    Ok(Planned::plan(prepared, template.trino_column_names()))
 }
 
-/// `schema` with Trino's column names.
-fn renamed(schema: &SchemaRef, names: Vec<String>) -> SchemaRef {
-    if names.len() != schema.fields().len() {
-        return Arc::clone(schema);
-    }
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .zip(names)
-        .map(|(f, name)| f.as_ref().clone().with_name(name))
-        .collect();
-    Arc::new(Schema::new(fields))
-}
-
-fn prepared<'a>(client: &'a ClientSession, name: &str) -> Result<&'a str> {
-    client
+fn prepared<'a>(session: &'a Session, name: &str) -> Result<&'a str> {
+    session
         .prepared
         .get(name)
         .map(String::as_str)
-        .ok_or_else(|| GatewayError::NotFound(format!("Prepared statement not found: {name}")))
+        .ok_or_else(|| Error::not_found(ObjectKind::PreparedStatement, name))
 }
 
 /// The text form of a `SET SESSION` value, checked against the property's type.
@@ -359,10 +253,13 @@ fn property_literal(name: &str, value: &Expr) -> Result<String> {
         (PropertyType::Integer, Some(Value::Number(n, _))) => n.to_string(),
         (PropertyType::Boolean, Some(Value::Boolean(b))) => b.to_string(),
         (expected, _) => {
-            return Err(GatewayError::Analysis(format!(
-                "invalid value for session property {name}: {value} is not a {} literal",
-                expected.name()
-            )));
+            return Err(Error::invalid(
+                ErrorCode::InvalidSessionProperty,
+                format!(
+                    "invalid value for session property {name}: {value} is not a {} literal",
+                    expected.name()
+                ),
+            ));
         }
     };
     Ok(text)
@@ -382,11 +279,10 @@ fn describe_input(template: &StatementTemplate) -> Result<RecordBatch> {
         Field::new("Position", DataType::Int64, false),
         Field::new("Type", DataType::Utf8, false),
     ]));
-    RecordBatch::try_new(
+    Ok(RecordBatch::try_new(
         schema,
         vec![Arc::new(positions) as ArrayRef, Arc::new(types)],
-    )
-    .map_err(|e| GatewayError::Internal(e.to_string()))
+    )?)
 }
 
 /// Bytes of a fixed-width type, 0 for variable-width ones (Trino's "Type Size").
@@ -443,7 +339,7 @@ fn describe_output(
     } else {
         Vec::new()
     };
-    let text = |f: &dyn Fn(&sqe_engine::engine::OutputColumn) -> String| {
+    let text = |f: &dyn Fn(&OutputColumn) -> String| {
         Arc::new(StringArray::from_iter_values(columns.iter().map(f))) as ArrayRef
     };
     let types: Vec<TrinoType> = columns
@@ -466,7 +362,41 @@ fn describe_output(
                 .collect::<BooleanArray>(),
         ),
     ];
-    RecordBatch::try_new(schema, arrays).map_err(|e| GatewayError::Internal(e.to_string()))
+    Ok(RecordBatch::try_new(schema, arrays)?)
+}
+
+/// `schema` with `names` (Trino's names for its columns), when there is one name per field.
+pub(super) fn renamed(schema: &SchemaRef, names: &[String]) -> SchemaRef {
+    if names.len() != schema.fields().len()
+        || schema
+            .fields()
+            .iter()
+            .zip(names)
+            .all(|(f, n)| f.name() == n)
+    {
+        return Arc::clone(schema);
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(names)
+        .map(|(f, name)| f.as_ref().clone().with_name(name))
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// A session statement's result as a client sees it before it runs: its name as the one
+/// `result` row of a command.
+pub(super) fn session_statement(update_type: &'static str) -> Described {
+    Described {
+        schema: Arc::new(Schema::new(vec![Field::new(
+            "result",
+            DataType::Utf8,
+            false,
+        )])),
+        update_type: Some(update_type),
+        kind: None,
+    }
 }
 
 #[cfg(test)]
@@ -474,35 +404,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn changes_become_trino_headers() {
-        let changes = SessionChanges {
-            set_catalog: Some("iceberg".into()),
-            set_session: vec![("query_max_run_time".into(), "1.50m".into())],
-            added_prepare: vec![("q1".into(), "SELECT 'a b', ?".into())],
-            deallocated_prepare: vec!["q0".into()],
-            clear_transaction: true,
-            ..SessionChanges::default()
-        };
-        let mut headers = HeaderMap::new();
-        changes.write_headers(&mut headers);
-        assert_eq!(headers["x-trino-set-catalog"], "iceberg");
-        assert_eq!(headers["x-trino-set-session"], "query_max_run_time=1.50m");
-        assert_eq!(
-            headers["x-trino-added-prepare"],
-            "q1=SELECT+%27a+b%27%2C+%3F"
-        );
-        assert_eq!(headers["x-trino-deallocated-prepare"], "q0");
-        assert_eq!(headers["x-trino-clear-transaction-id"], "true");
-        assert!(headers.get("x-trino-set-schema").is_none());
-    }
-
-    #[test]
     fn transactions_are_ours_to_name() {
-        let transactions = Transactions::default();
+        let transactions = Transactions::new(Duration::from_secs(60));
         let id = transactions.start();
         assert!(transactions.touch(&id));
         assert!(!transactions.touch("made-up"));
         transactions.end(&id);
         assert!(!transactions.touch(&id));
+    }
+
+    #[test]
+    fn columns_get_their_trino_names() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("count(*)", DataType::Int64, false),
+            Field::new("n", DataType::Utf8, true),
+        ]));
+        let names = vec!["_col0".to_string(), "n".to_string()];
+        let named = renamed(&schema, &names);
+        assert_eq!(named.field(0).name(), "_col0");
+        assert_eq!(named.field(1).data_type(), &DataType::Utf8);
+        assert!(Arc::ptr_eq(&renamed(&named, &names), &named));
     }
 }
