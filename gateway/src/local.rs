@@ -35,6 +35,8 @@ pub struct LocalOptions {
     pub query_max_run_time_secs: Option<u64>,
     /// How clients authenticate (none by default).
     pub client_auth: ClientAuthConfig,
+    /// The coordinator's `/metrics` and probes port (0 picks a free one); `None` serves none.
+    pub metrics_port: Option<u16>,
     /// Catalog and storage of an external stack (`scripts/stack.sh`) instead of the embedded
     /// catalog under `data_dir`.
     pub stack: Option<StackSettings>,
@@ -130,6 +132,7 @@ impl Default for LocalOptions {
             worker_secret: None,
             query_max_run_time_secs: None,
             client_auth: ClientAuthConfig::default(),
+            metrics_port: None,
             stack: None,
         }
     }
@@ -195,6 +198,9 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         query_max_run_time_secs: options.query_max_run_time_secs,
         ..Default::default()
     };
+    if let Some(port) = options.metrics_port {
+        coordinator.metrics_port = port;
+    }
     if let Some(bytes) = options.scan_bytes_per_partition {
         coordinator.scan_bytes_per_partition = ByteSize(bytes);
     }

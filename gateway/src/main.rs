@@ -287,6 +287,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, St
                 worker_secret: None,
                 query_max_run_time_secs: None,
                 client_auth: Default::default(),
+                metrics_port: None,
                 stack,
             };
             let cluster = start_local(&options).await?;

@@ -12,6 +12,7 @@
 
 pub mod baseline;
 pub mod cluster;
+pub mod flight;
 pub mod otlp;
 pub mod process;
 pub mod python;

@@ -198,14 +198,27 @@ impl QueryRecord {
         }
     }
 
+    /// Moves the query to `state` with `change` to its progress, unless it has ended; every
+    /// state change of every query goes through here. Whether it moved (entering the state it
+    /// is in is no move).
+    fn transition(&self, state: QueryState, change: impl FnOnce(&mut Progress)) -> bool {
+        let mut moved = false;
+        self.update(|p| {
+            moved = p.state != Some(state);
+            p.state = Some(state);
+            change(p);
+        });
+        if moved {
+            self.stats.entered(self.start.endpoint, state);
+        }
+        moved
+    }
+
     /// Ends the query unless it has ended already; whether this call ended it.
     fn end(&self, state: QueryState, error: Option<(&'static str, String)>) -> bool {
-        let mut ended = false;
-        self.update(|p| {
-            p.state = Some(state);
+        let ended = self.transition(state, |p| {
             p.ended = Some((Utc::now(), Instant::now()));
             p.error = error;
-            ended = true;
         });
         if !ended {
             return false;
@@ -355,6 +368,7 @@ impl QueryHistory {
             stats: Arc::clone(&self.stats),
             trace_id,
         });
+        record.transition(QueryState::Queued, |_| {});
         {
             let mut records = self.records.lock();
             records.push_back(Arc::clone(&record));
@@ -462,8 +476,7 @@ impl QueryTracker {
         if let Some(tasks) = tasks {
             let _ = self.record.tasks.set(tasks);
         }
-        self.record.update(|p| {
-            p.state = Some(QueryState::Running);
+        self.record.transition(QueryState::Running, |p| {
             p.started = Some((Utc::now(), Instant::now()));
             p.cache = cache;
         });

@@ -10,6 +10,8 @@ use super::QueryState;
 #[derive(Debug, Default)]
 pub struct QueryStats {
     inner: Mutex<HashMap<&'static str, EndpointStats>>,
+    /// Queries that entered each state, by endpoint and state.
+    entered: Mutex<HashMap<(&'static str, &'static str), u64>>,
 }
 
 /// What the queries of one endpoint did.
@@ -45,6 +47,21 @@ impl QueryStats {
             stats.output_bytes += bytes;
             stats.latency.observe(seconds);
         }
+    }
+
+    pub(super) fn entered(&self, endpoint: &'static str, state: QueryState) {
+        *self
+            .entered
+            .lock()
+            .entry((endpoint, state.name()))
+            .or_default() += 1;
+    }
+
+    /// Queries that entered each state since the coordinator started, by endpoint and state.
+    pub fn transitions(&self) -> Vec<((&'static str, &'static str), u64)> {
+        let mut counts: Vec<_> = self.entered.lock().iter().map(|(k, v)| (*k, *v)).collect();
+        counts.sort();
+        counts
     }
 
     /// Reads the stats of every endpoint.

@@ -148,6 +148,18 @@ impl Observed for CoordinatorObserved {
                 );
             }
         });
+        text.family(
+            "sqe_query_state_transitions_total",
+            "counter",
+            "Queries that entered each state (QUEUED, RUNNING, FINISHED, FAILED, CANCELED), by endpoint.",
+        );
+        for ((endpoint, state), count) in history.stats().transitions() {
+            text.sample(
+                "sqe_query_state_transitions_total",
+                &[("endpoint", endpoint), ("state", state)],
+                count as f64,
+            );
+        }
         let running = history
             .records()
             .iter()

@@ -13,6 +13,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use prost::Message;
 use sqe_tests::cluster::TestCluster;
+use sqe_tests::flight::fetch;
 use sqe_tests::python::run_python;
 use sqe_tests::render;
 use tonic::transport::Channel;
@@ -47,22 +48,7 @@ async fn adbc_with_password_authentication() -> TestResult {
 async fn client(
     cluster: &TestCluster,
 ) -> Result<FlightSqlServiceClient<Channel>, Box<dyn std::error::Error + Send + Sync>> {
-    let channel = tonic::transport::Endpoint::from_shared(cluster.flight_url())?
-        .connect()
-        .await?;
-    Ok(FlightSqlServiceClient::new(channel))
-}
-
-async fn fetch(
-    client: &mut FlightSqlServiceClient<Channel>,
-    info: arrow_flight::FlightInfo,
-) -> Result<Vec<RecordBatch>, Box<dyn std::error::Error + Send + Sync>> {
-    let mut batches = Vec::new();
-    for endpoint in info.endpoint {
-        let ticket = endpoint.ticket.ok_or("endpoint without ticket")?;
-        batches.extend(client.do_get(ticket).await?.try_collect::<Vec<_>>().await?);
-    }
-    Ok(batches)
+    sqe_tests::flight::connect(&cluster.flight_url()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -7,6 +7,7 @@ mod config_errors;
 mod distributed;
 mod flight_sql;
 mod helm_chart;
+mod lifecycle;
 mod membership;
 mod processes;
 mod rest_stack;
