@@ -8,16 +8,20 @@
 pub mod cache;
 pub mod catalog;
 pub mod cluster;
-pub mod commits;
+mod commits;
 pub mod dialect;
 pub mod engine;
 pub mod error;
 pub mod expiring;
 pub mod history;
-pub mod memory;
+mod memory;
 pub mod metadata;
 pub mod queries;
-pub mod query_runtime;
-pub mod session_properties;
+mod query_runtime;
+mod session_properties;
 
+pub use commits::Commits;
 pub use error::{Error, ErrorCode, ErrorKind, ObjectKind};
+pub use memory::QueryMemory;
+pub use query_runtime::QueryRuntime;
+pub use session_properties::{JoinDistribution, PropertyLimits, PropertyType, SessionProperties};

@@ -28,7 +28,7 @@ impl PropertyType {
 
 /// One property: its name, type and what it does.
 #[derive(Debug)]
-pub struct PropertyDefinition {
+pub(crate) struct PropertyDefinition {
     pub name: &'static str,
     pub property_type: PropertyType,
     pub description: &'static str,
@@ -65,13 +65,13 @@ impl JoinDistribution {
     }
 }
 
-pub const QUERY_MAX_RUN_TIME: &str = "query_max_run_time";
-pub const TASK_CONCURRENCY: &str = "task_concurrency";
-pub const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
-pub const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
+pub(crate) const QUERY_MAX_RUN_TIME: &str = "query_max_run_time";
+pub(crate) const TASK_CONCURRENCY: &str = "task_concurrency";
+pub(crate) const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
+pub(crate) const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
 
 /// Every property, in the order `SHOW SESSION` lists them (by name).
-pub const PROPERTIES: &[PropertyDefinition] = &[
+pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
     PropertyDefinition {
         name: DISTRIBUTED_EXECUTION,
         property_type: PropertyType::Boolean,
@@ -94,7 +94,7 @@ pub const PROPERTIES: &[PropertyDefinition] = &[
     },
 ];
 
-pub fn definition(name: &str) -> Option<&'static PropertyDefinition> {
+pub(crate) fn definition(name: &str) -> Option<&'static PropertyDefinition> {
     PROPERTIES.iter().find(|p| p.name == name)
 }
 
@@ -223,7 +223,7 @@ impl SessionProperties {
 }
 
 /// The default of `name` as text.
-pub fn default_value(name: &str, limits: &PropertyLimits) -> Option<String> {
+pub(crate) fn default_value(name: &str, limits: &PropertyLimits) -> Option<String> {
     Some(match name {
         // Trino's own default for an unbounded run time.
         QUERY_MAX_RUN_TIME => limits
@@ -234,7 +234,7 @@ pub fn default_value(name: &str, limits: &PropertyLimits) -> Option<String> {
     })
 }
 
-pub fn unknown_property(name: &str) -> Error {
+pub(crate) fn unknown_property(name: &str) -> Error {
     Error::not_found(ObjectKind::SessionProperty, name)
 }
 

@@ -6,12 +6,12 @@
 pub mod client_auth;
 pub mod config;
 pub mod error;
-pub mod flight;
+mod flight;
 pub mod local;
 pub mod node;
-pub mod observe;
+mod observe;
 pub mod shell;
 pub mod telemetry;
-pub mod tls_listener;
+mod tls_listener;
 pub mod tpch;
-pub mod trino;
+mod trino;

@@ -21,7 +21,7 @@ use crate::error::ConfigError;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The server side of TLS from PEM files: a certificate chain and its private key.
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ConfigError> {
+pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ConfigError> {
     let invalid = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
         ConfigError::Invalid(format!("coordinator.{what} {}: {e}", path.display()))
     };
@@ -49,13 +49,13 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Confi
 }
 
 /// A listener yielding connections whose TLS handshake has completed.
-pub struct TlsListener {
+pub(crate) struct TlsListener {
     ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
     local: SocketAddr,
 }
 
 impl TlsListener {
-    pub fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> io::Result<Self> {
+    pub(crate) fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> io::Result<Self> {
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(64);
         let acceptor = TlsAcceptor::from(config);

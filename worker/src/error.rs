@@ -11,4 +11,4 @@ pub enum NodeError {
     Start(String),
 }
 
-pub type Result<T, E = NodeError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = NodeError> = std::result::Result<T, E>;

@@ -9,7 +9,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_types, clippy::disallowed_methods))]
 
 pub mod channel;
-pub mod error;
+mod error;
 pub mod membership;
 pub mod node;
 pub mod peers;

@@ -107,7 +107,7 @@ fn task_head(rpc: TaskRpc, body: &[u8]) -> Option<TaskHead> {
 
 /// See the [module documentation](self).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TaskSpanLayer;
+pub(crate) struct TaskSpanLayer;
 
 impl<S> Layer<S> for TaskSpanLayer {
     type Service = TaskSpan<S>;
@@ -119,7 +119,7 @@ impl<S> Layer<S> for TaskSpanLayer {
 
 /// See [`TaskSpanLayer`].
 #[derive(Debug, Clone)]
-pub struct TaskSpan<S> {
+pub(crate) struct TaskSpan<S> {
     inner: S,
 }
 

@@ -15,12 +15,12 @@ use iceberg_catalog_rest::RestCatalog;
 
 /// `inner`, renewing its token when the catalog answers `401`.
 #[derive(Debug)]
-pub struct RenewOnUnauthorized {
+pub(super) struct RenewOnUnauthorized {
     inner: Arc<RestCatalog>,
 }
 
 impl RenewOnUnauthorized {
-    pub fn new(inner: Arc<RestCatalog>) -> Self {
+    pub(super) fn new(inner: Arc<RestCatalog>) -> Self {
         Self { inner }
     }
 

@@ -33,13 +33,13 @@ const TOKEN_EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 
 /// `inner` (a REST catalog), with vended credentials attached to every table it hands out.
 #[derive(Debug)]
-pub struct VendedCredentialsCatalog {
+pub(super) struct VendedCredentialsCatalog {
     inner: Arc<dyn Catalog>,
     vendor: CredentialVendor,
 }
 
 impl VendedCredentialsCatalog {
-    pub fn new(inner: Arc<dyn Catalog>, vendor: CredentialVendor) -> Self {
+    pub(super) fn new(inner: Arc<dyn Catalog>, vendor: CredentialVendor) -> Self {
         Self { inner, vendor }
     }
 
@@ -95,7 +95,7 @@ sqe_iceberg::catalog_view!(impl Catalog for VendedCredentialsCatalog, inner = se
 type Vended = Option<HashMap<String, String>>;
 
 /// Asks a REST catalog for the storage credentials of a table.
-pub struct CredentialVendor {
+pub(super) struct CredentialVendor {
     http: reqwest::Client,
     catalog_url: url::Url,
     warehouse: Option<String>,
@@ -134,7 +134,7 @@ const S3_EXPIRES_AT_MS: &str = "s3.session-token-expires-at-ms";
 
 impl CredentialVendor {
     /// A vendor for the REST catalog of `config`, authenticating as the catalog client does.
-    pub fn new(config: &CatalogSettings, oauth2: Option<OAuth2Credentials>) -> Result<Self> {
+    pub(super) fn new(config: &CatalogSettings, oauth2: Option<OAuth2Credentials>) -> Result<Self> {
         let url = config.catalog_url.as_deref().unwrap_or_default();
         let catalog_url = url::Url::parse(url)
             .map_err(|e| Error::new(ErrorKind::DataInvalid, format!("catalog_url '{url}': {e}")))?;
@@ -191,7 +191,7 @@ impl CredentialVendor {
     /// or withheld by its policy) leaves the table to the process's own `[storage]` keys; a
     /// catalog that tried and failed is an error, so the query says why instead of reading
     /// with other keys.
-    pub async fn credentials_for(
+    pub(super) async fn credentials_for(
         &self,
         table: &TableIdent,
         location: &str,

@@ -20,7 +20,7 @@ pub(crate) struct TableProperties {
 }
 
 /// Removes SQE's table properties from a CREATE TABLE statement and returns them.
-pub fn take_table_properties(statement: &mut DfStatement) -> Result<TableProperties> {
+pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<TableProperties> {
     let DfStatement::Statement(statement) = statement else {
         return Ok(TableProperties::default());
     };
@@ -120,7 +120,10 @@ fn string_array(value: &Expr, property: &str) -> Result<Vec<String>> {
 }
 
 /// Builds the partition spec for `schema` from Trino-style partition fields.
-pub fn partition_spec(schema: &Schema, fields: &[String]) -> Result<Option<UnboundPartitionSpec>> {
+pub(super) fn partition_spec(
+    schema: &Schema,
+    fields: &[String],
+) -> Result<Option<UnboundPartitionSpec>> {
     if fields.is_empty() {
         return Ok(None);
     }

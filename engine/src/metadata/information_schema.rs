@@ -67,7 +67,7 @@ fn scope(
 }
 
 /// The `information_schema` schema of `catalog`.
-pub fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<dyn SchemaProvider> {
+pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<dyn SchemaProvider> {
     let provider = MemorySchemaProvider::new();
     let register = |spec: &TableSpec, table| {
         // Distinct names in a fresh schema: registering cannot fail.

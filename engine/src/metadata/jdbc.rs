@@ -226,22 +226,22 @@ const TABLE_COMMENTS: TableSpec = TableSpec {
 
 /// `java.sql.Types` codes.
 mod sql_type {
-    pub const TINYINT: i64 = -6;
-    pub const SMALLINT: i64 = 5;
-    pub const INTEGER: i64 = 4;
-    pub const BIGINT: i64 = -5;
-    pub const REAL: i64 = 7;
-    pub const DOUBLE: i64 = 8;
-    pub const DECIMAL: i64 = 3;
-    pub const VARCHAR: i64 = 12;
-    pub const VARBINARY: i64 = -3;
-    pub const DATE: i64 = 91;
-    pub const TIME: i64 = 92;
-    pub const TIMESTAMP: i64 = 93;
-    pub const TIMESTAMP_WITH_TIMEZONE: i64 = 2014;
-    pub const ARRAY: i64 = 2003;
-    pub const JAVA_OBJECT: i64 = 2000;
-    pub const BOOLEAN: i64 = 16;
+    pub(super) const TINYINT: i64 = -6;
+    pub(super) const SMALLINT: i64 = 5;
+    pub(super) const INTEGER: i64 = 4;
+    pub(super) const BIGINT: i64 = -5;
+    pub(super) const REAL: i64 = 7;
+    pub(super) const DOUBLE: i64 = 8;
+    pub(super) const DECIMAL: i64 = 3;
+    pub(super) const VARCHAR: i64 = 12;
+    pub(super) const VARBINARY: i64 = -3;
+    pub(super) const DATE: i64 = 91;
+    pub(super) const TIME: i64 = 92;
+    pub(super) const TIMESTAMP: i64 = 93;
+    pub(super) const TIMESTAMP_WITH_TIMEZONE: i64 = 2014;
+    pub(super) const ARRAY: i64 = 2003;
+    pub(super) const JAVA_OBJECT: i64 = 2000;
+    pub(super) const BOOLEAN: i64 = 16;
 }
 
 /// How the JDBC driver describes a type: code, column size, decimal digits, radix.
@@ -300,7 +300,9 @@ fn jdbc_scope(filters: &Filters) -> Scope {
 }
 
 /// The tables of `system.jdbc`.
-pub fn tables(all: Weak<dyn CatalogProviderList>) -> Vec<(&'static str, Arc<dyn TableProvider>)> {
+pub(super) fn tables(
+    all: Weak<dyn CatalogProviderList>,
+) -> Vec<(&'static str, Arc<dyn TableProvider>)> {
     let mut out: Vec<(&'static str, Arc<dyn TableProvider>)> = Vec::new();
 
     out.push((
@@ -467,7 +469,7 @@ fn type_rows() -> Vec<Vec<Cell>> {
 }
 
 /// The tables of `system.metadata`.
-pub fn metadata_tables(
+pub(super) fn metadata_tables(
     all: Weak<dyn CatalogProviderList>,
 ) -> Vec<(&'static str, Arc<dyn TableProvider>)> {
     let catalogs =

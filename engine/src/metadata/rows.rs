@@ -101,10 +101,10 @@ impl From<bool> for Cell {
 }
 
 /// A null of any column type.
-pub const NULL: Cell = Cell::Text(None);
+pub(super) const NULL: Cell = Cell::Text(None);
 
 /// The rows as a batch of `schema`; a null cell fits any column.
-pub fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<RecordBatch> {
+pub(super) fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<RecordBatch> {
     let mismatch = |column: &str| {
         DataFusionError::Internal(format!(
             "metadata column {column} got a value of another type"

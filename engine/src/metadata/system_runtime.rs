@@ -211,7 +211,7 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
 }
 
 /// The tables of `system.runtime`.
-pub fn tables(view: RuntimeView) -> Vec<(&'static str, Arc<dyn TableProvider>)> {
+pub(super) fn tables(view: RuntimeView) -> Vec<(&'static str, Arc<dyn TableProvider>)> {
     let nodes = {
         let view = view.clone();
         MetadataTable::provider(&NODES, move |_| {

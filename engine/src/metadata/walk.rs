@@ -8,7 +8,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 
 /// Which catalogs, schemas and tables to list; `None` is all.
 #[derive(Debug, Clone, Default)]
-pub struct Scope {
+pub(super) struct Scope {
     pub catalog: Option<String>,
     pub schema: Option<String>,
     pub table: Option<String>,
@@ -16,7 +16,7 @@ pub struct Scope {
 
 /// A table and, when loaded, its columns.
 #[derive(Debug, Clone)]
-pub struct TableEntry {
+pub(super) struct TableEntry {
     pub catalog: String,
     pub schema: String,
     pub table: String,
@@ -32,7 +32,10 @@ fn sorted(mut names: Vec<String>) -> Vec<String> {
     names
 }
 
-pub fn catalogs(all: &Weak<dyn CatalogProviderList>, scope: &Scope) -> DfResult<Vec<String>> {
+pub(super) fn catalogs(
+    all: &Weak<dyn CatalogProviderList>,
+    scope: &Scope,
+) -> DfResult<Vec<String>> {
     let list = upgrade(all)?;
     Ok(sorted(list.catalog_names())
         .into_iter()
@@ -41,7 +44,7 @@ pub fn catalogs(all: &Weak<dyn CatalogProviderList>, scope: &Scope) -> DfResult<
 }
 
 /// `(catalog, schema)` pairs.
-pub fn schemas(
+pub(super) fn schemas(
     all: &Weak<dyn CatalogProviderList>,
     scope: &Scope,
 ) -> DfResult<Vec<(String, String)>> {
@@ -61,7 +64,10 @@ pub fn schemas(
 }
 
 /// Tables by name, without loading them.
-pub fn tables(all: &Weak<dyn CatalogProviderList>, scope: &Scope) -> DfResult<Vec<TableEntry>> {
+pub(super) fn tables(
+    all: &Weak<dyn CatalogProviderList>,
+    scope: &Scope,
+) -> DfResult<Vec<TableEntry>> {
     let list = upgrade(all)?;
     let mut out = Vec::new();
     for (catalog, schema) in schemas(all, scope)? {
@@ -82,7 +88,7 @@ pub fn tables(all: &Weak<dyn CatalogProviderList>, scope: &Scope) -> DfResult<Ve
 }
 
 /// Tables with their columns; a table dropped while listing is skipped.
-pub async fn table_schemas(
+pub(super) async fn table_schemas(
     all: &Weak<dyn CatalogProviderList>,
     scope: &Scope,
 ) -> DfResult<Vec<(TableEntry, SchemaRef)>> {

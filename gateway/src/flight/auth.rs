@@ -14,28 +14,28 @@ const HANDSHAKE_PATH: &str = "/arrow.flight.protocol.FlightService/Handshake";
 
 /// Puts the caller's [`Principal`] into the request extensions, or answers `Unauthenticated`:
 /// the generic authorize-or-reject layer with the client check.
-pub type ClientAuthLayer = AuthorizeLayer<ClientCheck>;
+pub(crate) type ClientAuthLayer = AuthorizeLayer<ClientCheck>;
 
 /// Builds the layer for `auth`.
-pub fn client_auth_layer(auth: Arc<ClientAuth>) -> ClientAuthLayer {
+pub(crate) fn client_auth_layer(auth: Arc<ClientAuth>) -> ClientAuthLayer {
     AuthorizeLayer::new(ClientCheck { auth })
 }
 
 /// Who a Flight SQL call is: its bearer token's user, or (without client authentication) the
 /// user it names.
 #[derive(Debug, Clone)]
-pub struct ClientCheck {
+pub(crate) struct ClientCheck {
     auth: Arc<ClientAuth>,
 }
 
 /// Credentials a request carries.
-pub enum Credentials {
+pub(super) enum Credentials {
     Bearer(String),
     Basic { user: String, password: String },
 }
 
 /// Reads `authorization: Bearer ...` or `authorization: Basic ...`.
-pub fn credentials(headers: &http::HeaderMap) -> Result<Option<Credentials>, Status> {
+pub(super) fn credentials(headers: &http::HeaderMap) -> Result<Option<Credentials>, Status> {
     let Some(value) = headers.get(http::header::AUTHORIZATION) else {
         return Ok(None);
     };

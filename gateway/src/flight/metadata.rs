@@ -18,7 +18,7 @@ use sqe_engine::engine::Engine;
 use sqe_engine::error::{Error, Result};
 
 /// What GetSqlInfo reports.
-pub static SQL_INFO: LazyLock<Option<SqlInfoData>> = LazyLock::new(|| {
+pub(super) static SQL_INFO: LazyLock<Option<SqlInfoData>> = LazyLock::new(|| {
     let mut b = SqlInfoDataBuilder::new();
     b.append(SqlInfo::FlightSqlServerName, "SQE");
     b.append(SqlInfo::FlightSqlServerVersion, env!("CARGO_PKG_VERSION"));
@@ -106,7 +106,7 @@ fn xdbc(
 }
 
 /// What GetXdbcTypeInfo reports: the types SQE tables can hold.
-pub static XDBC_TYPES: LazyLock<Option<XdbcTypeInfoData>> = LazyLock::new(|| {
+pub(super) static XDBC_TYPES: LazyLock<Option<XdbcTypeInfoData>> = LazyLock::new(|| {
     let mut b = XdbcTypeInfoDataBuilder::new();
     b.append(xdbc("BOOLEAN", XdbcDataType::XdbcBit, Some(1), None));
     b.append(xdbc("INTEGER", XdbcDataType::XdbcInteger, Some(10), None));
@@ -146,20 +146,25 @@ pub static XDBC_TYPES: LazyLock<Option<XdbcTypeInfoData>> = LazyLock::new(|| {
     b.build().ok()
 });
 
-pub fn sql_info() -> Result<&'static SqlInfoData> {
+pub(super) fn sql_info() -> Result<&'static SqlInfoData> {
     SQL_INFO
         .as_ref()
         .ok_or_else(|| Error::Internal("SqlInfo data could not be built".into()))
 }
 
-pub fn xdbc_types() -> Result<&'static XdbcTypeInfoData> {
+pub(super) fn xdbc_types() -> Result<&'static XdbcTypeInfoData> {
     XDBC_TYPES
         .as_ref()
         .ok_or_else(|| Error::Internal("XDBC type data could not be built".into()))
 }
 
 /// A table's columns with the `ARROW:FLIGHT:SQL:*` metadata the Flight SQL JDBC driver reads.
-pub fn annotated_schema(catalog: &str, schema: &str, table: &str, columns: &Schema) -> Schema {
+pub(super) fn annotated_schema(
+    catalog: &str,
+    schema: &str,
+    table: &str,
+    columns: &Schema,
+) -> Schema {
     let fields: Vec<Field> = columns
         .fields()
         .iter()
@@ -214,7 +219,7 @@ pub fn annotated_schema(catalog: &str, schema: &str, table: &str, columns: &Sche
 }
 
 /// GetDbSchemas: every schema of the catalog (the builder applies the client's filters).
-pub async fn db_schemas(engine: &Engine, query: CommandGetDbSchemas) -> Result<RecordBatch> {
+pub(super) async fn db_schemas(engine: &Engine, query: CommandGetDbSchemas) -> Result<RecordBatch> {
     let mut builder = query.into_builder();
     for schema in engine.schema_names().await? {
         builder.append(engine.catalog_name(), schema);
@@ -223,7 +228,7 @@ pub async fn db_schemas(engine: &Engine, query: CommandGetDbSchemas) -> Result<R
 }
 
 /// GetTables, with each table's annotated schema when asked for.
-pub async fn tables(engine: &Engine, query: CommandGetTables) -> Result<RecordBatch> {
+pub(super) async fn tables(engine: &Engine, query: CommandGetTables) -> Result<RecordBatch> {
     let include_schema = query.include_schema;
     let catalog = engine.catalog_name().to_string();
     if query.catalog.as_deref().is_some_and(|c| c != catalog) {
@@ -257,7 +262,7 @@ fn utf8(name: &str, nullable: bool) -> Field {
 }
 
 /// GetPrimaryKeys: Iceberg tables have none.
-pub fn primary_keys_schema() -> SchemaRef {
+pub(super) fn primary_keys_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         utf8("catalog_name", true),
         utf8("db_schema_name", true),
@@ -269,7 +274,7 @@ pub fn primary_keys_schema() -> SchemaRef {
 }
 
 /// Exported/imported keys and cross references: none either.
-pub fn foreign_keys_schema() -> SchemaRef {
+pub(super) fn foreign_keys_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         utf8("pk_catalog_name", true),
         utf8("pk_db_schema_name", true),

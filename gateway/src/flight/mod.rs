@@ -7,7 +7,7 @@
 
 mod auth;
 mod metadata;
-pub mod protocol;
+pub(crate) mod protocol;
 mod server;
 mod service;
 mod sessions;
@@ -15,9 +15,9 @@ mod statements;
 
 use std::sync::Arc;
 
-pub use auth::{ClientAuthLayer, client_auth_layer};
-pub use server::{SqeFlightService, flight_sql_server};
-pub use service::SqeFlightSqlService;
+pub(crate) use auth::{ClientAuthLayer, client_auth_layer};
+pub(crate) use server::{SqeFlightService, flight_sql_server};
+pub(crate) use service::SqeFlightSqlService;
 use tonic::Status;
 use uuid::Uuid;
 
@@ -25,7 +25,7 @@ use crate::client_auth::ClientAuth;
 use sqe_engine::queries::Queries;
 
 /// The Flight SQL service over `queries`, with its client authentication layer.
-pub fn flight_service(
+pub(crate) fn flight_service(
     queries: Arc<Queries>,
     auth: Arc<ClientAuth>,
 ) -> (ClientAuthLayer, SqeFlightService) {

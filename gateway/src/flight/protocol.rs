@@ -9,29 +9,29 @@ use tonic::metadata::MetadataMap;
 use uuid::Uuid;
 
 /// Flight action types for session options and cancellation (Flight RPC spec).
-pub const SET_SESSION_OPTIONS: &str = "SetSessionOptions";
-pub const GET_SESSION_OPTIONS: &str = "GetSessionOptions";
-pub const CLOSE_SESSION: &str = "CloseSession";
-pub const CANCEL_FLIGHT_INFO: &str = "CancelFlightInfo";
+pub(crate) const SET_SESSION_OPTIONS: &str = "SetSessionOptions";
+pub(crate) const GET_SESSION_OPTIONS: &str = "GetSessionOptions";
+pub(crate) const CLOSE_SESSION: &str = "CloseSession";
+pub(crate) const CANCEL_FLIGHT_INFO: &str = "CancelFlightInfo";
 
 /// The cookie that names a Flight session.
-pub const SESSION_COOKIE: &str = "arrow_flight_session_id";
+pub(crate) const SESSION_COOKIE: &str = "arrow_flight_session_id";
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct SessionOptionValue {
+pub(crate) struct SessionOptionValue {
     #[prost(oneof = "session_option_value::OptionValue", tags = "1, 2, 3, 4, 5")]
     pub option_value: Option<session_option_value::OptionValue>,
 }
 
-pub mod session_option_value {
+pub(crate) mod session_option_value {
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct StringListValue {
+    pub(crate) struct StringListValue {
         #[prost(string, repeated, tag = "1")]
         pub values: Vec<String>,
     }
 
     #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum OptionValue {
+    pub(crate) enum OptionValue {
         #[prost(string, tag = "1")]
         String(String),
         #[prost(bool, tag = "2")]
@@ -46,19 +46,19 @@ pub mod session_option_value {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct SetSessionOptionsRequest {
+pub(crate) struct SetSessionOptionsRequest {
     #[prost(map = "string, message", tag = "1")]
     pub session_options: HashMap<String, SessionOptionValue>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct SetSessionOptionsResult {
+pub(crate) struct SetSessionOptionsResult {
     #[prost(map = "string, message", tag = "1")]
     pub errors: HashMap<String, SetSessionOptionsError>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct SetSessionOptionsError {
+pub(crate) struct SetSessionOptionsError {
     #[prost(enumeration = "SetSessionOptionsErrorValue", tag = "1")]
     pub value: i32,
 }
@@ -73,13 +73,13 @@ pub enum SetSessionOptionsErrorValue {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct GetSessionOptionsResult {
+pub(crate) struct GetSessionOptionsResult {
     #[prost(map = "string, message", tag = "1")]
     pub session_options: HashMap<String, SessionOptionValue>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct CloseSessionResult {
+pub(crate) struct CloseSessionResult {
     #[prost(enumeration = "CloseSessionStatus", tag = "1")]
     pub status: i32,
 }
@@ -96,12 +96,12 @@ pub enum CloseSessionStatus {
 /// `FlightInfo.app_metadata` of a DDL or DML statement: `sqe.update_type=<TYPE>`, e.g.
 /// `sqe.update_type=INSERT`, so clients can tell a command's one-row result from a query's.
 /// Queries carry no app metadata.
-pub fn update_type_metadata(update_type: &str) -> Bytes {
+pub(crate) fn update_type_metadata(update_type: &str) -> Bytes {
     Bytes::from(format!("{UPDATE_TYPE_PREFIX}{update_type}"))
 }
 
 /// The update type in a `FlightInfo.app_metadata`, if it names one.
-pub fn parse_update_type(app_metadata: &[u8]) -> Option<&str> {
+pub(crate) fn parse_update_type(app_metadata: &[u8]) -> Option<&str> {
     std::str::from_utf8(app_metadata)
         .ok()?
         .strip_prefix(UPDATE_TYPE_PREFIX)
@@ -110,18 +110,18 @@ pub fn parse_update_type(app_metadata: &[u8]) -> Option<&str> {
 const UPDATE_TYPE_PREFIX: &str = "sqe.update_type=";
 
 /// A statement or prepared-statement handle: 16 bytes of UUID.
-pub fn handle_bytes(id: Uuid) -> Bytes {
+pub(crate) fn handle_bytes(id: Uuid) -> Bytes {
     Bytes::copy_from_slice(id.as_bytes())
 }
 
-pub fn parse_handle(bytes: &[u8]) -> Option<Uuid> {
+pub(crate) fn parse_handle(bytes: &[u8]) -> Option<Uuid> {
     Uuid::from_slice(bytes).ok()
 }
 
 /// The session a request belongs to: its session cookie, else its bearer token, else its
 /// connection (clients such as ADBC keep one HTTP/2 connection per database connection and do
 /// not send cookies unless asked to).
-pub fn session_key(metadata: &MetadataMap, peer: Option<SocketAddr>) -> Option<String> {
+pub(crate) fn session_key(metadata: &MetadataMap, peer: Option<SocketAddr>) -> Option<String> {
     if let Some(id) = session_cookie(metadata) {
         return Some(format!("cookie:{id}"));
     }
@@ -136,7 +136,7 @@ pub fn session_key(metadata: &MetadataMap, peer: Option<SocketAddr>) -> Option<S
 }
 
 /// The value of the session cookie, if the request carries one.
-pub fn session_cookie(metadata: &MetadataMap) -> Option<String> {
+pub(crate) fn session_cookie(metadata: &MetadataMap) -> Option<String> {
     metadata
         .get_all("cookie")
         .iter()

@@ -19,12 +19,12 @@ use super::parse_handle_or_status;
 use super::service::{SqeFlightSqlService, principal};
 
 /// Serves Flight SQL; see the module documentation.
-pub struct SqeFlightService {
+pub(crate) struct SqeFlightService {
     inner: Arc<SqeFlightSqlService>,
 }
 
 impl SqeFlightService {
-    pub fn new(inner: SqeFlightSqlService) -> Self {
+    pub(crate) fn new(inner: SqeFlightSqlService) -> Self {
         Self {
             inner: Arc::new(inner),
         }
@@ -176,7 +176,9 @@ impl FlightService for SqeFlightService {
 }
 
 /// The tonic service to serve.
-pub fn flight_sql_server(service: SqeFlightService) -> FlightServiceServer<SqeFlightService> {
+pub(crate) fn flight_sql_server(
+    service: SqeFlightService,
+) -> FlightServiceServer<SqeFlightService> {
     FlightServiceServer::new(service)
         .max_decoding_message_size(64 * 1024 * 1024)
         .max_encoding_message_size(64 * 1024 * 1024)

@@ -61,7 +61,7 @@ type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'sta
 
 /// SQE's Flight SQL service. Wrapped by [`super::server::SqeFlightService`], which adds the
 /// RPCs arrow-flight's blanket implementation leaves out.
-pub struct SqeFlightSqlService {
+pub(crate) struct SqeFlightSqlService {
     queries: Arc<Queries>,
     auth: Arc<ClientAuth>,
     sessions: Sessions,
@@ -69,7 +69,7 @@ pub struct SqeFlightSqlService {
 }
 
 impl SqeFlightSqlService {
-    pub fn new(queries: Arc<Queries>, auth: Arc<ClientAuth>) -> Self {
+    pub(crate) fn new(queries: Arc<Queries>, auth: Arc<ClientAuth>) -> Self {
         Self {
             queries,
             auth,

@@ -12,7 +12,7 @@ const MAX_SESSIONS: u64 = 10_000;
 
 /// Session settings by session key (cookie or bearer token, see [`super::protocol::session_key`]).
 #[derive(Debug)]
-pub struct Sessions {
+pub(super) struct Sessions {
     sessions: ExpiringMap<String, Session>,
 }
 
@@ -26,17 +26,17 @@ impl Default for Sessions {
 
 impl Sessions {
     /// The settings of session `key`; defaults for requests without a session.
-    pub fn get(&self, key: Option<&str>) -> Session {
+    pub(super) fn get(&self, key: Option<&str>) -> Session {
         key.and_then(|key| self.sessions.get(&key.to_string()))
             .unwrap_or_default()
     }
 
-    pub fn update(&self, key: &str, change: impl FnOnce(&mut Session)) {
+    pub(super) fn update(&self, key: &str, change: impl FnOnce(&mut Session)) {
         self.sessions
             .update(key.to_string(), Session::default, change);
     }
 
-    pub fn close(&self, key: &str) -> bool {
+    pub(super) fn close(&self, key: &str) -> bool {
         self.sessions.remove(&key.to_string()).is_some()
     }
 }

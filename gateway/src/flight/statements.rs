@@ -22,7 +22,7 @@ const PREPARED_IDLE: Duration = Duration::from_secs(3600);
 const MAX_STATEMENTS: u64 = 10_000;
 
 /// A statement planned by GetFlightInfo, run by DoGet from the plan (never re-planned from SQL).
-pub struct Planned {
+pub(super) struct Planned {
     /// The query, planned; dropped unrun, it ends as cancelled.
     pub handle: QueryHandle,
     pub principal: Principal,
@@ -31,7 +31,7 @@ pub struct Planned {
 /// A prepared statement: its template and the parameters last bound (a row of values per
 /// execution: queries take one row, updates run once per row).
 #[derive(Clone)]
-pub struct PreparedStatement {
+pub(super) struct PreparedStatement {
     /// The text it was prepared from, for the query history.
     pub sql: String,
     pub template: StatementTemplate,
@@ -41,7 +41,7 @@ pub struct PreparedStatement {
 
 /// What happened to a cancellation request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cancelled {
+pub(super) enum Cancelled {
     /// It was running (or waiting to run) and is stopped.
     Yes,
     /// Nothing by that handle is running.
@@ -51,7 +51,7 @@ pub enum Cancelled {
 /// A planned statement under its ticket: taken once by its DoGet (a handle is not shared).
 type Ticketed = Arc<Mutex<Option<Planned>>>;
 
-pub struct Statements {
+pub(super) struct Statements {
     planned: ExpiringMap<Uuid, Ticketed>,
     prepared: ExpiringMap<Uuid, PreparedStatement>,
     running: Mutex<HashMap<Uuid, Canceller>>,
@@ -69,12 +69,12 @@ impl Default for Statements {
 
 impl Statements {
     /// Keeps `planned` for the DoGet of ticket `id`.
-    pub fn plan(&self, id: Uuid, planned: Planned) {
+    pub(super) fn plan(&self, id: Uuid, planned: Planned) {
         self.planned.insert(id, Arc::new(Mutex::new(Some(planned))));
     }
 
     /// Takes the planned statement `id` to run it; only its principal may.
-    pub fn take_planned(&self, id: &Uuid, principal: &Principal) -> Option<Planned> {
+    pub(super) fn take_planned(&self, id: &Uuid, principal: &Principal) -> Option<Planned> {
         let ticketed = self.planned.get(id)?;
         let owner_matches = ticketed
             .lock()
@@ -87,19 +87,24 @@ impl Statements {
         ticketed.lock().take()
     }
 
-    pub fn prepare(&self, statement: PreparedStatement) -> Uuid {
+    pub(super) fn prepare(&self, statement: PreparedStatement) -> Uuid {
         let id = Uuid::new_v4();
         self.prepared.insert(id, statement);
         id
     }
 
-    pub fn prepared(&self, id: &Uuid, principal: &Principal) -> Option<PreparedStatement> {
+    pub(super) fn prepared(&self, id: &Uuid, principal: &Principal) -> Option<PreparedStatement> {
         self.prepared
             .get(id)
             .filter(|statement| &statement.principal == principal)
     }
 
-    pub fn bind(&self, id: &Uuid, principal: &Principal, rows: Vec<Vec<ScalarValue>>) -> bool {
+    pub(super) fn bind(
+        &self,
+        id: &Uuid,
+        principal: &Principal,
+        rows: Vec<Vec<ScalarValue>>,
+    ) -> bool {
         let Some(mut statement) = self.prepared(id, principal) else {
             return false;
         };
@@ -108,13 +113,13 @@ impl Statements {
         true
     }
 
-    pub fn close_prepared(&self, id: &Uuid) {
+    pub(super) fn close_prepared(&self, id: &Uuid) {
         self.prepared.remove(id);
     }
 
     /// Registers statement `id` as running until the guard is dropped; [`Self::cancel`] stops
     /// it through `canceller`.
-    pub fn start(self: &Arc<Self>, id: Uuid, canceller: Canceller) -> RunningGuard {
+    pub(super) fn start(self: &Arc<Self>, id: Uuid, canceller: Canceller) -> RunningGuard {
         self.running.lock().insert(id, canceller);
         RunningGuard {
             statements: Arc::clone(self),
@@ -123,7 +128,7 @@ impl Statements {
     }
 
     /// Stops statement `id` if it runs, or drops it if it waits for its DoGet.
-    pub fn cancel(&self, id: &Uuid) -> Cancelled {
+    pub(super) fn cancel(&self, id: &Uuid) -> Cancelled {
         let running = self.running.lock().get(id).cloned();
         if let Some(canceller) = running {
             canceller.cancel(CancelReason::Client);
@@ -142,7 +147,7 @@ impl Statements {
 }
 
 /// Unregisters a running statement when dropped (when its stream ends or is dropped).
-pub struct RunningGuard {
+pub(super) struct RunningGuard {
     statements: Arc<Statements>,
     id: Uuid,
 }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 /// The text of one scrape.
 #[derive(Debug, Default)]
-pub struct Exposition {
+pub(crate) struct Exposition {
     out: String,
 }
 
@@ -31,25 +31,25 @@ fn labels(pairs: &[(&str, &str)]) -> String {
 
 impl Exposition {
     /// Starts a family: its `# HELP` and `# TYPE` lines.
-    pub fn family(&mut self, name: &str, kind: &str, help: &str) -> &mut Self {
+    pub(crate) fn family(&mut self, name: &str, kind: &str, help: &str) -> &mut Self {
         let _ = writeln!(self.out, "# HELP {name} {help}");
         let _ = writeln!(self.out, "# TYPE {name} {kind}");
         self
     }
 
     /// One sample of the family just started.
-    pub fn sample(&mut self, name: &str, pairs: &[(&str, &str)], value: f64) -> &mut Self {
+    pub(crate) fn sample(&mut self, name: &str, pairs: &[(&str, &str)], value: f64) -> &mut Self {
         let _ = writeln!(self.out, "{name}{} {value}", labels(pairs));
         self
     }
 
     /// A family with one unlabelled sample.
-    pub fn single(&mut self, name: &str, kind: &str, help: &str, value: f64) -> &mut Self {
+    pub(crate) fn single(&mut self, name: &str, kind: &str, help: &str, value: f64) -> &mut Self {
         self.family(name, kind, help).sample(name, &[], value)
     }
 
     /// Families of one unlabelled sample each: `(name, kind, help, value)`.
-    pub fn singles(&mut self, rows: &[(&str, &str, &str, f64)]) -> &mut Self {
+    pub(crate) fn singles(&mut self, rows: &[(&str, &str, &str, f64)]) -> &mut Self {
         for (name, kind, help, value) in rows {
             self.single(name, kind, help, *value);
         }
@@ -57,7 +57,7 @@ impl Exposition {
     }
 
     /// One labelled series of a histogram family already started.
-    pub fn histogram(&mut self, name: &str, pairs: &[(&str, &str)], histogram: &Histogram) {
+    pub(crate) fn histogram(&mut self, name: &str, pairs: &[(&str, &str)], histogram: &Histogram) {
         let mut cumulative = 0;
         for (bound, count) in histogram.buckets() {
             cumulative += count;
@@ -75,7 +75,7 @@ impl Exposition {
         self.sample(&format!("{name}_count"), pairs, count as f64);
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         self.out
     }
 }

@@ -5,6 +5,6 @@ mod exposition;
 mod server;
 mod sources;
 
-pub use exposition::Exposition;
-pub use server::{Observed, observability_router};
-pub use sources::{CoordinatorObserved, PeerCalls, WorkerObserved};
+pub(crate) use exposition::Exposition;
+pub(crate) use server::{Observed, observability_router};
+pub(crate) use sources::{CoordinatorObserved, PeerCalls, WorkerObserved};

@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 /// A process that can be watched: its metrics now, and whether it should get work.
-pub trait Observed: Send + Sync + 'static {
+pub(crate) trait Observed: Send + Sync + 'static {
     fn metrics(&self) -> String;
     /// `Err(reason)` when it should not get work yet (or any more).
     fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
@@ -43,7 +43,7 @@ async fn readyz(State(observed): State<Arc<dyn Observed>>) -> impl IntoResponse 
 }
 
 /// The routes of the observability port.
-pub fn observability_router(observed: Arc<dyn Observed>) -> Router {
+pub(crate) fn observability_router(observed: Arc<dyn Observed>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))

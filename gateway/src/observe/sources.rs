@@ -71,13 +71,13 @@ fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, peers: 
 }
 
 /// What a process's worker channels report: retries and RPC outcomes.
-pub struct PeerCalls {
+pub(crate) struct PeerCalls {
     pub retry: Arc<RetryStats>,
     pub rpcs: RpcCounts,
 }
 
 impl PeerCalls {
-    pub fn of(stack: &sqe_layers::WorkerChannelStack) -> Self {
+    pub(crate) fn of(stack: &sqe_layers::WorkerChannelStack) -> Self {
         Self {
             retry: stack.retry_stats(),
             rpcs: stack.rpc_counts().clone(),
@@ -86,7 +86,7 @@ impl PeerCalls {
 }
 
 /// The coordinator: queries, result cache, workers, memory, commits.
-pub struct CoordinatorObserved {
+pub(crate) struct CoordinatorObserved {
     pub engine: Arc<Engine>,
     pub verifier: Option<Arc<VerifierStats>>,
     pub peers: PeerCalls,
@@ -255,7 +255,7 @@ impl Observed for CoordinatorObserved {
 }
 
 /// A worker: its tasks, memory, token checks and registration.
-pub struct WorkerObserved {
+pub(crate) struct WorkerObserved {
     pub stats: Arc<WorkerStats>,
     pub verifier: Option<Arc<VerifierStats>>,
     pub peers: PeerCalls,

@@ -24,4 +24,4 @@ pub enum ShellError {
     Output(#[source] std::io::Error),
 }
 
-pub type Result<T, E = ShellError> = std::result::Result<T, E>;
+pub(super) type Result<T, E = ShellError> = std::result::Result<T, E>;

@@ -24,28 +24,28 @@ const VERIFIED_MAX: u64 = 10_000;
 
 /// Why a request is refused.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub status: StatusCode,
     pub message: String,
     /// `WWW-Authenticate` challenges for a 401.
     pub challenges: Vec<&'static str>,
 }
 
-pub struct TrinoAuth {
+pub(crate) struct TrinoAuth {
     auth: Arc<ClientAuth>,
     /// The user of each credential digest verified lately.
     verified: ExpiringMap<[u8; 32], String>,
 }
 
 impl TrinoAuth {
-    pub fn new(auth: Arc<ClientAuth>) -> Self {
+    pub(crate) fn new(auth: Arc<ClientAuth>) -> Self {
         Self {
             auth,
             verified: ExpiringMap::new(VERIFIED_MAX, Expire::AfterWrite(VERIFIED_TTL)),
         }
     }
 
-    pub fn required(&self) -> bool {
+    pub(crate) fn required(&self) -> bool {
         self.auth.required()
     }
 
@@ -67,7 +67,10 @@ impl TrinoAuth {
     }
 
     /// The authenticated principal, `None` when authentication is off.
-    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Principal>, Refused> {
+    pub(crate) async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Option<Principal>, Refused> {
         if !self.required() {
             return Ok(None);
         }
@@ -120,7 +123,7 @@ impl TrinoAuth {
 }
 
 impl Refused {
-    pub fn headers(&self) -> Vec<(header::HeaderName, HeaderValue)> {
+    pub(crate) fn headers(&self) -> Vec<(header::HeaderName, HeaderValue)> {
         self.challenges
             .iter()
             .map(|c| (header::WWW_AUTHENTICATE, HeaderValue::from_static(c)))

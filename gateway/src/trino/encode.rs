@@ -24,7 +24,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 use sqe_engine::error::{Error, Result};
 
 /// Appends row `row` of every column as a JSON array to `out`.
-pub fn write_row(out: &mut Vec<u8>, columns: &[ArrayRef], row: usize) -> Result<()> {
+pub(crate) fn write_row(out: &mut Vec<u8>, columns: &[ArrayRef], row: usize) -> Result<()> {
     out.push(b'[');
     for (i, column) in columns.iter().enumerate() {
         if i > 0 {
@@ -37,7 +37,7 @@ pub fn write_row(out: &mut Vec<u8>, columns: &[ArrayRef], row: usize) -> Result<
 }
 
 /// Appends one value as Trino encodes it.
-pub fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Result<()> {
+pub(crate) fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Result<()> {
     if array.is_null(i) {
         out.extend_from_slice(b"null");
         return Ok(());

@@ -27,7 +27,7 @@ impl TrinoErrorType {
 
 /// A Trino error code: its number, name and type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TrinoErrorCode {
+pub(crate) struct TrinoErrorCode {
     pub code: i32,
     pub name: &'static str,
     kind: TrinoErrorType,
@@ -40,7 +40,7 @@ const RESOURCES: TrinoErrorType = TrinoErrorType::InsufficientResources;
 const ICEBERG_CODES: i32 = 0x0504_0000;
 
 /// The Trino code of `code`.
-pub fn trino_code(code: ErrorCode) -> TrinoErrorCode {
+pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
     let (number, kind) = match code {
         ErrorCode::GenericUserError => (0, USER),
         ErrorCode::SyntaxError => (1, USER),
@@ -91,7 +91,7 @@ pub fn trino_code(code: ErrorCode) -> TrinoErrorCode {
 }
 
 /// `QueryError` JSON for `error`.
-pub fn trino_error(error: &Error) -> Value {
+pub(crate) fn trino_error(error: &Error) -> Value {
     let code = trino_code(error.code());
     let message = error.to_string();
     let location = error

@@ -9,11 +9,11 @@ use sqe_engine::queries::{Session, SessionChanges};
 /// A header that cannot be used, with what is wrong with it.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct BadHeader(pub String);
+pub(crate) struct BadHeader(pub String);
 
 /// Why a request's headers are refused.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderError {
+pub(crate) enum HeaderError {
     /// Malformed or missing (400).
     #[error("{0}")]
     Bad(String),
@@ -30,7 +30,7 @@ impl From<BadHeader> for HeaderError {
 
 /// The client's view of its session, from one request's headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClientSession {
+pub(crate) struct ClientSession {
     /// What its statements run with: user, catalog, schema, time zone, `X-Trino-Session`
     /// properties, `X-Trino-Prepared-Statement`s, the transaction.
     pub session: Session,
@@ -47,7 +47,7 @@ impl ClientSession {
     /// The session a request asks for. `authenticated` is the user the request proved to
     /// be, if authentication is on: `X-Trino-User` may then be left out, and may not name
     /// anybody else.
-    pub fn from_headers(
+    pub(crate) fn from_headers(
         headers: &HeaderMap,
         authenticated: Option<&str>,
     ) -> Result<Self, HeaderError> {
@@ -143,7 +143,7 @@ fn pairs(headers: &HeaderMap, name: &str) -> Result<BTreeMap<String, String>, Ba
 }
 
 /// Percent-decoding with `+` as space (Java's `URLEncoder`, which Trino clients use).
-pub fn url_decode(text: &str) -> Option<String> {
+pub(crate) fn url_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -163,7 +163,7 @@ pub fn url_decode(text: &str) -> Option<String> {
 }
 
 /// Percent-encoding for response headers (`X-Trino-Set-Session`, `X-Trino-Added-Prepare`).
-pub fn url_encode(text: &str) -> String {
+pub(crate) fn url_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         match b {
@@ -178,7 +178,7 @@ pub fn url_encode(text: &str) -> String {
 }
 
 /// Adds the `X-Trino-*` response headers that carry a statement's changes to the session.
-pub fn write_session_changes(changes: &SessionChanges, headers: &mut HeaderMap) {
+pub(crate) fn write_session_changes(changes: &SessionChanges, headers: &mut HeaderMap) {
     let mut add = |name: &'static str, value: String| {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.append(HeaderName::from_static(name), value);

@@ -3,12 +3,12 @@
 //! parsing, value encoding and JSON shapes are protocol; `query` owns one query's pages;
 //! `server` is the axum wiring.
 
-pub mod auth;
-pub mod encode;
-pub mod errors;
-pub mod headers;
-pub mod query;
-pub mod results;
-pub mod server;
+pub(crate) mod auth;
+pub(crate) mod encode;
+pub(crate) mod errors;
+pub(crate) mod headers;
+pub(crate) mod query;
+pub(crate) mod results;
+pub(crate) mod server;
 
-pub use server::{TrinoEndpoint, trino_router};
+pub(crate) use server::{TrinoEndpoint, trino_router};

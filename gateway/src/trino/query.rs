@@ -21,7 +21,7 @@ use crate::trino::headers::ClientSession;
 
 /// The states Trino reports in `stats.state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QueryState {
+pub(crate) enum QueryState {
     Queued,
     Running,
     Finished,
@@ -29,7 +29,7 @@ pub enum QueryState {
 }
 
 impl QueryState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             QueryState::Queued => "QUEUED",
             QueryState::Running => "RUNNING",
@@ -52,7 +52,7 @@ enum Execution {
 }
 
 /// A page of results: the part of `QueryResults` that depends on the execution.
-pub struct Page {
+pub(crate) struct Page {
     pub state: QueryState,
     pub columns: Option<Vec<(String, TrinoType)>>,
     /// JSON rows (`[[...],[...]]`), when there are any.
@@ -77,7 +77,7 @@ struct Progress {
     done: bool,
 }
 
-pub struct TrinoQuery {
+pub(crate) struct TrinoQuery {
     pub id: String,
     pub slug: String,
     pub sql: String,
@@ -104,7 +104,7 @@ pub struct TrinoQuery {
 
 /// Why a page could not be served.
 #[derive(Debug, PartialEq, Eq)]
-pub enum PageError {
+pub(crate) enum PageError {
     /// A token before the current one: that page is gone.
     Gone,
     /// A token after the next one.
@@ -113,7 +113,11 @@ pub enum PageError {
 
 impl TrinoQuery {
     /// Submits a query and starts planning and running it in the background.
-    pub fn start(queries: &Arc<Queries>, sql: String, client: ClientSession) -> Option<Arc<Self>> {
+    pub(crate) fn start(
+        queries: &Arc<Queries>,
+        sql: String,
+        client: ClientSession,
+    ) -> Option<Arc<Self>> {
         let request = QueryRequest {
             statement: Statement::Sql(sql.clone()),
             session: client.session.clone(),
@@ -198,20 +202,20 @@ impl TrinoQuery {
     }
 
     /// What the statement changed in the client's session; `None` until it has run.
-    pub fn session_changes(&self) -> Option<&SessionChanges> {
+    pub(crate) fn session_changes(&self) -> Option<&SessionChanges> {
         self.changes.get()
     }
 
-    pub fn trace_id(&self) -> Option<&str> {
+    pub(crate) fn trace_id(&self) -> Option<&str> {
         self.trace_id.get().map(String::as_str)
     }
 
-    pub fn touch(&self) {
+    pub(crate) fn touch(&self) {
         *self.last_seen.lock() = Instant::now();
     }
 
     /// How long no client has asked for this query; zero while a request is being answered.
-    pub fn idle_for(&self) -> Duration {
+    pub(crate) fn idle_for(&self) -> Duration {
         if self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return Duration::ZERO;
         }
@@ -220,22 +224,22 @@ impl TrinoQuery {
 
     /// Stops the query for `reason`: planning ends, and the plan's stream is dropped now (not
     /// when the client next asks for a page), which ends its tasks on every worker.
-    pub fn cancel(&self, reason: CancelReason) {
+    pub(crate) fn cancel(&self, reason: CancelReason) {
         self.canceller.cancel(reason);
     }
 
     /// Whether the client has been sent the last page.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.finished.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.canceller.is_cancelled()
     }
 
     /// The page for `token`: the next one is produced (waiting up to `max_wait` for rows, up
     /// to about `target_bytes` of JSON), the current one is repeated as it was.
-    pub async fn page(
+    pub(crate) async fn page(
         &self,
         token: u64,
         max_wait: Duration,

@@ -7,7 +7,7 @@ use crate::trino::errors::trino_error;
 use crate::trino::query::{Page, QueryState, TrinoQuery};
 
 /// Where a query's URIs point: the scheme and authority the client used to reach us.
-pub struct BaseUri(pub String);
+pub(crate) struct BaseUri(pub String);
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,7 +31,7 @@ struct Envelope<'a> {
 }
 
 /// The JSON body of `page`, whose token is `token`.
-pub fn render(
+pub(crate) fn render(
     base: &BaseUri,
     query: &TrinoQuery,
     token: u64,

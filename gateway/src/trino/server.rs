@@ -34,7 +34,7 @@ const MAX_TARGET_BYTES: usize = 128 * 1024 * 1024;
 const FINISHED_RETENTION: Duration = Duration::from_secs(60);
 
 /// What the routes share.
-pub struct TrinoEndpoint {
+pub(crate) struct TrinoEndpoint {
     queries: Arc<Queries>,
     running: Mutex<HashMap<String, Arc<TrinoQuery>>>,
     started: Instant,
@@ -47,7 +47,7 @@ pub struct TrinoEndpoint {
 }
 
 impl TrinoEndpoint {
-    pub fn new(
+    pub(crate) fn new(
         queries: Arc<Queries>,
         environment: String,
         abandoned_after: Duration,
@@ -74,7 +74,7 @@ impl TrinoEndpoint {
     }
 
     /// Cancels and forgets queries abandoned by their clients.
-    pub fn reap(&self) -> usize {
+    pub(crate) fn reap(&self) -> usize {
         let mut running = self.running.lock();
         let before = running.len();
         running.retain(|_, q| {
@@ -93,10 +93,6 @@ impl TrinoEndpoint {
         before - running.len()
     }
 
-    pub fn running_queries(&self) -> usize {
-        self.running.lock().len()
-    }
-
     /// Nodes in the cluster, as Trino's stats count them: the workers and the coordinator.
     fn nodes(&self) -> usize {
         self.queries.engine().workers().statuses().len() + 1
@@ -104,7 +100,7 @@ impl TrinoEndpoint {
 }
 
 /// The routes, with a background task reaping abandoned queries.
-pub fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
+pub(crate) fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
     let reaper = Arc::downgrade(&endpoint);
     sqe_layers::task::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
@@ -133,7 +129,7 @@ pub fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
 
 /// Why a request gets no page: an HTTP status with a plain-text message, as Trino answers.
 #[derive(Debug)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Not authenticated: 401 with the challenges the port accepts.
     Unauthenticated(Refused),
     BadRequest(String),
@@ -170,7 +166,7 @@ fn text(status: StatusCode, message: String) -> Response {
 }
 
 /// Who sends the request: `None` inside when client authentication is off.
-pub struct Caller(Option<Principal>);
+pub(crate) struct Caller(Option<Principal>);
 
 impl Caller {
     /// Whether the caller may see a query of `user`.

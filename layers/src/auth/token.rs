@@ -10,11 +10,11 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, deco
 use serde::{Deserialize, Serialize};
 
 /// How long a signed token is valid by default.
-pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(60);
+pub(super) const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(60);
 /// Clock difference tolerated between signer and verifier by default.
-pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+pub(super) const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 /// The longest lifetime a verifier accepts by default, whatever the token says.
-pub const DEFAULT_MAX_LIFETIME: Duration = Duration::from_secs(600);
+pub(super) const DEFAULT_MAX_LIFETIME: Duration = Duration::from_secs(600);
 
 /// What a token says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
