@@ -19,6 +19,8 @@ pub mod metadata;
 pub mod queries;
 mod query_runtime;
 mod session_properties;
+#[cfg(any(test, feature = "stand-in"))]
+pub mod stand_in;
 
 pub use commits::Commits;
 pub use error::{Error, ErrorCode, ErrorKind, ObjectKind};

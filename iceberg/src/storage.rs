@@ -66,6 +66,25 @@ pub fn file_io_with_props(props: HashMap<String, String>) -> FileIO {
         .build()
 }
 
+/// An in-memory Iceberg catalog named `name` whose table files live under `warehouse`, for
+/// tests and stand-ins that need tables without a catalog service.
+pub async fn memory_catalog(
+    name: &str,
+    warehouse: &std::path::Path,
+) -> iceberg::Result<iceberg::memory::MemoryCatalog> {
+    use iceberg::CatalogBuilder;
+    iceberg::memory::MemoryCatalogBuilder::default()
+        .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
+        .load(
+            name,
+            HashMap::from([(
+                iceberg::memory::MEMORY_CATALOG_WAREHOUSE.to_string(),
+                format!("file://{}", warehouse.display()),
+            )]),
+        )
+        .await
+}
+
 /// Iceberg storage that dispatches `file://` (and absolute paths) to the local file system and
 /// `s3://`/`s3a://` to one S3 client per bucket.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -99,6 +99,17 @@ class OpenEndpoint(unittest.TestCase):
             ["EGYPT", "IRAN", "IRAQ", "JORDAN", "SAUDI ARABIA"],
         )
 
+    def test_prepared_statement_with_question_mark_parameters(self):
+        # JDBC's and ADBC's placeholder, as the Flight SQL JDBC driver sends it.
+        self.cur.execute(
+            "SELECT n_name FROM tpch.nation WHERE n_regionkey = ? AND n_name <> ? ORDER BY n_name",
+            parameters=(1, "PERU"),
+        )
+        self.assertEqual(
+            [r[0] for r in self.cur.fetchall()],
+            ["ARGENTINA", "BRAZIL", "CANADA", "UNITED STATES"],
+        )
+
     def test_execute_schema(self):
         schema = self.cur.adbc_execute_schema("SELECT n_name, n_nationkey + 1 AS k FROM tpch.nation")
         self.assertEqual(schema.names, ["n_name", "k"])

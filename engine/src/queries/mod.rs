@@ -162,6 +162,11 @@ impl Queries {
         session::settings(&self.engine, session)
     }
 
+    /// `sql` planned as a prepared statement of `session`; `?` and `$n` parameters alike.
+    pub async fn template(&self, session: &Session, sql: &str) -> Result<StatementTemplate> {
+        session::template(&self.engine, &self.settings(session)?, sql).await
+    }
+
     /// Records the query (QUEUED) and hands back its handle; nothing runs until the handle is
     /// driven.
     pub fn submit(self: &Arc<Self>, request: QueryRequest) -> QueryHandle {

@@ -79,6 +79,16 @@ pub(super) fn settings(engine: &Engine, session: &Session) -> Result<SessionSett
     })
 }
 
+/// `sql` planned as a prepared statement, its `?` parameters (as JDBC, ADBC and Trino's
+/// PREPARE write them) numbered as DataFusion's `$1`, `$2`, ...
+pub(super) async fn template(
+    engine: &Engine,
+    settings: &SessionSettings,
+    sql: &str,
+) -> Result<StatementTemplate> {
+    engine.template(settings, &number_parameters(sql)?).await
+}
+
 /// Plans one SQL statement of `session`: a query, DDL or DML, or a session statement answered
 /// at once.
 pub(super) async fn plan_sql(
@@ -136,9 +146,7 @@ pub(super) async fn plan_sql(
                 )));
             }
             // Checked now, as Trino does: a statement that does not plan is not stored.
-            engine
-                .template(&settings, &number_parameters(&sql)?)
-                .await?;
+            template(engine, &settings, &sql).await?;
             changes.added_prepare.push((name, sql));
         }
         ClientStatement::Execute { name, parameters } => {
@@ -170,15 +178,11 @@ pub(super) async fn plan_sql(
             changes.deallocated_prepare.push(name);
         }
         ClientStatement::DescribeInput { name } => {
-            let template = engine
-                .template(&settings, &number_parameters(prepared(session, &name)?)?)
-                .await?;
+            let template = template(engine, &settings, prepared(session, &name)?).await?;
             return Ok(Planned::Rows(describe_input(&template)?));
         }
         ClientStatement::DescribeOutput { name } => {
-            let template = engine
-                .template(&settings, &number_parameters(prepared(session, &name)?)?)
-                .await?;
+            let template = template(engine, &settings, prepared(session, &name)?).await?;
             return Ok(Planned::Rows(describe_output(
                 engine, &settings, &template,
             )?));

@@ -13,6 +13,9 @@ mod service;
 mod sessions;
 mod statements;
 
+#[cfg(test)]
+mod endpoint_tests;
+
 use std::sync::Arc;
 
 pub(crate) use auth::{ClientAuthLayer, client_auth_layer};

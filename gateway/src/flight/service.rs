@@ -787,8 +787,10 @@ impl FlightSqlService for SqeFlightSqlService {
             return Err(Status::unimplemented("transactions are not supported"));
         }
         let principal = principal(&request);
-        let settings = self.queries.settings(&self.session(&request))?;
-        let template = self.engine().template(&settings, &query.query).await?;
+        let template = self
+            .queries
+            .template(&self.session(&request), &query.query)
+            .await?;
         let dataset_schema = ipc_schema(&template.dataset_schema())?;
         let parameter_schema = ipc_schema(&template.parameter_schema())?;
         let id = self.statements.prepare(PreparedStatement {

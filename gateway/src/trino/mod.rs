@@ -11,4 +11,7 @@ pub(crate) mod query;
 pub(crate) mod results;
 pub(crate) mod server;
 
+#[cfg(test)]
+mod endpoint_tests;
+
 pub(crate) use server::{TrinoEndpoint, trino_router};

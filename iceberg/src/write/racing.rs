@@ -3,22 +3,16 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use iceberg::memory::{MEMORY_CATALOG_WAREHOUSE, MemoryCatalog, MemoryCatalogBuilder};
+use iceberg::memory::MemoryCatalog;
 use iceberg::spec::{
     DataContentType, DataFile, DataFileBuilder, DataFileFormat, NestedField, PrimitiveType, Schema,
     Struct, Type,
 };
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
-use iceberg::{
-    Catalog, CatalogBuilder, ErrorKind, NamespaceIdent, Result, TableCommit, TableCreation,
-    TableIdent,
-};
-
-use crate::storage::ObjectStoreStorageFactory;
+use iceberg::{Catalog, ErrorKind, NamespaceIdent, Result, TableCommit, TableCreation, TableIdent};
 
 pub(crate) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -26,16 +20,7 @@ pub(crate) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>
 pub(crate) async fn table_in_memory(
     dir: &Path,
 ) -> std::result::Result<(MemoryCatalog, Table), Box<dyn std::error::Error>> {
-    let catalog = MemoryCatalogBuilder::default()
-        .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
-        .load(
-            "test",
-            HashMap::from([(
-                MEMORY_CATALOG_WAREHOUSE.to_string(),
-                format!("file://{}", dir.display()),
-            )]),
-        )
-        .await?;
+    let catalog = crate::storage::memory_catalog("test", dir).await?;
     let namespace = NamespaceIdent::new("ns".into());
     catalog.create_namespace(&namespace, HashMap::new()).await?;
     let schema = Schema::builder()

@@ -104,13 +104,21 @@ fn of_trace<'a>(spans: &'a [ReceivedSpan], trace_id: &str) -> Vec<&'a ReceivedSp
     spans.iter().filter(|s| s.trace_id == trace_id).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_distributed_query_is_one_trace_across_the_coordinator_and_both_workers() -> TestResult {
-    let receiver = OtlpReceiver::start().await?;
-    let dir = tempfile::tempdir()?;
-    let cwd = dir.path();
+/// The processes of the traced cluster and where to reach them.
+struct TracedCluster {
+    coordinator: SqeProcess,
+    workers: Vec<SqeProcess>,
+    trino_addr: SocketAddr,
+    metrics: u16,
+}
+
+/// A coordinator exporting by its `[telemetry]` section and two workers exporting by the
+/// standard variable, all to `receiver`, with both workers active.
+async fn start_traced_cluster(
+    receiver: &OtlpReceiver,
+    cwd: &Path,
+) -> Result<TracedCluster, Box<dyn std::error::Error + Send + Sync>> {
     let (flight, trino_port, metrics) = (free_port()?, free_port()?, free_port()?);
-    // The coordinator exports by its [telemetry] section, the workers by the standard variable.
     let coordinator_config = write(
         &cwd.join("coordinator.toml"),
         &format!(
@@ -177,7 +185,6 @@ worker_secret = "{SECRET}"
         )?;
         workers.push(worker);
     }
-
     let client = reqwest::Client::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -196,57 +203,19 @@ worker_secret = "{SECRET}"
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-
-    trino(&client, trino_addr, "CREATE SCHEMA demo", None).await?;
-    trino(
-        &client,
+    Ok(TracedCluster {
+        coordinator,
+        workers,
         trino_addr,
-        "CREATE TABLE demo.numbers AS SELECT value AS n, value % 7 AS bucket FROM generate_series(1, 20000)",
-        None,
-    )
-    .await?;
-    let (_, insert_trace) = trino(
-        &client,
-        trino_addr,
-        "INSERT INTO demo.numbers SELECT value, value % 7 FROM generate_series(20001, 40000)",
-        None,
-    )
-    .await?;
-
-    let plans_before = plans_sent_settled(&client, metrics).await?;
-    // The query under test: two data files, one scan task per worker, continuing our trace.
-    let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
-    let (rows, trace_id) = trino(
-        &client,
-        trino_addr,
-        "SELECT bucket, count(*) FROM demo.numbers GROUP BY bucket ORDER BY bucket",
-        Some(&traceparent),
-    )
-    .await?;
-    assert_eq!(trace_id, CALLER_TRACE, "SQE continues the caller's trace");
-    assert_eq!(rows.len(), 7, "{rows:?}");
-    assert_eq!(rows[0], serde_json::json!([0, 5714]));
-
-    // Spans arrive in batches per process, and a call's span ends after its stream: wait for
-    // the whole tree (every parent received) with the tasks of both workers in it.
-    let spans = spans_until(&receiver, "the query's whole tree", |spans| {
-        let trace = of_trace(spans, CALLER_TRACE);
-        let ids: std::collections::HashSet<&str> =
-            trace.iter().map(|s| s.span_id.as_str()).collect();
-        ["worker-1", "worker-2"].iter().all(|worker| {
-            trace
-                .iter()
-                .any(|s| s.instance == *worker && s.name.ends_with("CoordinatorChannel"))
-        }) && trace.iter().any(|s| s.name == "query")
-            && trace
-                .iter()
-                .all(|s| s.name == "query" || ids.contains(s.parent_span_id.as_str()))
+        metrics,
     })
-    .await?;
-    let trace = of_trace(&spans, CALLER_TRACE);
+}
 
+/// The query's spans: named for their process, one tree under the caller's span, each worker's
+/// task the child of a coordinator client span.
+fn assert_query_trace(trace: &[&ReceivedSpan]) -> TestResult {
     // Who sent what: the resource names each process.
-    for span in &trace {
+    for span in trace {
         let expected = if span.instance == "coordinator" {
             "sqe-coordinator"
         } else {
@@ -285,7 +254,7 @@ worker_secret = "{SECRET}"
         .find(|s| s.name == "query")
         .ok_or("no query span")?;
     assert_eq!(query.parent_span_id, CALLER_SPAN, "{query:?}");
-    for span in &trace {
+    for span in trace {
         if span.span_id != query.span_id {
             assert!(
                 ids.contains(span.parent_span_id.as_str()),
@@ -341,15 +310,11 @@ worker_secret = "{SECRET}"
                 && s.attributes.contains_key("sqe.partitions")),
         "{trace:?}"
     );
+    Ok(())
+}
 
-    // The INSERT's own trace has its commit, with the attempt under it.
-    let spans = spans_until(&receiver, "the INSERT's commit", |spans| {
-        of_trace(spans, &insert_trace)
-            .iter()
-            .any(|s| s.name == "iceberg.commit.attempt")
-    })
-    .await?;
-    let insert = of_trace(&spans, &insert_trace);
+/// The INSERT's own trace has its commit, with the attempt under it.
+fn assert_commit_trace(insert: &[&ReceivedSpan]) -> TestResult {
     let commit = insert
         .iter()
         .find(|s| s.name == "iceberg.commit")
@@ -365,6 +330,78 @@ worker_secret = "{SECRET}"
             .iter()
             .any(|s| s.name == "iceberg.commit.attempt" && s.parent_span_id == commit.span_id)
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_distributed_query_is_one_trace_across_the_coordinator_and_both_workers() -> TestResult {
+    let receiver = OtlpReceiver::start().await?;
+    let dir = tempfile::tempdir()?;
+    let TracedCluster {
+        mut coordinator,
+        mut workers,
+        trino_addr,
+        metrics,
+    } = start_traced_cluster(&receiver, dir.path()).await?;
+    let client = reqwest::Client::new();
+    trino(&client, trino_addr, "CREATE SCHEMA demo", None).await?;
+    trino(
+        &client,
+        trino_addr,
+        "CREATE TABLE demo.numbers AS SELECT value AS n, value % 7 AS bucket FROM generate_series(1, 20000)",
+        None,
+    )
+    .await?;
+    let (_, insert_trace) = trino(
+        &client,
+        trino_addr,
+        "INSERT INTO demo.numbers SELECT value, value % 7 FROM generate_series(20001, 40000)",
+        None,
+    )
+    .await?;
+
+    let plans_before = plans_sent_settled(&client, metrics).await?;
+    // The query under test: two data files, one scan task per worker, continuing our trace.
+    let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
+    let (rows, trace_id) = trino(
+        &client,
+        trino_addr,
+        "SELECT bucket, count(*) FROM demo.numbers GROUP BY bucket ORDER BY bucket",
+        Some(&traceparent),
+    )
+    .await?;
+    assert_eq!(trace_id, CALLER_TRACE, "SQE continues the caller's trace");
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    assert_eq!(rows[0], serde_json::json!([0, 5714]));
+
+    // Spans arrive in batches per process, and a call's span ends after its stream: wait for
+    // the whole tree (every parent received) with the tasks of both workers in it.
+    let spans = spans_until(&receiver, "the query's whole tree", |spans| {
+        let trace = of_trace(spans, CALLER_TRACE);
+        let ids: std::collections::HashSet<&str> =
+            trace.iter().map(|s| s.span_id.as_str()).collect();
+        ["worker-1", "worker-2"].iter().all(|worker| {
+            trace
+                .iter()
+                .any(|s| s.instance == *worker && s.name.ends_with("CoordinatorChannel"))
+        }) && trace.iter().any(|s| s.name == "query")
+            && trace
+                .iter()
+                .all(|s| s.name == "query" || ids.contains(s.parent_span_id.as_str()))
+    })
+    .await?;
+    let trace = of_trace(&spans, CALLER_TRACE);
+    assert_query_trace(&trace)?;
+
+    // The INSERT's own trace has its commit, with the attempt under it.
+    let spans = spans_until(&receiver, "the INSERT's commit", |spans| {
+        of_trace(spans, &insert_trace)
+            .iter()
+            .any(|s| s.name == "iceberg.commit.attempt")
+    })
+    .await?;
+    let insert = of_trace(&spans, &insert_trace);
+    assert_commit_trace(&insert)?;
 
     // The same workload in /metrics: worker RPCs by method, code and attempt; commits.
     let text = client

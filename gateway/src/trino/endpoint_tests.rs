@@ -1,0 +1,375 @@
+//! The Trino routes against a stand-in `Queries` (the real lifecycle over an in-memory catalog,
+//! no workers): paging, the error JSON, session headers, cancel and who may see a query,
+//! through the axum router without a socket.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use base64::Engine as _;
+use http::{Method, Request, StatusCode};
+use serde_json::Value;
+use tower::ServiceExt;
+
+use crate::client_auth::ClientAuth;
+use crate::config::{ClientAuthConfig, ClientAuthType};
+use crate::trino::{TrinoEndpoint, trino_router};
+use sqe_engine::engine::EngineSettings;
+use sqe_engine::queries::Queries;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+struct Endpoint {
+    router: Router,
+    queries: Arc<Queries>,
+    _warehouse: tempfile::TempDir,
+}
+
+async fn endpoint(auth: Arc<ClientAuth>) -> Result<Endpoint, Box<dyn std::error::Error>> {
+    let warehouse = tempfile::tempdir()?;
+    let queries =
+        sqe_engine::stand_in::queries_in(warehouse.path(), EngineSettings::default()).await?;
+    let trino = TrinoEndpoint::new(
+        Arc::clone(&queries),
+        "test".into(),
+        Duration::from_secs(60),
+        auth,
+        false,
+    );
+    Ok(Endpoint {
+        router: trino_router(trino),
+        queries,
+        _warehouse: warehouse,
+    })
+}
+
+/// Users `alice` and `bob`, whose passwords are their names.
+fn password_auth() -> Result<Arc<ClientAuth>, Box<dyn std::error::Error>> {
+    let mut users = HashMap::new();
+    for user in ["alice", "bob"] {
+        users.insert(user.to_string(), bcrypt::hash(user, 4)?);
+    }
+    Ok(ClientAuth::from_config(&ClientAuthConfig {
+        kind: ClientAuthType::Password,
+        users,
+        token_secret: Some("a test secret that is long enough".into()),
+        ..ClientAuthConfig::default()
+    })?)
+}
+
+/// How a request says who sends it.
+#[derive(Clone, Copy)]
+enum As<'a> {
+    /// `X-Trino-User`, without a password.
+    Named(&'a str),
+    /// HTTP Basic with the user's name as password.
+    Basic(&'a str),
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Value,
+}
+
+async fn call(
+    router: &Router,
+    method: Method,
+    uri: &str,
+    who: As<'_>,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Answer, Box<dyn std::error::Error>> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", "sqe.test");
+    request = match who {
+        As::Named(user) => request.header("x-trino-user", user),
+        As::Basic(user) => {
+            let credentials =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{user}"));
+            request.header("authorization", format!("Basic {credentials}"))
+        }
+    };
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = router
+        .clone()
+        .oneshot(request.body(Body::from(body.to_string()))?)
+        .await?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// `POST /v1/statement` of `sql`: the first page.
+async fn post(
+    router: &Router,
+    who: As<'_>,
+    headers: &[(&str, &str)],
+    sql: &str,
+) -> Result<Answer, Box<dyn std::error::Error>> {
+    call(router, Method::POST, "/v1/statement", who, headers, sql).await
+}
+
+/// A `nextUri` as a path the router serves.
+fn path_of(uri: &str) -> &str {
+    uri.strip_prefix("http://sqe.test").unwrap_or(uri)
+}
+
+/// Submits `sql` and follows `nextUri` to the last page: every page, in order.
+async fn run(
+    router: &Router,
+    sql: &str,
+    who: As<'_>,
+    headers: &[(&str, &str)],
+) -> Result<Vec<Answer>, Box<dyn std::error::Error>> {
+    let first = post(router, who, headers, sql).await?;
+    assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
+    let mut pages = vec![first];
+    while let Some(next) = pages.last().and_then(|p| p.body["nextUri"].as_str()) {
+        let next = path_of(next).to_string();
+        let page = call(router, Method::GET, &next, who, headers, "").await?;
+        assert_eq!(page.status, StatusCode::OK, "{:?}", page.body);
+        pages.push(page);
+    }
+    Ok(pages)
+}
+
+fn rows(pages: &[Answer]) -> Vec<Value> {
+    pages
+        .iter()
+        .filter_map(|p| p.body["data"].as_array())
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_query_pages_to_its_rows_with_trino_types() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let pages = run(
+        &endpoint.router,
+        "SELECT CAST(1 AS INTEGER) AS n, CAST('ab' AS VARCHAR) AS s UNION ALL SELECT CAST(2 AS INTEGER), 'c'",
+        As::Named("alice"),
+        &[],
+    )
+    .await?;
+    let last = pages.last().ok_or("no page")?;
+    assert_eq!(last.body["stats"]["state"], "FINISHED");
+    let columns = pages
+        .iter()
+        .find_map(|p| p.body["columns"].as_array())
+        .ok_or("no columns")?;
+    let names: Vec<_> = columns.iter().map(|c| c["name"].clone()).collect();
+    let types: Vec<_> = columns.iter().map(|c| c["type"].clone()).collect();
+    assert_eq!(names, ["n", "s"]);
+    assert_eq!(types, ["integer", "varchar"]);
+    let mut data = rows(&pages);
+    data.sort_by_key(|r| r[0].as_i64());
+    assert_eq!(
+        data,
+        [serde_json::json!([1, "ab"]), serde_json::json!([2, "c"])]
+    );
+    // The query went through the one lifecycle: recorded, for its user, as FINISHED.
+    let id = last.body["id"].as_str().ok_or("no id")?;
+    let record = endpoint
+        .queries
+        .engine()
+        .history()
+        .get(id)
+        .ok_or("the query is not in the history")?;
+    assert_eq!(record.start.user, "alice");
+    assert_eq!(record.start.endpoint, "trino");
+    assert_eq!(record.state().name(), "FINISHED");
+    Ok(())
+}
+
+#[tokio::test]
+async fn failures_are_trino_error_json() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let cases = [
+        ("SELEC 1", "SYNTAX_ERROR", "USER_ERROR"),
+        ("SELECT * FROM nowhere.t", "SCHEMA_NOT_FOUND", "USER_ERROR"),
+        ("SELECT 1 / 0", "DIVISION_BY_ZERO", "USER_ERROR"),
+    ];
+    for (sql, name, kind) in cases {
+        let pages = run(&endpoint.router, sql, As::Named("alice"), &[]).await?;
+        let last = pages.last().ok_or("no page")?;
+        assert_eq!(last.body["stats"]["state"], "FAILED", "{sql}");
+        assert_eq!(
+            last.body["error"]["errorName"], name,
+            "{sql}: {:?}",
+            last.body
+        );
+        assert_eq!(last.body["error"]["errorType"], kind, "{sql}");
+        assert!(last.body["error"]["errorCode"].is_u64(), "{sql}");
+        assert!(
+            last.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{sql}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn session_statements_answer_with_session_headers() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    run(
+        &endpoint.router,
+        "CREATE SCHEMA iceberg.s",
+        As::Named("a"),
+        &[],
+    )
+    .await?;
+    let pages = run(&endpoint.router, "USE iceberg.s", As::Named("a"), &[]).await?;
+    let header = |name: &str| {
+        pages
+            .iter()
+            .find_map(|p| p.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    assert_eq!(header("x-trino-set-catalog").as_deref(), Some("iceberg"));
+    assert_eq!(header("x-trino-set-schema").as_deref(), Some("s"));
+    // A table created in the session's schema is found there by the next statement.
+    let schema = [("x-trino-catalog", "iceberg"), ("x-trino-schema", "s")];
+    run(
+        &endpoint.router,
+        "CREATE TABLE t AS SELECT 7 AS v",
+        As::Named("a"),
+        &schema,
+    )
+    .await?;
+    let pages = run(&endpoint.router, "SELECT v FROM t", As::Named("a"), &schema).await?;
+    assert_eq!(rows(&pages), [serde_json::json!([7])]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_request_without_a_user_is_refused() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/statement")
+        .body(Body::from("SELECT 1"))?;
+    let response = endpoint.router.clone().oneshot(request).await?;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(endpoint.queries.engine().history().records().is_empty());
+    Ok(())
+}
+
+/// A statement that runs until it is stopped.
+const ENDLESS: &str = "SELECT count(*) FROM range(1000000000000)";
+
+#[tokio::test]
+async fn delete_cancels_the_query_and_its_pages_say_so() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let first = post(&endpoint.router, As::Named("a"), &[], ENDLESS).await?;
+    let next = path_of(first.body["nextUri"].as_str().ok_or("no nextUri")?).to_string();
+    let id = first.body["id"].as_str().ok_or("no id")?.to_string();
+    let deleted = call(
+        &endpoint.router,
+        Method::DELETE,
+        &next,
+        As::Named("a"),
+        &[],
+        "",
+    )
+    .await?;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let record = endpoint
+        .queries
+        .engine()
+        .history()
+        .get(&id)
+        .ok_or("no record")?;
+    let ended = record.control().ended();
+    tokio::time::timeout(Duration::from_secs(30), ended.cancelled()).await?;
+    let snapshot = record.snapshot();
+    assert!(snapshot.state.is_final());
+    assert_eq!(snapshot.error_code, Some("USER_CANCELED"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn with_authentication_a_query_is_only_its_users() -> TestResult {
+    let endpoint = endpoint(password_auth()?).await?;
+    let first = post(&endpoint.router, As::Basic("alice"), &[], ENDLESS).await?;
+    assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
+    let next = path_of(first.body["nextUri"].as_str().ok_or("no nextUri")?).to_string();
+    let id = first.body["id"].as_str().ok_or("no id")?.to_string();
+    // Bob can neither page nor cancel alice's query: to him it does not exist.
+    for method in [Method::GET, Method::DELETE] {
+        let answer = call(&endpoint.router, method, &next, As::Basic("bob"), &[], "").await?;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    }
+    let info = call(
+        &endpoint.router,
+        Method::GET,
+        &format!("/v1/query/{id}"),
+        As::Basic("bob"),
+        &[],
+        "",
+    )
+    .await?;
+    assert_eq!(info.status, StatusCode::NOT_FOUND);
+    // Nor may he claim to be her.
+    let impersonating = post(
+        &endpoint.router,
+        As::Basic("bob"),
+        &[("x-trino-user", "alice")],
+        "SELECT 1",
+    )
+    .await?;
+    assert_eq!(impersonating.status, StatusCode::FORBIDDEN);
+    // A wrong password is a 401 with the challenges.
+    let wrong = post(
+        &endpoint.router,
+        As::Named("alice"),
+        &[("authorization", "Basic YWxpY2U6bm9wZQ==")],
+        "SELECT 1",
+    )
+    .await?;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.contains_key("www-authenticate"));
+    let record = endpoint
+        .queries
+        .engine()
+        .history()
+        .get(&id)
+        .ok_or("no record")?;
+    assert!(
+        !record.state().is_final(),
+        "bob's DELETE stopped alice's query"
+    );
+    // Alice can.
+    let deleted = call(
+        &endpoint.router,
+        Method::DELETE,
+        &next,
+        As::Basic("alice"),
+        &[],
+        "",
+    )
+    .await?;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let ended = record.control().ended();
+    tokio::time::timeout(Duration::from_secs(30), ended.cancelled()).await?;
+    assert_eq!(record.snapshot().error_code, Some("USER_CANCELED"));
+    assert_eq!(record.start.user, "alice");
+    Ok(())
+}
