@@ -104,7 +104,12 @@ pub fn build_worker(
             } else {
                 builder.with_distributed_passthrough_headers(trace_context)?
             };
-            Ok(builder.build())
+            let mut state = builder.build();
+            // The plans the coordinator sends name Trino's functions; they run here.
+            for function in sqe_functions::scalar_functions() {
+                datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;
+            }
+            Ok(state)
         }
     })
     .with_runtime_env(Arc::clone(&runtime))

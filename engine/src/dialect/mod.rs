@@ -1,7 +1,15 @@
-//! Trino's SQL on DataFusion: the statements SQE answers itself, Trino's type names, its
-//! session functions and Airlift's unit texts.
+//! Trino's SQL on DataFusion: its statements read as Trino means them ([`parse`]), its type
+//! names ([`sql_types`], [`types`]), the statements SQE answers itself, its session functions
+//! and Airlift's unit texts.
 
+mod calls;
 pub mod functions;
+mod joins;
+pub mod logical;
+pub mod parse;
+pub mod planner;
+mod rewrite;
+pub mod sql_types;
 pub mod statements;
 pub mod types;
 pub mod units;

@@ -1,6 +1,12 @@
 //! SQL names of Arrow types, as Trino spells them (clients show these to users).
+//!
+//! The Arrow type carries the value; what it cannot say (a varchar's length, a char) a
+//! field carries in its metadata under [`TRINO_TYPE`].
 
-use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
+
+/// Field metadata naming the Trino type of values whose Arrow type says less (`varchar(3)`).
+pub const TRINO_TYPE: &str = "trino.type";
 
 /// A Trino type: what an Arrow type is called and how its values are written for Trino clients.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,13 +19,24 @@ pub enum TrinoType {
     BigInt,
     Real,
     Double,
-    Decimal { precision: u8, scale: i8 },
-    Varchar,
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
+    /// `varchar`, or `varchar(n)` with its length.
+    Varchar(Option<u32>),
+    Char(u32),
     Varbinary,
     Date,
-    Time { precision: u8 },
-    Timestamp { precision: u8 },
-    TimestampWithTimeZone { precision: u8 },
+    Time {
+        precision: u8,
+    },
+    Timestamp {
+        precision: u8,
+    },
+    TimestampWithTimeZone {
+        precision: u8,
+    },
     IntervalYearToMonth,
     IntervalDayToSecond,
     Array(Box<TrinoType>),
@@ -53,7 +70,7 @@ impl TrinoType {
                 precision: *p,
                 scale: *s,
             },
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => TrinoType::Varchar,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => TrinoType::Varchar(None),
             DataType::Binary
             | DataType::LargeBinary
             | DataType::BinaryView
@@ -98,6 +115,34 @@ impl TrinoType {
         }
     }
 
+    /// The Trino type of a column: its Arrow type, made precise by [`TRINO_TYPE`] metadata.
+    pub fn from_field(field: &Field) -> Self {
+        let plain = Self::from_arrow(field.data_type());
+        let Some(named) = field.metadata().get(TRINO_TYPE) else {
+            return plain;
+        };
+        let length = |prefix: &str| {
+            named
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_suffix(')'))
+                .and_then(|n| n.parse::<u32>().ok())
+        };
+        match (&plain, length("varchar("), length("char(")) {
+            (TrinoType::Varchar(_), Some(n), _) => TrinoType::Varchar(Some(n)),
+            (TrinoType::Varchar(_), _, Some(n)) => TrinoType::Char(n),
+            _ => plain,
+        }
+    }
+
+    /// The type as a query's column names it to clients (`columns[].type`): Trino's client
+    /// type signature, which spaces every argument list (`decimal(10, 2)`).
+    pub fn client_name(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = self.write(&mut out, true);
+        out
+    }
+
     /// The name without parameters (`ClientTypeSignature.rawType`).
     pub fn raw_name(&self) -> &'static str {
         match self {
@@ -110,7 +155,8 @@ impl TrinoType {
             TrinoType::Real => "real",
             TrinoType::Double => "double",
             TrinoType::Decimal { .. } => "decimal",
-            TrinoType::Varchar => "varchar",
+            TrinoType::Varchar(_) => "varchar",
+            TrinoType::Char(_) => "char",
             TrinoType::Varbinary => "varbinary",
             TrinoType::Date => "date",
             TrinoType::Time { .. } => "time",
@@ -130,7 +176,8 @@ impl TrinoType {
         let long = |v: i64| json!({"kind": "LONG", "value": v});
         let of = |t: &TrinoType| json!({"kind": "TYPE", "value": t.signature()});
         let arguments = match self {
-            TrinoType::Varchar => vec![long(UNBOUNDED_VARCHAR)],
+            TrinoType::Varchar(None) => vec![long(UNBOUNDED_VARCHAR)],
+            TrinoType::Varchar(Some(n)) | TrinoType::Char(n) => vec![long(i64::from(*n))],
             TrinoType::Decimal { precision, scale } => {
                 vec![long(i64::from(*precision)), long(i64::from(*scale))]
             }
@@ -159,21 +206,41 @@ impl TrinoType {
 
 impl std::fmt::Display for TrinoType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.write(f, false)
+    }
+}
+
+impl TrinoType {
+    /// Trino's display name; `client` spaces a decimal's arguments as the client signature does.
+    fn write(&self, f: &mut dyn std::fmt::Write, client: bool) -> std::fmt::Result {
+        let nested = |t: &TrinoType| {
+            if client {
+                t.client_name()
+            } else {
+                t.to_string()
+            }
+        };
         match self {
+            TrinoType::Decimal { precision, scale } if client => {
+                write!(f, "decimal({precision}, {scale})")
+            }
             TrinoType::Decimal { precision, scale } => write!(f, "decimal({precision},{scale})"),
+            TrinoType::Varchar(Some(n)) => write!(f, "varchar({n})"),
+            TrinoType::Char(n) => write!(f, "char({n})"),
             TrinoType::Time { precision } => write!(f, "time({precision})"),
             TrinoType::Timestamp { precision } => write!(f, "timestamp({precision})"),
             TrinoType::TimestampWithTimeZone { precision } => {
                 write!(f, "timestamp({precision}) with time zone")
             }
-            TrinoType::Array(element) => write!(f, "array({element})"),
-            TrinoType::Map(key, value) => write!(f, "map({key}, {value})"),
+            TrinoType::Array(element) => write!(f, "array({})", nested(element)),
+            TrinoType::Map(key, value) => write!(f, "map({}, {})", nested(key), nested(value)),
             TrinoType::Row(fields) => {
                 f.write_str("row(")?;
                 for (i, (name, t)) in fields.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
+                    let t = nested(t);
                     if is_plain_identifier(name) {
                         write!(f, "{name} {t}")?;
                     } else {

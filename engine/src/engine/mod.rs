@@ -60,6 +60,8 @@ use crate::cluster::{Channels, PoolResolver, WorkerPool};
 use crate::cluster::{TaskLedger, TaskRouter};
 use crate::commits::Commits;
 use crate::dialect::functions::{SessionContext, session_functions};
+use crate::dialect::planner::TrinoPlanner;
+use crate::dialect::sql_types::TrinoTypes;
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 use crate::history::{HistorySettings, KillError, QueryHistory, QueryTracker};
 use crate::memory::QueryMemory;
@@ -556,17 +558,21 @@ impl Engine {
         if partitions > 0 {
             config = config.with_target_partitions(partitions);
         }
-        if let Some(zone) = &session.time_zone {
-            // Trino's session zone: what `now()` and `current_timezone()` answer in.
-            zone.parse::<datafusion::arrow::array::timezone::Tz>()
-                .map_err(|_| {
-                    Error::invalid(
-                        ErrorCode::GenericUserError,
-                        format!("Time zone not supported: {zone}"),
-                    )
-                })?;
-            config.options_mut().execution.time_zone = Some(zone.clone());
-        }
+        // Trino's session zone (UTC unless the client names one): what `now()` and
+        // `current_timezone()` answer in, and the zone `timestamp with time zone` casts take.
+        let zone = session.time_zone.clone().unwrap_or_else(|| "UTC".into());
+        zone.parse::<datafusion::arrow::array::timezone::Tz>()
+            .map_err(|_| {
+                Error::invalid(
+                    ErrorCode::GenericUserError,
+                    format!("Time zone not supported: {zone}"),
+                )
+            })?;
+        config.options_mut().execution.time_zone = Some(zone.clone());
+        let parser = &mut config.options_mut().sql_parser;
+        // Trino sorts NULLs last whichever the direction, and reads `1.5` as decimal(2,1).
+        parser.default_null_ordering = "nulls_last".into();
+        parser.parse_float_as_decimal = true;
         let join = properties.join_distribution();
         let optimizer = &mut config.options_mut().optimizer;
         match join {
@@ -581,7 +587,12 @@ impl Engine {
             }
         }
         let builder = SessionStateBuilder::new()
+            // Asked before DataFusion's own planners, which the default features add.
+            .with_expr_planners(vec![Arc::new(TrinoPlanner::default())])
             .with_default_features()
+            .with_type_planner(Arc::new(TrinoTypes {
+                session_zone: zone.clone(),
+            }))
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))
             .with_catalog_list(Arc::clone(&self.catalogs));
@@ -610,11 +621,21 @@ impl Engine {
             user: session.user.clone(),
             catalog: Some(catalog.to_string()),
             schema: Some(schema.to_string()),
-            time_zone: session.time_zone.clone().unwrap_or_else(|| "UTC".into()),
+            time_zone: zone,
         };
-        for function in session_functions(&context) {
+        for function in sqe_functions::scalar_functions()
+            .into_iter()
+            .chain(session_functions(&context))
+        {
             state.register_udf(function)?;
         }
+        // Trino's array_remove removes every match: DataFusion's array_remove_all.
+        state.register_udf(Arc::new(
+            datafusion::functions_nested::remove::array_remove_all_udf()
+                .as_ref()
+                .clone()
+                .with_aliases(["array_remove"]),
+        ))?;
         Ok(state)
     }
 

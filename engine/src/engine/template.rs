@@ -15,6 +15,7 @@ use super::{
     Action, Engine, Prepared, ResultCacheUse, SessionSettings, StatementKind, explain_schema,
 };
 use crate::cache::{CacheUse, Decision, consider};
+use crate::dialect::parse::{Label, parse};
 use crate::dialect::statements::{ClientStatement, niladic_calls, recognize_tokens, tokenize};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -32,6 +33,8 @@ pub struct StatementTemplate {
     identity: String,
     /// A procedure call instead of a plan.
     call: Option<Call>,
+    /// Trino's names of a query's columns, as the statement wrote them.
+    labels: Option<Vec<Label>>,
     /// When the tables in `logical` were loaded.
     planned_at: std::time::Instant,
 }
@@ -80,6 +83,30 @@ impl StatementTemplate {
     }
 }
 
+/// The output names `labels` give the planned columns `names`: a `*` stands for the columns
+/// the others leave (so for at most one `*`); `None` when they do not fit.
+fn labelled(names: &[String], labels: &[Label]) -> Option<Vec<String>> {
+    let expands = labels.iter().filter(|l| **l == Label::Expand).count();
+    let named = labels.len() - expands;
+    let width = match expands {
+        0 if named == names.len() => 0,
+        1 if named <= names.len() => names.len() - named,
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(names.len());
+    for label in labels {
+        match label {
+            Label::Name(name) => out.push(name.clone()),
+            Label::Position => out.push(format!("_col{}", out.len())),
+            Label::Expand => {
+                let start = out.len();
+                out.extend(names[start..start + width].iter().cloned());
+            }
+        }
+    }
+    Some(out)
+}
+
 /// A column a query returns, with the table it comes from when it is a plain table column.
 #[derive(Debug, Clone)]
 pub struct OutputColumn {
@@ -97,6 +124,11 @@ impl StatementTemplate {
         let mut names: Vec<String> = fields.iter().map(|f| f.name().clone()).collect();
         if self.kind != StatementKind::Query {
             return names;
+        }
+        if let Some(labels) = &self.labels
+            && let Some(labelled) = labelled(&names, labels)
+        {
+            return labelled;
         }
         let mut plan = &self.logical;
         loop {
@@ -233,6 +265,7 @@ impl Engine {
         let rewritten = niladic_calls(&tokens);
         let sql = rewritten.as_deref().unwrap_or(sql);
         let mut call = None;
+        let mut labels = None;
         let (state, logical, properties) = match recognize_tokens(tokens)? {
             Some(ClientStatement::Show(show)) => {
                 let state = self.session_state_with(session, false)?;
@@ -260,10 +293,11 @@ impl Engine {
             }
             None => {
                 let mut state = self.session_state(session)?;
-                let dialect = state.config().options().sql_parser.dialect;
                 let (statement, properties) =
                     tracing::info_span!("parse").in_scope(|| -> Result<_> {
-                        let mut statement = state.sql_to_statement(sql, &dialect)?;
+                        let parsed = parse(sql)?;
+                        labels = parsed.labels;
+                        let mut statement = parsed.statement;
                         let properties = take_table_properties(&mut statement)?;
                         Ok((statement, properties))
                     })?;
@@ -274,7 +308,7 @@ impl Engine {
                         state = self.session_state_with(session, false)?;
                     }
                     match state.statement_to_plan(statement.clone()).await {
-                        Ok(plan) => Ok(plan),
+                        Ok(plan) => Ok(crate::dialect::logical::to_trino(plan)?),
                         Err(e) => Err(explained(e, &state, &statement)),
                     }
                 }
@@ -310,6 +344,7 @@ impl Engine {
                 session.properties
             ),
             call,
+            labels,
             planned_at: std::time::Instant::now(),
         })
     }

@@ -21,6 +21,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::IncompatibleClient
         | ErrorCode::DuplicateColumnName
         | ErrorCode::TypeMismatch
+        | ErrorCode::InvalidLiteral
         | ErrorCode::AmbiguousName
         | ErrorCode::InvalidParameterUsage => Code::InvalidArgument,
         ErrorCode::NotFound

@@ -124,6 +124,8 @@ pub enum ErrorCode {
     TableAlreadyExists,
     DuplicateColumnName,
     TypeMismatch,
+    /// A literal whose text is not a value of its type (`TIMESTAMP '2021-02-30'`).
+    InvalidLiteral,
     AmbiguousName,
     InvalidParameterUsage,
     GenericInternalError,
@@ -167,6 +169,7 @@ impl ErrorCode {
             ErrorCode::TableAlreadyExists => "TABLE_ALREADY_EXISTS",
             ErrorCode::DuplicateColumnName => "DUPLICATE_COLUMN_NAME",
             ErrorCode::TypeMismatch => "TYPE_MISMATCH",
+            ErrorCode::InvalidLiteral => "INVALID_LITERAL",
             ErrorCode::AmbiguousName => "AMBIGUOUS_NAME",
             ErrorCode::InvalidParameterUsage => "INVALID_PARAMETER_USAGE",
             ErrorCode::GenericInternalError => "GENERIC_INTERNAL_ERROR",
@@ -215,6 +218,7 @@ impl ErrorCode {
             | ErrorCode::TableAlreadyExists
             | ErrorCode::DuplicateColumnName
             | ErrorCode::TypeMismatch
+            | ErrorCode::InvalidLiteral
             | ErrorCode::AmbiguousName
             | ErrorCode::InvalidParameterUsage => ErrorKind::User,
         }
@@ -409,6 +413,10 @@ fn classify_arrow(err: ArrowError) -> Error {
 fn classify_boxed(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
     let e = match e.downcast::<Error>() {
         Ok(ours) => return *ours,
+        Err(e) => e,
+    };
+    let e = match e.downcast::<sqe_functions::InvalidArgument>() {
+        Ok(refused) => return Error::invalid(ErrorCode::InvalidFunctionArgument, refused.0),
         Err(e) => e,
     };
     let e = match e.downcast::<TableError>() {

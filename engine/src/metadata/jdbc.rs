@@ -261,7 +261,7 @@ fn jdbc_type(t: &TrinoType) -> (i64, Option<i64>, Option<i64>, Option<i64>) {
             Some(i64::from(*scale)),
             Some(10),
         ),
-        TrinoType::Varchar => (VARCHAR, None, None, None),
+        TrinoType::Varchar(_) | TrinoType::Char(_) => (VARCHAR, None, None, None),
         TrinoType::Varbinary => (VARBINARY, None, None, None),
         TrinoType::Date => (DATE, Some(10), None, None),
         TrinoType::Time { precision } => (
@@ -421,7 +421,7 @@ fn type_rows() -> Vec<Vec<Cell>> {
             precision: 38,
             scale: 0,
         },
-        TrinoType::Varchar,
+        TrinoType::Varchar(None),
         TrinoType::Varbinary,
         TrinoType::Date,
         TrinoType::Time { precision: 6 },
@@ -436,7 +436,7 @@ fn type_rows() -> Vec<Vec<Cell>> {
         .map(|t| {
             let (code, size, _, radix) = jdbc_type(t);
             let name = t.raw_name();
-            let quoted = matches!(t, TrinoType::Varchar | TrinoType::Varbinary);
+            let quoted = matches!(t, TrinoType::Varchar(_) | TrinoType::Varbinary);
             let exact = matches!(
                 t,
                 TrinoType::TinyInt | TrinoType::SmallInt | TrinoType::Integer | TrinoType::BigInt
@@ -449,7 +449,7 @@ fn type_rows() -> Vec<Vec<Cell>> {
                 Cell::from(if quoted { Some("'".to_string()) } else { None }),
                 NULL,
                 Cell::from(1),
-                Cell::from(matches!(t, TrinoType::Varchar)),
+                Cell::from(matches!(t, TrinoType::Varchar(_))),
                 Cell::from(3),
                 Cell::from(false),
                 Cell::from(exact),

@@ -81,15 +81,18 @@ async fn query(
     Ok(batches)
 }
 
+/// The integers of `column`, whatever their width.
 fn longs(batches: &[RecordBatch], column: usize) -> Vec<i64> {
     batches
         .iter()
         .flat_map(|b| {
-            let values = b
-                .column(column)
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .map(|a| (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>());
+            let values = datafusion::arrow::compute::cast(b.column(column), &DataType::Int64)
+                .ok()
+                .and_then(|c| {
+                    c.as_any()
+                        .downcast_ref::<Int64Array>()
+                        .map(|a| (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>())
+                });
             values.unwrap_or_default()
         })
         .collect()

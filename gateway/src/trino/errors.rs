@@ -70,6 +70,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::TableAlreadyExists => (50, USER),
         ErrorCode::DuplicateColumnName => (54, USER),
         ErrorCode::TypeMismatch => (58, USER),
+        ErrorCode::InvalidLiteral => (59, USER),
         ErrorCode::AmbiguousName => (62, USER),
         ErrorCode::InvalidParameterUsage => (80, USER),
         ErrorCode::GenericInternalError => (65536, INTERNAL),

@@ -12,6 +12,8 @@ pub(crate) mod results;
 pub(crate) mod server;
 
 #[cfg(test)]
+mod case_tests;
+#[cfg(test)]
 mod endpoint_tests;
 
 pub(crate) use server::{TrinoEndpoint, trino_router};

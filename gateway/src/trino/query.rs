@@ -172,9 +172,7 @@ impl TrinoQuery {
                                         .schema
                                         .fields()
                                         .iter()
-                                        .map(|f| {
-                                            (f.name().clone(), TrinoType::from_arrow(f.data_type()))
-                                        })
+                                        .map(|f| (f.name().clone(), TrinoType::from_field(f)))
                                         .collect(),
                                 );
                                 progress.execution = Execution::Rows(stream);

@@ -55,7 +55,7 @@ pub(crate) fn render(
     let columns = page.columns.as_ref().map(|columns| {
         columns
             .iter()
-            .map(|(name, t)| json!({"name": name, "type": t.to_string(), "typeSignature": t.signature()}))
+            .map(|(name, t)| json!({"name": name, "type": t.client_name(), "typeSignature": t.signature()}))
             .collect()
     });
     let elapsed = query.created.elapsed().as_millis() as u64;

@@ -95,10 +95,10 @@ async fn the_cache_answers_only_the_same_question() -> TestResult {
         (5, Some(CacheUse::Miss))
     );
 
-    // A prepared statement: each parameter value is its own question; with 3 it asks what the
-    // plain query above asked, so it shares that entry.
+    // A prepared statement: each parameter value is its own question; with the integer 3 it
+    // asks what the plain query above asked (`3` is an integer literal), so it shares that entry.
     let prepared = "SELECT count(*) FROM demo.t WHERE x > $1";
-    let int = |v: i64| vec![datafusion::common::ScalarValue::Int64(Some(v))];
+    let int = |v: i32| vec![datafusion::common::ScalarValue::Int32(Some(v))];
     let runs = [
         (8, 2, CacheUse::Miss),
         (8, 2, CacheUse::Hit),

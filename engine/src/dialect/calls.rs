@@ -1,0 +1,212 @@
+//! Expressions whose Trino meaning DataFusion spells differently, rewritten before the plan
+//! is analyzed (so the argument types are the ones written):
+//! - `concat` is NULL when an argument is (DataFusion skips NULLs), and of arrays concatenates
+//!   them (or appends an element);
+//! - `reverse` of an array reverses the array;
+//! - `regexp_replace` replaces every match, with Java's `$1` group references;
+//! - `date_trunc` of a date is a date;
+//! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
+//!   truncates).
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::functions::core::expr_fn::coalesce;
+use datafusion::functions::math::expr_fn::round;
+use datafusion::functions::regex::expr_fn::regexp_replace;
+use datafusion::functions_nested::expr_fn::{
+    array_append, array_concat, array_prepend, array_reverse,
+};
+use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Operator, lit};
+
+/// `expr` in Trino's meaning, its arguments already rewritten.
+pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    match expr {
+        Expr::ScalarFunction(call) => function(call, schema),
+        // An integer literal typed `integer` by the literal rewrite is an Int32 literal: plans
+        // (and the result cache's keys) then read as the SQL did.
+        Expr::Cast(Cast { expr, field })
+            if *field.data_type() == DataType::Int32 && small_integer(&expr).is_some() =>
+        {
+            Ok(Transformed::yes(Expr::Literal(
+                ScalarValue::Int32(small_integer(&expr)),
+                None,
+            )))
+        }
+        Expr::Cast(Cast { expr, field }) if is_integer(field.data_type()) => {
+            let Transformed {
+                data, transformed, ..
+            } = rounded(*expr, schema)?;
+            Ok(Transformed::new_transformed(
+                Expr::Cast(Cast::new_from_field(Box::new(data), field)),
+                transformed,
+            ))
+        }
+        Expr::TryCast(TryCast { expr, field }) if is_integer(field.data_type()) => {
+            let Transformed {
+                data, transformed, ..
+            } = rounded(*expr, schema)?;
+            Ok(Transformed::new_transformed(
+                Expr::TryCast(TryCast {
+                    expr: Box::new(data),
+                    field,
+                }),
+                transformed,
+            ))
+        }
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+fn small_integer(expr: &Expr) -> Option<i32> {
+    match expr {
+        Expr::Literal(ScalarValue::Int64(Some(v)), None) => i32::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+fn is_integer(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    )
+}
+
+/// A real number rounded to an integer value in its own type, ready for an integer cast.
+fn rounded(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    match expr.get_type(schema)? {
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+            Ok(Transformed::yes(round(vec![expr])))
+        }
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) if s > 0 => {
+            // A decimal rescaled to no fraction rounds half away from zero.
+            let digits = (i16::from(p) - i16::from(s) + 1).clamp(1, 38) as u8;
+            Ok(Transformed::yes(Expr::Cast(Cast::new(
+                Box::new(expr),
+                DataType::Decimal128(digits, 0),
+            ))))
+        }
+        _ => Ok(Transformed::no(expr)),
+    }
+}
+
+fn is_list(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+    )
+}
+
+fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let types = call
+        .args
+        .iter()
+        .map(|a| a.get_type(schema))
+        .collect::<Result<Vec<_>>>()?;
+    let original = Expr::ScalarFunction(call.clone());
+    let rewritten = match (call.func.name(), types.as_slice()) {
+        ("concat", types) if types.iter().any(is_list) => concat_arrays(call.args, types),
+        ("concat", _) if call.args.len() > 1 => Some(concat_strings(call.args)),
+        ("reverse", [t]) if is_list(t) => call.args.into_iter().next().map(array_reverse),
+        ("regexp_replace", _) => replace_all(call.args),
+        ("date_trunc", [_, DataType::Date32 | DataType::Date64]) => Some(Expr::Cast(Cast::new(
+            Box::new(Expr::ScalarFunction(call)),
+            DataType::Date32,
+        ))),
+        _ => None,
+    };
+    Ok(match rewritten {
+        Some(expr) => Transformed::yes(expr),
+        None => Transformed::no(original),
+    })
+}
+
+/// `concat` over arrays: arrays joined, a single element appended or prepended.
+fn concat_arrays(args: Vec<Expr>, types: &[DataType]) -> Option<Expr> {
+    if let [a, b] = types
+        && is_list(a) != is_list(b)
+    {
+        let mut args = args.into_iter();
+        let (first, second) = (args.next()?, args.next()?);
+        return Some(if is_list(a) {
+            array_append(first, second)
+        } else {
+            array_prepend(first, second)
+        });
+    }
+    Some(array_concat(args))
+}
+
+/// `concat(a, b, ...)` as `a || b || ...`, which is NULL when any part is.
+fn concat_strings(args: Vec<Expr>) -> Expr {
+    let mut args = args.into_iter();
+    let first = args.next().unwrap_or_else(|| lit(""));
+    args.fold(first, |joined, next| {
+        Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(joined),
+            Operator::StringConcat,
+            Box::new(next),
+        ))
+    })
+}
+
+/// `regexp_replace(s, pattern [, replacement])`: every match, `$n` as group n.
+fn replace_all(args: Vec<Expr>) -> Option<Expr> {
+    let mut args = args.into_iter();
+    let (string, pattern) = (args.next()?, args.next()?);
+    let replacement = match args.next() {
+        None => lit(""),
+        Some(Expr::Literal(ScalarValue::Utf8(Some(r)), m)) => {
+            Expr::Literal(ScalarValue::Utf8(Some(rust_replacement(&r))), m)
+        }
+        Some(other) => other,
+    };
+    if args.next().is_some() {
+        return None;
+    }
+    Some(regexp_replace(string, pattern, replacement, Some(lit("g"))))
+}
+
+/// A Java replacement string (`$1`, `${name}`, `\$` for a dollar) in the regex crate's syntax
+/// (`${1}`, `${name}`, `$$`).
+fn rust_replacement(java: &str) -> String {
+    let mut out = String::with_capacity(java.len() + 4);
+    let mut chars = java.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('$') => out.push_str("$$"),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            '$' if chars.peek().is_some_and(char::is_ascii_digit) => {
+                out.push_str("${");
+                while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                    out.push(d);
+                }
+                out.push('}');
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The `coalesce` of two USING keys, for the join rewrite beside this one.
+pub(super) fn coalesced(left: Expr, right: Expr) -> Expr {
+    coalesce(vec![left, right])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_replacements_become_regex_replacements() {
+        assert_eq!(rust_replacement("$1x"), "${1}x");
+        assert_eq!(rust_replacement("${name}-$12"), "${name}-${12}");
+        assert_eq!(rust_replacement(r"\$1"), "$$1");
+        assert_eq!(rust_replacement("plain"), "plain");
+    }
+}

@@ -1,0 +1,161 @@
+//! The planned statement adjusted where Trino's meaning is not DataFusion's, after the SQL
+//! planner and before anything runs:
+//! - a string literal a query returns is `varchar(n)`, n its length (as [`TRINO_TYPE`]
+//!   metadata: Arrow has no bounded strings);
+//! - a cast of a row to a row type takes the fields by position, as Trino does (DataFusion
+//!   matches them by name);
+//! - the calls and casts [`super::calls`] lists, and `USING` keys of outer joins
+//!   ([`super::joins`]).
+
+use std::collections::BTreeMap;
+
+use datafusion::arrow::datatypes::{DataType, Fields};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, Result, ScalarValue, metadata::FieldMetadata};
+use datafusion::functions::core::expr_fn::{get_field, named_struct};
+use datafusion::logical_expr::expr::{Alias, Cast, TryCast};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Projection, lit, when};
+
+use super::types::TRINO_TYPE;
+
+/// `plan` with Trino's meaning where it differs (see the module documentation).
+pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let plan = plan
+        .transform_up_with_subqueries(|node| {
+            expressions(node)?.transform_data(super::joins::coalesce_using_keys)
+        })?
+        .data;
+    typed_output(plan)
+}
+
+/// The statement's output projection with its string literals typed (only there: a union or
+/// a join of differently typed literals would otherwise mix their types).
+fn typed_output(plan: LogicalPlan) -> Result<LogicalPlan> {
+    match plan {
+        LogicalPlan::Projection(projection) => Ok(typed_literals(projection)?.data),
+        LogicalPlan::Sort(_)
+        | LogicalPlan::Limit(_)
+        | LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(_)) => Ok(plan
+            .map_children(|child| typed_output(child).map(Transformed::yes))?
+            .data),
+        other => Ok(other),
+    }
+}
+
+/// The node's expressions in Trino's meaning: row casts by position, and the calls and casts
+/// of [`super::calls`].
+fn expressions(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    if matches!(
+        node,
+        LogicalPlan::TableScan(_) | LogicalPlan::EmptyRelation(_)
+    ) {
+        return Ok(Transformed::no(node));
+    }
+    let schema = merge_schema(&node.inputs());
+    let names = NamePreserver::new(&node);
+    let rewritten = node.map_expressions(|expr| {
+        let saved = names.save(&expr);
+        let rewritten = expr.transform_up(|e| {
+            positional_row_cast(e, &schema)?.transform_data(|e| super::calls::rewrite(e, &schema))
+        })?;
+        Ok(if rewritten.transformed {
+            Transformed::yes(saved.restore(rewritten.data))
+        } else {
+            rewritten
+        })
+    })?;
+    if rewritten.transformed {
+        rewritten.map_data(LogicalPlan::recompute_schema)
+    } else {
+        Ok(rewritten)
+    }
+}
+
+fn positional_row_cast(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let (inner, target, fallible) = match &expr {
+        Expr::Cast(Cast { expr, field }) => (expr, field.data_type(), false),
+        Expr::TryCast(TryCast { expr, field }) => (expr, field.data_type(), true),
+        _ => return Ok(Transformed::no(expr)),
+    };
+    let DataType::Struct(target_fields) = target else {
+        return Ok(Transformed::no(expr));
+    };
+    let DataType::Struct(source_fields) = inner.get_type(schema)? else {
+        return Ok(Transformed::no(expr));
+    };
+    if source_fields.len() != target_fields.len() || same_names(&source_fields, target_fields) {
+        return Ok(Transformed::no(expr));
+    }
+    let mut pairs = Vec::with_capacity(2 * target_fields.len());
+    for (source, target) in source_fields.iter().zip(target_fields.iter()) {
+        let value = get_field(inner.as_ref().clone(), source.name().as_str());
+        let value = if fallible {
+            Expr::TryCast(TryCast::new(Box::new(value), target.data_type().clone()))
+        } else {
+            Expr::Cast(Cast::new(Box::new(value), target.data_type().clone()))
+        };
+        pairs.push(lit(target.name().as_str()));
+        pairs.push(positional_row_cast(value, schema)?.data);
+    }
+    // A NULL row stays NULL (not a row of NULLs).
+    let row = when(inner.as_ref().clone().is_null(), lit(ScalarValue::Null))
+        .otherwise(named_struct(pairs))?;
+    Ok(Transformed::yes(Expr::Cast(Cast::new(
+        Box::new(row),
+        target.clone(),
+    ))))
+}
+
+fn same_names(a: &Fields, b: &Fields) -> bool {
+    a.iter().zip(b.iter()).all(|(x, y)| x.name() == y.name())
+}
+
+fn typed_literals(projection: Projection) -> Result<Transformed<LogicalPlan>> {
+    let mut changed = false;
+    let exprs: Vec<Expr> = projection
+        .expr
+        .iter()
+        .map(|expr| match with_length(expr) {
+            Some(typed) => {
+                changed = true;
+                typed
+            }
+            None => expr.clone(),
+        })
+        .collect();
+    if !changed {
+        return Ok(Transformed::no(LogicalPlan::Projection(projection)));
+    }
+    Projection::try_new(exprs, projection.input)
+        .map(|p| Transformed::yes(LogicalPlan::Projection(p)))
+}
+
+/// A string literal (aliased or not) typed `varchar(<its length>)`.
+fn with_length(expr: &Expr) -> Option<Expr> {
+    match expr {
+        Expr::Alias(alias) => with_length(&alias.expr).map(|inner| {
+            Expr::Alias(Alias {
+                expr: Box::new(inner),
+                ..alias.clone()
+            })
+        }),
+        Expr::Literal(
+            value @ (ScalarValue::Utf8(Some(s))
+            | ScalarValue::Utf8View(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))),
+            None,
+        ) => {
+            let metadata = BTreeMap::from([(
+                TRINO_TYPE.to_string(),
+                format!("varchar({})", s.chars().count()),
+            )]);
+            Some(Expr::Literal(
+                value.clone(),
+                Some(FieldMetadata::from(metadata)),
+            ))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,309 @@
+//! Trino's SQL read into DataFusion's statement, so that it means what it means in Trino:
+//! tokens first (identifiers are case-insensitive even when quoted, `key` and its kin are
+//! names, `ARRAY(T)` and `ROW(f T)` are types), then the parsed statement (see
+//! [`super::rewrite`]: literal types, output names).
+
+use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+
+use super::rewrite;
+pub use super::rewrite::Label;
+use crate::error::{Error, Result};
+
+/// A statement ready for DataFusion's planner.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub statement: DFStatement,
+    /// Trino's names of a query's columns, by position (`None`: not a query).
+    pub labels: Option<Vec<Label>>,
+}
+
+/// Reads one statement of Trino's SQL.
+pub fn parse(sql: &str) -> Result<Parsed> {
+    let tokens = tokenize(sql)?;
+    // Labels keep the case the statement wrote its aliases in; the statement planned is the
+    // one whose quoted names are folded as Trino folds them.
+    let labels = match single(tokens.clone())? {
+        DFStatement::Statement(statement) => rewrite::labels(&statement),
+        _ => None,
+    };
+    let mut statement = single(fold_names(tokens))?;
+    if let DFStatement::Statement(inner) = &mut statement {
+        rewrite::to_datafusion(inner)?;
+    }
+    Ok(Parsed { statement, labels })
+}
+
+fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| Error::Syntax {
+            message: e.to_string(),
+            location: None,
+        })?;
+    Ok(demote_index_words(parenthesize_values(
+        rewrite_type_syntax(tokens),
+    )))
+}
+
+fn single(tokens: Vec<TokenWithSpan>) -> Result<DFStatement> {
+    let mut statements = DFParserBuilder::new(tokens)
+        .with_dialect(&GenericDialect {})
+        .build()?
+        .parse_statements()?;
+    if statements.len() > 1 {
+        return Err(Error::Syntax {
+            message: "only one statement may be sent at a time".into(),
+            location: None,
+        });
+    }
+    statements.pop_front().ok_or_else(|| Error::Syntax {
+        message: "the statement is empty".into(),
+        location: None,
+    })
+}
+
+/// Trino matches names case-insensitively, quoted or not: quoted names are folded to lower
+/// case here (unquoted ones DataFusion folds itself).
+fn fold_names(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    for token in &mut tokens {
+        if let Token::Word(word) = &mut token.token
+            && word.quote_style == Some('"')
+        {
+            word.value = word.value.to_lowercase();
+        }
+    }
+    tokens
+}
+
+/// Words that MySQL reserves for index definitions (`KEY`, `INDEX`, ...) are plain names in
+/// Trino, which has no such definitions.
+fn demote_index_words(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    for token in &mut tokens {
+        if let Token::Word(word) = &mut token.token
+            && matches!(
+                word.keyword,
+                Keyword::KEY | Keyword::INDEX | Keyword::FULLTEXT | Keyword::SPATIAL
+            )
+        {
+            word.keyword = Keyword::NoKeyword;
+        }
+    }
+    tokens
+}
+
+/// Trino's parenthesized type constructors in the form the parser reads: `ARRAY(T)` as
+/// `ARRAY<T>` and, where a type is expected, `ROW(f T, ...)` as `STRUCT<f T, ...>`.
+fn rewrite_type_syntax(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    // For each open parenthesis: whether it opened a type constructor, to be closed by `>`.
+    let mut parens: Vec<bool> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let token = &tokens[i];
+        let next_is_paren =
+            next_significant(&tokens, i + 1).is_some_and(|j| tokens[j].token == Token::LParen);
+        match &token.token {
+            Token::Word(w) if next_is_paren && is_type_constructor(w, &out, &parens) => {
+                let j = next_significant(&tokens, i + 1).unwrap_or(i + 1);
+                let mut word = w.clone();
+                if w.keyword == Keyword::ROW {
+                    word = Word {
+                        value: "STRUCT".into(),
+                        quote_style: None,
+                        keyword: Keyword::STRUCT,
+                    };
+                }
+                out.push(TokenWithSpan::new(Token::Word(word), token.span));
+                out.push(TokenWithSpan::new(Token::Lt, tokens[j].span));
+                parens.push(true);
+                i = j + 1;
+                continue;
+            }
+            Token::LParen => parens.push(false),
+            // Every `)` closes its parenthesis; one that opened a type closes it with `>`.
+            Token::RParen if parens.pop() == Some(true) => {
+                out.push(TokenWithSpan::new(Token::Gt, token.span));
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(token.clone());
+        i += 1;
+    }
+    out
+}
+
+/// Whether `word (` starts a type: `ARRAY(` always (Trino has no such expression), `ROW(`
+/// after `AS` (a cast), after a column name (a column definition) or inside another type.
+fn is_type_constructor(word: &Word, before: &[TokenWithSpan], parens: &[bool]) -> bool {
+    if word.quote_style.is_some() {
+        return false;
+    }
+    match word.keyword {
+        Keyword::ARRAY => true,
+        Keyword::ROW => {
+            if parens.last() == Some(&true) {
+                return true;
+            }
+            let mut significant = before
+                .iter()
+                .rev()
+                .filter(|t| !matches!(t.token, Token::Whitespace(_)));
+            match (
+                significant.next().map(|t| &t.token),
+                significant.next().map(|t| &t.token),
+            ) {
+                (Some(Token::Word(w)), _) if w.keyword == Keyword::AS => true,
+                (Some(Token::Word(w)), _) if w.keyword == Keyword::NoKeyword => true,
+                // A column definition whose name is a keyword: `(value ROW(...)`.
+                (Some(Token::Word(_)), Some(Token::LParen | Token::Comma)) => true,
+                (Some(Token::Lt), _) => true,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Trino's `VALUES 1, 2` (one-column rows without parentheses) as `VALUES (1), (2)`.
+fn parenthesize_values(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let token = tokens[i].clone();
+        i += 1;
+        let is_values = matches!(&token.token, Token::Word(w) if w.keyword == Keyword::VALUES);
+        out.push(token);
+        if !is_values {
+            continue;
+        }
+        let Some(first) = next_significant(&tokens, i) else {
+            continue;
+        };
+        let bare = match &tokens[first].token {
+            Token::LParen => false,
+            Token::Word(w) => w.keyword != Keyword::ROW,
+            _ => true,
+        };
+        if !bare {
+            continue;
+        }
+        let span = tokens[first].span;
+        out.push(TokenWithSpan::new(Token::LParen, span));
+        let mut depth = 0usize;
+        while i < tokens.len() {
+            let t = &tokens[i];
+            let ends = depth == 0
+                && match &t.token {
+                    Token::RParen | Token::SemiColon | Token::EOF => true,
+                    Token::Word(w) => matches!(
+                        w.keyword,
+                        Keyword::ORDER
+                            | Keyword::LIMIT
+                            | Keyword::OFFSET
+                            | Keyword::FETCH
+                            | Keyword::UNION
+                            | Keyword::EXCEPT
+                            | Keyword::INTERSECT
+                    ),
+                    _ => false,
+                };
+            if ends {
+                break;
+            }
+            match &t.token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth = depth.saturating_sub(1),
+                Token::Comma if depth == 0 => {
+                    out.push(TokenWithSpan::new(Token::RParen, t.span));
+                    out.push(t.clone());
+                    out.push(TokenWithSpan::new(Token::LParen, t.span));
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(t.clone());
+            i += 1;
+        }
+        out.push(TokenWithSpan::new(Token::RParen, span));
+    }
+    out
+}
+
+fn next_significant(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
+    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sql_of(sql: &str) -> String {
+        match parse(sql) {
+            Ok(parsed) => parsed.statement.to_string(),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn quoted_names_are_folded_and_index_words_are_names() {
+        assert_eq!(
+            sql_of(r#"SELECT "Name", key FROM "T""#),
+            r#"SELECT "name", key FROM "t""#
+        );
+        assert_eq!(
+            sql_of("CREATE TABLE t (key INT, index VARCHAR)"),
+            "CREATE TABLE t (key INT, index VARCHAR)"
+        );
+    }
+
+    #[test]
+    fn parenthesized_types_are_read_as_types() {
+        assert_eq!(
+            sql_of("SELECT CAST(x AS ARRAY(ROW(a INTEGER, b ARRAY(VARCHAR))))"),
+            "SELECT CAST(x AS ARRAY<STRUCT<a INTEGER, b ARRAY<VARCHAR>>>) AS _col0"
+        );
+        assert_eq!(
+            sql_of("CREATE TABLE t (r ROW(x BIGINT, y DOUBLE))"),
+            "CREATE TABLE t (r STRUCT<x BIGINT, y DOUBLE>)"
+        );
+        // ROW(...) as a value stays a value.
+        assert_eq!(
+            sql_of("SELECT ROW(1, 2) AS r"),
+            "SELECT ROW(CAST(1 AS INTEGER), CAST(2 AS INTEGER)) AS r"
+        );
+    }
+
+    #[test]
+    fn values_without_parentheses_are_one_column_rows() {
+        assert_eq!(
+            sql_of("SELECT x FROM (VALUES 1, NULL, 2) AS t(x) ORDER BY x"),
+            "SELECT x FROM (VALUES (CAST(1 AS INTEGER)), (NULL), (CAST(2 AS INTEGER))) AS t (x) ORDER BY x"
+        );
+        assert_eq!(
+            sql_of("VALUES (1, 'a'), (2, 'b')"),
+            "VALUES (CAST(1 AS INTEGER), 'a'), (CAST(2 AS INTEGER), 'b')"
+        );
+    }
+
+    #[test]
+    fn labels_keep_the_written_case_of_aliases() {
+        let parsed = parse(r#"SELECT a AS "MixedCase", b AS Other, c, 1 FROM t"#)
+            .ok()
+            .and_then(|p| p.labels);
+        assert_eq!(
+            parsed,
+            Some(vec![
+                Label::Name("MixedCase".into()),
+                Label::Name("Other".into()),
+                Label::Name("c".into()),
+                Label::Position,
+            ])
+        );
+    }
+}

@@ -1,0 +1,650 @@
+//! The parsed statement rewritten so that DataFusion plans what Trino means:
+//! - an integer literal is `integer` when it fits (DataFusion: always `bigint`), one with an
+//!   exponent is `double`; other decimal literals are exact `decimal(p,s)` (a session option);
+//! - `DECIMAL '…'`, `TIMESTAMP '…'`, `TIME '…'` and `DATE '…'` get the type their text gives in
+//!   Trino: the precision of the digits written, and a timestamp's own time zone;
+//! - select items without a usable name get Trino's `_colN`, and a repeated name an internal
+//!   one, so `SELECT 1, 1` and `SELECT a, a` plan; [`labels`] are the names clients see.
+
+use std::ops::ControlFlow;
+
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+use datafusion::arrow::array::timezone::Tz;
+use datafusion::sql::sqlparser::ast::{
+    CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArguments, GroupByExpr, Ident, LimitClause, NamedWindowExpr, ObjectName, OrderByKind,
+    Query, Select, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString,
+    UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowSpec,
+    WindowType,
+};
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// The name clients see for one output column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Label {
+    Name(String),
+    /// `_col<position>`.
+    Position,
+    /// A `*`: the names of the columns it expands to.
+    Expand,
+}
+
+/// The type marker of a timestamp literal with its own zone, planned by
+/// [`super::sql_types::TrinoTypes`]: arguments are the precision and the zone.
+pub(super) const TIMESTAMP_WITH_ZONE: &str = "sqe_timestamp_with_zone";
+
+/// Trino's output names of a query statement (before names are folded: aliases keep their case).
+pub(super) fn labels(statement: &Statement) -> Option<Vec<Label>> {
+    match statement {
+        Statement::Query(query) => labels_of(&query.body),
+        _ => None,
+    }
+}
+
+fn labels_of(body: &SetExpr) -> Option<Vec<Label>> {
+    match body {
+        SetExpr::Select(select) => Some(select.projection.iter().map(label).collect()),
+        SetExpr::Query(query) => labels_of(&query.body),
+        SetExpr::SetOperation { left, .. } => labels_of(left),
+        SetExpr::Values(values) => values
+            .rows
+            .first()
+            .map(|row| vec![Label::Position; row.len()]),
+        _ => None,
+    }
+}
+
+fn label(item: &SelectItem) -> Label {
+    match item {
+        SelectItem::ExprWithAlias { alias, .. } => Label::Name(alias.value.clone()),
+        SelectItem::UnnamedExpr(expr) => match reference_name(expr) {
+            Some(name) => Label::Name(name),
+            None => Label::Position,
+        },
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => Label::Expand,
+        SelectItem::ExprWithAliases { .. } => Label::Position,
+    }
+}
+
+/// The name of a column reference, folded as Trino folds it.
+fn reference_name(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.to_lowercase()),
+        Expr::Nested(inner) => reference_name(inner),
+        _ => None,
+    }
+}
+
+/// Rewrites `statement` in place (see the module documentation).
+pub(super) fn to_datafusion(statement: &mut Statement) -> Result<()> {
+    let _ = statement.visit(&mut MarkVerbatim);
+    let mut rewrite = Rewrite { queries: 0 };
+    if let ControlFlow::Break(error) = statement.visit(&mut rewrite) {
+        return Err(error);
+    }
+    let _ = statement.visit(&mut Unmark);
+    Ok(())
+}
+
+/// Marks the numbers DataFusion reads as they are written (positions, limits, frame bounds,
+/// interval amounts, table function arguments) so [`Rewrite`] leaves them. The mark is the
+/// number's "long" flag, which Trino's syntax never sets and [`Unmark`] clears again.
+struct MarkVerbatim;
+
+fn mark(expr: &mut Expr) {
+    match expr {
+        Expr::Value(ValueWithSpan {
+            value: Value::Number(_, long),
+            ..
+        }) => *long = true,
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus | UnaryOperator::Plus,
+            expr,
+        } => mark(expr),
+        Expr::Nested(inner) => mark(inner),
+        _ => {}
+    }
+}
+
+fn mark_window(spec: &mut WindowSpec) {
+    if let Some(frame) = &mut spec.window_frame {
+        for bound in std::iter::once(&mut frame.start_bound).chain(frame.end_bound.as_mut()) {
+            if let WindowFrameBound::Preceding(Some(e)) | WindowFrameBound::Following(Some(e)) =
+                bound
+            {
+                mark(e);
+            }
+        }
+    }
+}
+
+fn mark_arguments(args: &mut [FunctionArg]) {
+    for arg in args {
+        let (FunctionArg::Unnamed(FunctionArgExpr::Expr(e))
+        | FunctionArg::Named {
+            arg: FunctionArgExpr::Expr(e),
+            ..
+        }
+        | FunctionArg::ExprNamed {
+            arg: FunctionArgExpr::Expr(e),
+            ..
+        }) = arg
+        else {
+            continue;
+        };
+        mark(e);
+    }
+}
+
+impl VisitorMut for MarkVerbatim {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        match &mut query.limit_clause {
+            Some(LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) => {
+                limit.iter_mut().for_each(mark);
+                if let Some(offset) = offset {
+                    mark(&mut offset.value);
+                }
+                limit_by.iter_mut().for_each(mark);
+            }
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+                mark(offset);
+                mark(limit);
+            }
+            None => {}
+        }
+        if let Some(fetch) = &mut query.fetch {
+            fetch.quantity.iter_mut().for_each(mark);
+        }
+        if let Some(order_by) = &mut query.order_by
+            && let OrderByKind::Expressions(items) = &mut order_by.kind
+        {
+            items.iter_mut().for_each(|item| mark(&mut item.expr));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        if let GroupByExpr::Expressions(items, _) = &mut select.group_by {
+            items.iter_mut().for_each(mark);
+        }
+        for window in &mut select.named_window {
+            if let NamedWindowExpr::WindowSpec(spec) = &mut window.1 {
+                mark_window(spec);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        match factor {
+            TableFactor::Table {
+                args: Some(args), ..
+            } => mark_arguments(&mut args.args),
+            TableFactor::Function { args, .. } => mark_arguments(args),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Function(function) => {
+                if let Some(WindowType::WindowSpec(spec)) = &mut function.over {
+                    mark_window(spec);
+                }
+            }
+            Expr::Interval(interval) => mark(&mut interval.value),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+struct Unmark;
+
+impl VisitorMut for Unmark {
+    type Break = ();
+
+    fn post_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
+        if let Value::Number(_, long) = &mut value.value {
+            *long = false;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+struct Rewrite {
+    /// How many queries the visitor is inside: literals are retyped in queries only (table
+    /// properties and other statement options are read as written).
+    queries: usize,
+}
+
+impl VisitorMut for Rewrite {
+    type Break = Error;
+
+    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<Error> {
+        self.queries += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _query: &mut Query) -> ControlFlow<Error> {
+        self.queries -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<Error> {
+        name_items(&mut select.projection);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<Error> {
+        let rewritten = match expr {
+            Expr::Value(ValueWithSpan {
+                value: Value::Number(n, false),
+                ..
+            }) if self.queries > 0 => number(n),
+            Expr::TypedString(typed) => match typed_literal(typed) {
+                Ok(rewritten) => rewritten,
+                Err(e) => return ControlFlow::Break(e),
+            },
+            Expr::Function(function) => {
+                with_default_replacement(function);
+                None
+            }
+            _ => None,
+        };
+        if let Some(rewritten) = rewritten {
+            *expr = rewritten;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// `regexp_replace(s, pattern)` removes the matches: the replacement is `''`.
+fn with_default_replacement(function: &mut Function) {
+    let is_replace = function.name.0.len() == 1
+        && function
+            .name
+            .to_string()
+            .eq_ignore_ascii_case("regexp_replace");
+    if let (true, FunctionArguments::List(list)) = (is_replace, &mut function.args)
+        && list.args.len() == 2
+    {
+        list.args
+            .push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                Value::SingleQuotedString(String::new()),
+            ))));
+    }
+}
+
+/// Gives each unnamed expression Trino's `_col<position>` as its alias, and a name already
+/// taken by an earlier item an internal one (clients see [`labels`]).
+fn name_items(items: &mut [SelectItem]) {
+    let mut taken: Vec<String> = Vec::new();
+    for (i, item) in items.iter_mut().enumerate() {
+        let position = Ident::new(format!("_col{i}"));
+        match item {
+            SelectItem::UnnamedExpr(expr) => match reference_name(expr) {
+                Some(name) if !taken.contains(&name) => taken.push(name),
+                _ => {
+                    *item = SelectItem::ExprWithAlias {
+                        expr: expr.clone(),
+                        alias: position,
+                    }
+                }
+            },
+            SelectItem::ExprWithAlias { alias, .. } => {
+                let name = alias.value.to_lowercase();
+                if taken.contains(&name) {
+                    *alias = position;
+                } else {
+                    taken.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn cast(expr: Expr, data_type: DataType) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type,
+        array: false,
+        format: None,
+    }
+}
+
+fn number_literal(n: impl ToString) -> Expr {
+    Expr::value(Value::Number(n.to_string(), false))
+}
+
+/// A number as Trino types it: `integer` if it fits, `double` with an exponent.
+fn number(n: &str) -> Option<Expr> {
+    if n.contains(['e', 'E']) {
+        return Some(cast(
+            Expr::value(Value::SingleQuotedString(n.to_string())),
+            DataType::Double(ExactNumberInfo::None),
+        ));
+    }
+    if !n.contains('.') && n.parse::<i32>().is_ok() {
+        return Some(cast(number_literal(n), DataType::Integer(None)));
+    }
+    None
+}
+
+fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {
+    let Some(text) = typed.value.value.clone().into_string() else {
+        return Ok(None);
+    };
+    match &typed.data_type {
+        DataType::Decimal(ExactNumberInfo::None) | DataType::Numeric(ExactNumberInfo::None) => {
+            Ok(decimal_type(&text).map(|(precision, scale)| {
+                Expr::TypedString(TypedString {
+                    data_type: DataType::Decimal(ExactNumberInfo::PrecisionAndScale(
+                        precision, scale,
+                    )),
+                    ..typed.clone()
+                })
+            }))
+        }
+        DataType::Timestamp(None, TimezoneInfo::None) => timestamp_literal(&text).map(Some),
+        DataType::Time(None, TimezoneInfo::None) => time_literal(&text).map(Some),
+        DataType::Date => date_literal(&text).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `decimal(p,s)` of a decimal literal's text: the digits written, at least one.
+fn decimal_type(text: &str) -> Option<(u64, i64)> {
+    let digits = text.trim().trim_start_matches(['+', '-']);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let significant = whole.trim_start_matches('0').len() as u64;
+    let scale = fraction.len() as u64;
+    Some(((significant + scale).max(1), scale as i64))
+}
+
+fn invalid_literal(kind: &str, text: &str, why: &str) -> Error {
+    Error::invalid(
+        ErrorCode::InvalidLiteral,
+        format!("'{text}' is not a valid {kind} literal: {why}"),
+    )
+}
+
+/// A date, time and zone written as Trino accepts them: `YYYY-MM-DD[ HH:MM[:SS[.f...]]][ zone]`.
+struct DateTimeText<'a> {
+    date: &'a str,
+    time: Option<&'a str>,
+    zone: Option<&'a str>,
+}
+
+fn split_date_time(text: &str) -> DateTimeText<'_> {
+    let text = text.trim();
+    let (date, rest) = text.split_once(' ').unwrap_or((text, ""));
+    let rest = rest.trim_start();
+    let time_len = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.'))
+        .unwrap_or(rest.len());
+    let (time, zone) = rest.split_at(time_len);
+    let zone = zone.trim();
+    DateTimeText {
+        date,
+        time: (!time.is_empty()).then_some(time),
+        zone: (!zone.is_empty()).then_some(zone),
+    }
+}
+
+/// Digits after the decimal point of a time.
+fn fraction_digits(time: &str) -> u64 {
+    time.split_once('.').map_or(0, |(_, f)| f.len() as u64)
+}
+
+fn parse_date(date: &str) -> Option<NaiveDate> {
+    NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()
+}
+
+fn parse_time(time: &str) -> Option<NaiveTime> {
+    ["%H:%M:%S%.f", "%H:%M"]
+        .iter()
+        .find_map(|format| NaiveTime::parse_from_str(time, format).ok())
+}
+
+/// Trino's name of a time zone: UTC and its aliases as `UTC`, offsets as `±HH:MM`, region
+/// names as written (when known).
+pub(super) fn trino_zone(zone: &str) -> Option<String> {
+    const UTC: &[&str] = &["UTC", "Z", "UT", "GMT", "UCT", "ZULU", "ETC/UTC", "ETC/GMT"];
+    let upper = zone.to_ascii_uppercase();
+    if UTC.contains(&upper.as_str()) {
+        return Some("UTC".into());
+    }
+    let offset = ["UTC", "GMT", "UT"]
+        .iter()
+        .find_map(|prefix| {
+            upper
+                .strip_prefix(prefix)
+                .filter(|rest| rest.starts_with(['+', '-']))
+        })
+        .unwrap_or(&upper);
+    if let Some(sign) = offset.chars().next().filter(|c| *c == '+' || *c == '-') {
+        let body = &offset[1..];
+        let (hours, minutes) = match body.split_once(':') {
+            Some((h, m)) => (h, m),
+            None if body.len() > 2 => body.split_at(body.len() - 2),
+            None => (body, "0"),
+        };
+        let (hours, minutes): (u32, u32) = (hours.parse().ok()?, minutes.parse().ok()?);
+        if hours > 14 || minutes > 59 || hours.to_string().len() > 2 {
+            return None;
+        }
+        if hours == 0 && minutes == 0 {
+            return Some("UTC".into());
+        }
+        return Some(format!("{sign}{hours:02}:{minutes:02}"));
+    }
+    zone.parse::<Tz>().ok().map(|_| zone.to_string())
+}
+
+/// The unit a precision is stored in: 0 seconds, up to 3 milliseconds, 6 micro, 9 nano.
+fn units_per_second(precision: u64) -> i64 {
+    match precision {
+        0 => 1,
+        1..=3 => 1_000,
+        4..=6 => 1_000_000,
+        _ => 1_000_000_000,
+    }
+}
+
+/// `datetime` as a count of its unit since the epoch.
+fn epoch_units(datetime: NaiveDateTime, precision: u64) -> Option<i64> {
+    let units = units_per_second(precision);
+    let utc = datetime.and_utc();
+    let nanos_per_unit = 1_000_000_000 / units;
+    utc.timestamp()
+        .checked_mul(units)?
+        .checked_add(i64::from(utc.timestamp_subsec_nanos()) / nanos_per_unit)
+}
+
+/// The value a timestamp literal casts from: a count of its unit since the epoch, except for
+/// nanoseconds, whose casts from integers DataFusion reads as seconds: those are ISO text
+/// (exact, and in range: nanoseconds reach 1677 to 2262 only).
+fn timestamp_value(datetime: NaiveDateTime, precision: u64, utc: bool) -> Option<Expr> {
+    if precision > 6 {
+        epoch_units(datetime, precision)?;
+        let zone = if utc { "Z" } else { "" };
+        return Some(Expr::value(Value::SingleQuotedString(format!(
+            "{}{zone}",
+            datetime.format("%Y-%m-%dT%H:%M:%S%.9f")
+        ))));
+    }
+    epoch_units(datetime, precision).map(number_literal)
+}
+
+/// `TIMESTAMP '…'`: `timestamp(p)` with p the digits of its fraction, `with time zone` (its
+/// own) when it names one. Planned as a count of units since the epoch, cast to the type, so
+/// no text is read twice.
+fn timestamp_literal(text: &str) -> Result<Expr> {
+    let parts = split_date_time(text);
+    let precision = parts.time.map_or(0, fraction_digits);
+    if precision > 9 {
+        return Err(Error::NotSupported(format!(
+            "timestamp({precision}): SQE keeps timestamps to the nanosecond (precision 9)"
+        )));
+    }
+    let date =
+        parse_date(parts.date).ok_or_else(|| invalid_literal("TIMESTAMP", text, "not a date"))?;
+    let time = match parts.time {
+        Some(time) => {
+            parse_time(time).ok_or_else(|| invalid_literal("TIMESTAMP", text, "not a time"))?
+        }
+        None => NaiveTime::MIN,
+    };
+    let local = date.and_time(time);
+    let out_of_range = || invalid_literal("TIMESTAMP", text, "out of range");
+    let Some(zone) = parts.zone else {
+        return Ok(cast(
+            timestamp_value(local, precision, false).ok_or_else(out_of_range)?,
+            DataType::Timestamp(Some(precision), TimezoneInfo::None),
+        ));
+    };
+    let zone =
+        trino_zone(zone).ok_or_else(|| invalid_literal("TIMESTAMP", text, "unknown time zone"))?;
+    let tz: Tz = zone
+        .parse()
+        .map_err(|_| invalid_literal("TIMESTAMP", text, "unknown time zone"))?;
+    // A wall-clock time a change of offset repeats is its earlier instant; one it skips
+    // does not exist.
+    let instant = tz
+        .from_local_datetime(&local)
+        .earliest()
+        .ok_or_else(|| {
+            invalid_literal(
+                "TIMESTAMP",
+                text,
+                &format!("the local time does not exist in {zone}"),
+            )
+        })?
+        .naive_utc();
+    Ok(cast(
+        timestamp_value(instant, precision, true).ok_or_else(out_of_range)?,
+        DataType::Custom(
+            ObjectName::from(vec![Ident::new(TIMESTAMP_WITH_ZONE)]),
+            vec![precision.to_string(), zone],
+        ),
+    ))
+}
+
+/// `TIME '…'`: `time(p)` with p the digits of its fraction.
+fn time_literal(text: &str) -> Result<Expr> {
+    let trimmed = text.trim();
+    let time_len = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.'))
+        .unwrap_or(trimmed.len());
+    if time_len < trimmed.len() {
+        return Err(Error::NotSupported(
+            "time with time zone: SQE has times without a zone only".into(),
+        ));
+    }
+    let precision = fraction_digits(trimmed);
+    if precision > 9 {
+        return Err(Error::NotSupported(format!(
+            "time({precision}): SQE keeps times to the nanosecond (precision 9)"
+        )));
+    }
+    let time = parse_time(trimmed).ok_or_else(|| invalid_literal("TIME", text, "not a time"))?;
+    let since_midnight = NaiveDate::default().and_time(time);
+    let units = epoch_units(since_midnight, precision)
+        .ok_or_else(|| invalid_literal("TIME", text, "out of range"))?;
+    let value = if precision <= 3 {
+        cast(number_literal(units), DataType::Integer(None))
+    } else {
+        number_literal(units)
+    };
+    Ok(cast(
+        value,
+        DataType::Time(Some(precision), TimezoneInfo::None),
+    ))
+}
+
+/// `DATE '…'`, any year Trino accepts (`DATE '1-01-01'`), as days since the epoch.
+fn date_literal(text: &str) -> Result<Expr> {
+    let date =
+        parse_date(text.trim()).ok_or_else(|| invalid_literal("DATE", text, "not a date"))?;
+    let days = date.signed_duration_since(NaiveDate::default()).num_days();
+    Ok(cast(
+        cast(number_literal(days), DataType::Integer(None)),
+        DataType::Date,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_literals_keep_the_digits_written() {
+        assert_eq!(decimal_type("10.3"), Some((3, 1)));
+        assert_eq!(decimal_type("0.0000000000"), Some((10, 10)));
+        assert_eq!(decimal_type("-007"), Some((1, 0)));
+        assert_eq!(
+            decimal_type(&format!("0.{}", "9".repeat(38))),
+            Some((38, 38))
+        );
+        assert_eq!(decimal_type("1e3"), None);
+        assert_eq!(decimal_type("."), None);
+    }
+
+    #[test]
+    fn zones_are_named_as_trino_names_them() {
+        assert_eq!(trino_zone("UTC-05:30").as_deref(), Some("-05:30"));
+        assert_eq!(trino_zone("+8").as_deref(), Some("+08:00"));
+        assert_eq!(trino_zone("-0800").as_deref(), Some("-08:00"));
+        assert_eq!(trino_zone("GMT").as_deref(), Some("UTC"));
+        assert_eq!(trino_zone("+00:00").as_deref(), Some("UTC"));
+        assert_eq!(
+            trino_zone("America/Los_Angeles").as_deref(),
+            Some("America/Los_Angeles")
+        );
+        assert_eq!(trino_zone("Mars/Olympus"), None);
+    }
+
+    #[test]
+    fn timestamp_text_splits_into_date_time_and_zone() {
+        let t = split_date_time("2001-08-22 03:04:05.321 -08:00");
+        assert_eq!(
+            (t.date, t.time, t.zone),
+            ("2001-08-22", Some("03:04:05.321"), Some("-08:00"))
+        );
+        let t = split_date_time("2019-01-01 00:00:00.000+01:00");
+        assert_eq!((t.time, t.zone), (Some("00:00:00.000"), Some("+01:00")));
+        let t = split_date_time("2001-08-22");
+        assert_eq!((t.time, t.zone), (None, None));
+    }
+
+    #[test]
+    fn a_local_time_skipped_by_a_change_of_offset_is_refused() {
+        let refused = timestamp_literal("2021-03-28 02:30:00 Europe/Brussels");
+        assert_eq!(
+            refused.err().map(|e| e.code()),
+            Some(ErrorCode::InvalidLiteral)
+        );
+        // A repeated one is its earlier instant.
+        assert!(timestamp_literal("2002-10-27 01:30:00 US/Eastern").is_ok());
+    }
+}

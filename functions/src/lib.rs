@@ -1,0 +1,30 @@
+//! Trino's functions where DataFusion's differ in meaning or are missing, as DataFusion UDFs
+//! with Trino's names. The coordinator plans with them and workers run them: both register
+//! [`scalar_functions`] over DataFusion's defaults (a same-named function replaces the
+//! default, with its aliases).
+//!
+//! Differences that are only a different spelling of a DataFusion function (`concat` of
+//! arrays, `reverse` of an array, `date_trunc` of a date) are rewritten while planning, in the
+//! engine's dialect, and need nothing here.
+
+mod error;
+mod strings;
+
+use std::sync::Arc;
+
+use datafusion::logical_expr::ScalarUDF;
+
+pub use error::InvalidArgument;
+
+/// The scalar functions to register after DataFusion's defaults.
+pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        substr(),
+        Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
+    ]
+}
+
+/// Trino's `substr` (also the planner's `SUBSTRING(s FROM a FOR b)`).
+pub fn substr() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(strings::Substr::new()))
+}

@@ -1,0 +1,243 @@
+//! `substr` and `split_part` as Trino defines them: positions count code points from 1, a
+//! negative start counts from the end, a part past the last is NULL.
+
+use std::sync::Arc;
+
+use crate::error::invalid_argument;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringBuilder};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+/// The arguments as arrays of one length (scalars repeated).
+fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
+    args.args
+        .iter()
+        .map(|a| a.to_array(args.number_rows))
+        .collect()
+}
+
+fn strings(array: &ArrayRef) -> Result<ArrayRef> {
+    Ok(cast(array, &DataType::Utf8)?)
+}
+
+fn longs(array: &ArrayRef) -> Result<Int64Array> {
+    Ok(cast(array, &DataType::Int64)?.as_primitive().clone())
+}
+
+/// A whole column of results is a scalar again when every argument was one.
+fn result(args: &ScalarFunctionArgs, array: ArrayRef) -> Result<ColumnarValue> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    if scalar {
+        Ok(ColumnarValue::Scalar(
+            datafusion::common::ScalarValue::try_from_array(&array, 0)?,
+        ))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+fn is_string(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    )
+}
+
+fn is_integer(t: &DataType) -> bool {
+    t.is_integer() || *t == DataType::Null
+}
+
+/// `substr(string, start [, length])`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Substr {
+    signature: Signature,
+    aliases: Vec<String>,
+}
+
+impl Substr {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            aliases: vec!["substring".into()],
+        }
+    }
+}
+
+/// The code points of `s` from `start` (1-based, negative from the end) for `length`.
+fn substr(s: &str, start: i64, length: Option<i64>) -> &str {
+    let count = s.chars().count() as i64;
+    if start == 0 || length.is_some_and(|l| l <= 0) {
+        return "";
+    }
+    let first = if start > 0 { start - 1 } else { count + start };
+    if first < 0 || first >= count {
+        return "";
+    }
+    let end = match length {
+        Some(l) => first.saturating_add(l).min(count),
+        None => count,
+    };
+    let byte = |n: i64| {
+        s.char_indices()
+            .nth(n as usize)
+            .map_or(s.len(), |(at, _)| at)
+    };
+    &s[byte(first)..byte(end)]
+}
+
+impl ScalarUDFImpl for Substr {
+    fn name(&self) -> &str {
+        "substr"
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, start] if is_string(s) && is_integer(start) => {
+                Ok(vec![DataType::Utf8, DataType::Int64])
+            }
+            [s, start, length] if is_string(s) && is_integer(start) && is_integer(length) => {
+                Ok(vec![DataType::Utf8, DataType::Int64, DataType::Int64])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function substr: {arg_types:?}; expected (varchar, bigint [, bigint])"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let (Some(s), Some(start)) = (columns.first(), columns.get(1)) else {
+            return exec_err!("substr takes 2 or 3 arguments");
+        };
+        let s = strings(s)?;
+        let s = s.as_string::<i32>();
+        let start = longs(start)?;
+        let length = columns.get(2).map(longs).transpose()?;
+        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
+        for i in 0..s.len() {
+            let len = length.as_ref().map(|l| (!l.is_null(i)).then(|| l.value(i)));
+            if s.is_null(i) || start.is_null(i) || len == Some(None) {
+                out.append_null();
+            } else {
+                out.append_value(substr(s.value(i), start.value(i), len.flatten()));
+            }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// `split_part(string, delimiter, index)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SplitPart {
+    signature: Signature,
+}
+
+impl SplitPart {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The `index`th field (1-based) of `s` split at `delimiter`; `None` past the last. An
+/// empty delimiter leaves the string whole.
+fn split_part<'a>(s: &'a str, delimiter: &str, index: i64) -> Option<&'a str> {
+    let n = usize::try_from(index - 1).ok()?;
+    if delimiter.is_empty() {
+        return (n == 0).then_some(s);
+    }
+    s.split(delimiter).nth(n)
+}
+
+impl ScalarUDFImpl for SplitPart {
+    fn name(&self) -> &str {
+        "split_part"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, d, i] if is_string(s) && is_string(d) && is_integer(i) => {
+                Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function split_part: {arg_types:?}; expected (varchar, varchar, bigint)"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [s, delimiter, index] = columns.as_slice() else {
+            return exec_err!("split_part takes 3 arguments");
+        };
+        let (s, delimiter) = (strings(s)?, strings(delimiter)?);
+        let (s, delimiter) = (s.as_string::<i32>(), delimiter.as_string::<i32>());
+        let index = longs(index)?;
+        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
+        for i in 0..s.len() {
+            if s.is_null(i) || delimiter.is_null(i) || index.is_null(i) {
+                out.append_null();
+                continue;
+            }
+            if index.value(i) <= 0 {
+                return Err(invalid_argument("Index must be greater than zero"));
+            }
+            out.append_option(split_part(s.value(i), delimiter.value(i), index.value(i)));
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substr_counts_code_points_and_negative_starts_from_the_end() {
+        assert_eq!(substr("abc", -2, None), "bc");
+        assert_eq!(substr("abc", 0, None), "");
+        assert_eq!(substr("abc", 2, Some(1)), "b");
+        assert_eq!(substr("abc", 2, Some(-1)), "");
+        assert_eq!(substr("abc", 5, None), "");
+        assert_eq!(substr("abc", -5, None), "");
+        assert_eq!(substr("héllo", 2, Some(3)), "éll");
+        assert_eq!(substr("😂ab", -2, Some(5)), "ab");
+    }
+
+    #[test]
+    fn split_part_past_the_last_field_is_null() {
+        assert_eq!(split_part("a,b,c", ",", 2), Some("b"));
+        assert_eq!(split_part("a,,c", ",", 2), Some(""));
+        assert_eq!(split_part("a,b,c", ",", 4), None);
+        assert_eq!(split_part("abc", "", 1), Some("abc"));
+        assert_eq!(split_part("abc", "", 2), None);
+    }
+}
