@@ -7,6 +7,8 @@
 //! arrays, `reverse` of an array, `date_trunc` of a date) are rewritten while planning, in the
 //! engine's dialect, and need nothing here.
 
+mod args;
+mod datetime;
 mod error;
 mod strings;
 
@@ -21,6 +23,8 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     vec![
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
+        Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
+        Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
     ]
 }
 

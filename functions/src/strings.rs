@@ -3,56 +3,14 @@
 
 use std::sync::Arc;
 
+use crate::args::{arrays, is_integer, is_string, longs, result, strings};
 use crate::error::invalid_argument;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringBuilder};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
-
-/// The arguments as arrays of one length (scalars repeated).
-fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
-    args.args
-        .iter()
-        .map(|a| a.to_array(args.number_rows))
-        .collect()
-}
-
-fn strings(array: &ArrayRef) -> Result<ArrayRef> {
-    Ok(cast(array, &DataType::Utf8)?)
-}
-
-fn longs(array: &ArrayRef) -> Result<Int64Array> {
-    Ok(cast(array, &DataType::Int64)?.as_primitive().clone())
-}
-
-/// A whole column of results is a scalar again when every argument was one.
-fn result(args: &ScalarFunctionArgs, array: ArrayRef) -> Result<ColumnarValue> {
-    let scalar = args
-        .args
-        .iter()
-        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-    if scalar {
-        Ok(ColumnarValue::Scalar(
-            datafusion::common::ScalarValue::try_from_array(&array, 0)?,
-        ))
-    } else {
-        Ok(ColumnarValue::Array(array))
-    }
-}
-
-fn is_string(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
-    )
-}
-
-fn is_integer(t: &DataType) -> bool {
-    t.is_integer() || *t == DataType::Null
-}
 
 /// `substr(string, start [, length])`.
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -9,7 +9,8 @@ use crate::config::{
 use crate::error::{StartError, StartResult as Result};
 use crate::node::{RunningCoordinator, RunningWorker, bind, start_coordinator_on, start_worker};
 use crate::tpch::create_tpch;
-use sqe_engine::catalog::default_warehouse_layout;
+use iceberg::NamespaceIdent;
+use sqe_engine::catalog::{DEFAULT_SCHEMA, connect_catalog, default_warehouse_layout};
 
 /// What `sqe local` starts.
 #[derive(Debug, Clone)]
@@ -245,23 +246,34 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         ),
         None => None,
     };
+    // The sample data and the session's default schema exist before any client is served: the
+    // ports are bound, but nothing answers on them until the coordinator starts.
+    let generated_tpch = prepare_catalog(&config, options).await?;
     let coordinator = start_coordinator_on(&config, listener, trino).await?;
-    let generated_tpch = if options.scale_factor > 0.0 {
-        create_tpch(
-            coordinator.engine.catalog(),
-            "tpch",
-            options.scale_factor,
-            options.tpch_parts,
-        )
-        .await?
-    } else {
-        false
-    };
     Ok(LocalCluster {
         coordinator,
         workers,
         generated_tpch,
     })
+}
+
+/// Creates the `default` schema (the session's schema when a client names none) and the
+/// TPC-H sample tables if they are missing; true if it generated tables.
+async fn prepare_catalog(config: &CoordinatorConfig, options: &LocalOptions) -> Result<bool> {
+    let storage = config.storage.iceberg_props()?;
+    let catalog = connect_catalog(&config.catalog.settings(&config.auth)?, &storage).await?;
+    let default = NamespaceIdent::new(DEFAULT_SCHEMA.to_string());
+    let exists = catalog.namespace_exists(&default).await;
+    if !exists.map_err(sqe_engine::error::Error::from)? {
+        catalog
+            .create_namespace(&default, Default::default())
+            .await
+            .map_err(sqe_engine::error::Error::from)?;
+    }
+    if options.scale_factor <= 0.0 {
+        return Ok(false);
+    }
+    Ok(create_tpch(&catalog, "tpch", options.scale_factor, options.tpch_parts).await?)
 }
 
 /// 256 random bits as hex.

@@ -66,6 +66,17 @@ class OpenEndpoint(unittest.TestCase):
             ],
         )
 
+    def test_ddl_runs_without_reading_its_result(self):
+        # ADBC's common pattern: execute a statement on a short-lived cursor, never fetch.
+        with self.conn.cursor() as cur:
+            cur.execute("CREATE SCHEMA IF NOT EXISTS unread")
+        with self.conn.cursor() as cur:
+            cur.execute("CREATE TABLE unread.t AS SELECT 1 AS n")
+        self.cur.execute("SELECT n FROM unread.t")
+        self.assertEqual(self.cur.fetchall(), [(1,)])
+        with self.conn.cursor() as cur:
+            cur.execute("DROP TABLE unread.t")
+
     def test_table_types_match_the_catalog(self):
         self.cur.execute("SELECT l_orderkey, l_quantity, l_shipdate, l_comment FROM tpch.lineitem LIMIT 1")
         schema = self.cur.fetch_arrow_table().schema

@@ -80,8 +80,11 @@ class Show(unittest.TestCase):
         self.assertEqual(rows[0][0], "abs")
         self.assertEqual(rows[0][3:5], ["scalar", True])
         names = [r[0] for r in run(self.cur, "SHOW FUNCTIONS")]
-        for expected in ["count", "sum", "row_number", "version", "current_timezone"]:
+        for expected in ["count", "sum", "row_number", "version", "current_timezone", "date_add", "date_diff", "year", "count_if", "max_by"]:
             self.assertIn(expected, names)
+        self.assertEqual(names.count("cardinality"), 1, "a respelled DataFusion function listed twice")
+        count_if = run(self.cur, "SHOW FUNCTIONS LIKE 'count_if'")
+        self.assertEqual(count_if[0][3], "aggregate")
         session = {r[0]: r for r in run(self.cur, "SHOW SESSION")}
         self.assertEqual(
             sorted(session),
@@ -160,6 +163,48 @@ class MetadataTables(unittest.TestCase):
             ),
             [["region", None]],
         )
+
+    def test_dbt_lists_relations(self):
+        # dbt-trino's relation listing, before every seed, run and test.
+        listed = run(
+            self.cur,
+            """
+            SELECT t.table_catalog AS database, t.table_name AS name, t.table_schema AS schema,
+                   CASE WHEN mv.name IS NOT NULL THEN 'materialized_view'
+                        WHEN t.table_type = 'BASE TABLE' THEN 'table'
+                        WHEN t.table_type = 'VIEW' THEN 'view'
+                        ELSE t.table_type END AS table_type
+            FROM iceberg.information_schema.tables t
+            LEFT JOIN (SELECT * FROM system.metadata.materialized_views
+                       WHERE catalog_name = 'iceberg' AND schema_name = 'tpch') mv
+              ON mv.catalog_name = t.table_catalog AND mv.schema_name = t.table_schema
+             AND mv.name = t.table_name
+            WHERE t.table_schema = 'tpch' AND t.table_name = 'nation'
+            """,
+        )
+        self.assertEqual(listed, [["iceberg", "nation", "tpch", "table"]])
+
+    def test_property_tables(self):
+        properties = run(
+            self.cur,
+            "SELECT property_name, default_value, type FROM system.metadata.table_properties "
+            "WHERE catalog_name = 'iceberg' ORDER BY 1",
+        )
+        self.assertEqual(
+            properties,
+            [
+                ["format", "PARQUET", "varchar"],
+                ["format_version", "2", "integer"],
+                ["location", "", "varchar"],
+                ["partitioning", "[]", "array(varchar)"],
+            ],
+        )
+        for empty in ["schema_properties", "column_properties", "analyze_properties", "materialized_view_properties"]:
+            self.assertEqual(
+                run(self.cur, f"SELECT catalog_name, property_name, default_value, type, description FROM system.metadata.{empty}"),
+                [],
+                empty,
+            )
 
     def test_system_catalog_is_read_only(self):
         with self.assertRaises(TrinoUserError) as error:

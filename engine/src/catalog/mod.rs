@@ -9,3 +9,6 @@ mod vended;
 pub use connect::{connect_catalog, default_warehouse_layout};
 pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};
 pub use settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
+
+/// The schema a session uses when its client names none.
+pub const DEFAULT_SCHEMA: &str = "default";

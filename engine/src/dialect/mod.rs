@@ -9,6 +9,7 @@ pub mod logical;
 pub mod parse;
 pub mod planner;
 mod rewrite;
+pub(crate) mod spellings;
 pub mod sql_types;
 pub mod statements;
 pub mod types;

@@ -257,7 +257,7 @@ impl VisitorMut for Rewrite {
             },
             Expr::Function(function) => {
                 with_default_replacement(function);
-                None
+                super::spellings::respelled(function)
             }
             _ => None,
         };

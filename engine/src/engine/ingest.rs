@@ -61,7 +61,7 @@ impl Engine {
             .schema
             .clone()
             .or_else(|| session.schema.clone())
-            .unwrap_or_else(|| "default".to_string());
+            .unwrap_or_else(|| crate::catalog::DEFAULT_SCHEMA.to_string());
         let ident = TableIdent::new(NamespaceIdent::new(schema), target.table.clone());
         let catalog = Arc::clone(self.catalog());
         let exists = catalog.table_exists(&ident).await?;

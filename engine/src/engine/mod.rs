@@ -51,6 +51,7 @@ use sqe_iceberg::types::iceberg_schema_for;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+pub(crate) use self::table_properties::TABLE_PROPERTIES;
 use self::table_properties::{TableProperties, partition_spec};
 use crate::cache::{
     CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
@@ -546,7 +547,10 @@ impl Engine {
             .catalog
             .as_deref()
             .unwrap_or(&self.settings.catalog_name);
-        let schema = session.schema.as_deref().unwrap_or("default");
+        let schema = session
+            .schema
+            .as_deref()
+            .unwrap_or(crate::catalog::DEFAULT_SCHEMA);
         let properties = &session.properties;
         let mut config = SessionConfig::new()
             .with_information_schema(false)
@@ -908,7 +912,9 @@ impl Engine {
                 Outcome::Updated { rows: None }
             }
             Action::DropTable { ident, if_exists } => {
-                if self.catalog().table_exists(&ident).await? {
+                // A missing schema means a missing table (the catalog would name its namespace).
+                let schema_exists = self.catalog().namespace_exists(ident.namespace()).await?;
+                if schema_exists && self.catalog().table_exists(&ident).await? {
                     self.catalog().purge_table(&ident).await?;
                     self.cache.invalidate_table(&ident);
                 } else if !if_exists {
@@ -1145,6 +1151,13 @@ impl Engine {
             None => (None, name),
         };
         self.check_catalog(catalog)?;
+        if schema.contains('.') {
+            // Iceberg namespaces can nest; Trino's schemas (and SQE's) are one level.
+            return Err(Error::invalid(
+                ErrorCode::SyntaxError,
+                format!("Too many parts in schema name: {name}"),
+            ));
+        }
         Ok(NamespaceIdent::new(schema.to_string()))
     }
 }

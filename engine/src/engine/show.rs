@@ -90,7 +90,10 @@ impl Engine {
         name: &[String],
     ) -> (String, String, String) {
         let catalog = self.session_catalog(session).to_string();
-        let schema = session.schema.clone().unwrap_or_else(|| "default".into());
+        let schema = session
+            .schema
+            .clone()
+            .unwrap_or_else(|| crate::catalog::DEFAULT_SCHEMA.into());
         match name {
             [c, s, t] => (c.clone(), s.clone(), t.clone()),
             [s, t] => (catalog, s.clone(), t.clone()),
@@ -144,7 +147,10 @@ impl Engine {
                     [s] => (self.session_catalog(session).to_string(), s.clone()),
                     _ => (
                         self.session_catalog(session).to_string(),
-                        session.schema.clone().unwrap_or_else(|| "default".into()),
+                        session
+                            .schema
+                            .clone()
+                            .unwrap_or_else(|| crate::catalog::DEFAULT_SCHEMA.into()),
                     ),
                 };
                 self.require_schema(state, &catalog, &schema)?;
@@ -334,6 +340,13 @@ fn functions_plan(state: &SessionState, like: Option<String>) -> Result<LogicalP
     }
     for (name, f) in state.window_functions() {
         add(name, "window", f.signature(), f.documentation());
+    }
+    // Trino's functions that are rewritten into DataFusion's while planning.
+    for (name, aggregate, description) in crate::dialect::spellings::listed() {
+        if !rows.iter().any(|r| r.0 == name) {
+            let kind = if aggregate { "aggregate" } else { "scalar" };
+            rows.push((name.to_string(), kind, true, description));
+        }
     }
     let names = StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()));
     let kinds = StringArray::from_iter_values(rows.iter().map(|r| r.1));

@@ -19,6 +19,43 @@ pub(crate) struct TableProperties {
     pub location: Option<String>,
 }
 
+/// A table property SQE accepts, as `system.metadata.table_properties` lists it.
+pub(crate) struct TablePropertySpec {
+    pub(crate) name: &'static str,
+    pub(crate) default_value: &'static str,
+    /// Its Trino type.
+    pub(crate) type_name: &'static str,
+    pub(crate) description: &'static str,
+}
+
+/// Every table property CREATE TABLE accepts.
+pub(crate) const TABLE_PROPERTIES: &[TablePropertySpec] = &[
+    TablePropertySpec {
+        name: "format",
+        default_value: "PARQUET",
+        type_name: "varchar",
+        description: "File format for the table's data files (PARQUET only)",
+    },
+    TablePropertySpec {
+        name: "format_version",
+        default_value: "2",
+        type_name: "integer",
+        description: "Iceberg table format version (2 only)",
+    },
+    TablePropertySpec {
+        name: "location",
+        default_value: "",
+        type_name: "varchar",
+        description: "File system location URI for the table",
+    },
+    TablePropertySpec {
+        name: "partitioning",
+        default_value: "[]",
+        type_name: "array(varchar)",
+        description: "Partition transforms",
+    },
+];
+
 /// Removes SQE's table properties from a CREATE TABLE statement and returns them.
 pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<TableProperties> {
     let DfStatement::Statement(statement) = statement else {
@@ -63,10 +100,12 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
                 }
             }
             other => {
+                let supported: Vec<&str> = TABLE_PROPERTIES.iter().map(|p| p.name).collect();
                 return Err(Error::invalid(
                     ErrorCode::InvalidTableProperty,
                     format!(
-                        "unknown table property '{other}' (supported: partitioning, location, format, format_version)"
+                        "unknown table property '{other}' (supported: {})",
+                        supported.join(", ")
                     ),
                 ));
             }
@@ -261,7 +300,7 @@ mod tests {
         assert_eq!(
             error("CREATE TABLE t (a INT) WITH (sorted_by = ARRAY['a'])").as_deref(),
             Some(
-                "unknown table property 'sorted_by' (supported: partitioning, location, format, format_version)"
+                "unknown table property 'sorted_by' (supported: format, format_version, location, partitioning)"
             )
         );
         assert_eq!(

@@ -224,6 +224,44 @@ const TABLE_COMMENTS: TableSpec = TableSpec {
     ],
 };
 
+/// The shape of Trino's `system.metadata.*_properties` tables.
+const fn properties(name: &'static str) -> TableSpec {
+    TableSpec {
+        name,
+        columns: &[
+            ("catalog_name", T),
+            ("property_name", T),
+            ("default_value", T),
+            ("type", T),
+            ("description", T),
+        ],
+    }
+}
+const TABLE_PROPERTIES: TableSpec = properties("table_properties");
+/// Properties SQE has none of: listed empty, as dbt-trino and BI tools read them.
+const NO_PROPERTIES: [TableSpec; 4] = [
+    properties("schema_properties"),
+    properties("column_properties"),
+    properties("analyze_properties"),
+    properties("materialized_view_properties"),
+];
+/// SQE has no materialized views; dbt-trino lists them before every run.
+const MATERIALIZED_VIEWS: TableSpec = TableSpec {
+    name: "materialized_views",
+    columns: &[
+        ("catalog_name", T),
+        ("schema_name", T),
+        ("name", T),
+        ("storage_catalog", T),
+        ("storage_schema", T),
+        ("storage_table", T),
+        ("freshness", T),
+        ("last_fresh_time", Kind::Time),
+        ("comment", T),
+        ("definition", T),
+    ],
+};
+
 /// `java.sql.Types` codes.
 mod sql_type {
     pub(super) const TINYINT: i64 = -6;
@@ -505,8 +543,40 @@ pub(super) fn metadata_tables(
                 })
                 .collect())
         });
-    vec![
+    let table_properties =
+        MetadataTable::over_catalogs(&TABLE_PROPERTIES, all, |a, filters| async move {
+            let scope = Scope {
+                catalog: filters.get("catalog_name").map(str::to_string),
+                ..Scope::default()
+            };
+            let mut rows = Vec::new();
+            for catalog in walk::catalogs(&a, &scope)? {
+                if catalog == super::SYSTEM_CATALOG {
+                    continue;
+                }
+                for p in crate::engine::TABLE_PROPERTIES {
+                    rows.push(vec![
+                        Cell::from(catalog.clone()),
+                        Cell::from(p.name),
+                        Cell::from(p.default_value),
+                        Cell::from(p.type_name),
+                        Cell::from(p.description),
+                    ]);
+                }
+            }
+            Ok(rows)
+        });
+    let mut out = vec![
         (METADATA_CATALOGS.name, catalogs),
         (TABLE_COMMENTS.name, comments),
-    ]
+        (TABLE_PROPERTIES.name, table_properties),
+        (
+            MATERIALIZED_VIEWS.name,
+            MetadataTable::empty(&MATERIALIZED_VIEWS),
+        ),
+    ];
+    for spec in &NO_PROPERTIES {
+        out.push((spec.name, MetadataTable::empty(spec)));
+    }
+    out
 }

@@ -334,7 +334,10 @@ fn describe_output(
     let columns = if template.kind() == StatementKind::Query {
         let mut columns = template.output_columns(
             settings.catalog.as_deref().unwrap_or(engine.catalog_name()),
-            settings.schema.as_deref().unwrap_or("default"),
+            settings
+                .schema
+                .as_deref()
+                .unwrap_or(crate::catalog::DEFAULT_SCHEMA),
         );
         for (column, name) in columns.iter_mut().zip(template.trino_column_names()) {
             column.name = name;

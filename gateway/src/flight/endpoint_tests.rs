@@ -227,3 +227,32 @@ async fn with_authentication_statements_run_as_the_signed_in_user() -> TestResul
     assert_eq!(users, ["alice"]);
     Ok(())
 }
+
+#[tokio::test]
+async fn ddl_and_writes_run_when_executed_even_if_never_read() -> TestResult {
+    let endpoint = serve(ClientAuth::disabled()?).await?;
+    let mut client = client(&endpoint.url).await?;
+    // ADBC's `cursor.execute` plans a statement and may never fetch its ticket.
+    for sql in [
+        "CREATE SCHEMA unread",
+        "CREATE TABLE unread.t (n INTEGER)",
+        "INSERT INTO unread.t VALUES (1), (2)",
+    ] {
+        client
+            .execute(sql.to_string(), None)
+            .await
+            .map_err(status)?;
+    }
+    let batches = query(&mut client, "SELECT n FROM unread.t ORDER BY n").await?;
+    assert_eq!(longs(&batches, 0), [1, 2]);
+    // Its ticket still answers what the statement did.
+    let counted = query(&mut client, "INSERT INTO unread.t VALUES (3)").await?;
+    assert_eq!(longs(&counted, 0), [1]);
+    // An error is the execute call's.
+    let refused = client
+        .execute("CREATE SCHEMA unread".to_string(), None)
+        .await
+        .map_err(status);
+    assert!(refused.is_err(), "a second CREATE SCHEMA succeeded");
+    Ok(())
+}

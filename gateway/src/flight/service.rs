@@ -49,7 +49,7 @@ use super::protocol::{
     session_option_value::OptionValue,
 };
 use super::sessions::Sessions;
-use super::statements::{Cancelled, Planned, PreparedStatement, RunningGuard, Statements};
+use super::statements::{Cancelled, Planned, PreparedStatement, RunningGuard, Statements, Work};
 use crate::client_auth::{ClientAuth, Principal};
 use sqe_engine::engine::{Engine, IfExists, IfMissing, IngestTarget};
 use sqe_engine::error::{Error, ErrorCode};
@@ -120,7 +120,9 @@ impl SqeFlightSqlService {
         })
     }
 
-    /// Plans `handle` for a later DoGet of its ticket and describes it.
+    /// Plans `handle` for a later DoGet of its ticket and describes it. A statement that
+    /// changes something (DDL, a write) runs now: ADBC's `cursor.execute` never reads its
+    /// result, and Trino runs a statement when it is submitted.
     async fn planned_info(
         &self,
         mut handle: QueryHandle,
@@ -128,9 +130,18 @@ impl SqeFlightSqlService {
         descriptor: FlightDescriptor,
     ) -> Result<FlightInfo, Status> {
         let span = rpc_span(&handle, "GetFlightInfo");
-        let described = handle.describe().instrument(span).await?.clone();
+        let described = handle.describe().instrument(span.clone()).await?.clone();
+        let work = if described.update_type.is_some() {
+            let output = handle.run().instrument(span).await?;
+            match output.output {
+                Output::Updated { rows } => Work::Ran(command_batch(&output.described, rows)?),
+                Output::Rows(_) => return Err(Status::internal("an update returned rows")),
+            }
+        } else {
+            Work::Run(Box::new(handle))
+        };
         let id = Uuid::new_v4();
-        self.statements.plan(id, Planned { handle, principal });
+        self.statements.plan(id, Planned { work, principal });
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
         };
@@ -398,7 +409,7 @@ impl FlightSqlService for SqeFlightSqlService {
         let principal = principal(&request);
         let id = parse_handle(&ticket.statement_handle)
             .ok_or_else(|| Status::invalid_argument("malformed ticket"))?;
-        let Planned { handle, .. } =
+        let Planned { work, .. } =
             self.statements
                 .take_planned(&id, &principal)
                 .ok_or_else(|| {
@@ -406,6 +417,10 @@ impl FlightSqlService for SqeFlightSqlService {
                         "statement ticket unknown, already used, cancelled or expired",
                     )
                 })?;
+        let handle = match work {
+            Work::Run(handle) => *handle,
+            Work::Ran(batch) => return Ok(Response::new(batch_stream(batch.schema(), batch))),
+        };
         let canceller = handle
             .canceller()
             .ok_or_else(|| Status::internal("the statement has already run"))?;
@@ -917,7 +932,11 @@ impl FlightSqlService for SqeFlightSqlService {
                     );
                     options.insert(
                         "schema".to_string(),
-                        string(session.schema.unwrap_or_else(|| "default".to_string())),
+                        string(
+                            session
+                                .schema
+                                .unwrap_or_else(|| sqe_engine::catalog::DEFAULT_SCHEMA.to_string()),
+                        ),
                     );
                     (
                         action_result(GetSessionOptionsResult {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::common::ScalarValue;
 use parking_lot::Mutex;
 use sqe_engine::engine::StatementTemplate;
@@ -21,11 +22,20 @@ const PREPARED_IDLE: Duration = Duration::from_secs(3600);
 /// Most planned and prepared statements kept at once.
 const MAX_STATEMENTS: u64 = 10_000;
 
-/// A statement planned by GetFlightInfo, run by DoGet from the plan (never re-planned from SQL).
+/// A statement planned by GetFlightInfo, waiting for its DoGet.
 pub(super) struct Planned {
-    /// The query, planned; dropped unrun, it ends as cancelled.
-    pub handle: QueryHandle,
+    pub work: Work,
     pub principal: Principal,
+}
+
+/// What a ticket's DoGet does.
+pub(super) enum Work {
+    /// Runs the query from its plan (never re-planned from SQL); dropped unrun, it ends as
+    /// cancelled.
+    Run(Box<QueryHandle>),
+    /// Sends the result of a statement that already ran: DDL and writes run when executed,
+    /// whether or not the client reads their result.
+    Ran(RecordBatch),
 }
 
 /// A prepared statement: its template and the parameters last bound (a row of values per

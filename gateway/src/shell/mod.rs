@@ -219,7 +219,12 @@ impl Shell {
         let mut buffer = String::new();
         loop {
             let prompt = if buffer.is_empty() {
-                format!("sqe:{}> ", self.schema.as_deref().unwrap_or("default"))
+                format!(
+                    "sqe:{}> ",
+                    self.schema
+                        .as_deref()
+                        .unwrap_or(sqe_engine::catalog::DEFAULT_SCHEMA)
+                )
             } else {
                 "     -> ".to_string()
             };

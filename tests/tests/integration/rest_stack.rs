@@ -724,3 +724,41 @@ async fn sqe_local_runs_on_a_running_stack_unless_told_embedded() -> TestResult 
     }
     Ok(())
 }
+
+/// `sqe local` answers its first query only when its sample tables and its `default` schema
+/// exist: a client that connects the moment the port opens never sees TABLE_NOT_FOUND.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqe_local_serves_once_its_tables_exist() -> TestResult {
+    let cwd = tempfile::tempdir()?;
+    let trino = sqe_tests::process::free_port()?;
+    let flight = sqe_tests::process::free_port()?;
+    let (trino_port, flight_port) = (trino.to_string(), flight.to_string());
+    let args = [
+        "local",
+        "--embedded",
+        "--scale-factor",
+        "0.01",
+        "--trino-http-port",
+        &trino_port,
+        "--flight-sql-port",
+        &flight_port,
+    ];
+    let mut local = sqe_tests::process::SqeProcess::spawn("local", &args, cwd.path(), &[])?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], trino));
+    local.wait_for_port(addr, Duration::from_secs(60))?;
+    let answered = async {
+        let counted = sql(addr, "SELECT count(*) FROM tpch.lineitem").await?;
+        // No schema named: the session's `default` schema, which `sqe local` created.
+        sql(addr, "CREATE TABLE t (a integer)").await?;
+        sql(addr, "INSERT INTO t VALUES (7)").await?;
+        let read = sql(addr, "SELECT a FROM iceberg.default.t").await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((counted, read))
+    }
+    .await;
+    let log = local.log_text();
+    assert!(local.terminate(Duration::from_secs(20)), "{log}");
+    let (counted, read) = answered.map_err(|e| format!("{e}\n{log}"))?;
+    assert_eq!(counted, vec![serde_json::json!([60175])]);
+    assert_eq!(read, vec![serde_json::json!([7])]);
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! Trino functions that are another spelling of DataFusion expressions, rewritten in the
+//! parsed statement so DataFusion plans (and coerces) them as if the user had written its own
+//! spelling: `year(d)` is `CAST(date_part('year', d) AS BIGINT)`, `if(c, a, b)` a `CASE`,
+//! `count_if(x)` a `count` of a `CASE`, `max_by(x, y)` an ordered `first_value`. Functions
+//! that need code of their own live in `sqe_functions`.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::LazyLock;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Value, ValueWithSpan,
+    VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+/// Trino's name, its number of arguments, and DataFusion's spelling with `$n` for the n-th.
+const SPELLINGS: &[(&str, usize, &str)] = &[
+    // Date and time fields (Trino: bigint; weeks and days of week as ISO 8601 counts them).
+    ("year", 1, "CAST(date_part('year', $1) AS BIGINT)"),
+    ("quarter", 1, "CAST(date_part('quarter', $1) AS BIGINT)"),
+    ("month", 1, "CAST(date_part('month', $1) AS BIGINT)"),
+    ("week", 1, "CAST(date_part('week', $1) AS BIGINT)"),
+    ("week_of_year", 1, "CAST(date_part('week', $1) AS BIGINT)"),
+    ("day", 1, "CAST(date_part('day', $1) AS BIGINT)"),
+    ("day_of_month", 1, "CAST(date_part('day', $1) AS BIGINT)"),
+    ("day_of_week", 1, "CAST(date_part('isodow', $1) AS BIGINT)"),
+    ("dow", 1, "CAST(date_part('isodow', $1) AS BIGINT)"),
+    ("day_of_year", 1, "CAST(date_part('doy', $1) AS BIGINT)"),
+    ("doy", 1, "CAST(date_part('doy', $1) AS BIGINT)"),
+    (
+        "year_of_week",
+        1,
+        "CAST(date_part('isoyear', $1) AS BIGINT)",
+    ),
+    ("yow", 1, "CAST(date_part('isoyear', $1) AS BIGINT)"),
+    ("hour", 1, "CAST(date_part('hour', $1) AS BIGINT)"),
+    ("minute", 1, "CAST(date_part('minute', $1) AS BIGINT)"),
+    ("second", 1, "CAST(date_part('second', $1) AS BIGINT)"),
+    // DataFusion's milliseconds include the seconds.
+    (
+        "millisecond",
+        1,
+        "CAST(date_part('millisecond', $1) % 1000 AS BIGINT)",
+    ),
+    (
+        "last_day_of_month",
+        1,
+        "CAST(date_trunc('month', $1) + INTERVAL '1' MONTH - INTERVAL '1' DAY AS DATE)",
+    ),
+    // Conditionals and arithmetic.
+    ("if", 2, "CASE WHEN $1 THEN $2 END"),
+    ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
+    ("mod", 2, "$1 % $2"),
+    // Strings and binary.
+    ("length", 1, "CAST(character_length($1) AS BIGINT)"),
+    ("strpos", 2, "CAST(strpos($1, $2) AS BIGINT)"),
+    ("codepoint", 1, "CAST(ascii($1) AS INTEGER)"),
+    ("to_utf8", 1, "CAST($1 AS VARBINARY)"),
+    ("from_utf8", 1, "CAST($1 AS VARCHAR)"),
+    ("to_hex", 1, "upper(encode($1, 'hex'))"),
+    ("from_hex", 1, "decode($1, 'hex')"),
+    // Arrays (DataFusion counts in unsigned integers; Trino's position is 0 when absent).
+    ("cardinality", 1, "CAST(cardinality($1) AS BIGINT)"),
+    (
+        "array_position",
+        2,
+        "CASE WHEN $1 IS NULL OR $2 IS NULL THEN NULL \
+         ELSE coalesce(CAST(array_position($1, $2) AS BIGINT), 0) END",
+    ),
+    ("contains", 2, "array_has($1, $2)"),
+    // A subscript: an array's element (NULL past the end, from the end when negative) or a
+    // map's value.
+    ("element_at", 2, "$1[$2]"),
+    // Aggregates.
+    ("count_if", 1, "count(CASE WHEN $1 THEN 1 END)"),
+    (
+        "max_by",
+        2,
+        "first_value($1 ORDER BY $2 DESC) FILTER (WHERE $2 IS NOT NULL)",
+    ),
+    (
+        "min_by",
+        2,
+        "first_value($1 ORDER BY $2 ASC) FILTER (WHERE $2 IS NOT NULL)",
+    ),
+    ("approx_distinct", 1, "CAST(approx_distinct($1) AS BIGINT)"),
+    ("every", 1, "bool_and($1)"),
+    ("arbitrary", 1, "first_value($1)"),
+];
+
+/// The spellings parsed once, by name and number of arguments.
+static PARSED: LazyLock<HashMap<(&'static str, usize), Expr>> = LazyLock::new(|| {
+    SPELLINGS
+        .iter()
+        .filter_map(|(name, arity, text)| {
+            let parsed = Parser::new(&GenericDialect {})
+                .try_with_sql(text)
+                .and_then(|mut p| p.parse_expr());
+            // A spelling that does not parse is a defect the unit test below reports.
+            parsed.ok().map(|expr| ((*name, *arity), expr))
+        })
+        .collect()
+});
+
+/// The aggregates among [`SPELLINGS`].
+const AGGREGATES: &[&str] = &[
+    "count_if",
+    "max_by",
+    "min_by",
+    "approx_distinct",
+    "every",
+    "arbitrary",
+];
+
+/// A respelled function as `SHOW FUNCTIONS` lists it: name, whether it is an aggregate, and
+/// what it stands for.
+pub(crate) fn listed() -> impl Iterator<Item = (&'static str, bool, String)> {
+    SPELLINGS.iter().map(|(name, _, text)| {
+        (
+            *name,
+            AGGREGATES.contains(name),
+            format!("Trino's {name}: {text}"),
+        )
+    })
+}
+
+/// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called plainly (no
+/// `OVER`, `FILTER`, `DISTINCT` or ordering of its own).
+pub(super) fn respelled(function: &Function) -> Option<Expr> {
+    if function.name.0.len() != 1
+        || function.over.is_some()
+        || function.filter.is_some()
+        || function.null_treatment.is_some()
+        || !function.within_group.is_empty()
+    {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    let args: Vec<Expr> = list
+        .args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let name = function.name.to_string().to_ascii_lowercase();
+    let template = PARSED.get(&(name.as_str(), args.len()))?;
+    let mut expr = template.clone();
+    let _ = expr.visit(&mut Substitute { args: &args });
+    Some(expr)
+}
+
+/// Replaces `$n` with the n-th argument.
+struct Substitute<'a> {
+    args: &'a [Expr],
+}
+
+impl VisitorMut for Substitute<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(ValueWithSpan {
+            value: Value::Placeholder(p),
+            ..
+        }) = expr
+            && let Some(arg) = p
+                .strip_prefix('$')
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| self.args.get(n.wrapping_sub(1)))
+        {
+            *expr = arg.clone();
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_parses() {
+        assert_eq!(PARSED.len(), SPELLINGS.len());
+    }
+}

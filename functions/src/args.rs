@@ -1,0 +1,49 @@
+//! What the functions share: their arguments as arrays, and the result's shape.
+
+use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
+
+/// The arguments as arrays of one length (scalars repeated).
+pub(crate) fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
+    args.args
+        .iter()
+        .map(|a| a.to_array(args.number_rows))
+        .collect()
+}
+
+pub(crate) fn strings(array: &ArrayRef) -> Result<ArrayRef> {
+    Ok(cast(array, &DataType::Utf8)?)
+}
+
+pub(crate) fn longs(array: &ArrayRef) -> Result<Int64Array> {
+    Ok(cast(array, &DataType::Int64)?.as_primitive().clone())
+}
+
+/// A whole column of results is a scalar again when every argument was one.
+pub(crate) fn result(args: &ScalarFunctionArgs, array: ArrayRef) -> Result<ColumnarValue> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    if scalar {
+        Ok(ColumnarValue::Scalar(
+            datafusion::common::ScalarValue::try_from_array(&array, 0)?,
+        ))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+pub(crate) fn is_string(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    )
+}
+
+pub(crate) fn is_integer(t: &DataType) -> bool {
+    t.is_integer() || *t == DataType::Null
+}
