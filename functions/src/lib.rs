@@ -8,6 +8,7 @@
 //! engine's dialect, and need nothing here.
 
 mod args;
+mod bounded;
 mod datetime;
 mod error;
 mod strings;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use datafusion::logical_expr::ScalarUDF;
 
+pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use error::InvalidArgument;
 
 /// The scalar functions to register after DataFusion's defaults.
@@ -24,6 +26,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
+        Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
     ]
 }

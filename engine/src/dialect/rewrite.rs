@@ -11,11 +11,11 @@ use std::ops::ControlFlow;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, ExactNumberInfo, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArguments, GroupByExpr, Ident, LimitClause, NamedWindowExpr, ObjectName, OrderByKind,
-    Query, Select, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString,
-    UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowSpec,
-    WindowType,
+    CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, LimitClause, NamedWindowExpr,
+    ObjectName, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
+    TimezoneInfo, TypedString, UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut,
+    WindowFrameBound, WindowSpec, WindowType,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -259,6 +259,12 @@ impl VisitorMut for Rewrite {
                 with_default_replacement(function);
                 super::spellings::respelled(function)
             }
+            Expr::Cast {
+                kind,
+                expr: inner,
+                data_type,
+                ..
+            } => bounded_string_cast(kind, inner, data_type),
             _ => None,
         };
         if let Some(rewritten) = rewritten {
@@ -312,6 +318,30 @@ fn name_items(items: &mut [SelectItem]) {
             _ => {}
         }
     }
+}
+
+/// A cast to `varchar(n)` or `char(n)` (`char` is `char(1)`): Trino's bounded-string cast
+/// (`sqe_functions::CAST_BOUNDED`), which knows the value's type.
+fn bounded_string_cast(kind: &CastKind, inner: &Expr, data_type: &DataType) -> Option<Expr> {
+    let length = |l: &Option<CharacterLength>| match l {
+        Some(CharacterLength::IntegerLength { length, .. }) => Some(*length),
+        _ => None,
+    };
+    let (form, n) = match data_type {
+        DataType::Varchar(l) | DataType::CharVarying(l) | DataType::CharacterVarying(l) => {
+            ("varchar", length(l)?)
+        }
+        DataType::Char(l) | DataType::Character(l) => ("char", length(l).unwrap_or(1)),
+        _ => return None,
+    };
+    let fallible = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
+    let form = if fallible {
+        format!("try_{form}")
+    } else {
+        form.to_string()
+    };
+    let text = format!("{}($1, {n}, '{form}')", sqe_functions::CAST_BOUNDED);
+    super::spellings::spelled(&text, std::slice::from_ref(inner))
 }
 
 fn cast(expr: Expr, data_type: DataType) -> Expr {

@@ -158,6 +158,16 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
     Some(expr)
 }
 
+/// `text` (DataFusion's SQL with `$n` for the n-th of `args`) as an expression.
+pub(super) fn spelled(text: &str, args: &[Expr]) -> Option<Expr> {
+    let mut expr = Parser::new(&GenericDialect {})
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_expr())
+        .ok()?;
+    let _ = expr.visit(&mut Substitute { args });
+    Some(expr)
+}
+
 /// Replaces `$n` with the n-th argument.
 struct Substitute<'a> {
     args: &'a [Expr],

@@ -6,7 +6,7 @@
 use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
 
 /// Field metadata naming the Trino type of values whose Arrow type says less (`varchar(3)`).
-pub const TRINO_TYPE: &str = "trino.type";
+pub const TRINO_TYPE: &str = sqe_functions::TRINO_TYPE;
 
 /// A Trino type: what an Arrow type is called and how its values are written for Trino clients.
 #[derive(Clone, Debug, PartialEq, Eq)]
