@@ -255,11 +255,53 @@ fn float(out: &mut Vec<u8>, value: f64) {
     }
 }
 
+/// A real as Java's `Float.toString` writes it (clients read it as a double, so the digits
+/// must be Trino's): the shortest text that reads back as the value, but where that is one
+/// digit, the closest of one or two digits (`1.4E-45`, not `1e-45`).
 fn float32(out: &mut Vec<u8>, value: f32) {
-    if value.is_finite() {
-        out.extend_from_slice(ryu::Buffer::new().format_finite(value).as_bytes());
-    } else {
-        float(out, f64::from(value));
+    if !value.is_finite() {
+        return float(out, f64::from(value));
+    }
+    let mut buffer = ryu::Buffer::new();
+    let shortest = buffer.format_finite(value);
+    match two_digits(value, shortest) {
+        Some(text) => out.extend_from_slice(text.as_bytes()),
+        None => out.extend_from_slice(shortest.as_bytes()),
+    }
+}
+
+/// The two-digit text closer to `value` than its one-digit `shortest`, if there is one.
+fn two_digits(value: f32, shortest: &str) -> Option<String> {
+    let digits = shortest
+        .split(['e', 'E'])
+        .next()?
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>();
+    if digits.trim_matches('0').len() != 1 {
+        return None;
+    }
+    let exact = f64::from(value);
+    let scientific = format!("{:e}", shortest.parse::<f64>().ok()?);
+    let exponent: i32 = scientific.split_once('e')?.1.parse().ok()?;
+    let sign = if value < 0.0 { "-" } else { "" };
+    let mut best: Option<(f64, u32)> = None;
+    for k in 10..=99u32 {
+        let text = format!("{sign}{}.{}e{exponent}", k / 10, k % 10);
+        if text.parse::<f32>().ok() != Some(value) {
+            continue;
+        }
+        let distance = (text.parse::<f64>().ok()? - exact).abs();
+        // Ties go to the even last digit, as Java's.
+        let better =
+            best.is_none_or(|(d, b)| distance < d || distance == d && k % 2 == 0 && b % 2 == 1);
+        if better {
+            best = Some((distance, k));
+        }
+    }
+    match best? {
+        (_, k) if k % 10 == 0 => None,
+        (_, k) => Some(format!("{sign}{}.{}e{exponent}", k / 10, k % 10)),
     }
 }
 
@@ -483,6 +525,19 @@ mod tests {
             ]
         );
         assert_eq!(encoded(Arc::new(Float32Array::from(vec![0.1f32]))), ["0.1"]);
+        // Java's digits: a one-digit shortest text gives way to a closer two-digit one.
+        let reals = Float32Array::from(vec![
+            f32::from_bits(1),
+            -f32::from_bits(2),
+            f32::MAX,
+            0.3,
+            3.0,
+            1e20,
+        ]);
+        assert_eq!(
+            encoded(Arc::new(reals)),
+            ["1.4e-45", "-2.8e-45", "3.4028235e38", "0.3", "3.0", "1e20"]
+        );
         assert_eq!(encoded(Arc::new(Int32Array::from(vec![-7]))), ["-7"]);
         let decimals = Decimal128Array::from(vec![Some(-1234), Some(5), None])
             .with_precision_and_scale(10, 2)
