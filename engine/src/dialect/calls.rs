@@ -91,6 +91,29 @@ fn rounded(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     }
 }
 
+/// A text literal typed `varchar` (as a function's result is, not `varchar(n)` as a literal).
+fn unbounded_text(text: String) -> Expr {
+    let metadata = std::collections::BTreeMap::from([(
+        super::types::TRINO_TYPE.to_string(),
+        "varchar".to_string(),
+    )]);
+    Expr::Literal(
+        ScalarValue::Utf8(Some(text)),
+        Some(datafusion::common::metadata::FieldMetadata::from(metadata)),
+    )
+}
+
+/// The Trino type name of `expr`: a string literal is `varchar(<its length>)`.
+fn type_name(expr: &Expr, schema: &DFSchema) -> Result<Option<String>> {
+    if let Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)), None) = expr {
+        return Ok(Some(format!("varchar({})", s.chars().count())));
+    }
+    let (_, field) = expr.to_field(schema)?;
+    Ok(Some(
+        super::types::TrinoType::from_field(&field).client_name(),
+    ))
+}
+
 fn is_list(t: &DataType) -> bool {
     matches!(
         t,
@@ -110,6 +133,7 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         ("concat", _) if call.args.len() > 1 => Some(concat_strings(call.args)),
         ("reverse", [t]) if is_list(t) => call.args.into_iter().next().map(array_reverse),
         ("regexp_replace", _) => replace_all(call.args),
+        ("typeof", [_]) => type_name(&call.args[0], schema)?.map(unbounded_text),
         ("date_trunc", [_, DataType::Date32 | DataType::Date64]) => Some(Expr::Cast(Cast::new(
             Box::new(Expr::ScalarFunction(call)),
             DataType::Date32,

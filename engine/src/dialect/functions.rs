@@ -1,6 +1,7 @@
 //! Trino's session functions (`version()`, `current_user`, `current_catalog`,
-//! `current_schema`, `current_timezone()`) and the constants clients use in parameters
-//! (`infinity()`, `nan()`). Each is a constant for the statement, folded away while planning,
+//! `current_schema`, `current_timezone()`), the constants clients use in parameters
+//! (`infinity()`, `nan()`) and `typeof(x)`. Each is a constant for the statement, folded away
+//! while planning (`typeof` by the dialect's rewrite, which sees the argument's Trino type),
 //! so workers never need them.
 
 use std::sync::Arc;
@@ -62,6 +63,34 @@ fn constant(name: &'static str, value: ScalarValueKey, volatility: Volatility) -
     }))
 }
 
+/// `typeof(x)`: the name of x's Trino type.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TypeOf {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for TypeOf {
+    fn name(&self) -> &str {
+        "typeof"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let name = args
+            .arg_fields
+            .first()
+            .map(|f| super::types::TrinoType::from_field(f).client_name());
+        Ok(ColumnarValue::Scalar(ScalarValue::Utf8(name)))
+    }
+}
+
 /// What the session functions return for one statement.
 #[derive(Debug, Clone, Default)]
 pub struct SessionContext {
@@ -110,5 +139,8 @@ pub fn session_functions(context: &SessionContext) -> Vec<Arc<ScalarUDF>> {
             ScalarValueKey::Double(f64::NAN.to_bits()),
             Volatility::Immutable,
         ),
+        Arc::new(ScalarUDF::new_from_impl(TypeOf {
+            signature: Signature::any(1, Volatility::Immutable),
+        })),
     ]
 }
