@@ -48,7 +48,7 @@ impl Unit {
             "year" => Unit::Year,
             _ => return Err(invalid_argument(format!("'{text}' is not a valid unit"))),
         };
-        if of_date && unit.millis().is_some_and(|m| m < DAY_MILLIS) {
+        if of_date && !unit.is_calendar() {
             return Err(invalid_argument(format!(
                 "'{text}' is not a valid DATE field"
             )));
@@ -183,7 +183,7 @@ fn add_months(local: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
 /// `x` moved by `amount` units, or None past the representable range.
 fn add(clock: &Clock, unit: Unit, amount: i64, x: i64) -> Option<i64> {
     match unit.millis() {
-        Some(millis) if !unit.is_calendar() || clock.zone.is_none() && !clock.is_date() => {
+        Some(millis) if !unit.is_calendar() => {
             let nanos = i128::from(amount) * i128::from(millis) * 1_000_000;
             let delta = i64::try_from(nanos / i128::from(clock.unit_nanos())).ok()?;
             x.checked_add(delta)

@@ -103,15 +103,13 @@ fn unbounded_text(text: String) -> Expr {
     )
 }
 
-/// The Trino type name of `expr`: a string literal is `varchar(<its length>)`.
-fn type_name(expr: &Expr, schema: &DFSchema) -> Result<Option<String>> {
+/// The Trino type name of `expr` (a string literal's as [`super::logical`] types it).
+fn type_name(expr: &Expr, schema: &DFSchema) -> Result<String> {
     if let Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)), None) = expr {
-        return Ok(Some(format!("varchar({})", s.chars().count())));
+        return Ok(super::logical::literal_type(s));
     }
     let (_, field) = expr.to_field(schema)?;
-    Ok(Some(
-        super::types::TrinoType::from_field(&field).client_name(),
-    ))
+    Ok(super::types::TrinoType::from_field(&field).client_name())
 }
 
 fn is_list(t: &DataType) -> bool {
@@ -133,7 +131,7 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         ("concat", _) if call.args.len() > 1 => Some(concat_strings(call.args)),
         ("reverse", [t]) if is_list(t) => call.args.into_iter().next().map(array_reverse),
         ("regexp_replace", _) => replace_all(call.args),
-        ("typeof", [_]) => type_name(&call.args[0], schema)?.map(unbounded_text),
+        ("typeof", [_]) => Some(unbounded_text(type_name(&call.args[0], schema)?)),
         ("date_trunc", [_, DataType::Date32 | DataType::Date64]) => Some(Expr::Cast(Cast::new(
             Box::new(Expr::ScalarFunction(call)),
             DataType::Date32,
@@ -179,12 +177,12 @@ fn concat_strings(args: Vec<Expr>) -> Expr {
 fn replace_all(args: Vec<Expr>) -> Option<Expr> {
     let mut args = args.into_iter();
     let (string, pattern) = (args.next()?, args.next()?);
-    let replacement = match args.next() {
-        None => lit(""),
-        Some(Expr::Literal(ScalarValue::Utf8(Some(r)), m)) => {
+    // The two-argument form is given its `''` while parsing (`spellings`).
+    let replacement = match args.next()? {
+        Expr::Literal(ScalarValue::Utf8(Some(r)), m) => {
             Expr::Literal(ScalarValue::Utf8(Some(rust_replacement(&r))), m)
         }
-        Some(other) => other,
+        other => other,
     };
     if args.next().is_some() {
         return None;

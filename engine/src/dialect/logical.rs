@@ -132,6 +132,11 @@ fn typed_literals(projection: Projection) -> Result<Transformed<LogicalPlan>> {
         .map(|p| Transformed::yes(LogicalPlan::Projection(p)))
 }
 
+/// The Trino type of a string literal: `varchar(<its length>)`.
+pub(super) fn literal_type(text: &str) -> String {
+    format!("varchar({})", text.chars().count())
+}
+
 /// A string literal (aliased or not) typed `varchar(<its length>)`.
 fn with_length(expr: &Expr) -> Option<Expr> {
     match expr {
@@ -147,10 +152,7 @@ fn with_length(expr: &Expr) -> Option<Expr> {
             | ScalarValue::LargeUtf8(Some(s))),
             None,
         ) => {
-            let metadata = BTreeMap::from([(
-                TRINO_TYPE.to_string(),
-                format!("varchar({})", s.chars().count()),
-            )]);
+            let metadata = BTreeMap::from([(TRINO_TYPE.to_string(), literal_type(s))]);
             Some(Expr::Literal(
                 value.clone(),
                 Some(FieldMetadata::from(metadata)),

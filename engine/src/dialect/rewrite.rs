@@ -11,11 +11,10 @@ use std::ops::ControlFlow;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::sql::sqlparser::ast::{
-    CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, Function, FunctionArg,
-    FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, LimitClause, NamedWindowExpr,
-    ObjectName, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
-    TimezoneInfo, TypedString, UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut,
-    WindowFrameBound, WindowSpec, WindowType,
+    CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr,
+    GroupByExpr, Ident, LimitClause, NamedWindowExpr, ObjectName, OrderByKind, Query, Select,
+    SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value,
+    ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -255,10 +254,7 @@ impl VisitorMut for Rewrite {
                 Ok(rewritten) => rewritten,
                 Err(e) => return ControlFlow::Break(e),
             },
-            Expr::Function(function) => {
-                with_default_replacement(function);
-                super::spellings::respelled(function)
-            }
+            Expr::Function(function) => super::spellings::respelled(function),
             Expr::Cast {
                 kind,
                 expr: inner,
@@ -271,23 +267,6 @@ impl VisitorMut for Rewrite {
             *expr = rewritten;
         }
         ControlFlow::Continue(())
-    }
-}
-
-/// `regexp_replace(s, pattern)` removes the matches: the replacement is `''`.
-fn with_default_replacement(function: &mut Function) {
-    let is_replace = function.name.0.len() == 1
-        && function
-            .name
-            .to_string()
-            .eq_ignore_ascii_case("regexp_replace");
-    if let (true, FunctionArguments::List(list)) = (is_replace, &mut function.args)
-        && list.args.len() == 2
-    {
-        list.args
-            .push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
-                Value::SingleQuotedString(String::new()),
-            ))));
     }
 }
 

@@ -49,6 +49,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
         1,
         "CAST(date_trunc('month', $1) + INTERVAL '1' MONTH - INTERVAL '1' DAY AS DATE)",
     ),
+    // `regexp_replace(s, pattern)` removes the matches.
+    ("regexp_replace", 2, "regexp_replace($1, $2, '')"),
     // Conditionals and arithmetic.
     ("if", 2, "CASE WHEN $1 THEN $2 END"),
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
@@ -94,13 +96,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
 static PARSED: LazyLock<HashMap<(&'static str, usize), Expr>> = LazyLock::new(|| {
     SPELLINGS
         .iter()
-        .filter_map(|(name, arity, text)| {
-            let parsed = Parser::new(&GenericDialect {})
-                .try_with_sql(text)
-                .and_then(|mut p| p.parse_expr());
-            // A spelling that does not parse is a defect the unit test below reports.
-            parsed.ok().map(|expr| ((*name, *arity), expr))
-        })
+        // A spelling that does not parse is a defect the unit test below reports.
+        .filter_map(|(name, arity, text)| parse(text).map(|expr| ((*name, *arity), expr)))
         .collect()
 });
 
@@ -153,19 +150,24 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
         .collect::<Option<_>>()?;
     let name = function.name.to_string().to_ascii_lowercase();
     let template = PARSED.get(&(name.as_str(), args.len()))?;
-    let mut expr = template.clone();
-    let _ = expr.visit(&mut Substitute { args: &args });
-    Some(expr)
+    Some(substituted(template.clone(), &args))
 }
 
 /// `text` (DataFusion's SQL with `$n` for the n-th of `args`) as an expression.
 pub(super) fn spelled(text: &str, args: &[Expr]) -> Option<Expr> {
-    let mut expr = Parser::new(&GenericDialect {})
+    parse(text).map(|template| substituted(template, args))
+}
+
+fn parse(text: &str) -> Option<Expr> {
+    Parser::new(&GenericDialect {})
         .try_with_sql(text)
         .and_then(|mut p| p.parse_expr())
-        .ok()?;
-    let _ = expr.visit(&mut Substitute { args });
-    Some(expr)
+        .ok()
+}
+
+fn substituted(mut template: Expr, args: &[Expr]) -> Expr {
+    let _ = template.visit(&mut Substitute { args });
+    template
 }
 
 /// Replaces `$n` with the n-th argument.
