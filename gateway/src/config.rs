@@ -87,6 +87,8 @@ pub struct ClientAuthConfig {
     pub jwt_audience: Option<String>,
     /// The claim naming the user.
     pub jwt_user_claim: String,
+    /// Users who see every user's queries in `system.runtime` and may kill any of them.
+    pub admin_users: Vec<String>,
 }
 
 impl Default for ClientAuthConfig {
@@ -104,6 +106,7 @@ impl Default for ClientAuthConfig {
             jwt_issuer: None,
             jwt_audience: None,
             jwt_user_claim: "sub".into(),
+            admin_users: Vec::new(),
         }
     }
 }
@@ -221,6 +224,8 @@ pub struct CoordinatorSection {
     /// Accept passwords and tokens on a plain-HTTP Trino port (only behind a proxy that
     /// terminates TLS).
     pub trino_allow_insecure_auth: bool,
+    /// The same for the Flight SQL port (plain gRPC behind a TLS-terminating proxy).
+    pub flight_sql_allow_insecure_auth: bool,
 }
 
 impl Default for CoordinatorSection {
@@ -255,6 +260,7 @@ impl Default for CoordinatorSection {
             environment: "sqe".into(),
             trino_client_timeout_secs: 300,
             trino_allow_insecure_auth: false,
+            flight_sql_allow_insecure_auth: false,
         }
     }
 }
@@ -348,6 +354,9 @@ pub struct CatalogConfig {
     pub catalog_url: Option<String>,
     /// Warehouse: a location (`file:///...`, `s3://bucket/prefix`) for SQL, a name or location for REST.
     pub warehouse: Option<String>,
+    /// Where `CREATE TABLE ... WITH (location = ...)` may put tables: a storage URL (default: the
+    /// warehouse, when it is one). Explicit locations are refused without it.
+    pub location_root: Option<String>,
     /// REST: a static bearer token (OAuth2 client credentials go in `[auth]`).
     pub token: Option<String>,
     /// REST: extra HTTP headers on every catalog request.
@@ -365,6 +374,7 @@ impl Default for CatalogConfig {
             uri: None,
             catalog_url: None,
             warehouse: None,
+            location_root: None,
             token: None,
             headers: HashMap::new(),
             vended_credentials: true,
@@ -795,6 +805,7 @@ impl CatalogConfig {
             uri: self.uri.clone(),
             catalog_url: self.catalog_url.clone(),
             warehouse: self.warehouse.clone(),
+            location_root: self.location_root.clone(),
             token: self.token.clone(),
             headers: self.headers.clone(),
             vended_credentials: self.vended_credentials,

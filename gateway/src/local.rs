@@ -197,6 +197,9 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         flight_sql_port: options.flight_sql_port,
         trino_http_port: 0,
         query_max_run_time_secs: options.query_max_run_time_secs,
+        // Every port of a local cluster is on loopback: credentials never cross a network.
+        trino_allow_insecure_auth: true,
+        flight_sql_allow_insecure_auth: true,
         ..Default::default()
     };
     if let Some(port) = options.metrics_port {

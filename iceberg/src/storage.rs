@@ -35,6 +35,10 @@ use tokio::io::AsyncWriteExt;
 /// (a vended key must not be paired with a configured session token).
 pub const CREDENTIAL_KEYS: [&str; 3] = [S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN];
 
+/// The directory every local (`file://`) location must lie in; empty: no local files at all.
+/// Absent (SQE's own test catalogs), local files are not confined.
+pub const LOCAL_ROOT_PROP: &str = "sqe.local-root";
+
 /// `props` with `table_props` laid over them; when `table_props` carry a credential, none of the
 /// credentials of `props` remain.
 pub fn overlay_table_props(
@@ -132,6 +136,14 @@ impl ObjectStoreStorage {
                 ),
             ));
         };
+        if let Some(root) = self.props.get(LOCAL_ROOT_PROP) {
+            confine(&fs_path, root).map_err(|reason| {
+                Error::new(
+                    ErrorKind::FeatureUnsupported,
+                    format!("local location '{location}' refused: {reason}"),
+                )
+            })?;
+        }
         let path = ObjectPath::from_absolute_path(&fs_path)
             .map_err(|e| storage_error(format!("invalid local path '{location}': {e}")))?;
         Ok((
@@ -198,6 +210,21 @@ impl ObjectStoreStorage {
         stores.insert(key.to_string(), Arc::clone(&store));
         Ok(store)
     }
+}
+
+/// Checks that `path` lies under `root`, component by component, with no `..` left in it.
+fn confine(path: &std::path::Path, root: &str) -> std::result::Result<(), String> {
+    use std::path::Component;
+    if root.is_empty() {
+        return Err("this catalog keeps no tables in local files".into());
+    }
+    let climbs = path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir));
+    if climbs || !path.starts_with(root) || path == std::path::Path::new(root) {
+        return Err(format!("it is not under the warehouse {root}"));
+    }
+    Ok(())
 }
 
 fn is_truthy(value: &str) -> bool {
@@ -428,6 +455,43 @@ mod tests {
         );
         io.delete_prefix(format!("{base}/a")).await?;
         assert!(!io.exists(&file).await?);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn local_files_stay_under_the_root() -> iceberg::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| storage_error(e.to_string()))?;
+        let root = dir.path().join("warehouse");
+        let io = file_io_with_props(HashMap::from([(
+            LOCAL_ROOT_PROP.to_string(),
+            root.display().to_string(),
+        )]));
+        let inside = format!("file://{}/s/t/data.bin", root.display());
+        io.new_output(&inside)?
+            .write(Bytes::from_static(b"x"))
+            .await?;
+        assert!(io.exists(&inside).await?);
+        let outside = dir.path().join("outside.bin");
+        for location in [
+            format!("file://{}", outside.display()),
+            format!("{}/../outside.bin", root.display()),
+            format!("file://{}/../outside.bin", root.display()),
+            format!("file://{}x/t", root.display()),
+            "/etc/passwd".to_string(),
+        ] {
+            let written = match io.new_output(&location) {
+                Ok(file) => file.write(Bytes::from_static(b"x")).await.is_ok(),
+                Err(_) => false,
+            };
+            assert!(!written, "{location} was written");
+            assert!(io.exists(&location).await.is_err(), "{location}");
+        }
+        assert!(!outside.exists());
+        let no_local = file_io_with_props(HashMap::from([(
+            LOCAL_ROOT_PROP.to_string(),
+            String::new(),
+        )]));
+        assert!(no_local.exists(&inside).await.is_err());
         Ok(())
     }
 

@@ -67,14 +67,20 @@ impl IcebergTableProvider {
     }
 
     /// Properties of this table's FileIO that the process's own configuration lacks (for REST
-    /// catalogs: the credentials vended with the table). Workers need these to read its files.
+    /// catalogs: the credentials vended with the table), and the local root. Workers need these
+    /// to read its files.
     fn plan_props(&self) -> HashMap<String, String> {
         self.table
             .file_io()
             .config()
             .props()
             .iter()
-            .filter(|(k, v)| self.static_props.get(*k) != Some(*v))
+            // The local root goes with every plan: workers confine local files as the
+            // coordinator does.
+            .filter(|(k, v)| {
+                k.as_str() == crate::storage::LOCAL_ROOT_PROP
+                    || self.static_props.get(*k) != Some(*v)
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }

@@ -127,6 +127,10 @@ name = "iceberg"
 uri = "{WORK}/catalog.db"
 warehouse = "{WORK}/warehouse"
 
+[client_auth]
+# The test's Trino user reads the Flight SQL client's queries in system.runtime too.
+admin_users = ["seed"]
+
 [query_cache]
 enabled = true
 max_memory_mb = 128

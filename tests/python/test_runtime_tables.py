@@ -1,7 +1,8 @@
 """system.runtime.{nodes,queries,tasks} and kill_query (both endpoints), through the Trino client and ADBC.
 
 Run by tests/tests/integration/runtime_tables.rs against a cluster of a coordinator and two
-workers it started:
+workers it started, with `[client_auth] admin_users = ["admin"]` (a user sees its own queries,
+an administrator everyone's; the Flight SQL client here is `anonymous`):
     python test_runtime_tables.py <host> <trino port> <flight uri>
 """
 
@@ -61,6 +62,7 @@ class RuntimeTables(unittest.TestCase):
                 "SELECT query_id, state, endpoint, output_rows, distributed_tasks "
                 "FROM system.runtime.queries WHERE query LIKE ? AND endpoint = 'flight_sql'",
                 [f"%{marker}%"],
+                user="admin",
             ),
             "the Flight SQL query in the history",
         )[0]
@@ -72,6 +74,7 @@ class RuntimeTables(unittest.TestCase):
                 "SELECT stage_id, task_id, node_id, state, input_rows, output_rows "
                 "FROM system.runtime.tasks WHERE query_id = ?",
                 [query_id],
+                user="admin",
             )
             return found if all(r[4] is not None for r in found) else None
 
@@ -83,8 +86,8 @@ class RuntimeTables(unittest.TestCase):
         leaf = max(r[0] for r in found)
         self.assertEqual(sum(r[4] for r in found if r[0] == leaf), LINEITEM_ROWS, found)
         # The bytes the leaf tasks' scans read are the query's (no scan ran on the coordinator).
-        task_bytes = rows("SELECT sum(bytes_scanned) FROM system.runtime.tasks WHERE query_id = ?", [query_id])
-        query_bytes = rows("SELECT bytes_scanned FROM system.runtime.queries WHERE query_id = ?", [query_id])
+        task_bytes = rows("SELECT sum(bytes_scanned) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "admin")
+        query_bytes = rows("SELECT bytes_scanned FROM system.runtime.queries WHERE query_id = ?", [query_id], "admin")
         self.assertGreater(task_bytes[0][0], 0)
         self.assertEqual(query_bytes, task_bytes)
 
@@ -192,10 +195,12 @@ class RuntimeTables(unittest.TestCase):
             lambda: rows(
                 "SELECT query_id FROM system.runtime.queries WHERE strpos(query, ?) > 0 AND state = 'RUNNING'",
                 [marker],
+                user="admin",
             ),
             "the long Flight SQL query running",
         )[0][0]
-        # Its owner is the Flight SQL client's user (anonymous here), not ann.
+        # Its owner is the Flight SQL client's user (anonymous here), not ann: to her it is not there.
+        self.assertEqual(rows("SELECT count(*) FROM system.runtime.queries WHERE query_id = ?", [query_id]), [[0]])
         with self.assertRaises(TrinoUserError) as denied:
             rows(f"CALL system.runtime.kill_query(query_id => '{query_id}')")
         self.assertEqual(denied.exception.error_name, "PERMISSION_DENIED")
@@ -203,6 +208,23 @@ class RuntimeTables(unittest.TestCase):
             cur.execute(f"CALL system.runtime.kill_query(query_id => '{query_id}', message => 'via flight')")
             self.assertEqual(cur.fetchall(), [("CALL",)])
         self.assert_killed(thread, failure, query_id, "via flight")
+
+    def test_a_user_sees_only_its_own_queries_and_tasks_and_an_admin_everyone_s(self):
+        marker = f"private_{uuid.uuid4().hex[:8]}"
+        cur = cursor("ann")
+        cur.execute(f"SELECT count(*) AS {marker} FROM lineitem")
+        self.assertEqual(cur.fetchall(), [[LINEITEM_ROWS]])
+        query_id = cur.query_id
+        for user, expected in (("bob", 0), ("admin", 1), ("ann", 1)):
+            seen = rows("SELECT count(*) FROM system.runtime.queries WHERE query_id = ?", [query_id], user)
+            self.assertEqual(seen, [[expected]], user)
+        tasks = eventually(
+            lambda: rows("SELECT count(*) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "admin")[0][0],
+            "the query's tasks",
+        )
+        self.assertGreater(tasks, 0)
+        self.assertEqual(rows("SELECT count(*) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "bob"), [[0]])
+        self.assertEqual(rows("SELECT count(*) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "ann"), [[tasks]])
 
     def assert_killed(self, thread, failure, query_id, message):
         """The client's thread ended with one error; the history says who killed it and why."""
@@ -212,6 +234,7 @@ class RuntimeTables(unittest.TestCase):
         state, code, recorded = rows(
             "SELECT state, error_code, error_message FROM system.runtime.queries WHERE query_id = ?",
             [query_id],
+            user="admin",
         )[0]
         self.assertEqual((state, code), ("CANCELED", "ADMINISTRATIVELY_KILLED"))
         self.assertEqual(recorded, f"Query killed. Message: {message}")

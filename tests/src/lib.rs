@@ -26,3 +26,20 @@ pub fn render(batches: &[datafusion::arrow::array::RecordBatch]) -> String {
         .map(|t| t.to_string())
         .unwrap_or_else(|e| format!("<unprintable: {e}>"))
 }
+
+/// Every file under `dir`, recursively (none if it does not exist).
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}

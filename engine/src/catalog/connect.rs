@@ -10,6 +10,7 @@ use iceberg_catalog_rest::{RestCatalog, RestCatalogBuilder};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
 use sqe_iceberg::storage::ObjectStoreStorageFactory;
 
+use super::locations::TableLocations;
 use super::renewal::RenewOnUnauthorized;
 use super::settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
 use super::vended::{CredentialVendor, VendedCredentialsCatalog};
@@ -175,6 +176,18 @@ fn sqlite_url(uri: &str) -> Result<String> {
             .map_err(|e| Error::Catalog(format!("cannot create {}: {e}", parent.display())))?;
     }
     Ok(format!("sqlite://{}?mode=rwc", path.display()))
+}
+
+/// Where tables with an explicit location may go: `[catalog] location_root`, else the
+/// warehouse when it is a location (a REST warehouse may be a name).
+pub fn table_locations(config: &CatalogSettings) -> Result<TableLocations> {
+    let root = match (&config.location_root, &config.warehouse, config.kind) {
+        (Some(root), _, _) => Some(location_url(root)?),
+        (None, Some(w), CatalogKind::Sql) => Some(location_url(w)?),
+        (None, Some(w), CatalogKind::Rest) if w.contains("://") => Some(location_url(w)?),
+        _ => None,
+    };
+    TableLocations::under(root.as_deref())
 }
 
 /// Accepts a bare path (relative to the working directory) for a local warehouse.

@@ -1,12 +1,14 @@
 //! Iceberg catalogs: opening them from configuration, and showing them to DataFusion.
 
 mod connect;
+mod locations;
 mod provider;
 mod renewal;
 mod settings;
 mod vended;
 
-pub use connect::{connect_catalog, default_warehouse_layout};
+pub use connect::{connect_catalog, default_warehouse_layout, table_locations};
+pub use locations::{TableLocations, check_new_name};
 pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};
 pub use settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
 

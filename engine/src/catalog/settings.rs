@@ -25,6 +25,9 @@ pub struct CatalogSettings {
     pub catalog_url: Option<String>,
     /// A location (`file:///...`, `s3://bucket/prefix`) for SQL, a name or location for REST.
     pub warehouse: Option<String>,
+    /// The storage root under which `CREATE TABLE ... WITH (location = ...)` may put a table
+    /// (default: the warehouse, when it is a location).
+    pub location_root: Option<String>,
     /// REST: a static bearer token.
     pub token: Option<String>,
     /// REST: extra HTTP headers on every catalog request.
@@ -43,6 +46,7 @@ impl Default for CatalogSettings {
             uri: None,
             catalog_url: None,
             warehouse: None,
+            location_root: None,
             token: None,
             headers: HashMap::new(),
             vended_credentials: true,

@@ -63,6 +63,7 @@ impl Engine {
             .or_else(|| session.schema.clone())
             .unwrap_or_else(|| crate::catalog::DEFAULT_SCHEMA.to_string());
         let ident = TableIdent::new(NamespaceIdent::new(schema), target.table.clone());
+        super::check_new_table_name(&ident)?;
         let catalog = Arc::clone(self.catalog());
         let exists = catalog.table_exists(&ident).await?;
         let rows = match (exists, target.if_exists, target.if_missing) {

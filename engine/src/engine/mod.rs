@@ -56,7 +56,7 @@ use self::table_properties::{TableProperties, partition_spec};
 use crate::cache::{
     CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
 };
-use crate::catalog::IcebergCatalogProvider;
+use crate::catalog::{IcebergCatalogProvider, TableLocations, check_new_name};
 use crate::cluster::{Channels, PoolResolver, WorkerPool};
 use crate::cluster::{TaskLedger, TaskRouter};
 use crate::commits::Commits;
@@ -64,7 +64,7 @@ use crate::dialect::functions::{SessionContext, session_functions};
 use crate::dialect::planner::TrinoPlanner;
 use crate::dialect::sql_types::TrinoTypes;
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
-use crate::history::{HistorySettings, KillError, QueryHistory, QueryTracker};
+use crate::history::{HistorySettings, KillError, QueryHistory, QueryTracker, Viewer};
 use crate::memory::QueryMemory;
 use crate::metadata::{NodeIdentity, RuntimeView};
 use crate::query_runtime::QueryRuntime;
@@ -94,6 +94,10 @@ pub struct EngineSettings {
     pub cache: CacheSettings,
     /// The coordinator as `system.runtime.nodes` lists it.
     pub node: NodeIdentity,
+    /// Where a table created with an explicit `location` may go.
+    pub table_locations: TableLocations,
+    /// Users who see and may kill every query (`[client_auth] admin_users`).
+    pub admin_users: Vec<String>,
 }
 
 impl Default for EngineSettings {
@@ -112,6 +116,8 @@ impl Default for EngineSettings {
                 uri: None,
                 version: env!("CARGO_PKG_VERSION").into(),
             },
+            table_locations: TableLocations::default(),
+            admin_users: Vec::new(),
         }
     }
 }
@@ -553,6 +559,8 @@ impl Engine {
             .unwrap_or(crate::catalog::DEFAULT_SCHEMA);
         let properties = &session.properties;
         let mut config = SessionConfig::new()
+            // What system.runtime shows this session.
+            .with_extension(Arc::new(self.viewer(&session.user)))
             .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(catalog, schema);
@@ -904,6 +912,9 @@ impl Engine {
                 namespace,
                 if_not_exists,
             } => {
+                for part in namespace.iter() {
+                    check_new_name("schema", part)?;
+                }
                 if !(if_not_exists && self.catalog().namespace_exists(&namespace).await?) {
                     self.catalog()
                         .create_namespace(&namespace, HashMap::new())
@@ -995,10 +1006,19 @@ impl Engine {
         Ok(state)
     }
 
-    /// Cancels a running query of `user`, as Trino's `kill_query` does.
+    /// Who `user` is to the query history: an administrator sees every query.
+    pub fn viewer(&self, user: &str) -> Viewer {
+        Viewer {
+            user: user.to_string(),
+            admin: self.settings.admin_users.iter().any(|a| a == user),
+        }
+    }
+
+    /// Cancels a running query of `user` (any query, for an administrator), as Trino's
+    /// `kill_query` does.
     fn kill_query(&self, query_id: &str, user: &str, message: Option<&str>) -> Result<()> {
         self.history
-            .kill(query_id, user, message)
+            .kill(query_id, &self.viewer(user), message)
             .map_err(|e| match e {
                 KillError::NotFound => Error::not_found(ObjectKind::Query, query_id),
                 KillError::NotOwner => {
@@ -1018,6 +1038,10 @@ impl Engine {
         partition: Option<UnboundPartitionSpec>,
         location: Option<String>,
     ) -> Result<iceberg::table::Table> {
+        check_new_table_name(ident)?;
+        let location = location
+            .map(|l| self.settings.table_locations.check(&l))
+            .transpose()?;
         if self.catalog().table_exists(ident).await? {
             return Err(Error::already_exists(ObjectKind::Table, ident.to_string()));
         }
@@ -1146,6 +1170,16 @@ impl Engine {
     }
 
     fn namespace_ident(&self, _state: &SessionState, name: &str) -> Result<NamespaceIdent> {
+        if name.split('.').any(str::is_empty) {
+            // `".."` or `"../x"`: not a name SQE can tell apart from its parts.
+            return Err(Error::invalid(
+                ErrorCode::NotSupported,
+                format!(
+                    "Invalid schema name '{}': it has an empty part",
+                    name.escape_debug()
+                ),
+            ));
+        }
         let (catalog, schema) = match name.split_once('.') {
             Some((c, s)) => (Some(c), s),
             None => (None, name),
@@ -1160,6 +1194,14 @@ impl Engine {
         }
         Ok(NamespaceIdent::new(schema.to_string()))
     }
+}
+
+/// A new table's schema and name each stay one segment of its location.
+pub(crate) fn check_new_table_name(ident: &TableIdent) -> Result<()> {
+    for part in ident.namespace().iter() {
+        check_new_name("schema", part)?;
+    }
+    check_new_name("table", ident.name())
 }
 
 pub(crate) fn explain_schema() -> SchemaRef {

@@ -134,6 +134,8 @@ pub enum ErrorCode {
     ExceededTimeLimit,
     /// The Iceberg catalog failed or could not be reached.
     CatalogUnavailable,
+    /// A cap on what one caller may hold or do (sessions, statements, logins) was reached.
+    GenericInsufficientResources,
 }
 
 impl ErrorCode {
@@ -177,6 +179,7 @@ impl ErrorCode {
             ErrorCode::ExceededGlobalMemoryLimit => "EXCEEDED_GLOBAL_MEMORY_LIMIT",
             ErrorCode::ExceededTimeLimit => "EXCEEDED_TIME_LIMIT",
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
+            ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
         }
     }
 
@@ -185,9 +188,9 @@ impl ErrorCode {
             ErrorCode::GenericInternalError | ErrorCode::ConfigurationInvalid => {
                 ErrorKind::Internal
             }
-            ErrorCode::ExceededGlobalMemoryLimit | ErrorCode::ExceededTimeLimit => {
-                ErrorKind::InsufficientResources
-            }
+            ErrorCode::ExceededGlobalMemoryLimit
+            | ErrorCode::ExceededTimeLimit
+            | ErrorCode::GenericInsufficientResources => ErrorKind::InsufficientResources,
             ErrorCode::CatalogUnavailable => ErrorKind::External,
             ErrorCode::GenericUserError
             | ErrorCode::SyntaxError
@@ -256,6 +259,9 @@ pub enum Error {
     /// Memory or another resource ran out.
     #[error("resources exhausted: {0}")]
     ResourcesExhausted(String),
+    /// The caller reached a cap on what it may hold or do; it may try again later.
+    #[error("{0}")]
+    LimitReached(String),
     /// The query's own client cancelled it (or went away).
     #[error("Query was canceled")]
     Cancelled,
@@ -323,6 +329,7 @@ impl Error {
             Error::Invalid { code, .. } => *code,
             Error::NotSupported(_) => ErrorCode::NotSupported,
             Error::ResourcesExhausted(_) => ErrorCode::ExceededGlobalMemoryLimit,
+            Error::LimitReached(_) => ErrorCode::GenericInsufficientResources,
             Error::Cancelled => ErrorCode::UserCanceled,
             Error::Killed { .. } => ErrorCode::AdministrativelyKilled,
             Error::TimeLimit { .. } => ErrorCode::ExceededTimeLimit,

@@ -299,6 +299,27 @@ impl std::fmt::Debug for QueryHistory {
     }
 }
 
+/// Who is looking at the history: a user sees (and kills) its own queries, an administrator
+/// (`[client_auth] admin_users`) every query, as Trino's system access control has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Viewer {
+    pub user: String,
+    pub admin: bool,
+}
+
+impl Viewer {
+    pub fn user(user: impl Into<String>) -> Self {
+        Self {
+            user: user.into(),
+            admin: false,
+        }
+    }
+
+    pub fn sees(&self, record: &QueryRecord) -> bool {
+        self.admin || record.start.user == self.user
+    }
+}
+
 /// Why `kill_query` did not kill.
 #[derive(Debug, PartialEq, Eq)]
 pub enum KillError {
@@ -418,9 +439,9 @@ impl QueryHistory {
     }
 
     /// Cancels query `id` for `user` (only its own user may), with `message` as its error.
-    pub fn kill(&self, id: &str, user: &str, message: Option<&str>) -> Result<(), KillError> {
+    pub fn kill(&self, id: &str, by: &Viewer, message: Option<&str>) -> Result<(), KillError> {
         let record = self.get(id).ok_or(KillError::NotFound)?;
-        if record.start.user != user {
+        if !by.sees(&record) {
             return Err(KillError::NotOwner);
         }
         let state = record.state();

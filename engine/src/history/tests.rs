@@ -89,10 +89,11 @@ fn only_the_owner_kills_a_running_query() {
     let history = QueryHistory::new(HistorySettings::default());
     let tracker = history.begin(start("ann", "SELECT a"));
     let id = tracker.id().to_string();
-    assert_eq!(history.kill("nope", "ann", None), Err(KillError::NotFound));
-    assert_eq!(history.kill(&id, "bob", None), Err(KillError::NotOwner));
+    let (ann, bob) = (Viewer::user("ann"), Viewer::user("bob"));
+    assert_eq!(history.kill("nope", &ann, None), Err(KillError::NotFound));
+    assert_eq!(history.kill(&id, &bob, None), Err(KillError::NotOwner));
     assert!(!tracker.record().control().is_cancelled());
-    assert_eq!(history.kill(&id, "ann", Some("too slow")), Ok(()));
+    assert_eq!(history.kill(&id, &ann, Some("too slow")), Ok(()));
     let control = tracker.record().control();
     assert!(control.is_cancelled());
     assert_eq!(
@@ -105,12 +106,26 @@ fn only_the_owner_kills_a_running_query() {
         (QueryState::Canceled, Some("ADMINISTRATIVELY_KILLED"))
     );
     assert_eq!(
-        history.kill(&id, "ann", None),
+        history.kill(&id, &ann, None),
         Err(KillError::AlreadyEnded(QueryState::Canceled))
     );
     // Ending later changes nothing.
     tracker.finished(Some(1));
     assert_eq!(history.records()[0].snapshot().state, QueryState::Canceled);
+}
+
+#[test]
+fn an_administrator_sees_and_kills_every_query() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    let admin = Viewer {
+        user: "root".into(),
+        admin: true,
+    };
+    assert!(admin.sees(tracker.record()));
+    assert!(!Viewer::user("root").sees(tracker.record()));
+    assert_eq!(history.kill(tracker.id(), &admin, None), Ok(()));
+    assert!(tracker.record().control().is_cancelled());
 }
 
 #[tokio::test]

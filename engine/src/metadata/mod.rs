@@ -29,17 +29,21 @@ use futures::future::BoxFuture;
 pub use self::rows::{Cell, Kind, TableSpec};
 pub use self::system_runtime::{NodeIdentity, RuntimeView};
 use crate::error::{Error, Result};
+use crate::history::Viewer;
 
 /// The catalog of metadata about all catalogs.
 pub const SYSTEM_CATALOG: &str = "system";
 pub const INFORMATION_SCHEMA: &str = "information_schema";
 
-/// `column = 'text'` filters of a scan, by column name.
+/// `column = 'text'` filters of a scan, by column name, and who scans.
 #[derive(Debug, Clone, Default)]
-pub struct Filters(HashMap<String, String>);
+pub struct Filters {
+    equal: HashMap<String, String>,
+    viewer: Option<Arc<Viewer>>,
+}
 
 impl Filters {
-    fn from_exprs(filters: &[Expr]) -> Self {
+    fn from_exprs(filters: &[Expr], viewer: Option<Arc<Viewer>>) -> Self {
         let mut equal = HashMap::new();
         for filter in filters {
             if let Expr::BinaryExpr(BinaryExpr {
@@ -61,12 +65,18 @@ impl Filters {
                 }
             }
         }
-        Self(equal)
+        Self { equal, viewer }
+    }
+
+    /// The session's user, who sees only its own queries unless an administrator; `None`
+    /// (a scan outside any session) sees none.
+    pub fn viewer(&self) -> Option<&Viewer> {
+        self.viewer.as_deref()
     }
 
     /// The value `column` must equal, if a filter says so.
     pub fn get(&self, column: &str) -> Option<&str> {
-        self.0.get(column).map(String::as_str)
+        self.equal.get(column).map(String::as_str)
     }
 }
 
@@ -140,12 +150,13 @@ impl TableProvider for MetadataTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let rows = (self.source)(Filters::from_exprs(filters)).await?;
+        let viewer = state.config().get_extension::<Viewer>();
+        let rows = (self.source)(Filters::from_exprs(filters, viewer)).await?;
         let batch = rows::batch(&self.schema, rows)?;
         Ok(MemorySourceConfig::try_new_exec(
             &[vec![batch]],

@@ -94,11 +94,16 @@ fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// The queries the scanning session may see: its user's own, or all for an administrator.
 fn records(view: &RuntimeView, filters: &Filters) -> Vec<Arc<QueryRecord>> {
-    match filters.get("query_id") {
+    let Some(viewer) = filters.viewer() else {
+        return Vec::new();
+    };
+    let records = match filters.get("query_id") {
         Some(id) => view.history.get(id).into_iter().collect(),
         None => view.history.records(),
-    }
+    };
+    records.into_iter().filter(|r| viewer.sees(r)).collect()
 }
 
 /// Tasks of running queries routed to each worker, by URL.

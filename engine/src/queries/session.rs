@@ -22,11 +22,12 @@ use crate::error::{Error, ErrorCode, ObjectKind, Result};
 use crate::expiring::{Expire, ExpiringMap};
 use crate::session_properties::{self, PropertyType, SessionProperties};
 
-/// Open transactions, by id. Ids are ours: a client cannot invent one. A transaction unused
-/// for its idle time is forgotten: its client is gone.
+/// Open transactions, by id, with the user who started each. Ids are ours: a client cannot
+/// invent one, nor use another user's. A transaction unused for its idle time is forgotten:
+/// its client is gone.
 #[derive(Debug)]
 pub struct Transactions {
-    open: ExpiringMap<String, ()>,
+    open: ExpiringMap<String, String>,
 }
 
 /// Most transactions open at once.
@@ -39,15 +40,17 @@ impl Transactions {
         }
     }
 
-    fn start(&self) -> String {
+    fn start(&self, user: &str) -> String {
         let id = uuid::Uuid::new_v4().to_string();
-        self.open.insert(id.clone(), ());
+        self.open.insert(id.clone(), user.to_string());
         id
     }
 
-    /// Whether `id` is open; marks it used.
-    fn touch(&self, id: &str) -> bool {
-        self.open.get(&id.to_string()).is_some()
+    /// Whether `id` is open and `user`'s; marks it used.
+    fn touch(&self, id: &str, user: &str) -> bool {
+        self.open
+            .get(&id.to_string())
+            .is_some_and(|owner| owner == user)
     }
 
     fn end(&self, id: &str) {
@@ -98,7 +101,7 @@ pub(super) async fn plan_sql(
     sql: &str,
 ) -> Result<Planned> {
     if let Some(id) = &session.transaction_id
-        && !transactions.touch(id)
+        && !transactions.touch(id, &session.user)
     {
         return Err(Error::invalid(
             ErrorCode::UnknownTransaction,
@@ -197,7 +200,7 @@ pub(super) async fn plan_sql(
             if in_transaction {
                 return Err(Error::NotSupported("Nested transactions".into()));
             }
-            changes.started_transaction = Some(transactions.start());
+            changes.started_transaction = Some(transactions.start(&session.user));
         }
         ClientStatement::Commit | ClientStatement::Rollback => {
             let Some(id) = &session.transaction_id else {
@@ -411,13 +414,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn transactions_are_ours_to_name() {
+    fn transactions_are_ours_to_name_and_their_starters_to_use() {
         let transactions = Transactions::new(Duration::from_secs(60));
-        let id = transactions.start();
-        assert!(transactions.touch(&id));
-        assert!(!transactions.touch("made-up"));
+        let id = transactions.start("alice");
+        assert!(transactions.touch(&id, "alice"));
+        assert!(!transactions.touch(&id, "bob"));
+        assert!(!transactions.touch("made-up", "alice"));
         transactions.end(&id);
-        assert!(!transactions.touch(&id));
+        assert!(!transactions.touch(&id, "alice"));
     }
 
     #[test]

@@ -256,3 +256,46 @@ async fn ddl_and_writes_run_when_executed_even_if_never_read() -> TestResult {
     assert!(refused.is_err(), "a second CREATE SCHEMA succeeded");
     Ok(())
 }
+
+#[tokio::test]
+async fn repeated_wrong_passwords_are_held_off_as_resource_exhausted() -> TestResult {
+    let users = HashMap::from([("alice".to_string(), bcrypt::hash("secret", 4)?)]);
+    let auth = ClientAuth::from_config(&ClientAuthConfig {
+        kind: ClientAuthType::Password,
+        users,
+        ..ClientAuthConfig::default()
+    })?;
+    let endpoint = serve(auth).await?;
+    let url = endpoint.url.clone();
+    for _ in 0..5 {
+        // alice:nope
+        assert_eq!(
+            handshake_code(&url, "Basic YWxpY2U6bm9wZQ==").await?,
+            Code::Unauthenticated
+        );
+    }
+    // alice:secret, from the same address: held off, not checked.
+    assert_eq!(
+        handshake_code(&url, "Basic YWxpY2U6c2VjcmV0").await?,
+        Code::ResourceExhausted
+    );
+    Ok(())
+}
+
+/// The code a raw Handshake with `authorization` ends with (arrow-flight's hides it).
+async fn handshake_code(
+    url: &str,
+    authorization: &str,
+) -> Result<Code, Box<dyn std::error::Error>> {
+    let mut caller = client(url).await?;
+    let mut request = tonic::Request::new(futures::stream::iter([
+        arrow_flight::HandshakeRequest::default(),
+    ]));
+    request
+        .metadata_mut()
+        .insert("authorization", authorization.parse()?);
+    Ok(match caller.inner_mut().handshake(request).await {
+        Ok(_) => Code::Ok,
+        Err(status) => status.code(),
+    })
+}

@@ -338,9 +338,10 @@ impl FlightSqlService for SqeFlightSqlService {
         &self,
         request: Request<Streaming<HandshakeRequest>>,
     ) -> Result<Response<BoxedStream<HandshakeResponse>>, Status> {
+        let source = request.remote_addr().map(|a| a.ip());
         let principal = match credentials(request.metadata().as_ref())? {
             Some(Credentials::Basic { user, password }) => {
-                self.auth.login(&user, &password).await?
+                self.auth.login(&user, &password, source).await?
             }
             Some(Credentials::Bearer(token)) => self.auth.verify(&token)?,
             None if self.auth.required() => {

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use crate::error::{ConfigError, StartError, StartResult as Result};
 use sqe_engine::cache::CacheSettings;
-use sqe_engine::catalog::connect_catalog;
+use sqe_engine::catalog::{TableLocations, connect_catalog, table_locations};
 use sqe_engine::cluster::{PoolSettings, Registry, VersionRequirement, WorkerPool};
 use sqe_engine::engine::{Engine, EngineSettings};
 use sqe_engine::history::HistorySettings;
 use sqe_engine::metadata::NodeIdentity;
 use sqe_engine::queries::Queries;
+use sqe_iceberg::storage::LOCAL_ROOT_PROP;
 use sqe_layers::auth::{TokenVerifier, VerifyLayer};
 use sqe_layers::serve::Servers;
 use sqe_proto::ControlPlaneServer;
@@ -29,7 +30,7 @@ use crate::config::{CoordinatorConfig, CoordinatorSection, WorkerVersionPolicy};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
-use crate::trino::{TrinoEndpoint, trino_router};
+use crate::trino::{PeerAddr, TrinoEndpoint, trino_router};
 
 /// A running coordinator.
 pub struct RunningCoordinator {
@@ -76,8 +77,11 @@ pub async fn start_coordinator_on(
     flight_listener: TcpListener,
     trino_listener: Option<TcpListener>,
 ) -> Result<RunningCoordinator> {
-    let storage_props = config.storage.iceberg_props()?;
-    let catalog = connect_catalog(&config.catalog.settings(&config.auth)?, &storage_props).await?;
+    let mut storage_props = config.storage.iceberg_props()?;
+    let catalog_settings = config.catalog.settings(&config.auth)?;
+    let table_locations = table_locations(&catalog_settings)?;
+    storage_props.insert(LOCAL_ROOT_PROP.into(), table_locations.local_root());
+    let catalog = connect_catalog(&catalog_settings, &storage_props).await?;
     let peers = config.peer_settings()?;
     // Workers registering over the control plane present worker_secret tokens.
     let verifier = token_verifier(&peers)?;
@@ -95,6 +99,18 @@ pub async fn start_coordinator_on(
             "[client_auth] on the Trino protocol port needs TLS (coordinator.tls_cert_file and \
              tls_key_file), or coordinator.trino_allow_insecure_auth = true behind a \
              TLS-terminating proxy, or trino_http_port = 0"
+                .into(),
+        )
+        .into());
+    }
+    if client_auth.required()
+        && tls.flight.is_none()
+        && !config.coordinator.flight_sql_allow_insecure_auth
+    {
+        return Err(ConfigError::Invalid(
+            "[client_auth] on the Flight SQL port needs TLS (coordinator.tls_cert_file and \
+             tls_key_file), or coordinator.flight_sql_allow_insecure_auth = true behind a \
+             TLS-terminating proxy"
                 .into(),
         )
         .into());
@@ -122,7 +138,7 @@ pub async fn start_coordinator_on(
             }
         ),
     };
-    let settings = engine_settings(config, storage_props, client_uri);
+    let settings = engine_settings(config, storage_props, client_uri, table_locations);
     let peer_calls = PeerCalls::of(channels.stack());
     let engine = Engine::new(settings, catalog, Arc::clone(&workers), Arc::new(channels)).await?;
     // A Trino transaction goes when its client does (as its queries do).
@@ -219,9 +235,12 @@ fn engine_settings(
     config: &CoordinatorConfig,
     storage_props: std::collections::HashMap<String, String>,
     client_uri: String,
+    table_locations: TableLocations,
 ) -> EngineSettings {
     EngineSettings {
         catalog_name: config.catalog.name.clone(),
+        admin_users: config.client_auth.admin_users.clone(),
+        table_locations,
         target_partitions: config.coordinator.target_partitions,
         scan_bytes_per_partition: config.coordinator.scan_bytes_per_partition.0,
         memory_limit: config.coordinator.memory_limit.map(|m| m.0),
@@ -291,17 +310,18 @@ fn serve_trino(
     endpoint: Arc<TrinoEndpoint>,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) {
-    let router = trino_router(endpoint);
+    // Handlers see the caller's address (failed logins are counted per address).
+    let service = trino_router(endpoint).into_make_service_with_connect_info::<PeerAddr>();
     servers.spawn("trino", |stop| async move {
         let served = match tls {
             None => {
-                axum::serve(listener, router)
+                axum::serve(listener, service)
                     .with_graceful_shutdown(stop)
                     .await
             }
             Some(tls) => match TlsListener::new(listener, tls) {
                 Ok(listener) => {
-                    axum::serve(listener, router)
+                    axum::serve(listener, service)
                         .with_graceful_shutdown(stop)
                         .await
                 }

@@ -6,6 +6,7 @@
 //! by design, so a verified password is remembered for a few minutes by a SHA-256 digest of
 //! the credentials, never the password itself.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,9 +68,11 @@ impl TrinoAuth {
     }
 
     /// The authenticated principal, `None` when authentication is off.
+    /// `source` is the caller's address, when the transport knows it.
     pub(crate) async fn authenticate(
         &self,
         headers: &HeaderMap,
+        source: Option<IpAddr>,
     ) -> Result<Option<Principal>, Refused> {
         if !self.required() {
             return Ok(None);
@@ -83,18 +86,23 @@ impl TrinoAuth {
         let (scheme, credentials) = value.split_once(' ').unwrap_or((value, ""));
         let credentials = credentials.trim();
         let result = if scheme.eq_ignore_ascii_case("basic") {
-            self.basic(credentials).await
+            self.basic(credentials, source).await
         } else if scheme.eq_ignore_ascii_case("bearer") {
             self.auth.verify(credentials)
         } else {
             return Err(self.unauthorized(format!("unsupported authentication scheme {scheme}")));
         };
-        result
-            .map(Some)
-            .map_err(|e| self.unauthorized(e.to_string()))
+        result.map(Some).map_err(|e| match e {
+            Error::LimitReached(message) => Refused {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                message,
+                challenges: Vec::new(),
+            },
+            other => self.unauthorized(other.to_string()),
+        })
     }
 
-    async fn basic(&self, credentials: &str) -> Result<Principal, Error> {
+    async fn basic(&self, credentials: &str, source: Option<IpAddr>) -> Result<Principal, Error> {
         if !self.auth.accepts_passwords() {
             return Err(Error::Unauthenticated(
                 "password login is not enabled: present a bearer token".into(),
@@ -116,7 +124,7 @@ impl TrinoAuth {
                 user: user.to_string(),
             });
         }
-        let principal = self.auth.login(user, password).await?;
+        let principal = self.auth.login(user, password, source).await?;
         self.verified.insert(digest, principal.user.clone());
         Ok(principal)
     }
@@ -157,23 +165,23 @@ mod tests {
             users: HashMap::from([("alice".to_string(), hash)]),
             ..Default::default()
         })?);
-        let alice = auth.authenticate(&basic("alice", "s3cret")).await;
+        let alice = auth.authenticate(&basic("alice", "s3cret"), None).await;
         assert_eq!(
             alice.ok().flatten().map(|p| p.user).as_deref(),
             Some("alice")
         );
         assert_eq!(auth.verified.len(), 1);
         // Remembered: a second request does not check the hash again, and still gets alice.
-        let again = auth.authenticate(&basic("alice", "s3cret")).await;
+        let again = auth.authenticate(&basic("alice", "s3cret"), None).await;
         assert_eq!(
             again.ok().flatten().map(|p| p.user).as_deref(),
             Some("alice")
         );
-        let wrong = auth.authenticate(&basic("alice", "nope")).await;
+        let wrong = auth.authenticate(&basic("alice", "nope"), None).await;
         let refused = wrong.err().ok_or("accepted")?;
         assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
         assert!(refused.challenges.iter().any(|c| c.starts_with("Basic")));
-        let missing = auth.authenticate(&HeaderMap::new()).await;
+        let missing = auth.authenticate(&HeaderMap::new(), None).await;
         assert_eq!(
             missing.err().map(|r| r.status),
             Some(StatusCode::UNAUTHORIZED)
@@ -184,7 +192,7 @@ mod tests {
     #[tokio::test]
     async fn without_auth_nobody_is_asked() -> Result<(), Box<dyn std::error::Error>> {
         let auth = TrinoAuth::new(ClientAuth::disabled()?);
-        assert_eq!(auth.authenticate(&HeaderMap::new()).await, Ok(None));
+        assert_eq!(auth.authenticate(&HeaderMap::new(), None).await, Ok(None));
         Ok(())
     }
 }

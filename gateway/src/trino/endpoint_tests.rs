@@ -28,9 +28,15 @@ struct Endpoint {
 }
 
 async fn endpoint(auth: Arc<ClientAuth>) -> Result<Endpoint, Box<dyn std::error::Error>> {
+    endpoint_with(auth, EngineSettings::default()).await
+}
+
+async fn endpoint_with(
+    auth: Arc<ClientAuth>,
+    settings: EngineSettings,
+) -> Result<Endpoint, Box<dyn std::error::Error>> {
     let warehouse = tempfile::tempdir()?;
-    let queries =
-        sqe_engine::stand_in::queries_in(warehouse.path(), EngineSettings::default()).await?;
+    let queries = sqe_engine::stand_in::queries_in(warehouse.path(), settings).await?;
     let trino = TrinoEndpoint::new(
         Arc::clone(&queries),
         "test".into(),
@@ -371,5 +377,117 @@ async fn with_authentication_a_query_is_only_its_users() -> TestResult {
     tokio::time::timeout(Duration::from_secs(30), ended.cancelled()).await?;
     assert_eq!(record.snapshot().error_code, Some("USER_CANCELED"));
     assert_eq!(record.start.user, "alice");
+    Ok(())
+}
+
+/// The error name of a statement's last page.
+fn error_name(pages: &[Answer]) -> Option<String> {
+    pages.last()?.body["error"]["errorName"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[tokio::test]
+async fn a_transaction_is_only_its_starters() -> TestResult {
+    let endpoint = endpoint(password_auth()?).await?;
+    let none = [("x-trino-transaction-id", "NONE")];
+    let pages = run(
+        &endpoint.router,
+        "START TRANSACTION",
+        As::Basic("alice"),
+        &none,
+    )
+    .await?;
+    let id = pages
+        .iter()
+        .find_map(|p| p.headers.get("x-trino-started-transaction-id"))
+        .and_then(|v| v.to_str().ok())
+        .ok_or("no transaction started")?
+        .to_string();
+    let theirs = [("x-trino-transaction-id", id.as_str())];
+    let bob = run(&endpoint.router, "SELECT 1", As::Basic("bob"), &theirs).await?;
+    assert_eq!(error_name(&bob).as_deref(), Some("UNKNOWN_TRANSACTION"));
+    let bob_commits = run(&endpoint.router, "COMMIT", As::Basic("bob"), &theirs).await?;
+    assert_eq!(
+        error_name(&bob_commits).as_deref(),
+        Some("UNKNOWN_TRANSACTION")
+    );
+    // Bob's attempts neither used nor ended it: alice goes on in it.
+    let alice = run(&endpoint.router, "SELECT 1", As::Basic("alice"), &theirs).await?;
+    assert_eq!(rows(&alice), [serde_json::json!([1])]);
+    let commit = run(&endpoint.router, "COMMIT", As::Basic("alice"), &theirs).await?;
+    assert_eq!(error_name(&commit), None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn system_runtime_shows_a_user_only_its_own_queries_and_an_admin_all() -> TestResult {
+    let settings = EngineSettings {
+        admin_users: vec!["root".into()],
+        ..EngineSettings::default()
+    };
+    let endpoint = endpoint_with(ClientAuth::disabled()?, settings).await?;
+    run(
+        &endpoint.router,
+        "SELECT 'alice private'",
+        As::Named("alice"),
+        &[],
+    )
+    .await?;
+    run(
+        &endpoint.router,
+        "SELECT 'bob private'",
+        As::Named("bob"),
+        &[],
+    )
+    .await?;
+    let seen = |user: &'static str| {
+        let router = endpoint.router.clone();
+        async move {
+            let pages = run(
+                &router,
+                "SELECT \"user\", query FROM system.runtime.queries",
+                As::Named(user),
+                &[],
+            )
+            .await?;
+            let mut users: Vec<String> = rows(&pages)
+                .iter()
+                .filter(|r| r[1].as_str().is_some_and(|q| q.contains("private")))
+                .filter_map(|r| r[0].as_str().map(str::to_string))
+                .collect();
+            users.sort();
+            Ok::<_, Box<dyn std::error::Error>>(users)
+        }
+    };
+    assert_eq!(seen("alice").await?, ["alice"]);
+    assert_eq!(seen("bob").await?, ["bob"]);
+    assert_eq!(seen("root").await?, ["alice", "bob"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn repeated_wrong_passwords_are_held_off_with_429() -> TestResult {
+    let endpoint = endpoint(password_auth()?).await?;
+    let wrong = [("authorization", "Basic YWxpY2U6bm9wZQ==")];
+    for _ in 0..5 {
+        let answer = post(&endpoint.router, As::Named("alice"), &wrong, "SELECT 1").await?;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    }
+    // Now the right password is not even checked, and bob is not affected.
+    let held = post(&endpoint.router, As::Basic("alice"), &[], "SELECT 1").await?;
+    assert_eq!(
+        held.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{:?}",
+        held.body
+    );
+    assert!(
+        held.body
+            .as_str()
+            .is_some_and(|m| m.contains("too many failed logins"))
+    );
+    let bob = post(&endpoint.router, As::Basic("bob"), &[], "SELECT 1").await?;
+    assert_eq!(bob.status, StatusCode::OK);
     Ok(())
 }

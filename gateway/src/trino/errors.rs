@@ -75,6 +75,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::InvalidParameterUsage => (80, USER),
         ErrorCode::GenericInternalError => (65536, INTERNAL),
         ErrorCode::ConfigurationInvalid => (65559, INTERNAL),
+        ErrorCode::GenericInsufficientResources => (131072, RESOURCES),
         ErrorCode::ExceededGlobalMemoryLimit => (131073, RESOURCES),
         ErrorCode::ExceededTimeLimit => (131075, RESOURCES),
         ErrorCode::CatalogUnavailable => (ICEBERG_CODES + 13, TrinoErrorType::External),

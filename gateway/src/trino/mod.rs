@@ -16,4 +16,4 @@ mod case_tests;
 #[cfg(test)]
 mod endpoint_tests;
 
-pub(crate) use server::{TrinoEndpoint, trino_router};
+pub(crate) use server::{PeerAddr, TrinoEndpoint, trino_router};

@@ -14,6 +14,7 @@ mod rest_stack;
 mod result_cache;
 mod runtime_tables;
 mod scans;
+mod security;
 mod shell;
 mod telemetry;
 mod trino_cancel;

@@ -20,6 +20,7 @@ async fn coordinator(
     let mut config = CoordinatorConfig::default();
     config.coordinator.bind_address = "127.0.0.1".into();
     config.coordinator.worker_secret = Some(SECRET.into());
+    config.coordinator.flight_sql_allow_insecure_auth = true;
     config.catalog = CatalogConfig {
         uri: Some(dir.join("catalog.db").display().to_string()),
         warehouse: Some(dir.join("warehouse").display().to_string()),

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sqe_gateway::local::{LocalOptions, StackSettings};
 use sqe_tests::cluster::TestCluster;
+use sqe_tests::files_under;
 use sqe_tests::stack::Stack;
 use sqe_tests::trino::{next_page, statement, submit};
 
@@ -41,23 +42,6 @@ async fn sql(
     Ok(statement(&reqwest::Client::new(), addr, text, None)
         .await?
         .rows)
-}
-
-/// Files under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -218,22 +218,12 @@ async fn create_insert_drop_and_errors() -> TestResult {
 async fn data_files(
     cluster: &TestCluster,
 ) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
-    let mut files = Vec::new();
     let root = cluster.data_dir().join("warehouse").join("demo");
-    let mut stack = vec![root];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.components().any(|c| c.as_os_str() == "data") {
-                files.push(path.display().to_string());
-            }
-        }
-    }
+    let mut files: Vec<String> = sqe_tests::files_under(&root)
+        .into_iter()
+        .filter(|path| path.components().any(|c| c.as_os_str() == "data"))
+        .map(|path| path.display().to_string())
+        .collect();
     files.sort();
     Ok(files)
 }

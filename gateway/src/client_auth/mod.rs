@@ -5,10 +5,15 @@
 //! format `user:hash` works too). Checking a password is deliberately slow, so it happens once
 //! per login (Flight SQL handshake) and the bearer token carries the identity afterwards.
 
+mod throttle;
+
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use self::throttle::{HOLD_OFF, LoginThrottle};
 
 use sqe_layers::auth::{TokenSigner, TokenVerifier};
 
@@ -38,6 +43,9 @@ impl Principal {
 /// Client authentication as configured in `[client_auth]`.
 pub struct ClientAuth {
     users: Option<HashMap<String, String>>,
+    /// A hash of the users' usual bcrypt cost, checked for unknown users (made on first use).
+    dummy_hash: OnceLock<String>,
+    throttle: LoginThrottle,
     signer: TokenSigner,
     verifier: TokenVerifier,
     external: Option<ExternalJwt>,
@@ -176,6 +184,8 @@ impl ClientAuth {
             .with_max_lifetime(ttl);
         Ok(Arc::new(Self {
             users,
+            dummy_hash: OnceLock::new(),
+            throttle: LoginThrottle::new(HOLD_OFF),
             signer,
             verifier,
             external: ExternalJwt::from_config(config)?,
@@ -203,8 +213,14 @@ impl ClientAuth {
         self.external.is_some()
     }
 
-    /// Checks a user's password (slow by design: call it once per login).
-    pub async fn login(self: &Arc<Self>, user: &str, password: &str) -> Result<Principal> {
+    /// Checks a user's password (slow by design: call it once per login). `source` is the
+    /// caller's address: repeated failures of one address and user hold that pair off.
+    pub async fn login(
+        self: &Arc<Self>,
+        user: &str,
+        password: &str,
+        source: Option<IpAddr>,
+    ) -> Result<Principal> {
         let Some(users) = &self.users else {
             if self.external.is_some() {
                 return Err(Error::Unauthenticated(
@@ -215,23 +231,49 @@ impl ClientAuth {
                 user: user.to_string(),
             });
         };
-        let Some(hash) = users.get(user).cloned() else {
-            // Same work and same answer as a wrong password: no telling which users exist.
-            let _ = tokio::task::spawn_blocking(|| bcrypt::verify("x", DUMMY_HASH)).await;
-            return Err(invalid_login());
+        if !self.throttle.may_try(source, user) {
+            return Err(Error::LimitReached(format!(
+                "too many failed logins for this user from this address; wait {} seconds",
+                HOLD_OFF.as_secs()
+            )));
+        }
+        // An unknown user costs the same work as a wrong password: no telling which exist.
+        let hash = match users.get(user) {
+            Some(hash) => hash.clone(),
+            None => self.dummy_hash().await,
         };
+        let known = users.contains_key(user);
         let password = password.to_string();
         let ok =
             tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
                 .await
                 .unwrap_or(false);
-        if ok {
+        if ok && known {
+            self.throttle.succeeded(source, user);
             Ok(Principal {
                 user: user.to_string(),
             })
         } else {
+            self.throttle.failed(source, user);
             Err(invalid_login())
         }
+    }
+
+    /// A hash of a random password at the cost most configured users' hashes have.
+    async fn dummy_hash(&self) -> String {
+        if let Some(hash) = self.dummy_hash.get() {
+            return hash.clone();
+        }
+        let cost = self
+            .users
+            .as_ref()
+            .map_or(bcrypt::DEFAULT_COST, |users| usual_cost(users.values()));
+        let made = tokio::task::spawn_blocking(move || {
+            bcrypt::hash(uuid::Uuid::new_v4().to_string(), cost).unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default();
+        self.dummy_hash.get_or_init(|| made).clone()
     }
 
     /// A bearer token for `principal`.
@@ -260,8 +302,19 @@ impl ClientAuth {
     }
 }
 
-/// A bcrypt hash of a random password, to spend equal time on unknown users.
-const DUMMY_HASH: &str = "$2b$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Q4e7ozwQwq9yjkWl1fXuYe";
+/// The bcrypt cost most of `hashes` have (`$2b$<cost>$...`), the highest on a tie.
+fn usual_cost<'a>(hashes: impl Iterator<Item = &'a String>) -> u32 {
+    let mut counts: HashMap<u32, usize> = HashMap::new();
+    for hash in hashes {
+        if let Some(cost) = hash.split('$').nth(2).and_then(|c| c.parse().ok()) {
+            *counts.entry(cost).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(cost, n)| (n, cost))
+        .map_or(bcrypt::DEFAULT_COST, |(cost, _)| cost)
+}
 
 fn invalid_login() -> Error {
     Error::Unauthenticated("invalid user or password".into())
@@ -314,12 +367,12 @@ mod tests {
     async fn login_then_bearer() -> TestResult {
         let auth = password_auth()?;
         assert!(auth.required());
-        let alice = auth.login("alice", "s3cret").await?;
+        let alice = auth.login("alice", "s3cret", None).await?;
         let token = auth.issue(&alice)?;
         assert_eq!(auth.verify(&token)?, alice);
         for (user, password) in [("alice", "wrong"), ("mallory", "s3cret")] {
             let err = auth
-                .login(user, password)
+                .login(user, password, None)
                 .await
                 .err()
                 .map(|e| e.to_string());
@@ -329,6 +382,41 @@ mod tests {
             );
         }
         assert!(auth.verify("forged.token.here").is_err());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn unknown_users_cost_what_known_users_cost() -> TestResult {
+        let auth = password_auth()?;
+        assert!(auth.login("mallory", "x", None).await.is_err());
+        let dummy = auth.dummy_hash().await;
+        // password_auth's users are hashed at cost 4.
+        assert!(dummy.starts_with("$2b$04$"), "{dummy}");
+        let hashes = ["$2b$12$a".to_string(), "$2y$12$b".into(), "$2b$10$c".into()];
+        assert_eq!(usual_cost(hashes.iter()), 12);
+        assert_eq!(usual_cost(std::iter::empty()), bcrypt::DEFAULT_COST);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn repeated_failures_hold_off_that_address_and_user() -> TestResult {
+        let auth = password_auth()?;
+        let attacker = Some(IpAddr::from([192, 0, 2, 7]));
+        for _ in 0..throttle::MAX_FAILURES {
+            let refused = auth.login("alice", "guess", attacker).await.err();
+            assert!(
+                matches!(refused, Some(Error::Unauthenticated(_))),
+                "{refused:?}"
+            );
+        }
+        // Now even the right password is not checked from there.
+        let held = auth.login("alice", "s3cret", attacker).await.err();
+        assert!(matches!(held, Some(Error::LimitReached(_))), "{held:?}");
+        assert!(
+            auth.login("alice", "s3cret", Some(IpAddr::from([192, 0, 2, 8])))
+                .await
+                .is_ok()
+        );
         Ok(())
     }
 
@@ -389,7 +477,7 @@ mod tests {
                 .is_err()
         );
         // No passwords with JWT-only authentication.
-        assert!(auth.login("carol", "anything").await.is_err());
+        assert!(auth.login("carol", "anything", None).await.is_err());
         Ok(())
     }
 
@@ -398,14 +486,17 @@ mod tests {
         use jsonwebtoken::{Algorithm, EncodingKey};
         let dir = tempfile::tempdir()?;
         let public = dir.path().join("public.pem");
-        std::fs::write(&public, include_bytes!("../testdata/jwt-test-public.pem"))?;
+        std::fs::write(
+            &public,
+            include_bytes!("../../testdata/jwt-test-public.pem"),
+        )?;
         let auth = ClientAuth::from_config(&ClientAuthConfig {
             kind: ClientAuthType::Jwt,
             jwt_public_key_file: Some(public),
             jwt_user_claim: "preferred_username".into(),
             ..Default::default()
         })?;
-        let key = EncodingKey::from_rsa_pem(include_bytes!("../testdata/jwt-test-private.pem"))
+        let key = EncodingKey::from_rsa_pem(include_bytes!("../../testdata/jwt-test-private.pem"))
             .map_err(jwt_error)?;
         let claims = serde_json::json!({"preferred_username": "dave", "exp": in_an_hour()});
         assert_eq!(
@@ -419,8 +510,9 @@ mod tests {
                 .is_err()
         );
         // An HS256 token "signed" with the public key must not pass (algorithm confusion).
-        let confused = EncodingKey::from_secret(include_bytes!("../testdata/jwt-test-public.pem"))
-            .map_err(jwt_error)?;
+        let confused =
+            EncodingKey::from_secret(include_bytes!("../../testdata/jwt-test-public.pem"))
+                .map_err(jwt_error)?;
         let claims = serde_json::json!({"preferred_username": "dave", "exp": in_an_hour()});
         assert!(
             auth.verify(&external_token(&confused, Algorithm::HS256, claims))
@@ -447,7 +539,7 @@ mod tests {
     async fn disabled_trusts_the_name() -> TestResult {
         let auth = ClientAuth::disabled()?;
         assert!(!auth.required());
-        assert_eq!(auth.login("bob", "").await?.user, "bob");
+        assert_eq!(auth.login("bob", "", None).await?.user, "bob");
         Ok(())
     }
 
