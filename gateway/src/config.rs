@@ -226,6 +226,16 @@ pub struct CoordinatorSection {
     pub trino_allow_insecure_auth: bool,
     /// The same for the Flight SQL port (plain gRPC behind a TLS-terminating proxy).
     pub flight_sql_allow_insecure_auth: bool,
+    /// Largest request body the Trino port reads (a statement's text); 413 above.
+    pub trino_max_request_size: ByteSize,
+    /// Connections the Trino port holds open at once.
+    pub trino_max_connections: usize,
+    /// Longest a Trino-port client may take to send a request's headers.
+    pub trino_header_read_timeout_secs: u64,
+    /// Longest one Trino-port request may take (408 after).
+    pub trino_request_timeout_secs: u64,
+    /// Host names Trino-port requests may be addressed to; empty: any.
+    pub trino_allowed_hosts: Vec<String>,
 }
 
 impl Default for CoordinatorSection {
@@ -261,6 +271,11 @@ impl Default for CoordinatorSection {
             trino_client_timeout_secs: 300,
             trino_allow_insecure_auth: false,
             flight_sql_allow_insecure_auth: false,
+            trino_max_request_size: ByteSize(16 * 1024 * 1024),
+            trino_max_connections: 4096,
+            trino_header_read_timeout_secs: 10,
+            trino_request_timeout_secs: 300,
+            trino_allowed_hosts: Vec::new(),
         }
     }
 }
@@ -790,6 +805,21 @@ impl ConfigFile for WorkerConfig {
         self.storage.iceberg_props()?;
         self.telemetry.validate(origin)?;
         Ok(())
+    }
+}
+
+impl CoordinatorSection {
+    /// What one Trino-port client may hold of the server.
+    pub(crate) fn http_limits(&self) -> crate::http_server::HttpLimits {
+        crate::http_server::HttpLimits {
+            max_connections: self.trino_max_connections.max(1),
+            header_read_timeout: std::time::Duration::from_secs(
+                self.trino_header_read_timeout_secs.max(1),
+            ),
+            request_timeout: std::time::Duration::from_secs(self.trino_request_timeout_secs.max(1)),
+            max_body_bytes: self.trino_max_request_size.0,
+            allowed_hosts: self.trino_allowed_hosts.clone(),
+        }
     }
 }
 

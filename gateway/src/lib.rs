@@ -7,6 +7,7 @@ pub mod client_auth;
 pub mod config;
 pub mod error;
 mod flight;
+mod http_server;
 pub mod local;
 pub mod node;
 mod observe;

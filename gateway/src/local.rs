@@ -200,6 +200,8 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         // Every port of a local cluster is on loopback: credentials never cross a network.
         trino_allow_insecure_auth: true,
         flight_sql_allow_insecure_auth: true,
+        // Only loopback names: no web page can reach it by DNS rebinding.
+        trino_allowed_hosts: ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec(),
         ..Default::default()
     };
     if let Some(port) = options.metrics_port {

@@ -555,7 +555,12 @@ impl QueryTracker {
 
 impl Drop for QueryTracker {
     fn drop(&mut self) {
-        if self.record.cancel(CancelReason::Client) {
+        if std::thread::panicking() {
+            // A bug unwound the task running the query: it failed, its client did not leave.
+            self.failed(&Error::Internal(
+                "the query's task stopped unexpectedly".into(),
+            ));
+        } else if self.record.cancel(CancelReason::Client) {
             self.log_ended();
         }
     }

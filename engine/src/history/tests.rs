@@ -220,3 +220,21 @@ fn ids_have_trinos_shape() {
     );
     assert_ne!(history.next_id(), history.next_id());
 }
+
+#[test]
+fn a_query_whose_task_panics_is_failed_not_left_running() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    let record = Arc::clone(tracker.record());
+    let unwound = std::thread::spawn(move || {
+        let _tracker = tracker;
+        std::panic::resume_unwind(Box::new("a bug in the query's task"));
+    })
+    .join();
+    assert!(unwound.is_err());
+    let q = record.snapshot();
+    assert_eq!(
+        (q.state, q.error_code),
+        (QueryState::Failed, Some("GENERIC_INTERNAL_ERROR"))
+    );
+}

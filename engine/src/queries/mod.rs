@@ -493,7 +493,11 @@ impl Driver {
         let (Some(limit), Some(record)) = (limit, self.record()) else {
             return;
         };
-        let at = tokio::time::Instant::from_std(record.created_at()) + limit;
+        // A limit past the clock's range is no limit (a client may ask for `1000000d`).
+        let Some(at) = tokio::time::Instant::from_std(record.created_at()).checked_add(limit)
+        else {
+            return;
+        };
         let ended = record.control().ended();
         let record = Arc::downgrade(record);
         sqe_layers::task::spawn(async move {

@@ -101,3 +101,49 @@ impl<B> Authorize<B> for ClientCheck {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use super::*;
+
+    fn with_authorization(value: http::HeaderValue) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::AUTHORIZATION, value);
+        headers
+    }
+
+    proptest::proptest! {
+        /// Any `authorization` value is credentials or an `Unauthenticated` status.
+        #[test]
+        fn any_authorization_parses_or_is_refused(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            if let Ok(value) = http::HeaderValue::from_bytes(&bytes)
+                && let Err(status) = credentials(&with_authorization(value))
+            {
+                proptest::prop_assert_eq!(status.code(), tonic::Code::Unauthenticated);
+            }
+        }
+
+        #[test]
+        fn basic_credentials_round_trip(user in "[^:\\\\x00-\\\\x1f]{1,16}", password in "\\\\PC{0,24}") {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            let value = http::HeaderValue::from_str(&format!("Basic {encoded}"))?;
+            match credentials(&with_authorization(value)) {
+                Ok(Some(Credentials::Basic { user: u, password: p })) => {
+                    proptest::prop_assert_eq!((u, p), (user, password));
+                }
+                _ => proptest::prop_assert!(false, "Basic credentials not read back"),
+            }
+        }
+
+        #[test]
+        fn bearer_tokens_are_taken_as_sent(token in "[A-Za-z0-9._-]{1,64}") {
+            let value = http::HeaderValue::from_str(&format!("Bearer {token}"))?;
+            match credentials(&with_authorization(value)) {
+                Ok(Some(Credentials::Bearer(t))) => proptest::prop_assert_eq!(t, token),
+                _ => proptest::prop_assert!(false, "the bearer token not read back"),
+            }
+        }
+    }
+}

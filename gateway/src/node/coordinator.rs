@@ -28,9 +28,10 @@ use super::{bind, build_version};
 use crate::client_auth::ClientAuth;
 use crate::config::{CoordinatorConfig, CoordinatorSection, WorkerVersionPolicy};
 use crate::flight::{flight_service, flight_sql_server};
+use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
-use crate::trino::{PeerAddr, TrinoEndpoint, trino_router};
+use crate::trino::{TrinoEndpoint, trino_router};
 
 /// A running coordinator.
 pub struct RunningCoordinator {
@@ -166,7 +167,13 @@ pub async fn start_coordinator_on(
             client_auth,
             tls.trino.is_some(),
         );
-        serve_trino(&mut servers, listener, endpoint, tls.trino);
+        serve_trino(
+            &mut servers,
+            listener,
+            endpoint,
+            tls.trino,
+            config.coordinator.http_limits(),
+        );
     }
     let metrics_addr = serve_observability(
         &mut servers,
@@ -303,28 +310,20 @@ fn serve_flight(
     Ok(())
 }
 
-/// The Trino client protocol, over TLS when configured.
+/// The Trino client protocol, over TLS when configured, behind the HTTP limits.
 fn serve_trino(
     servers: &mut Servers,
     listener: TcpListener,
     endpoint: Arc<TrinoEndpoint>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    limits: HttpLimits,
 ) {
-    // Handlers see the caller's address (failed logins are counted per address).
-    let service = trino_router(endpoint).into_make_service_with_connect_info::<PeerAddr>();
+    let router = trino_router(endpoint);
     servers.spawn("trino", |stop| async move {
         let served = match tls {
-            None => {
-                axum::serve(listener, service)
-                    .with_graceful_shutdown(stop)
-                    .await
-            }
+            None => http_server::serve(listener, router, limits, stop).await,
             Some(tls) => match TlsListener::new(listener, tls) {
-                Ok(listener) => {
-                    axum::serve(listener, service)
-                        .with_graceful_shutdown(stop)
-                        .await
-                }
+                Ok(listener) => http_server::serve(listener, router, limits, stop).await,
                 Err(e) => Err(e),
             },
         };

@@ -491,3 +491,26 @@ async fn repeated_wrong_passwords_are_held_off_with_429() -> TestResult {
     assert_eq!(bob.status, StatusCode::OK);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_run_time_limit_past_the_clocks_range_is_no_limit() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let pages = run(
+        &endpoint.router,
+        "SELECT x FROM (VALUES 1) AS t(x)",
+        As::Named("a"),
+        &[(
+            "x-trino-session",
+            "query_max_run_time=10000000000000000000s",
+        )],
+    )
+    .await?;
+    assert_eq!(
+        error_name(&pages),
+        None,
+        "{:?}",
+        pages.last().map(|p| &p.body)
+    );
+    assert_eq!(rows(&pages), [serde_json::json!([1])]);
+    Ok(())
+}

@@ -344,4 +344,50 @@ mod tests {
         assert_eq!(url_decode("%E2%82%AC").as_deref(), Some("€"));
         assert_eq!(url_decode("%4"), None);
     }
+
+    const NAMES: [&str; 8] = [
+        "x-trino-user",
+        "x-trino-catalog",
+        "x-trino-schema",
+        "x-trino-time-zone",
+        "x-trino-session",
+        "x-trino-prepared-statement",
+        "x-trino-transaction-id",
+        "x-trino-client-tags",
+    ];
+
+    proptest::proptest! {
+        /// Any bytes a client puts in Trino's headers give a session or a 400/403, never a
+        /// panic; what it names as its user is the user.
+        #[test]
+        fn any_trino_headers_parse_without_panicking(
+            values in proptest::collection::vec(
+                (proptest::sample::select(NAMES.to_vec()), proptest::collection::vec(0x20u8..0x7f, 0..40)),
+                0..12,
+            ),
+            user in "[a-z]{1,8}",
+        ) {
+            let mut headers = HeaderMap::new();
+            headers.insert("x-trino-user", http::HeaderValue::from_str(&user)?);
+            for (name, bytes) in &values {
+                if let Ok(value) = http::HeaderValue::from_bytes(bytes) {
+                    headers.append(*name, value);
+                }
+            }
+            if let Ok(session) = ClientSession::from_headers(&headers, None) {
+                proptest::prop_assert!(!session.session.user.trim().is_empty());
+            }
+            let _ = ClientSession::from_headers(&headers, Some(&user));
+        }
+
+        #[test]
+        fn url_encoding_round_trips(text in "\\PC{0,30}") {
+            proptest::prop_assert_eq!(url_decode(&url_encode(&text)), Some(text));
+        }
+
+        #[test]
+        fn any_percent_text_decodes_or_is_refused(text in "[%0-9A-Fa-fxz\\u{20ac}]{0,16}") {
+            let _ = url_decode(&text);
+        }
+    }
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use sqe_engine::dialect::types::TrinoType;
 use sqe_engine::error::Error;
 use sqe_engine::history::CancelReason;
@@ -159,7 +159,16 @@ impl TrinoQuery {
         let background = Arc::clone(&query);
         sqe_layers::task::spawn(Instrument::instrument(
             async move {
-                let result = handle.run().await;
+                // A panic below is this query's internal error (its record says so as the
+                // handle unwinds), not a page left QUEUED for its client to poll for ever.
+                let result = std::panic::AssertUnwindSafe(handle.run())
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Error::Internal(
+                            "the query's task stopped unexpectedly".into(),
+                        ))
+                    });
                 let mut progress = background.progress.lock().await;
                 match result {
                     Ok(output) => {

@@ -165,30 +165,9 @@ fn text(status: StatusCode, message: String) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain")], message).into_response()
 }
 
-/// The address a connection comes from, over plain TCP or TLS alike.
+/// The address a connection comes from, over plain TCP or TLS alike (set by the server).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PeerAddr(pub std::net::SocketAddr);
-
-impl
-    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>>
-    for PeerAddr
-{
-    fn connect_info(stream: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> Self {
-        PeerAddr(*stream.remote_addr())
-    }
-}
-
-impl
-    axum::extract::connect_info::Connected<
-        axum::serve::IncomingStream<'_, crate::tls_listener::TlsListener>,
-    > for PeerAddr
-{
-    fn connect_info(
-        stream: axum::serve::IncomingStream<'_, crate::tls_listener::TlsListener>,
-    ) -> Self {
-        PeerAddr(*stream.remote_addr())
-    }
-}
 
 /// Who sends the request: `None` inside when client authentication is off.
 pub(crate) struct Caller(Option<Principal>);

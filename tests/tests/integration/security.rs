@@ -204,3 +204,46 @@ async fn flight_sql_takes_no_credentials_over_plain_grpc() -> TestResult {
     coordinator.stop().await;
     Ok(())
 }
+
+/// `sqe local` answers only requests addressed to a loopback name: a web page whose name
+/// resolves to 127.0.0.1 cannot drive it from the user's browser (DNS rebinding). And a body
+/// over the Trino port's limit is a 413 with a message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_trino_port_answers_only_loopback_names() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    let addr = cluster.trino_addr()?;
+    let client = reqwest::Client::new();
+    let post = |host: String, body: String| {
+        client
+            .post(format!("http://{addr}/v1/statement"))
+            .header("host", host)
+            .header("x-trino-user", "test")
+            .body(body)
+            .send()
+    };
+    let rebound = post(format!("evil.example:{}", addr.port()), "SELECT 1".into()).await?;
+    assert_eq!(rebound.status(), reqwest::StatusCode::FORBIDDEN);
+    for host in [format!("localhost:{}", addr.port()), addr.to_string()] {
+        let answered = post(host.clone(), "SELECT 1".into()).await?;
+        assert_eq!(answered.status(), reqwest::StatusCode::OK, "{host}");
+    }
+    // Announced too large, it is refused before a byte of the body is read.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let head = format!(
+        "POST /v1/statement HTTP/1.1\r\nhost: {addr}\r\nx-trino-user: test\r\ncontent-length: {}\r\n\r\n",
+        17 * 1024 * 1024
+    );
+    stream.write_all(head.as_bytes()).await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 413"),
+        "{}",
+        answer.lines().next().unwrap_or_default()
+    );
+    assert!(answer.contains("length limit exceeded"), "{answer}");
+    cluster.stop().await;
+    Ok(())
+}
