@@ -1,9 +1,13 @@
 //! A map whose entries go after a while and which never holds more than its capacity: what
 //! SQE keeps on behalf of clients (tickets, prepared statements, sessions, transactions,
 //! remembered passwords, vended credentials) must not grow without bound or live forever.
-//! On moka: when full, the entries least likely to be used again go first.
+//! On moka: when full, the entries least likely to be used again go first. A map with a quota
+//! also caps what each owner (a user) holds, so that one user filling it cannot push everybody
+//! else's entries out.
 
+use std::collections::HashMap;
 use std::hash::Hash;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use moka::Expiry;
@@ -23,6 +27,34 @@ struct Entry<V> {
     value: V,
     /// This entry's own lifetime, overriding the map's.
     lifetime: Option<Duration>,
+    /// Whose quota it counts against.
+    owner: Option<Arc<str>>,
+}
+
+/// Entries held per owner, kept by the map's eviction listener.
+type Held = Arc<parking_lot::Mutex<HashMap<Arc<str>, u64>>>;
+
+/// What each owner may hold.
+struct Quota {
+    per_owner: u64,
+    held: Held,
+    /// What the entries are, for the error (`prepared statements`).
+    what: &'static str,
+}
+
+/// An owner already holds as many entries as it may.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("user {owner} holds {held} {what} already, the most one user may; close some or wait")]
+pub struct QuotaExceeded {
+    pub owner: String,
+    pub held: u64,
+    pub what: &'static str,
+}
+
+impl From<QuotaExceeded> for crate::error::Error {
+    fn from(e: QuotaExceeded) -> Self {
+        crate::error::Error::LimitReached(e.to_string())
+    }
 }
 
 struct Rule(Expire);
@@ -68,6 +100,7 @@ impl<K, V> Expiry<K, Entry<V>> for Rule {
 /// See the module documentation.
 pub struct ExpiringMap<K, V> {
     cache: Cache<K, Entry<V>>,
+    quota: Option<Quota>,
 }
 
 impl<K, V> std::fmt::Debug for ExpiringMap<K, V> {
@@ -90,6 +123,38 @@ where
                 .max_capacity(capacity)
                 .expire_after(Rule(expire))
                 .build(),
+            quota: None,
+        }
+    }
+
+    /// As [`Self::new`], and each owner may hold at most `per_owner` entries
+    /// ([`Self::insert_owned`]).
+    pub fn with_quota(capacity: u64, expire: Expire, per_owner: u64, what: &'static str) -> Self {
+        let held: Held = Arc::default();
+        let released = Arc::clone(&held);
+        let cache = Cache::builder()
+            .max_capacity(capacity)
+            .expire_after(Rule(expire))
+            // Every way an entry goes (expired, removed, replaced, evicted) gives its place back.
+            .eviction_listener(move |_key, entry: Entry<V>, _cause| {
+                if let Some(owner) = &entry.owner {
+                    let mut held = released.lock();
+                    if let Some(n) = held.get_mut(owner) {
+                        *n = n.saturating_sub(1);
+                        if *n == 0 {
+                            held.remove(owner);
+                        }
+                    }
+                }
+            })
+            .build();
+        Self {
+            cache,
+            quota: Some(Quota {
+                per_owner,
+                held,
+                what,
+            }),
         }
     }
 
@@ -99,8 +164,40 @@ where
             Entry {
                 value,
                 lifetime: None,
+                owner: None,
             },
         );
+    }
+
+    /// Inserts an entry of `owner`, unless `owner` holds its quota already (replacing one of
+    /// its own entries always succeeds).
+    pub fn insert_owned(&self, owner: &str, key: K, value: V) -> Result<(), QuotaExceeded> {
+        if let Some(quota) = &self.quota {
+            let replacing = self.cache.contains_key(&key);
+            let held = |quota: &Quota| quota.held.lock().get(owner).copied().unwrap_or(0);
+            if !replacing && held(quota) >= quota.per_owner {
+                // Expired entries give their places back at the next upkeep: do it now.
+                self.cache.run_pending_tasks();
+                let now = held(quota);
+                if now >= quota.per_owner {
+                    return Err(QuotaExceeded {
+                        owner: owner.to_string(),
+                        held: now,
+                        what: quota.what,
+                    });
+                }
+            }
+            *quota.held.lock().entry(Arc::from(owner)).or_default() += 1;
+        }
+        self.cache.insert(
+            key,
+            Entry {
+                value,
+                lifetime: None,
+                owner: Some(Arc::from(owner)),
+            },
+        );
+        Ok(())
     }
 
     /// An entry that goes after `lifetime` (from now, however it is used), whatever the map's
@@ -111,6 +208,7 @@ where
             Entry {
                 value,
                 lifetime: Some(lifetime),
+                owner: None,
             },
         );
     }
@@ -132,6 +230,19 @@ where
         self.insert(key, value);
     }
 
+    /// As [`Self::update`], for an entry of `owner` (see [`Self::insert_owned`]).
+    pub fn update_owned(
+        &self,
+        owner: &str,
+        key: K,
+        default: impl FnOnce() -> V,
+        change: impl FnOnce(&mut V),
+    ) -> Result<(), QuotaExceeded> {
+        let mut value = self.get(&key).unwrap_or_else(default);
+        change(&mut value);
+        self.insert_owned(owner, key, value)
+    }
+
     /// Entries held (an estimate: expired ones go at the next upkeep).
     pub fn len(&self) -> u64 {
         self.cache.run_pending_tasks();
@@ -146,6 +257,34 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_owner_holds_at_most_its_quota_and_gets_places_back() {
+        let map = ExpiringMap::with_quota(
+            1_000,
+            Expire::WhenIdle(Duration::from_millis(150)),
+            3,
+            "things",
+        );
+        for key in 0..3 {
+            assert_eq!(map.insert_owned("alice", key, "x"), Ok(()));
+        }
+        let refused = map.insert_owned("alice", 3, "x");
+        assert_eq!(refused.map_err(|e| e.held), Err(3));
+        // Replacing her own entry is no new place; bob is not affected.
+        assert_eq!(map.insert_owned("alice", 0, "y"), Ok(()));
+        assert_eq!(map.insert_owned("bob", 10, "x"), Ok(()));
+        // A removed entry's place is hers again, and so are expired ones'.
+        map.remove(&1);
+        assert_eq!(map.insert_owned("alice", 4, "x"), Ok(()));
+        assert!(map.insert_owned("alice", 5, "x").is_err());
+        // moka sweeps expired entries out on a wheel of about a second.
+        std::thread::sleep(Duration::from_millis(1_500));
+        for key in 6..9 {
+            assert_eq!(map.insert_owned("alice", key, "x"), Ok(()), "{key}");
+        }
+        assert!(map.insert_owned("alice", 9, "x").is_err());
+    }
 
     #[test]
     fn idle_entries_are_renewed_by_use_and_written_ones_are_not() {

@@ -30,20 +30,26 @@ pub struct Transactions {
     open: ExpiringMap<String, String>,
 }
 
-/// Most transactions open at once.
+/// Most transactions open at once, and per user.
 const MAX_TRANSACTIONS: u64 = 10_000;
+const MAX_TRANSACTIONS_PER_USER: u64 = 100;
 
 impl Transactions {
     pub fn new(idle: Duration) -> Self {
         Self {
-            open: ExpiringMap::new(MAX_TRANSACTIONS, Expire::WhenIdle(idle)),
+            open: ExpiringMap::with_quota(
+                MAX_TRANSACTIONS,
+                Expire::WhenIdle(idle),
+                MAX_TRANSACTIONS_PER_USER,
+                "open transactions",
+            ),
         }
     }
 
-    fn start(&self, user: &str) -> String {
+    fn start(&self, user: &str) -> Result<String> {
         let id = uuid::Uuid::new_v4().to_string();
-        self.open.insert(id.clone(), user.to_string());
-        id
+        self.open.insert_owned(user, id.clone(), user.to_string())?;
+        Ok(id)
     }
 
     /// Whether `id` is open and `user`'s; marks it used.
@@ -200,7 +206,7 @@ pub(super) async fn plan_sql(
             if in_transaction {
                 return Err(Error::NotSupported("Nested transactions".into()));
             }
-            changes.started_transaction = Some(transactions.start(&session.user));
+            changes.started_transaction = Some(transactions.start(&session.user)?);
         }
         ClientStatement::Commit | ClientStatement::Rollback => {
             let Some(id) = &session.transaction_id else {
@@ -416,12 +422,26 @@ mod tests {
     #[test]
     fn transactions_are_ours_to_name_and_their_starters_to_use() {
         let transactions = Transactions::new(Duration::from_secs(60));
-        let id = transactions.start("alice");
+        let id = transactions.start("alice").unwrap_or_default();
         assert!(transactions.touch(&id, "alice"));
         assert!(!transactions.touch(&id, "bob"));
         assert!(!transactions.touch("made-up", "alice"));
         transactions.end(&id);
         assert!(!transactions.touch(&id, "alice"));
+    }
+
+    #[test]
+    fn a_user_holds_at_most_its_share_of_open_transactions() {
+        let transactions = Transactions::new(Duration::from_secs(60));
+        for _ in 0..MAX_TRANSACTIONS_PER_USER {
+            assert!(transactions.start("alice").is_ok());
+        }
+        let refused = transactions.start("alice").err();
+        assert_eq!(
+            refused.map(|e| e.code()),
+            Some(crate::error::ErrorCode::GenericInsufficientResources)
+        );
+        assert!(transactions.start("bob").is_ok());
     }
 
     #[test]

@@ -299,3 +299,44 @@ async fn handshake_code(
         Err(status) => status.code(),
     })
 }
+
+/// A client naming itself `user` (authentication off: the Basic user is taken as said).
+async fn client_as(
+    url: &str,
+    user: &str,
+) -> Result<FlightSqlServiceClient<Channel>, Box<dyn std::error::Error>> {
+    use base64::Engine as _;
+    let mut caller = client(url).await?;
+    let credentials = base64::engine::general_purpose::STANDARD.encode(format!("{user}:"));
+    caller.set_header("authorization", format!("Basic {credentials}"));
+    Ok(caller)
+}
+
+#[tokio::test]
+async fn a_flood_of_prepared_statements_stops_at_the_users_share() -> TestResult {
+    use super::statements::MAX_STATEMENTS_PER_USER;
+    let endpoint = serve(ClientAuth::disabled()?).await?;
+    let mut alice = client_as(&endpoint.url, "alice").await?;
+    for _ in 0..MAX_STATEMENTS_PER_USER {
+        alice
+            .prepare("SELECT 1".into(), None)
+            .await
+            .map_err(status)?;
+    }
+    let refused = alice
+        .prepare("SELECT 1".into(), None)
+        .await
+        .err()
+        .map(|e| status(e).code());
+    assert_eq!(refused, Some(Code::ResourceExhausted));
+    // Nobody else is crowded out, and queries go on being answered.
+    let mut bob = client_as(&endpoint.url, "bob").await?;
+    bob.prepare("SELECT 1".into(), None).await.map_err(status)?;
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        query(&mut alice, "SELECT 1"),
+    )
+    .await??;
+    assert_eq!(longs(&answered, 0), [1]);
+    Ok(())
+}

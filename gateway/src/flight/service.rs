@@ -141,7 +141,9 @@ impl SqeFlightSqlService {
             Work::Run(Box::new(handle))
         };
         let id = Uuid::new_v4();
-        self.statements.plan(id, Planned { work, principal });
+        self.statements
+            .plan(id, Planned { work, principal })
+            .map_err(sqe_engine::Error::from)?;
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
         };
@@ -809,12 +811,15 @@ impl FlightSqlService for SqeFlightSqlService {
             .await?;
         let dataset_schema = ipc_schema(&template.dataset_schema())?;
         let parameter_schema = ipc_schema(&template.parameter_schema())?;
-        let id = self.statements.prepare(PreparedStatement {
-            sql: query.query.clone(),
-            template,
-            parameter_rows: Vec::new(),
-            principal,
-        });
+        let id = self
+            .statements
+            .prepare(PreparedStatement {
+                sql: query.query.clone(),
+                template,
+                parameter_rows: Vec::new(),
+                principal,
+            })
+            .map_err(sqe_engine::Error::from)?;
         Ok(ActionCreatePreparedStatementResult {
             prepared_statement_handle: handle_bytes(id),
             dataset_schema,
@@ -865,6 +870,7 @@ impl FlightSqlService for SqeFlightSqlService {
     ) -> Result<Response<<Self as FlightService>::DoActionStream>, Status> {
         let key = session_key(request.metadata(), request.remote_addr());
         let cookie = protocol::session_cookie(request.metadata());
+        let user = principal(&request).user;
         let action = request.into_inner();
         let (result, new_cookie): (arrow_flight::Result, Option<String>) =
             match action.r#type.as_str() {
@@ -910,7 +916,8 @@ impl FlightSqlService for SqeFlightSqlService {
                     }
                     for key in &keys {
                         self.sessions
-                            .update(key, |session| *session = settings.clone());
+                            .update(key, &user, |session| *session = settings.clone())
+                            .map_err(sqe_engine::Error::from)?;
                     }
                     (
                         action_result(SetSessionOptionsResult { errors }),

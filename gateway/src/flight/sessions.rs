@@ -2,13 +2,14 @@
 
 use std::time::Duration;
 
-use sqe_engine::expiring::{Expire, ExpiringMap};
+use sqe_engine::expiring::{Expire, ExpiringMap, QuotaExceeded};
 use sqe_engine::queries::Session;
 
 /// Sessions unused this long are forgotten.
 const SESSION_IDLE: Duration = Duration::from_secs(3600);
-/// Most sessions kept at once.
+/// Most sessions kept at once, and per user.
 const MAX_SESSIONS: u64 = 10_000;
+const MAX_SESSIONS_PER_USER: u64 = 1_000;
 
 /// Session settings by session key (cookie or bearer token, see [`super::protocol::session_key`]).
 #[derive(Debug)]
@@ -19,7 +20,12 @@ pub(super) struct Sessions {
 impl Default for Sessions {
     fn default() -> Self {
         Self {
-            sessions: ExpiringMap::new(MAX_SESSIONS, Expire::WhenIdle(SESSION_IDLE)),
+            sessions: ExpiringMap::with_quota(
+                MAX_SESSIONS,
+                Expire::WhenIdle(SESSION_IDLE),
+                MAX_SESSIONS_PER_USER,
+                "Flight SQL sessions",
+            ),
         }
     }
 }
@@ -31,9 +37,15 @@ impl Sessions {
             .unwrap_or_default()
     }
 
-    pub(super) fn update(&self, key: &str, change: impl FnOnce(&mut Session)) {
+    /// Changes session `key` of `user`, within the user's share of sessions.
+    pub(super) fn update(
+        &self,
+        key: &str,
+        user: &str,
+        change: impl FnOnce(&mut Session),
+    ) -> Result<(), QuotaExceeded> {
         self.sessions
-            .update(key.to_string(), Session::default, change);
+            .update_owned(user, key.to_string(), Session::default, change)
     }
 
     pub(super) fn close(&self, key: &str) -> bool {

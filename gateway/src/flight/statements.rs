@@ -9,7 +9,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::common::ScalarValue;
 use parking_lot::Mutex;
 use sqe_engine::engine::StatementTemplate;
-use sqe_engine::expiring::{Expire, ExpiringMap};
+use sqe_engine::expiring::{Expire, ExpiringMap, QuotaExceeded};
 use sqe_engine::history::CancelReason;
 use sqe_engine::queries::{Canceller, QueryHandle};
 use uuid::Uuid;
@@ -19,8 +19,9 @@ use crate::client_auth::Principal;
 /// How long a planned statement waits for its DoGet, and a prepared statement for its next use.
 const PLANNED_TTL: Duration = Duration::from_secs(300);
 const PREPARED_IDLE: Duration = Duration::from_secs(3600);
-/// Most planned and prepared statements kept at once.
+/// Most planned and prepared statements kept at once, and per user (each of the two kinds).
 const MAX_STATEMENTS: u64 = 10_000;
+pub(super) const MAX_STATEMENTS_PER_USER: u64 = 1_000;
 
 /// A statement planned by GetFlightInfo, waiting for its DoGet.
 pub(super) struct Planned {
@@ -70,17 +71,29 @@ pub(super) struct Statements {
 impl Default for Statements {
     fn default() -> Self {
         Self {
-            planned: ExpiringMap::new(MAX_STATEMENTS, Expire::AfterWrite(PLANNED_TTL)),
-            prepared: ExpiringMap::new(MAX_STATEMENTS, Expire::WhenIdle(PREPARED_IDLE)),
+            planned: ExpiringMap::with_quota(
+                MAX_STATEMENTS,
+                Expire::AfterWrite(PLANNED_TTL),
+                MAX_STATEMENTS_PER_USER,
+                "statements waiting for their DoGet",
+            ),
+            prepared: ExpiringMap::with_quota(
+                MAX_STATEMENTS,
+                Expire::WhenIdle(PREPARED_IDLE),
+                MAX_STATEMENTS_PER_USER,
+                "prepared statements",
+            ),
             running: Mutex::default(),
         }
     }
 }
 
 impl Statements {
-    /// Keeps `planned` for the DoGet of ticket `id`.
-    pub(super) fn plan(&self, id: Uuid, planned: Planned) {
-        self.planned.insert(id, Arc::new(Mutex::new(Some(planned))));
+    /// Keeps `planned` for the DoGet of ticket `id`, within its user's share.
+    pub(super) fn plan(&self, id: Uuid, planned: Planned) -> Result<(), QuotaExceeded> {
+        let owner = planned.principal.user.clone();
+        self.planned
+            .insert_owned(&owner, id, Arc::new(Mutex::new(Some(planned))))
     }
 
     /// Takes the planned statement `id` to run it; only its principal may.
@@ -97,10 +110,11 @@ impl Statements {
         ticketed.lock().take()
     }
 
-    pub(super) fn prepare(&self, statement: PreparedStatement) -> Uuid {
+    pub(super) fn prepare(&self, statement: PreparedStatement) -> Result<Uuid, QuotaExceeded> {
         let id = Uuid::new_v4();
-        self.prepared.insert(id, statement);
-        id
+        let owner = statement.principal.user.clone();
+        self.prepared.insert_owned(&owner, id, statement)?;
+        Ok(id)
     }
 
     pub(super) fn prepared(&self, id: &Uuid, principal: &Principal) -> Option<PreparedStatement> {
@@ -119,8 +133,9 @@ impl Statements {
             return false;
         };
         statement.parameter_rows = rows;
-        self.prepared.insert(*id, statement);
-        true
+        // Replacing its own entry: never over the quota.
+        let owner = statement.principal.user.clone();
+        self.prepared.insert_owned(&owner, *id, statement).is_ok()
     }
 
     pub(super) fn close_prepared(&self, id: &Uuid) {

@@ -514,3 +514,58 @@ async fn a_run_time_limit_past_the_clocks_range_is_no_limit() -> TestResult {
     assert_eq!(rows(&pages), [serde_json::json!([1])]);
     Ok(())
 }
+
+#[tokio::test]
+async fn floods_of_queries_and_transactions_stop_at_the_users_share() -> TestResult {
+    use crate::trino::server::MAX_QUERIES_PER_USER;
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    // Queries whose client never reads their last page stay open.
+    for _ in 0..MAX_QUERIES_PER_USER {
+        let first = post(&endpoint.router, As::Named("alice"), &[], "SELECT 1").await?;
+        assert_eq!(first.status, StatusCode::OK);
+    }
+    let refused = post(&endpoint.router, As::Named("alice"), &[], "SELECT 1").await?;
+    assert_eq!(
+        refused.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{:?}",
+        refused.body
+    );
+    // Transactions: at most 100 open per user.
+    let none = [("x-trino-transaction-id", "NONE")];
+    let mut started = 0;
+    let failure = loop {
+        let pages = run(
+            &endpoint.router,
+            "START TRANSACTION",
+            As::Named("bob"),
+            &none,
+        )
+        .await?;
+        match error_name(&pages) {
+            None => started += 1,
+            Some(name) => break name,
+        }
+        assert!(started <= 100, "a user opened more than 100 transactions");
+    };
+    assert_eq!(
+        (started, failure.as_str()),
+        (100, "GENERIC_INSUFFICIENT_RESOURCES")
+    );
+    // Others are served as before.
+    let carol = tokio::time::timeout(
+        Duration::from_secs(30),
+        run(&endpoint.router, "SELECT 1", As::Named("carol"), &[]),
+    )
+    .await??;
+    assert_eq!(rows(&carol), [serde_json::json!([1])]);
+    let carol_tx = run(
+        &endpoint.router,
+        "START TRANSACTION",
+        As::Named("carol"),
+        &none,
+    )
+    .await?;
+    assert_eq!(error_name(&carol_tx), None);
+    Ok(())
+}

@@ -30,6 +30,10 @@ const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 /// Page size without `targetResultSize`, and the most a client may ask for.
 const DEFAULT_TARGET_BYTES: usize = 1024 * 1024;
 const MAX_TARGET_BYTES: usize = 128 * 1024 * 1024;
+/// Most queries the port keeps at once (finished ones wait for a repeated last request), and
+/// most unfinished ones per user.
+const MAX_QUERIES: usize = 100_000;
+pub(crate) const MAX_QUERIES_PER_USER: usize = 1_000;
 /// How long a finished query (and its last page) is kept for a repeated request.
 const FINISHED_RETENTION: Duration = Duration::from_secs(60);
 
@@ -71,6 +75,27 @@ impl TrinoEndpoint {
             Some(query) if caller.may_see(&query.user) => Ok(Arc::clone(query)),
             _ => Err(Refusal::NotFound(format!("query {id} not found"))),
         }
+    }
+
+    /// Whether `user` may start another query: one user's queries cannot fill the port.
+    fn admit(&self, user: &str) -> Result<(), Refusal> {
+        let running = self.running.lock();
+        if running.len() >= MAX_QUERIES {
+            return Err(Refusal::TooMany(format!(
+                "the coordinator holds {} queries, the most it keeps; try again shortly",
+                running.len()
+            )));
+        }
+        let own = running
+            .values()
+            .filter(|q| q.user == user && !q.is_finished())
+            .count();
+        if own >= MAX_QUERIES_PER_USER {
+            return Err(Refusal::TooMany(format!(
+                "user {user} has {own} queries open, the most one user may; finish or cancel some"
+            )));
+        }
+        Ok(())
     }
 
     /// Cancels and forgets queries abandoned by their clients.
@@ -138,6 +163,8 @@ pub(crate) enum Refusal {
     NotFound(String),
     /// A page that was served already and is gone.
     Gone(String),
+    /// The caller holds as much as one user may (429).
+    TooMany(String),
     Internal(String),
 }
 
@@ -155,6 +182,7 @@ impl IntoResponse for Refusal {
             Refusal::Forbidden(m) => (StatusCode::FORBIDDEN, m),
             Refusal::NotFound(m) => (StatusCode::NOT_FOUND, m),
             Refusal::Gone(m) => (StatusCode::GONE, m),
+            Refusal::TooMany(m) => (StatusCode::TOO_MANY_REQUESTS, m),
             Refusal::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),
         };
         text(status, message)
@@ -246,6 +274,7 @@ async fn submit(
     if sql.trim().is_empty() {
         return Err(Refusal::BadRequest("SQL statement is empty".into()));
     }
+    endpoint.admit(&session.session.user)?;
     let query = TrinoQuery::start(&endpoint.queries, sql, session)
         .ok_or_else(|| Refusal::Internal("the query vanished".into()))?;
     endpoint
