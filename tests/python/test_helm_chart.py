@@ -45,13 +45,13 @@ class HelmChart(unittest.TestCase):
         return kinds
 
     def test_default_values_render_valid_manifests(self):
-        rendered = render({"workerSecret": {"value": "s3cret"}})
+        rendered = render({"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}})
         kinds = self.check_valid(rendered)
         self.assertEqual(
             sorted(kinds),
             ["ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "Secret", "Service", "Service"],
         )
-        self.assertEqual(helm.lint(CHART, {"workerSecret": {"value": "s3cret"}}, strict=True)["errors"], [])
+        self.assertEqual(helm.lint(CHART, {"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}}, strict=True)["errors"], [])
 
     def test_production_values_render_valid_manifests_and_config(self):
         values = dict(PRODUCTION, workerSecret={"existingSecret": "sqe-worker-secret"})
@@ -93,7 +93,7 @@ class HelmChart(unittest.TestCase):
                 f.write(config[name])
 
     def test_dns_discovery_lists_the_headless_service_instead_of_registering(self):
-        values = {"workerSecret": {"value": "s3cret"}, "worker": {"discovery": "dns"}}
+        values = {"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}, "worker": {"discovery": "dns"}}
         rendered = render(values)
         self.check_valid(rendered)
         docs = dict(((d["kind"], d["metadata"]["name"]), d) for _, d in documents(rendered))
@@ -102,13 +102,18 @@ class HelmChart(unittest.TestCase):
         self.assertNotIn("coordinator_url", config["worker.toml"])
         headless = docs[("Service", "demo-sqe-workers")]
         self.assertEqual(headless["spec"]["clusterIP"], "None")
-        registering = documents(render({"workerSecret": {"value": "s3cret"}}))
+        registering = documents(render({"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}}))
         config = dict(((d["kind"], d["metadata"]["name"]), d) for _, d in registering)[("ConfigMap", "demo-sqe-config")]["data"]
         self.assertNotIn("worker_dns", config["coordinator.toml"])
         self.assertIn('coordinator_url = "http://demo-sqe-coordinator:50051"', config["worker.toml"])
         with self.assertRaises(helm.HelmRenderError) as refused:
-            render({"workerSecret": {"value": "s3cret"}, "worker": {"discovery": "gossip"}})
+            render({"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}, "worker": {"discovery": "gossip"}})
         self.assertIn("worker.discovery", str(refused.exception))
+
+    def test_a_short_worker_secret_fails_with_a_clear_message(self):
+        with self.assertRaises(helm.HelmRenderError) as refused:
+            render({"workerSecret": {"value": "s3cret"}})
+        self.assertIn("at least 16 bytes", str(refused.exception))
 
     def test_production_values_without_a_secret_fail_with_a_clear_message(self):
         with self.assertRaises(helm.HelmRenderError) as refused:
@@ -129,7 +134,7 @@ class HelmChart(unittest.TestCase):
         self.assertTrue(users and users[-1] not in ("root", "0"), users)
         self.assertRegex(text, r'(?m)^ENTRYPOINT \["/usr/local/bin/sqe"\]')
         # The chart's command lines match the image's entry point.
-        rendered = render({"workerSecret": {"value": "s3cret"}})
+        rendered = render({"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}})
         args = [
             d["spec"]["template"]["spec"]["containers"][0]["args"]
             for _, d in documents(rendered)

@@ -199,8 +199,13 @@ mod tests {
 
     #[tokio::test]
     async fn every_request_carries_a_fresh_valid_token() -> Result<(), tower::BoxError> {
-        let signer = Arc::new(TokenSigner::new(b"secret", "coordinator", "sqe-worker")?);
-        let verifier = crate::auth::TokenVerifier::new(&[b"secret".as_slice()], "sqe-worker")?;
+        let signer = Arc::new(TokenSigner::new(
+            b"the-cluster-secret",
+            "coordinator",
+            "sqe-worker",
+        )?);
+        let verifier =
+            crate::auth::TokenVerifier::new(&[b"the-cluster-secret".as_slice()], "sqe-worker")?;
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let mut service = AuthLayer::new(signer, "http://w1:50052")
             .with_reuse(Duration::ZERO)
@@ -226,7 +231,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn tokens_are_reused_then_renewed() -> Result<(), tower::BoxError> {
-        let signer = Arc::new(TokenSigner::new(b"secret", "coordinator", "sqe-worker")?);
+        let signer = Arc::new(TokenSigner::new(
+            b"the-cluster-secret",
+            "coordinator",
+            "sqe-worker",
+        )?);
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let mut service = AuthLayer::new(signer, "w")
             .with_reuse(Duration::from_secs(10))
@@ -252,7 +261,11 @@ mod tests {
 
     #[tokio::test]
     async fn unauthenticated_answers_name_the_peer() -> Result<(), tower::BoxError> {
-        let signer = Arc::new(TokenSigner::new(b"secret", "coordinator", "sqe-worker")?);
+        let signer = Arc::new(TokenSigner::new(
+            b"the-cluster-secret",
+            "coordinator",
+            "sqe-worker",
+        )?);
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let mut service = AuthLayer::for_peer(signer, "worker", "http://w1:50052").layer(service);
         let call = service.ready().await?.call(Request::new(Body::empty()));

@@ -10,8 +10,8 @@
 //! ```
 //! use sqe_layers::auth::{TokenSigner, TokenVerifier};
 //!
-//! let signer = TokenSigner::new(b"s3cr3t", "coordinator", "sqe-worker")?;
-//! let verifier = TokenVerifier::new(&[b"s3cr3t".as_slice()], "sqe-worker")?;
+//! let signer = TokenSigner::new(b"a-long-random-cluster-secret", "coordinator", "sqe-worker")?;
+//! let verifier = TokenVerifier::new(&[b"a-long-random-cluster-secret".as_slice()], "sqe-worker")?;
 //! let claims = verifier.verify(&signer.sign()?)?;
 //! assert_eq!(claims.iss, "coordinator");
 //! # Ok::<(), sqe_layers::auth::AuthError>(())
@@ -23,4 +23,4 @@ mod token;
 
 pub use client::{Auth, AuthFuture, AuthLayer, DEFAULT_TOKEN_REUSE};
 pub use server::{Verify, VerifyFuture, VerifyLayer, VerifyToken};
-pub use token::{AuthError, Claims, TokenSigner, TokenVerifier, VerifierStats};
+pub use token::{AuthError, Claims, MIN_SECRET_BYTES, TokenSigner, TokenVerifier, VerifierStats};

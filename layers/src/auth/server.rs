@@ -75,7 +75,7 @@ mod tests {
 
     fn layer() -> Result<VerifyLayer, AuthError> {
         Ok(VerifyLayer::verifying(Arc::new(TokenVerifier::new(
-            &[b"secret".as_slice()],
+            &[b"the-cluster-secret".as_slice()],
             "sqe-worker",
         )?)))
     }
@@ -84,7 +84,7 @@ mod tests {
     async fn refuses_without_calling_the_service() -> Result<(), tower::BoxError> {
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let mut service = layer()?.layer(service);
-        let other = TokenSigner::new(b"other", "w2", "sqe-worker")?;
+        let other = TokenSigner::new(b"another-cluster-secret", "w2", "sqe-worker")?;
         for auth in [
             None,
             Some("Basic abc".to_string()),
@@ -116,7 +116,7 @@ mod tests {
     async fn passes_valid_tokens_with_their_claims() -> Result<(), tower::BoxError> {
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
         let mut service = layer()?.layer(service);
-        let signer = TokenSigner::new(b"secret", "worker-2", "sqe-worker")?;
+        let signer = TokenSigner::new(b"the-cluster-secret", "worker-2", "sqe-worker")?;
         let mut request = Request::new(Body::empty());
         request
             .headers_mut()

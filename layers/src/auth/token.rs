@@ -50,16 +50,31 @@ pub enum AuthError {
     WrongAudience,
     #[error("the token is issued in the future or lives too long")]
     BadLifetime,
-    #[error("the secret is empty")]
-    EmptySecret,
+    #[error(
+        "the secret is {0} bytes long; it must have at least {MIN_SECRET_BYTES} (e.g. `openssl rand -hex 32`)"
+    )]
+    WeakSecret(usize),
     #[error("cannot sign a token: {0}")]
     Sign(String),
+}
+
+/// The shortest secret tokens are signed with: 128 bits, if it is random.
+pub const MIN_SECRET_BYTES: usize = 16;
+
+/// A key that can be guessed offline from one sniffed token is refused.
+fn check_strength(secret: &[u8]) -> Result<(), AuthError> {
+    if secret.len() < MIN_SECRET_BYTES {
+        return Err(AuthError::WeakSecret(secret.len()));
+    }
+    Ok(())
 }
 
 impl From<AuthError> for tonic::Status {
     fn from(err: AuthError) -> Self {
         match err {
-            AuthError::Sign(_) | AuthError::EmptySecret => tonic::Status::internal(err.to_string()),
+            AuthError::Sign(_) | AuthError::WeakSecret(_) => {
+                tonic::Status::internal(err.to_string())
+            }
             _ => tonic::Status::unauthenticated(err.to_string()),
         }
     }
@@ -98,9 +113,7 @@ impl TokenSigner {
         issuer: impl Into<String>,
         audience: impl Into<String>,
     ) -> Result<Self, AuthError> {
-        if secret.is_empty() {
-            return Err(AuthError::EmptySecret);
-        }
+        check_strength(secret)?;
         let key = EncodingKey::from_secret(secret).map_err(|e| AuthError::Sign(e.to_string()))?;
         Ok(Self {
             key,
@@ -201,8 +214,11 @@ impl std::fmt::Debug for TokenVerifier {
 impl TokenVerifier {
     /// Accepts tokens for `audience` signed with any of `secrets` (current first, then previous).
     pub fn new(secrets: &[&[u8]], audience: impl Into<String>) -> Result<Self, AuthError> {
-        if secrets.is_empty() || secrets.iter().any(|s| s.is_empty()) {
-            return Err(AuthError::EmptySecret);
+        if secrets.is_empty() {
+            return Err(AuthError::WeakSecret(0));
+        }
+        for secret in secrets {
+            check_strength(secret)?;
         }
         let keys = secrets
             .iter()
@@ -325,9 +341,19 @@ mod tests {
     }
 
     #[test]
+    fn short_secrets_are_refused() {
+        let weak = TokenSigner::new(b"s3cr3t", "c", "sqe-worker").err();
+        assert_eq!(weak, Some(AuthError::WeakSecret(6)));
+        let weak =
+            TokenVerifier::new(&[b"the-cluster-secret".as_slice(), b"old"], "sqe-worker").err();
+        assert_eq!(weak, Some(AuthError::WeakSecret(3)));
+        assert!(TokenSigner::new(&[7u8; MIN_SECRET_BYTES], "c", "sqe-worker").is_ok());
+    }
+
+    #[test]
     fn round_trip_and_unique_ids() -> Result<(), AuthError> {
-        let signer = TokenSigner::new(b"secret", "coordinator", "sqe-worker")?;
-        let v = verifier(&[b"secret"]);
+        let signer = TokenSigner::new(b"the-cluster-secret", "coordinator", "sqe-worker")?;
+        let v = verifier(&[b"the-cluster-secret"]);
         let a = v.verify(&signer.sign()?)?;
         let b = v.verify(&signer.sign()?)?;
         assert_eq!(a.iss, "coordinator");
@@ -341,10 +367,10 @@ mod tests {
 
     #[test]
     fn rejects_wrong_secret_audience_and_garbage() -> Result<(), AuthError> {
-        let v = verifier(&[b"secret"]);
-        let other = TokenSigner::new(b"other", "coordinator", "sqe-worker")?;
+        let v = verifier(&[b"the-cluster-secret"]);
+        let other = TokenSigner::new(b"another-cluster-secret", "coordinator", "sqe-worker")?;
         assert_eq!(v.verify(&other.sign()?), Err(AuthError::BadSignature));
-        let elsewhere = TokenSigner::new(b"secret", "coordinator", "someone-else")?;
+        let elsewhere = TokenSigner::new(b"the-cluster-secret", "coordinator", "someone-else")?;
         assert_eq!(v.verify(&elsewhere.sign()?), Err(AuthError::WrongAudience));
         assert_eq!(v.verify("not.a.token"), Err(AuthError::Malformed));
         assert_eq!(v.stats().rejected(), 3);
@@ -353,9 +379,9 @@ mod tests {
 
     #[test]
     fn expiry_with_bounded_skew() -> Result<(), AuthError> {
-        let signer =
-            TokenSigner::new(b"secret", "c", "sqe-worker")?.with_ttl(Duration::from_secs(10));
-        let v = verifier(&[b"secret"]).with_leeway(Duration::from_secs(5));
+        let signer = TokenSigner::new(b"the-cluster-secret", "c", "sqe-worker")?
+            .with_ttl(Duration::from_secs(10));
+        let v = verifier(&[b"the-cluster-secret"]).with_leeway(Duration::from_secs(5));
         let t0 = now();
         let token = signer.sign_at(t0)?;
         assert!(v.verify_at(&token, t0 + 14).is_ok(), "within exp + leeway");
@@ -367,8 +393,8 @@ mod tests {
             Err(AuthError::BadLifetime)
         );
         // A long-lived token is refused whatever its signature.
-        let long =
-            TokenSigner::new(b"secret", "c", "sqe-worker")?.with_ttl(Duration::from_secs(3600));
+        let long = TokenSigner::new(b"the-cluster-secret", "c", "sqe-worker")?
+            .with_ttl(Duration::from_secs(3600));
         assert_eq!(
             v.verify_at(&long.sign_at(t0)?, t0),
             Err(AuthError::BadLifetime)
@@ -378,16 +404,16 @@ mod tests {
 
     #[test]
     fn remembered_tokens_still_expire() -> Result<(), AuthError> {
-        let signer =
-            TokenSigner::new(b"secret", "c", "sqe-worker")?.with_ttl(Duration::from_secs(10));
-        let v = verifier(&[b"secret"]).with_leeway(Duration::from_secs(5));
+        let signer = TokenSigner::new(b"the-cluster-secret", "c", "sqe-worker")?
+            .with_ttl(Duration::from_secs(10));
+        let v = verifier(&[b"the-cluster-secret"]).with_leeway(Duration::from_secs(5));
         let t0 = now();
         let token = signer.sign_at(t0)?;
         assert!(v.verify_cached(&token, t0).is_ok());
         assert!(v.verify_cached(&token, t0 + 1).is_ok(), "a cache hit");
         assert_eq!(v.verify_cached(&token, t0 + 16), Err(AuthError::Expired));
         // A token from another secret is never cached as valid.
-        let other = TokenSigner::new(b"other", "c", "sqe-worker")?.sign_at(t0)?;
+        let other = TokenSigner::new(b"another-cluster-secret", "c", "sqe-worker")?.sign_at(t0)?;
         assert_eq!(v.verify_cached(&other, t0), Err(AuthError::BadSignature));
         assert_eq!(v.verify_cached(&other, t0), Err(AuthError::BadSignature));
         Ok(())
@@ -395,12 +421,12 @@ mod tests {
 
     #[test]
     fn rotation_accepts_current_and_previous() -> Result<(), AuthError> {
-        let v = verifier(&[b"new", b"old"]);
-        let old = TokenSigner::new(b"old", "w", "sqe-worker")?;
-        let new = TokenSigner::new(b"new", "w", "sqe-worker")?;
+        let v = verifier(&[b"the-new-cluster-secret", b"the-old-cluster-secret"]);
+        let old = TokenSigner::new(b"the-old-cluster-secret", "w", "sqe-worker")?;
+        let new = TokenSigner::new(b"the-new-cluster-secret", "w", "sqe-worker")?;
         assert!(v.verify(&old.sign()?).is_ok());
         assert!(v.verify(&new.sign()?).is_ok());
-        let retired = TokenSigner::new(b"older", "w", "sqe-worker")?;
+        let retired = TokenSigner::new(b"an-older-cluster-secret", "w", "sqe-worker")?;
         assert_eq!(v.verify(&retired.sign()?), Err(AuthError::BadSignature));
         Ok(())
     }

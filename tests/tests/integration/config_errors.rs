@@ -77,6 +77,18 @@ fn worker_without_worker_secret_refuses_to_start() -> TestResult {
 }
 
 #[test]
+fn a_short_worker_secret_refuses_to_start() -> TestResult {
+    let (ok, stderr) = start_with(
+        "worker",
+        "[worker]\nflight_port = 0\nworker_secret = \"s3cr3t\"\n",
+        &[],
+    )?;
+    assert!(!ok);
+    assert!(stderr.contains("at least 16"), "{stderr}");
+    Ok(())
+}
+
+#[test]
 fn wrong_types_and_syntax_are_reported_with_their_place() -> TestResult {
     let (ok, stderr) = start_with("worker", "[worker]\nflight_port = \"fifty\"\n", &[])?;
     assert!(!ok);

@@ -111,11 +111,11 @@ async fn worker(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_with_another_secret_fails_queries_naming_it() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let good = worker("the-secret", "worker-1").await?;
-    let bad = worker("another-secret", "worker-2").await?;
+    let good = worker("the-cluster-secret-of-this-test", "worker-1").await?;
+    let bad = worker("another-cluster-secret-entirely", "worker-2").await?;
     let mut config = local_coordinator_config(dir.path());
     config.coordinator.worker_urls = vec![good.url.to_string(), bad.url.to_string()];
-    config.coordinator.worker_secret = Some("the-secret".into());
+    config.coordinator.worker_secret = Some("the-cluster-secret-of-this-test".into());
     config.coordinator.scan_bytes_per_partition = ByteSize(8 * 1024);
     let coordinator = start_coordinator(&config, bind("127.0.0.1", 0, "flight").await?).await?;
     let statuses = coordinator.engine.workers().statuses();
