@@ -340,3 +340,25 @@ async fn a_flood_of_prepared_statements_stops_at_the_users_share() -> TestResult
     assert_eq!(longs(&answered, 0), [1]);
     Ok(())
 }
+
+#[tokio::test]
+async fn parameters_over_the_limit_are_refused_while_they_stream() -> TestResult {
+    let endpoint = serve(ClientAuth::disabled()?).await?;
+    let mut client = client(&endpoint.url).await?;
+    let mut select = client.prepare("SELECT length(?)".into(), None).await?;
+    // 80 rows of 1 MiB: more than the 64 MiB one DoPut may bind.
+    let huge = "x".repeat(1024 * 1024);
+    let rows = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("p", DataType::Utf8, false)])),
+        vec![Arc::new(datafusion::arrow::array::StringArray::from(vec![
+            huge.as_str();
+            80
+        ]))],
+    )?;
+    select.set_parameters(rows)?;
+    let refused = select.execute().await.err().map(|e| status(e).code());
+    assert_eq!(refused, Some(Code::ResourceExhausted));
+    // The endpoint goes on.
+    assert_eq!(longs(&query(&mut client, "SELECT 1").await?, 0), [1]);
+    Ok(())
+}

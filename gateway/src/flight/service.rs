@@ -175,11 +175,25 @@ impl SqeFlightSqlService {
         }
     }
 
-    /// Parameters sent with DoPut: one value per column, one set per row.
+    /// Parameters sent with DoPut: one value per column, one set per row. Counted while they
+    /// stream, so a client cannot make the coordinator hold more than [`MAX_PARAMETER_BYTES`].
     async fn parameter_rows(
         request: Request<PeekableFlightDataStream>,
     ) -> Result<Vec<Vec<ScalarValue>>, Status> {
-        let batches: Vec<RecordBatch> = record_batches(request.into_inner()).try_collect().await?;
+        let mut stream = record_batches(request.into_inner());
+        let mut batches = Vec::new();
+        let mut bytes = 0usize;
+        while let Some(batch) = stream.try_next().await? {
+            bytes = bytes.saturating_add(batch.get_array_memory_size());
+            if bytes > MAX_PARAMETER_BYTES {
+                return Err(Status::resource_exhausted(format!(
+                    "the parameters bound to a prepared statement may take at most {} MB; \
+                     ingest bulk data with a statement ingest (ADBC adbc_ingest) instead",
+                    MAX_PARAMETER_BYTES / (1024 * 1024)
+                )));
+            }
+            batches.push(batch);
+        }
         let mut rows = Vec::new();
         for batch in batches {
             for row in 0..batch.num_rows() {
@@ -195,6 +209,9 @@ impl SqeFlightSqlService {
         Ok(rows)
     }
 }
+
+/// The most memory the parameter rows of one DoPut may take.
+const MAX_PARAMETER_BYTES: usize = 64 * 1024 * 1024;
 
 /// A Flight SQL call's span, in its query's trace.
 fn rpc_span(handle: &QueryHandle, rpc: &'static str) -> tracing::Span {
