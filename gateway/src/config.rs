@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -74,12 +75,12 @@ pub struct ClientAuthConfig {
     pub password_file: Option<PathBuf>,
     /// Key of the bearer tokens issued at login; random per start when unset (tokens then do
     /// not survive a restart).
-    pub token_secret: Option<String>,
+    pub token_secret: Option<SecretString>,
     pub token_secret_file: Option<PathBuf>,
     /// Lifetime of an issued token.
     pub token_ttl_secs: u64,
     /// Bearer JWTs from an identity provider: an HS256 secret, or an RS256 public key (PEM).
-    pub jwt_secret: Option<String>,
+    pub jwt_secret: Option<SecretString>,
     pub jwt_secret_file: Option<PathBuf>,
     pub jwt_public_key_file: Option<PathBuf>,
     /// Required `iss` and `aud` of those JWTs, when set.
@@ -175,7 +176,7 @@ pub struct CoordinatorSection {
     /// every `worker_probe_interval_secs`; an alternative to workers registering.
     pub worker_dns: Option<String>,
     /// Shared secret workers and coordinator authenticate each other with.
-    pub worker_secret: Option<String>,
+    pub worker_secret: Option<SecretString>,
     pub worker_secret_file: Option<PathBuf>,
     /// Test networks only: allow a distributed setup without `worker_secret`.
     pub allow_unauthenticated_workers: bool,
@@ -205,7 +206,7 @@ pub struct CoordinatorSection {
     /// Longest a query may run, streaming its results included (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
     /// The secret before the current one, still accepted while peers are rotated.
-    pub worker_secret_previous: Option<String>,
+    pub worker_secret_previous: Option<SecretString>,
     /// Deadline per RPC attempt to a worker, until its response headers.
     pub rpc_timeout_ms: u64,
     /// Deadline for connecting to a worker.
@@ -302,13 +303,13 @@ pub struct WorkerSection {
     pub metrics_port: u16,
     /// Memory DataFusion may use on this worker for all fragments together (e.g. "512MB").
     pub memory_limit: Option<ByteSize>,
-    pub worker_secret: Option<String>,
+    pub worker_secret: Option<SecretString>,
     pub worker_secret_file: Option<PathBuf>,
     pub allow_unauthenticated_workers: bool,
     /// Version reported to coordinators; defaults to `SQE_VERSION` or the build version.
     pub version: Option<String>,
     /// The secret before the current one, still accepted while peers are rotated.
-    pub worker_secret_previous: Option<String>,
+    pub worker_secret_previous: Option<SecretString>,
     /// Deadline per RPC attempt to a worker, until its response headers.
     pub rpc_timeout_ms: u64,
     /// Deadline for connecting to a worker.
@@ -373,7 +374,7 @@ pub struct CatalogConfig {
     /// warehouse, when it is one). Explicit locations are refused without it.
     pub location_root: Option<String>,
     /// REST: a static bearer token (OAuth2 client credentials go in `[auth]`).
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// REST: extra HTTP headers on every catalog request.
     pub headers: HashMap<String, String>,
     /// REST: ask the catalog for the storage credentials of each table it loads and read that
@@ -405,7 +406,7 @@ impl Default for CatalogConfig {
 pub struct AuthConfig {
     pub token_endpoint: Option<String>,
     pub client_id: Option<String>,
-    pub client_secret: Option<String>,
+    pub client_secret: Option<SecretString>,
     pub client_secret_file: Option<PathBuf>,
     /// The scope asked for (default `catalog`).
     pub scope: Option<String>,
@@ -477,9 +478,9 @@ pub struct StorageConfig {
     pub s3_endpoint: Option<String>,
     pub s3_region: Option<String>,
     pub s3_access_key_id: Option<String>,
-    pub s3_secret_access_key: Option<String>,
+    pub s3_secret_access_key: Option<SecretString>,
     pub s3_secret_access_key_file: Option<PathBuf>,
-    pub s3_session_token: Option<String>,
+    pub s3_session_token: Option<SecretString>,
     /// Path-style requests (`http://endpoint/bucket/key`), as MinIO-like stores need.
     pub s3_path_style: Option<bool>,
 }
@@ -500,7 +501,10 @@ impl StorageConfig {
             iceberg::io::S3_SECRET_ACCESS_KEY,
             secret(&self.s3_secret_access_key, &self.s3_secret_access_key_file)?,
         );
-        put(iceberg::io::S3_SESSION_TOKEN, self.s3_session_token.clone());
+        put(
+            iceberg::io::S3_SESSION_TOKEN,
+            exposed(&self.s3_session_token),
+        );
         put(
             iceberg::io::S3_PATH_STYLE_ACCESS,
             self.s3_path_style.map(|b| b.to_string()),
@@ -596,8 +600,13 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// Reads a secret given inline or as a file (trailing newline trimmed).
+/// A secret's text, for the one place that hands it on.
+fn exposed(secret: &Option<SecretString>) -> Option<String> {
+    secret.as_ref().map(|s| s.expose_secret().to_string())
+}
+
 pub fn secret(
-    inline: &Option<String>,
+    inline: &Option<SecretString>,
     file: &Option<PathBuf>,
 ) -> Result<Option<String>, ConfigError> {
     match (inline, file) {
@@ -605,7 +614,7 @@ pub fn secret(
             "a secret is given both inline and as file {}; give one",
             path.display()
         ))),
-        (Some(v), None) => Ok(Some(v.clone())),
+        (Some(v), None) => Ok(Some(v.expose_secret().to_string())),
         (None, Some(path)) => std::fs::read_to_string(path)
             .map(|s| Some(s.trim_end_matches(['\n', '\r']).to_string()))
             .map_err(|e| {
@@ -657,7 +666,7 @@ impl CoordinatorConfig {
         let c = &self.coordinator;
         Ok(PeerSettings {
             secret: self.worker_secret()?,
-            previous_secret: c.worker_secret_previous.clone(),
+            previous_secret: exposed(&c.worker_secret_previous),
             allow_unauthenticated: c.allow_unauthenticated_workers,
             rpc_timeout: std::time::Duration::from_millis(c.rpc_timeout_ms),
             connect_timeout: std::time::Duration::from_millis(c.connect_timeout_ms),
@@ -680,7 +689,7 @@ impl ConfigFile for CoordinatorConfig {
     fn apply_environment(&mut self, env: &[(String, String)]) {
         let c = &mut self.coordinator;
         if c.worker_secret.is_none() && c.worker_secret_file.is_none() {
-            c.worker_secret = secret_from_env(env);
+            c.worker_secret = secret_from_env(env).map(SecretString::from);
         }
     }
 
@@ -763,7 +772,7 @@ impl WorkerConfig {
         let w = &self.worker;
         Ok(PeerSettings {
             secret: self.worker_secret()?,
-            previous_secret: w.worker_secret_previous.clone(),
+            previous_secret: exposed(&w.worker_secret_previous),
             allow_unauthenticated: w.allow_unauthenticated_workers,
             rpc_timeout: std::time::Duration::from_millis(w.rpc_timeout_ms),
             connect_timeout: std::time::Duration::from_millis(w.connect_timeout_ms),
@@ -777,7 +786,7 @@ impl ConfigFile for WorkerConfig {
     fn apply_environment(&mut self, env: &[(String, String)]) {
         let w = &mut self.worker;
         if w.worker_secret.is_none() && w.worker_secret_file.is_none() {
-            w.worker_secret = secret_from_env(env);
+            w.worker_secret = secret_from_env(env).map(SecretString::from);
         }
     }
 
@@ -836,7 +845,7 @@ impl CatalogConfig {
             catalog_url: self.catalog_url.clone(),
             warehouse: self.warehouse.clone(),
             location_root: self.location_root.clone(),
-            token: self.token.clone(),
+            token: exposed(&self.token),
             headers: self.headers.clone(),
             vended_credentials: self.vended_credentials,
             oauth2: auth.oauth2()?,
@@ -967,6 +976,43 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         CoordinatorConfig::from_toml(text, "coordinator.toml", &env)
+    }
+
+    #[test]
+    fn no_debug_output_shows_a_secret() -> Result<(), ConfigError> {
+        let c = coordinator(
+            r#"
+            [coordinator]
+            worker_secret = "hidden-worker-secret-1"
+            worker_secret_previous = "hidden-worker-secret-2"
+            [catalog]
+            type = "rest"
+            catalog_url = "http://catalog:8181"
+            token = "hidden-catalog-token"
+            [storage]
+            s3_secret_access_key = "hidden-s3-key"
+            s3_session_token = "hidden-s3-session"
+            [client_auth]
+            type = "jwt"
+            token_secret = "hidden-token-secret-of-sqe"
+            jwt_secret = "hidden-jwt-secret"
+            "#,
+            &[],
+        )?;
+        let shown = format!("{c:?} {:?}", c.peer_settings()?);
+        assert!(!shown.contains("hidden"), "{shown}");
+        // The secrets are there for the one place that uses each.
+        assert_eq!(
+            c.worker_secret()?.as_deref(),
+            Some("hidden-worker-secret-1")
+        );
+        let worker = WorkerConfig::from_toml(
+            "[worker]\nworker_secret = \"hidden-worker-secret-3\"\n",
+            "worker.toml",
+            &[],
+        )?;
+        assert!(!format!("{worker:?}").contains("hidden"));
+        Ok(())
     }
 
     #[test]

@@ -175,7 +175,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
                 node_id: Some(format!("worker-{}", i + 1)),
                 bind_address: "127.0.0.1".into(),
                 flight_port: 0,
-                worker_secret: Some(secret.clone()),
+                worker_secret: Some(secret.clone().into()),
                 memory_limit: options.worker_memory_limit.map(ByteSize),
                 ..Default::default()
             },
@@ -193,7 +193,7 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     let mut coordinator = CoordinatorSection {
         bind_address: "127.0.0.1".into(),
         worker_urls: workers.iter().map(|w| w.url.to_string()).collect(),
-        worker_secret: Some(secret),
+        worker_secret: Some(secret.into()),
         flight_sql_port: options.flight_sql_port,
         trino_http_port: 0,
         query_max_run_time_secs: options.query_max_run_time_secs,

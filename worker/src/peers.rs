@@ -11,7 +11,7 @@ use crate::channel::SqeChannelResolver;
 use crate::error::{NodeError, Result};
 
 /// How a node authenticates to and talks with its peers (the worker channel).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PeerSettings {
     pub secret: Option<String>,
     pub previous_secret: Option<String>,
@@ -20,6 +20,22 @@ pub struct PeerSettings {
     pub connect_timeout: std::time::Duration,
     pub retry_budget_percent: f32,
     pub io_threads: usize,
+}
+
+/// Says whether the secrets are set, never what they are.
+impl std::fmt::Debug for PeerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |s: &Option<String>| s.as_ref().map(|_| "[REDACTED]");
+        f.debug_struct("PeerSettings")
+            .field("secret", &set(&self.secret))
+            .field("previous_secret", &set(&self.previous_secret))
+            .field("allow_unauthenticated", &self.allow_unauthenticated)
+            .field("rpc_timeout", &self.rpc_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("retry_budget_percent", &self.retry_budget_percent)
+            .field("io_threads", &self.io_threads)
+            .finish()
+    }
 }
 
 /// The audience of tokens for worker RPCs.

@@ -14,7 +14,7 @@ pub enum CatalogKind {
 }
 
 /// How to reach the catalog.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CatalogSettings {
     pub kind: CatalogKind,
     /// The catalog's name in SQL (`SELECT * FROM iceberg.tpch.nation`).
@@ -56,11 +56,69 @@ impl Default for CatalogSettings {
 }
 
 /// A REST catalog's OAuth2 client credentials, checked.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OAuth2Credentials {
     pub client_id: String,
     pub client_secret: String,
     pub token_endpoint: Option<String>,
     pub scope: Option<String>,
     pub refresh: std::time::Duration,
+}
+
+/// Whether a secret is set, never what it is.
+fn redacted(secret: Option<&String>) -> Option<&'static str> {
+    secret.map(|_| "[REDACTED]")
+}
+
+impl std::fmt::Debug for CatalogSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogSettings")
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("uri", &self.uri)
+            .field("catalog_url", &self.catalog_url)
+            .field("warehouse", &self.warehouse)
+            .field("location_root", &self.location_root)
+            .field("token", &redacted(self.token.as_ref()))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("vended_credentials", &self.vended_credentials)
+            .field("oauth2", &self.oauth2)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OAuth2Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth2Credentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(Some(&self.client_secret)))
+            .field("token_endpoint", &self.token_endpoint)
+            .field("scope", &self.scope)
+            .field("refresh", &self.refresh)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_shows_no_secret() {
+        let settings = CatalogSettings {
+            token: Some("hidden-token".into()),
+            headers: HashMap::from([("X-Api-Key".to_string(), "hidden-header".to_string())]),
+            oauth2: Some(OAuth2Credentials {
+                client_id: "sqe".into(),
+                client_secret: "hidden-client-secret".into(),
+                token_endpoint: None,
+                scope: None,
+                refresh: std::time::Duration::from_secs(60),
+            }),
+            ..CatalogSettings::default()
+        };
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("hidden"), "{shown}");
+        assert!(shown.contains("X-Api-Key"), "{shown}");
+    }
 }

@@ -74,7 +74,7 @@ use crate::session_properties::{JoinDistribution, PropertyLimits, SessionPropert
 const NAME_CACHE_TTL: Duration = Duration::from_secs(1);
 
 /// Engine-wide settings from the coordinator's configuration.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EngineSettings {
     /// The name of the Iceberg catalog in SQL.
     pub catalog_name: String,
@@ -119,6 +119,27 @@ impl Default for EngineSettings {
             table_locations: TableLocations::default(),
             admin_users: Vec::new(),
         }
+    }
+}
+
+/// The storage properties by name only: they hold the store's keys.
+impl std::fmt::Debug for EngineSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut storage: Vec<&String> = self.storage_props.keys().collect();
+        storage.sort();
+        f.debug_struct("EngineSettings")
+            .field("catalog_name", &self.catalog_name)
+            .field("target_partitions", &self.target_partitions)
+            .field("scan_bytes_per_partition", &self.scan_bytes_per_partition)
+            .field("memory_limit", &self.memory_limit)
+            .field("storage_props", &storage)
+            .field("query_max_run_time", &self.query_max_run_time)
+            .field("history", &self.history)
+            .field("cache", &self.cache)
+            .field("node", &self.node)
+            .field("table_locations", &self.table_locations)
+            .field("admin_users", &self.admin_users)
+            .finish()
     }
 }
 
@@ -1258,4 +1279,23 @@ async fn count_rows(stream: SendableRecordBatchStream) -> Result<u64> {
         }
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_names_storage_properties_but_not_their_values() {
+        let settings = EngineSettings {
+            storage_props: HashMap::from([(
+                "s3.secret-access-key".to_string(),
+                "hidden-s3-key".to_string(),
+            )]),
+            ..EngineSettings::default()
+        };
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("hidden"), "{shown}");
+        assert!(shown.contains("s3.secret-access-key"), "{shown}");
+    }
 }
