@@ -362,3 +362,121 @@ async fn parameters_over_the_limit_are_refused_while_they_stream() -> TestResult
     assert_eq!(longs(&query(&mut client, "SELECT 1").await?, 0), [1]);
     Ok(())
 }
+
+/// Users `alice` and `bob`, whose passwords are their names.
+fn two_users() -> Result<Arc<ClientAuth>, Box<dyn std::error::Error>> {
+    let mut users = HashMap::new();
+    for user in ["alice", "bob"] {
+        users.insert(user.to_string(), bcrypt::hash(user, 4)?);
+    }
+    Ok(ClientAuth::from_config(&ClientAuthConfig {
+        kind: ClientAuthType::Password,
+        users,
+        ..ClientAuthConfig::default()
+    })?)
+}
+
+async fn signed_in(
+    url: &str,
+    user: &str,
+) -> Result<FlightSqlServiceClient<Channel>, Box<dyn std::error::Error>> {
+    let mut caller = client(url).await?;
+    caller.handshake(user, user).await?;
+    Ok(caller)
+}
+
+#[tokio::test]
+async fn every_flight_sql_path_runs_as_the_signed_in_user() -> TestResult {
+    use arrow_flight::sql::{
+        CommandStatementIngest, TableDefinitionOptions, TableExistsOption, TableNotExistOption,
+    };
+    let endpoint = serve(two_users()?).await?;
+    let mut alice = signed_in(&endpoint.url, "alice").await?;
+    alice
+        .execute_update("CREATE SCHEMA iceberg.s".into(), None)
+        .await?;
+    alice
+        .execute_update("CREATE TABLE iceberg.s.t (n BIGINT)".into(), None)
+        .await?;
+    let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+    let values = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(Int64Array::from(vec![1, 2]))],
+    )?;
+    let mut insert = alice
+        .prepare("INSERT INTO iceberg.s.t VALUES (?)".into(), None)
+        .await?;
+    insert.set_parameters(values.clone())?;
+    assert_eq!(insert.execute_update().await?, 2);
+    let mut select = alice
+        .prepare("SELECT count(*) FROM iceberg.s.t WHERE n > ?".into(), None)
+        .await?;
+    select.set_parameters(RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(Int64Array::from(vec![0]))],
+    )?)?;
+    select.execute().await?;
+    let ingest = CommandStatementIngest {
+        table_definition_options: Some(TableDefinitionOptions {
+            if_not_exist: TableNotExistOption::Create.into(),
+            if_exists: TableExistsOption::Fail.into(),
+        }),
+        table: "u".into(),
+        schema: Some("s".into()),
+        ..Default::default()
+    };
+    let rows = futures::stream::iter([Ok(values)]);
+    assert_eq!(alice.execute_ingest(ingest, rows).await?, 2);
+    let me = query(&mut alice, "SELECT current_user").await?;
+    let me = me[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+        .map(|a| a.value(0).to_string());
+    assert_eq!(me.as_deref(), Some("alice"));
+    let history = endpoint.queries.engine().history().records();
+    assert!(history.len() >= 6, "{} statements recorded", history.len());
+    let users: std::collections::BTreeSet<String> =
+        history.iter().map(|r| r.start.user.clone()).collect();
+    assert_eq!(users.into_iter().collect::<Vec<_>>(), ["alice"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_its_user_kills_a_flight_sql_query() -> TestResult {
+    let endpoint = serve(two_users()?).await?;
+    let mut alice = signed_in(&endpoint.url, "alice").await?;
+    let info = alice
+        .execute("SELECT count(*) FROM range(1000000000000)".into(), None)
+        .await?;
+    let ticket = info.endpoint[0].ticket.clone().ok_or("no ticket")?;
+    let mut reader = signed_in(&endpoint.url, "alice").await?;
+    let running = tokio::spawn(async move {
+        match reader.do_get(ticket).await {
+            Ok(stream) => stream
+                .try_collect::<Vec<_>>()
+                .await
+                .map(|_| ())
+                .map_err(status),
+            Err(e) => Err(status(e)),
+        }
+    });
+    let id = loop {
+        let history = endpoint.queries.engine().history().records();
+        if let Some(record) = history
+            .iter()
+            .find(|r| r.state().name() == "RUNNING" && r.start.sql.contains("range"))
+        {
+            break record.snapshot().id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let kill = format!("CALL system.runtime.kill_query(query_id => '{id}')");
+    let mut bob = signed_in(&endpoint.url, "bob").await?;
+    let refused = query(&mut bob, &kill).await.err().map(|s| s.code());
+    assert_eq!(refused, Some(Code::PermissionDenied));
+    query(&mut alice, &kill).await?;
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), running).await??;
+    assert_eq!(ended.err().map(|s| s.code()), Some(Code::Cancelled));
+    Ok(())
+}
