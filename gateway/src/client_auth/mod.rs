@@ -343,6 +343,22 @@ fn read_password_file(path: &Path) -> Result<HashMap<String, String>, ConfigErro
     Ok(users)
 }
 
+/// Password authentication of users `alice` and `bob`, whose passwords are their names: the
+/// endpoints' tests sign in with them.
+#[cfg(test)]
+pub(crate) fn alice_and_bob() -> Result<Arc<ClientAuth>, Box<dyn std::error::Error>> {
+    let mut users = HashMap::new();
+    for user in ["alice", "bob"] {
+        users.insert(user.to_string(), bcrypt::hash(user, 4)?);
+    }
+    Ok(ClientAuth::from_config(&ClientAuthConfig {
+        kind: ClientAuthType::Password,
+        users,
+        token_secret: Some("a test secret that is long enough".into()),
+        ..ClientAuthConfig::default()
+    })?)
+}
+
 /// A bcrypt hash for a password file or `[client_auth] users`.
 pub fn hash_password(password: &str) -> Result<String, bcrypt::BcryptError> {
     bcrypt::hash(password, bcrypt::DEFAULT_COST)

@@ -363,19 +363,6 @@ async fn parameters_over_the_limit_are_refused_while_they_stream() -> TestResult
     Ok(())
 }
 
-/// Users `alice` and `bob`, whose passwords are their names.
-fn two_users() -> Result<Arc<ClientAuth>, Box<dyn std::error::Error>> {
-    let mut users = HashMap::new();
-    for user in ["alice", "bob"] {
-        users.insert(user.to_string(), bcrypt::hash(user, 4)?);
-    }
-    Ok(ClientAuth::from_config(&ClientAuthConfig {
-        kind: ClientAuthType::Password,
-        users,
-        ..ClientAuthConfig::default()
-    })?)
-}
-
 async fn signed_in(
     url: &str,
     user: &str,
@@ -390,7 +377,7 @@ async fn every_flight_sql_path_runs_as_the_signed_in_user() -> TestResult {
     use arrow_flight::sql::{
         CommandStatementIngest, TableDefinitionOptions, TableExistsOption, TableNotExistOption,
     };
-    let endpoint = serve(two_users()?).await?;
+    let endpoint = serve(crate::client_auth::alice_and_bob()?).await?;
     let mut alice = signed_in(&endpoint.url, "alice").await?;
     alice
         .execute_update("CREATE SCHEMA iceberg.s".into(), None)
@@ -444,7 +431,7 @@ async fn every_flight_sql_path_runs_as_the_signed_in_user() -> TestResult {
 
 #[tokio::test]
 async fn only_its_user_kills_a_flight_sql_query() -> TestResult {
-    let endpoint = serve(two_users()?).await?;
+    let endpoint = serve(crate::client_auth::alice_and_bob()?).await?;
     let mut alice = signed_in(&endpoint.url, "alice").await?;
     let info = alice
         .execute("SELECT count(*) FROM range(1000000000000)".into(), None)

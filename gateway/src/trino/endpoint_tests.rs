@@ -2,7 +2,6 @@
 //! no workers): paging, the error JSON, session headers, cancel and who may see a query,
 //! through the axum router without a socket.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,6 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use crate::client_auth::ClientAuth;
-use crate::config::{ClientAuthConfig, ClientAuthType};
 use crate::trino::{TrinoEndpoint, trino_router};
 use sqe_engine::engine::EngineSettings;
 use sqe_engine::queries::Queries;
@@ -49,20 +47,6 @@ async fn endpoint_with(
         queries,
         _warehouse: warehouse,
     })
-}
-
-/// Users `alice` and `bob`, whose passwords are their names.
-fn password_auth() -> Result<Arc<ClientAuth>, Box<dyn std::error::Error>> {
-    let mut users = HashMap::new();
-    for user in ["alice", "bob"] {
-        users.insert(user.to_string(), bcrypt::hash(user, 4)?);
-    }
-    Ok(ClientAuth::from_config(&ClientAuthConfig {
-        kind: ClientAuthType::Password,
-        users,
-        token_secret: Some("a test secret that is long enough".into()),
-        ..ClientAuthConfig::default()
-    })?)
 }
 
 /// How a request says who sends it.
@@ -313,7 +297,7 @@ async fn delete_cancels_the_query_and_its_pages_say_so() -> TestResult {
 
 #[tokio::test]
 async fn with_authentication_a_query_is_only_its_users() -> TestResult {
-    let endpoint = endpoint(password_auth()?).await?;
+    let endpoint = endpoint(crate::client_auth::alice_and_bob()?).await?;
     let first = post(&endpoint.router, As::Basic("alice"), &[], ENDLESS).await?;
     assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
     let next = path_of(first.body["nextUri"].as_str().ok_or("no nextUri")?).to_string();
@@ -389,7 +373,7 @@ fn error_name(pages: &[Answer]) -> Option<String> {
 
 #[tokio::test]
 async fn a_transaction_is_only_its_starters() -> TestResult {
-    let endpoint = endpoint(password_auth()?).await?;
+    let endpoint = endpoint(crate::client_auth::alice_and_bob()?).await?;
     let none = [("x-trino-transaction-id", "NONE")];
     let pages = run(
         &endpoint.router,
@@ -468,7 +452,7 @@ async fn system_runtime_shows_a_user_only_its_own_queries_and_an_admin_all() -> 
 
 #[tokio::test]
 async fn repeated_wrong_passwords_are_held_off_with_429() -> TestResult {
-    let endpoint = endpoint(password_auth()?).await?;
+    let endpoint = endpoint(crate::client_auth::alice_and_bob()?).await?;
     let wrong = [("authorization", "Basic YWxpY2U6bm9wZQ==")];
     for _ in 0..5 {
         let answer = post(&endpoint.router, As::Named("alice"), &wrong, "SELECT 1").await?;
