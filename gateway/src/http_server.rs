@@ -1,6 +1,7 @@
 //! The Trino port's HTTP server, with the limits a public port needs: a cap on open
 //! connections, a time limit for a request's headers and for the whole request, a body size
-//! limit (413), a handler panic answered as a 500, and `Authorization` kept out of logs.
+//! limit (413), a handler panic answered as a 500, and requests traced at DEBUG with
+//! `Authorization` kept out of the trace.
 //!
 //! Its own accept loop on hyper-util (what `axum::serve` is made of) because `axum::serve` has
 //! neither a header-read timeout nor a connection limit: a client trickling headers (slowloris)
@@ -28,6 +29,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 
 use crate::trino::PeerAddr;
 
@@ -66,10 +68,17 @@ pub(crate) fn limited(router: Router, limits: &HttpLimits) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
         ))
+        .layer(CatchPanicLayer::new())
+        // Requests at DEBUG (`SQE_LOG=tower_http=debug`) with their headers, the sensitive ones
+        // (marked by the layer outside it) redacted.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().include_headers(true))
+                .on_response(DefaultOnResponse::new().include_headers(false)),
+        )
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
         ]))
-        .layer(CatchPanicLayer::new())
 }
 
 /// Refuses a request addressed to a host not in `allowed` (when that is not empty).
@@ -280,6 +289,50 @@ mod tests {
             let status = router.clone().oneshot(request).await?.status();
             assert_eq!(status == StatusCode::OK, allowed, "{host}: {status}");
         }
+        Ok(())
+    }
+
+    /// Log lines written to a buffer, for the test that reads them.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            match self.0.lock() {
+                Ok(mut buffer) => buffer.extend_from_slice(bytes),
+                Err(poisoned) => poisoned.into_inner().extend_from_slice(bytes),
+            }
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_are_traced_without_their_authorization() -> TestResult {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let router = limited(Router::new().route("/", get(|| async { "ok" })), &LIMITS);
+        let request = Request::builder()
+            .uri("/")
+            .header("authorization", "Basic c2VjcmV0LXBhc3N3b3Jk")
+            .header("x-trino-user", "traced-user")
+            .body(Body::empty())?;
+        assert_eq!(router.oneshot(request).await?.status(), StatusCode::OK);
+        let logged = match captured.0.lock() {
+            Ok(buffer) => String::from_utf8_lossy(&buffer).into_owned(),
+            Err(poisoned) => String::from_utf8_lossy(&poisoned.into_inner()).into_owned(),
+        };
+        assert!(logged.contains("traced-user"), "{logged}");
+        assert!(!logged.contains("c2VjcmV0LXBhc3N3b3Jk"), "{logged}");
         Ok(())
     }
 
