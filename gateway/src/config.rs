@@ -614,7 +614,7 @@ pub fn secret(
             "a secret is given both inline and as file {}; give one",
             path.display()
         ))),
-        (Some(v), None) => Ok(Some(v.expose_secret().to_string())),
+        (Some(_), None) => Ok(exposed(inline)),
         (None, Some(path)) => std::fs::read_to_string(path)
             .map(|s| Some(s.trim_end_matches(['\n', '\r']).to_string()))
             .map_err(|e| {

@@ -933,9 +933,7 @@ impl Engine {
                 namespace,
                 if_not_exists,
             } => {
-                for part in namespace.iter() {
-                    check_new_name("schema", part)?;
-                }
+                check_new_namespace(&namespace)?;
                 if !(if_not_exists && self.catalog().namespace_exists(&namespace).await?) {
                     self.catalog()
                         .create_namespace(&namespace, HashMap::new())
@@ -1217,11 +1215,16 @@ impl Engine {
     }
 }
 
+/// A new schema's name stays one segment of its tables' locations.
+fn check_new_namespace(namespace: &NamespaceIdent) -> Result<()> {
+    namespace
+        .iter()
+        .try_for_each(|part| check_new_name("schema", part))
+}
+
 /// A new table's schema and name each stay one segment of its location.
 pub(crate) fn check_new_table_name(ident: &TableIdent) -> Result<()> {
-    for part in ident.namespace().iter() {
-        check_new_name("schema", part)?;
-    }
+    check_new_namespace(ident.namespace())?;
     check_new_name("table", ident.name())
 }
 

@@ -238,11 +238,10 @@ impl ClientAuth {
             )));
         }
         // An unknown user costs the same work as a wrong password: no telling which exist.
-        let hash = match users.get(user) {
-            Some(hash) => hash.clone(),
-            None => self.dummy_hash().await,
+        let (hash, known) = match users.get(user) {
+            Some(hash) => (hash.clone(), true),
+            None => (self.dummy_hash().await, false),
         };
-        let known = users.contains_key(user);
         let password = password.to_string();
         let ok =
             tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
