@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ConfigError;
 use sqe_engine::catalog::{CatalogKind, CatalogSettings, OAuth2Credentials};
-use sqe_worker::peers::PeerSettings;
+use sqe_worker::peers::{ClusterTls, PeerSettings};
 
 /// The whole `coordinator.toml`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -38,6 +38,9 @@ pub struct CoordinatorConfig {
     /// OAuth2 client credentials for a REST catalog.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// TLS between the nodes.
+    #[serde(default)]
+    pub cluster: ClusterConfig,
 }
 
 /// Which workers' versions the coordinator sends tasks to.
@@ -129,6 +132,73 @@ pub struct WorkerConfig {
     pub storage: StorageConfig,
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// TLS between the nodes.
+    #[serde(default)]
+    pub cluster: ClusterConfig,
+}
+
+/// TLS between the nodes, the same `[cluster]` section in `coordinator.toml` and `worker.toml`:
+/// every worker serves its tasks over TLS and every node dials its peers at `https://` URLs
+/// only, so plan fragments (with the S3 credentials a catalog vends) and worker tokens never
+/// cross the network in clear. Unset: the nodes speak in clear.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// This node's certificate chain (PEM); it serves with it and presents it to its peers.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    /// The CA that signed the nodes' certificates (PEM); the system's roots when unset.
+    pub tls_ca_file: Option<PathBuf>,
+    /// Workers accept only callers with a certificate signed by `tls_ca_file` (mutual TLS).
+    pub tls_client_auth: bool,
+    /// The name peers' certificates must carry, instead of the host of each URL.
+    pub tls_server_name: Option<String>,
+}
+
+impl ClusterConfig {
+    /// The TLS the nodes speak, `None` when `[cluster]` sets none.
+    pub fn tls(&self) -> Option<ClusterTls> {
+        let (cert, key) = (self.tls_cert_file.clone()?, self.tls_key_file.clone()?);
+        Some(ClusterTls {
+            cert_file: cert,
+            key_file: key,
+            ca_file: self.tls_ca_file.clone(),
+            require_client_cert: self.tls_client_auth,
+            server_name: self.tls_server_name.clone(),
+        })
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        let invalid = |what: &str| Err(ConfigError::Invalid(format!("{origin}: {what}")));
+        if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
+            return invalid("cluster.tls_cert_file and cluster.tls_key_file go together");
+        }
+        let on = self.tls_cert_file.is_some();
+        if !on
+            && (self.tls_ca_file.is_some()
+                || self.tls_client_auth
+                || self.tls_server_name.is_some())
+        {
+            return invalid(
+                "cluster.tls_ca_file, tls_client_auth and tls_server_name need \
+                 cluster.tls_cert_file and cluster.tls_key_file",
+            );
+        }
+        if self.tls_client_auth && self.tls_ca_file.is_none() {
+            return invalid("cluster.tls_client_auth needs cluster.tls_ca_file");
+        }
+        Ok(())
+    }
+
+    /// With TLS on, a peer URL must be `https://`: an `http://` one would be dialled in clear.
+    fn validate_peer_url(&self, url: &str, key: &str, origin: &str) -> Result<(), ConfigError> {
+        if self.tls_cert_file.is_some() && !url.starts_with("https://") {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: {key} has '{url}', but [cluster] TLS is on: use an https:// URL"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Trace export over OTLP (gRPC). Off unless an endpoint is set here or in the standard
@@ -672,6 +742,7 @@ impl CoordinatorConfig {
             connect_timeout: std::time::Duration::from_millis(c.connect_timeout_ms),
             retry_budget_percent: c.retry_budget_percent,
             io_threads: c.io_threads,
+            tls: self.cluster.tls(),
         })
     }
 }
@@ -702,11 +773,15 @@ impl ConfigFile for CoordinatorConfig {
         "client_auth",
         "telemetry",
         "auth",
+        "cluster",
     ];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        self.cluster.validate(origin)?;
         for url in &self.coordinator.worker_urls {
             validate_url(url, "coordinator.worker_urls", origin)?;
+            self.cluster
+                .validate_peer_url(url, "coordinator.worker_urls", origin)?;
         }
         if let Some(name) = &self.coordinator.worker_dns {
             // host:port and nothing else (no scheme, path or user; IPv6 in brackets).
@@ -778,6 +853,7 @@ impl WorkerConfig {
             connect_timeout: std::time::Duration::from_millis(w.connect_timeout_ms),
             retry_budget_percent: w.retry_budget_percent,
             io_threads: w.io_threads,
+            tls: self.cluster.tls(),
         })
     }
 }
@@ -790,15 +866,26 @@ impl ConfigFile for WorkerConfig {
         }
     }
 
-    const SECTIONS: &'static [&'static str] =
-        &["worker", "catalog", "auth", "storage", "telemetry"];
+    const SECTIONS: &'static [&'static str] = &[
+        "worker",
+        "catalog",
+        "auth",
+        "storage",
+        "telemetry",
+        "cluster",
+    ];
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        self.cluster.validate(origin)?;
         if let Some(url) = &self.worker.coordinator_url {
             validate_url(url, "worker.coordinator_url", origin)?;
+            self.cluster
+                .validate_peer_url(url, "worker.coordinator_url", origin)?;
         }
         if let Some(url) = &self.worker.advertise_url {
             validate_url(url, "worker.advertise_url", origin)?;
+            self.cluster
+                .validate_peer_url(url, "worker.advertise_url", origin)?;
         }
         if !(1..=3600).contains(&self.worker.heartbeat_interval_secs) {
             return Err(ConfigError::Invalid(format!(
@@ -1079,6 +1166,57 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("unknown variant `newest`"), "{err}");
+        Ok(())
+    }
+
+    #[test]
+    fn cluster_tls_needs_its_files_together_and_https_peers() -> Result<(), ConfigError> {
+        let secret = [("SQE_WORKER_SECRET", "a-cluster-secret-of-the-test")];
+        let error = |text: &str| {
+            let env: Vec<(String, String)> = secret
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let coordinator = CoordinatorConfig::from_toml(text, "coordinator.toml", &env).err();
+            let worker = WorkerConfig::from_toml(text, "worker.toml", &env).err();
+            (
+                coordinator.map(|e| e.to_string()).unwrap_or_default(),
+                worker.map(|e| e.to_string()).unwrap_or_default(),
+            )
+        };
+        let tls = "[cluster]\ntls_cert_file = \"n.pem\"\ntls_key_file = \"n.key\"\n";
+        let (c, w) = error("[cluster]\ntls_cert_file = \"n.pem\"\n");
+        assert!(
+            c.contains("go together") && w.contains("go together"),
+            "{c} / {w}"
+        );
+        let (c, _) = error("[cluster]\ntls_ca_file = \"ca.pem\"\n");
+        assert!(c.contains("need cluster.tls_cert_file"), "{c}");
+        let (c, _) = error(&format!("{tls}tls_client_auth = true\n"));
+        assert!(c.contains("needs cluster.tls_ca_file"), "{c}");
+        // With TLS on, a peer in clear is refused; https is accepted.
+        let (c, _) = error(&format!(
+            "[coordinator]\nworker_urls = [\"http://w:1\"]\n{tls}"
+        ));
+        assert!(c.contains("use an https:// URL"), "{c}");
+        let (_, w) = error(&format!(
+            "[worker]\ncoordinator_url = \"http://c:50051\"\n{tls}"
+        ));
+        assert!(w.contains("use an https:// URL"), "{w}");
+        let text = format!(
+            "[coordinator]\nworker_urls = [\"https://w:1\"]\n{tls}tls_ca_file = \"ca.pem\"\n\
+             tls_client_auth = true\ntls_server_name = \"sqe-cluster\"\n"
+        );
+        let c = coordinator(&text, &secret)?;
+        let peers = c.peer_settings()?;
+        let tls = peers
+            .tls
+            .ok_or("[cluster] gives TLS")
+            .map_err(|e| ConfigError::Invalid(e.into()))?;
+        assert!(tls.require_client_cert);
+        assert_eq!(tls.server_name.as_deref(), Some("sqe-cluster"));
+        // Off unless set.
+        assert!(coordinator("", &[])?.peer_settings()?.tls.is_none());
         Ok(())
     }
 

@@ -74,6 +74,7 @@ impl TlsListener {
                         continue;
                     }
                 };
+                nodelay(&stream);
                 let (acceptor, tx) = (acceptor.clone(), tx.clone());
                 sqe_layers::task::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
@@ -87,6 +88,13 @@ impl TlsListener {
             }
         });
         Ok(Self { ready, local })
+    }
+}
+
+/// Small responses go out at once, not after the client's delayed ACK (Nagle's algorithm).
+pub(crate) fn nodelay(stream: &TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(error = %e, "cannot set TCP_NODELAY");
     }
 }
 

@@ -15,7 +15,7 @@
 //! | [`retry::RetryLayer`] | retries failures that provably sent nothing (no byte of the body), with backoff, jitter and a budget |
 //! | [`rpc_metrics::RpcMetricsLayer`] | counts each attempt by method, final gRPC code and attempt number |
 //! | [`timeout::TimeoutLayer`] | a deadline per attempt until response headers; sends `grpc-timeout` |
-//! | [`auth::AuthLayer`] | signs a short-lived JWT per request into `authorization` |
+//! | [`auth::AuthLayer`] | signs a short-lived JWT for each request into `authorization`, its audience the peer's URL |
 //! | channel | a tonic `Channel` whose connection tasks run on an [`io_runtime::IoRuntime`] |
 //!
 //! Server side: [`trace::TraceExtractLayer`] (continues the caller's trace), then

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use tonic::body::Body;
-use tonic::transport::Channel;
+use tonic::transport::{Channel, ClientTlsConfig};
 use tower::ServiceBuilder;
 use tower::retry::budget::TpsBudget;
 use tower::util::BoxCloneSyncService;
@@ -26,6 +26,15 @@ pub type LayeredChannel =
 pub enum StackError {
     #[error("invalid URL '{url}': {source}")]
     InvalidUrl {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The stack speaks TLS to its peers; an `http://` peer would get tokens and plans in clear.
+    #[error("'{url}' is not an https:// URL, and TLS between the nodes is on")]
+    Plaintext { url: String },
+    #[error("TLS to '{url}': {source}")]
+    Tls {
         url: String,
         #[source]
         source: tonic::transport::Error,
@@ -69,6 +78,9 @@ pub struct WorkerChannelStack {
     settings: ChannelSettings,
     retry: RetryLayer,
     rpcs: RpcCounts,
+    /// TLS for every peer: `https://` URLs only. `None`: `http://` in clear, and `https://`
+    /// checked against the system's roots.
+    tls: Option<ClientTlsConfig>,
 }
 
 impl WorkerChannelStack {
@@ -86,7 +98,19 @@ impl WorkerChannelStack {
             settings,
             retry,
             rpcs: RpcCounts::default(),
+            tls: None,
         }
+    }
+
+    /// Speaks TLS to every peer, and refuses to build channels to `http://` URLs.
+    pub fn with_tls(mut self, tls: ClientTlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Whether peers must be reached over TLS.
+    pub fn requires_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     pub fn io_runtime(&self) -> &Arc<IoRuntime> {
@@ -102,8 +126,18 @@ impl WorkerChannelStack {
         &self.rpcs
     }
 
-    /// A channel to `url` that connects lazily (on the first request) and reconnects as needed.
+    /// A channel to `url` that connects lazily (on the first request) and reconnects as needed;
+    /// its tokens are for `url`.
     pub fn channel(&self, url: &str) -> Result<LayeredChannel, StackError> {
+        self.channel_for(url, None)
+    }
+
+    /// A channel to `url` whose tokens are for `audience` (a peer known by its role) when given.
+    pub fn channel_for(
+        &self,
+        url: &str,
+        audience: Option<&str>,
+    ) -> Result<LayeredChannel, StackError> {
         let endpoint = self
             .io
             .endpoint(url)
@@ -115,21 +149,47 @@ impl WorkerChannelStack {
             .http2_keep_alive_interval(self.settings.keep_alive)
             .keep_alive_while_idle(true)
             .tcp_nodelay(true);
-        Ok(self.wrap(endpoint.connect_lazy(), url))
+        // tonic speaks TLS to https:// URLs only, whatever the endpoint's TLS config.
+        let https = endpoint.uri().scheme_str() == Some("https");
+        let tls = match (&self.tls, https) {
+            (Some(tls), true) => Some(tls.clone()),
+            (Some(_), false) => {
+                return Err(StackError::Plaintext {
+                    url: url.to_string(),
+                });
+            }
+            (None, true) => Some(ClientTlsConfig::new().with_native_roots()),
+            (None, false) => None,
+        };
+        let endpoint = match tls {
+            Some(tls) => endpoint.tls_config(tls).map_err(|source| StackError::Tls {
+                url: url.to_string(),
+                source,
+            })?,
+            None => endpoint,
+        };
+        Ok(self.wrap_for(endpoint.connect_lazy(), url, audience))
     }
 
-    /// The layers around any channel (an in-memory one, say); `target` names the peer.
+    /// The layers around any channel (an in-memory one, say); `target` names the peer and is
+    /// its tokens' audience.
     pub fn wrap(&self, channel: Channel, target: &str) -> LayeredChannel {
+        self.wrap_for(channel, target, None)
+    }
+
+    fn wrap_for(&self, channel: Channel, target: &str, audience: Option<&str>) -> LayeredChannel {
         let service = ServiceBuilder::new()
             .layer(TraceLayer::new(target))
             .layer(self.retry.clone())
             .layer(RpcMetricsLayer::new(self.rpcs.clone()))
             .layer(TimeoutLayer::new(self.settings.rpc_timeout))
-            .option_layer(
-                self.signer
-                    .as_ref()
-                    .map(|s| AuthLayer::for_peer(Arc::clone(s), "worker", target)),
-            )
+            .option_layer(self.signer.as_ref().map(|s| {
+                let auth = AuthLayer::for_peer(Arc::clone(s), "worker", target);
+                match audience {
+                    Some(audience) => auth.with_audience(audience),
+                    None => auth,
+                }
+            }))
             .service(channel);
         BoxCloneSyncService::new(service)
     }
@@ -149,4 +209,25 @@ pub fn server_layers(
     ServiceBuilder::new()
         .layer(TraceExtractLayer::new(node))
         .option_layer(verifier.map(VerifyLayer::verifying))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn with_tls_a_peer_in_clear_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+        let io = IoRuntime::new(1)?;
+        let plain = WorkerChannelStack::new(Arc::clone(&io), None, ChannelSettings::default());
+        assert!(!plain.requires_tls());
+        assert!(plain.channel("http://w1:50052").is_ok());
+        let tls = plain.with_tls(ClientTlsConfig::new().with_native_roots());
+        assert!(tls.requires_tls());
+        assert!(matches!(
+            tls.channel("http://w1:50052"),
+            Err(StackError::Plaintext { .. })
+        ));
+        assert!(tls.channel("https://w1:50052").is_ok());
+        Ok(())
+    }
 }

@@ -67,10 +67,24 @@ class HelmChart(unittest.TestCase):
         env = {e["name"]: e for e in pod["containers"][0]["env"]}
         self.assertEqual(env["SQE_WORKER_SECRET"]["valueFrom"]["secretKeyRef"]["name"], "sqe-worker-secret")
         self.assertEqual(env["SQE_VERSION"]["value"], "0.1.0")
-        self.assertEqual(env["SQE_WORKER__ADVERTISE_URL"]["value"], "http://$(POD_IP):50052")
+        # TLS between the nodes: https everywhere, the cluster certificate mounted in every pod.
+        self.assertEqual(env["SQE_WORKER__ADVERTISE_URL"]["value"], "https://$(POD_IP):50052")
+        for deployment in ("demo-sqe-worker", "demo-sqe-coordinator"):
+            spec = docs[("Deployment", deployment)]["spec"]["template"]["spec"]
+            volumes = {v["name"]: v for v in spec["volumes"]}
+            self.assertEqual(volumes["cluster-tls"]["secret"]["secretName"], "sqe-cluster-tls")
+            mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
+            self.assertEqual(mounts["cluster-tls"], "/etc/sqe/tls")
         self.assertEqual(pod["containers"][0]["readinessProbe"]["httpGet"]["path"], "/readyz")
         config = docs[("ConfigMap", "demo-sqe-config")]["data"]
         self.assertIn("allow_unauthenticated_workers = false", config["coordinator.toml"])
+        for name in ("coordinator.toml", "worker.toml"):
+            self.assertIn('[cluster]\ntls_cert_file = "/etc/sqe/tls/tls.crt"', config[name])
+            self.assertIn("tls_client_auth = true", config[name])
+        self.assertIn('coordinator_url = "https://demo-sqe-coordinator:50051"', config["worker.toml"])
+        with self.assertRaises(helm.HelmRenderError) as refused:
+            render(dict(values, clusterTls={"enabled": True, "secretName": ""}))
+        self.assertIn("clusterTls.secretName", str(refused.exception))
         # The catalog's OAuth2 client: credentials from the Secret on the coordinator only.
         coordinator_pod = docs[("Deployment", "demo-sqe-coordinator")]["spec"]["template"]["spec"]
         coordinator_env = {e["name"]: e for e in coordinator_pod["containers"][0]["env"]}
@@ -106,6 +120,7 @@ class HelmChart(unittest.TestCase):
         config = dict(((d["kind"], d["metadata"]["name"]), d) for _, d in registering)[("ConfigMap", "demo-sqe-config")]["data"]
         self.assertNotIn("worker_dns", config["coordinator.toml"])
         self.assertIn('coordinator_url = "http://demo-sqe-coordinator:50051"', config["worker.toml"])
+        self.assertNotIn("[cluster]", config["worker.toml"], "TLS between the nodes is off by default")
         with self.assertRaises(helm.HelmRenderError) as refused:
             render({"workerSecret": {"value": "a-cluster-secret-of-the-chart-test"}, "worker": {"discovery": "gossip"}})
         self.assertIn("worker.discovery", str(refused.exception))

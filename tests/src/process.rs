@@ -106,6 +106,19 @@ impl SqeProcess {
         }
         false
     }
+
+    /// SIGTERM, and an error with the process's log unless it exits cleanly within 20 s.
+    pub fn stop_cleanly(mut self) -> Result<(), String> {
+        if self.terminate(Duration::from_secs(20)) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} did not stop cleanly: {}",
+                self.name,
+                self.log_text()
+            ))
+        }
+    }
 }
 
 impl Drop for SqeProcess {
@@ -121,4 +134,23 @@ pub fn run_sqe(args: &[&str], cwd: &Path) -> std::io::Result<Output> {
         .args(args)
         .current_dir(cwd)
         .output()
+}
+
+/// Runs `sqe shell <options> -e <statement>`: what it printed (results on stdout, DDL/DML
+/// reports on stderr), or an error with both when it failed.
+pub fn shell(cwd: &Path, options: &[&str], statement: &str) -> Result<String, String> {
+    let mut args = vec!["shell"];
+    args.extend_from_slice(options);
+    args.extend(["-e", statement]);
+    let output = run_sqe(&args, cwd).map_err(|e| e.to_string())?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if output.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("`{statement}` failed: {text}"))
+    }
 }

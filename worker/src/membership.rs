@@ -246,8 +246,14 @@ async fn register(
 }
 
 /// The URL a worker registers with: `advertise_url`, else its bound address, with the
-/// machine's host name in place of an unspecified (0.0.0.0) address.
-pub fn advertised_url(advertise_url: Option<&str>, addr: std::net::SocketAddr) -> Result<Url> {
+/// machine's host name in place of an unspecified (0.0.0.0) address; `https://` when it serves
+/// over TLS.
+pub fn advertised_url(
+    advertise_url: Option<&str>,
+    addr: std::net::SocketAddr,
+    tls: bool,
+) -> Result<Url> {
+    let scheme = if tls { "https" } else { "http" };
     let text = match advertise_url {
         Some(url) => url.to_string(),
         None if addr.ip().is_unspecified() => {
@@ -257,9 +263,21 @@ pub fn advertised_url(advertise_url: Option<&str>, addr: std::net::SocketAddr) -
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(|| "localhost".into());
-            format!("http://{host}:{}", addr.port())
+            format!("{scheme}://{host}:{}", addr.port())
         }
-        None => format!("http://{addr}"),
+        None => format!("{scheme}://{addr}"),
     };
-    Url::parse(&text).map_err(|e| NodeError::Settings(format!("worker URL {text}: {e}")))
+    let url =
+        Url::parse(&text).map_err(|e| NodeError::Settings(format!("worker URL {text}: {e}")))?;
+    if url.scheme() != scheme {
+        return Err(NodeError::Settings(format!(
+            "worker.advertise_url {url}: a worker serving {} advertises a {scheme}:// URL",
+            if tls {
+                "over TLS ([cluster])"
+            } else {
+                "in clear (no [cluster] TLS)"
+            }
+        )));
+    }
+    Ok(url)
 }

@@ -15,7 +15,7 @@ use url::Url;
 use crate::channel::SqeChannelResolver;
 use crate::error::{NodeError, Result};
 use crate::membership::{Membership, MembershipSettings, advertised_url};
-use crate::peers::{PeerSettings, channel_resolver, token_verifier};
+use crate::peers::{CONTROL_PLANE_AUDIENCE, PeerSettings, channel_resolver, token_verifier};
 use crate::server::{WorkerSettings, WorkerStats, build_worker, serve};
 
 /// Everything a worker node is started from.
@@ -95,7 +95,19 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
         .node_id
         .clone()
         .unwrap_or_else(|| default_node_id(addr));
-    let verifier = token_verifier(&settings.peers)?;
+    let url = advertised_url(
+        settings.advertise_url.as_deref(),
+        addr,
+        settings.peers.tls.is_some(),
+    )?;
+    // Tokens for this worker name the URL it advertises: the one it is dialled at.
+    let verifier = token_verifier(&settings.peers, url.as_str())?;
+    let tls = settings
+        .peers
+        .tls
+        .as_ref()
+        .map(|tls| tls.server_config())
+        .transpose()?;
     let server_settings = WorkerSettings {
         channels: channel_resolver(&node_id, &settings.peers)?,
         node_id: node_id.clone(),
@@ -103,10 +115,10 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
         memory_limit: settings.memory_limit,
         version: settings.version.clone(),
         verifier: verifier.clone(),
+        tls,
     };
     let (worker, stats) =
         build_worker(&server_settings).map_err(|e| NodeError::Start(format!("worker: {e}")))?;
-    let url = advertised_url(settings.advertise_url.as_deref(), addr)?;
     let channels = server_settings.channels.clone();
     // Tasks run where the worker serves them: on threads of its own, so a CPU-bound task never
     // holds up the process's other servers (in `sqe local`, the coordinator).
@@ -124,7 +136,7 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
         Some(link) => {
             let channel = channels
                 .stack()
-                .channel(&link.url)
+                .channel_for(&link.url, Some(CONTROL_PLANE_AUDIENCE))
                 .map_err(|e| NodeError::Settings(format!("worker.coordinator_url: {e}")))?;
             let membership = MembershipSettings {
                 coordinator_url: link.url.clone(),
@@ -155,7 +167,7 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
             tracing::error!(error = %e, "worker server failed");
         }
     });
-    tracing::info!(%url, version = %settings.version, authenticated = verifier.is_some(), "worker listening");
+    tracing::info!(%url, version = %settings.version, authenticated = verifier.is_some(), tls = settings.peers.tls.is_some(), "worker listening");
     Ok(RunningWorker {
         url,
         addr,

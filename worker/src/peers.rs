@@ -1,8 +1,11 @@
 //! How nodes reach and authenticate each other: the worker channel stack built from config.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use sqe_layers::auth::{TokenSigner, TokenVerifier};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+
+use sqe_layers::auth::{TokenSigner, TokenVerifier, audience_of};
 use sqe_layers::io_runtime::IoRuntime;
 use sqe_layers::retry::RetryPolicy;
 use sqe_layers::{ChannelSettings, WorkerChannelStack};
@@ -20,6 +23,74 @@ pub struct PeerSettings {
     pub connect_timeout: std::time::Duration,
     pub retry_budget_percent: f32,
     pub io_threads: usize,
+    /// TLS between the nodes (`[cluster]`); `None` speaks in clear.
+    pub tls: Option<ClusterTls>,
+}
+
+/// TLS between the nodes, from PEM files: every node serves with its certificate and dials its
+/// peers over `https://` only, checking their certificates against `ca_file`.
+#[derive(Debug, Clone)]
+pub struct ClusterTls {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    /// The CA that signed the nodes' certificates; the system's roots when `None`.
+    pub ca_file: Option<PathBuf>,
+    /// Workers accept only callers presenting a certificate signed by `ca_file` (mutual TLS).
+    pub require_client_cert: bool,
+    /// The name peers' certificates must carry, instead of the host of the URL dialled (workers
+    /// are dialled by pod IP; one cluster certificate names them all).
+    pub server_name: Option<String>,
+}
+
+impl ClusterTls {
+    fn read(path: &std::path::Path, key: &str) -> Result<Vec<u8>> {
+        std::fs::read(path)
+            .map_err(|e| NodeError::Settings(format!("cluster.{key} {}: {e}", path.display())))
+    }
+
+    fn identity(&self) -> Result<Identity> {
+        Ok(Identity::from_pem(
+            Self::read(&self.cert_file, "tls_cert_file")?,
+            Self::read(&self.key_file, "tls_key_file")?,
+        ))
+    }
+
+    fn ca(&self) -> Result<Option<Certificate>> {
+        self.ca_file
+            .as_ref()
+            .map(|ca| Ok(Certificate::from_pem(Self::read(ca, "tls_ca_file")?)))
+            .transpose()
+    }
+
+    /// How this node dials its peers: their certificates checked, its own presented.
+    pub fn client_config(&self) -> Result<ClientTlsConfig> {
+        let mut tls = ClientTlsConfig::new().identity(self.identity()?);
+        tls = match self.ca()? {
+            Some(ca) => tls.ca_certificate(ca),
+            None => tls.with_native_roots(),
+        };
+        if let Some(name) = &self.server_name {
+            tls = tls.domain_name(name.clone());
+        }
+        // tonic parses the PEM files when an endpoint takes the config: do it now, so a bad
+        // file stops the node at start-up rather than failing its first query.
+        tonic::transport::Endpoint::from_static("https://tls.check")
+            .tls_config(tls.clone())
+            .map_err(|e| NodeError::Settings(format!("[cluster] TLS files: {e}")))?;
+        Ok(tls)
+    }
+
+    /// How this node serves its peers.
+    pub fn server_config(&self) -> Result<ServerTlsConfig> {
+        let tls = ServerTlsConfig::new().identity(self.identity()?);
+        if !self.require_client_cert {
+            return Ok(tls);
+        }
+        let ca = self.ca()?.ok_or_else(|| {
+            NodeError::Settings("cluster.tls_client_auth needs cluster.tls_ca_file".into())
+        })?;
+        Ok(tls.client_ca_root(ca))
+    }
 }
 
 /// Says whether the secrets are set, never what they are.
@@ -34,12 +105,15 @@ impl std::fmt::Debug for PeerSettings {
             .field("connect_timeout", &self.connect_timeout)
             .field("retry_budget_percent", &self.retry_budget_percent)
             .field("io_threads", &self.io_threads)
+            .field("tls", &self.tls)
             .finish()
     }
 }
 
-/// The audience of tokens for worker RPCs.
-pub const WORKER_AUDIENCE: &str = "sqe-worker";
+/// The audience of tokens for the coordinator's control plane (register, heartbeat, drain):
+/// workers dial it by a name (a Service) it does not know itself, so it is named by its role.
+/// Tokens for a worker name the worker's URL.
+pub const CONTROL_PLANE_AUDIENCE: &str = "sqe-coordinator";
 
 static IO_RUNTIME: OnceLock<Arc<IoRuntime>> = OnceLock::new();
 
@@ -58,7 +132,7 @@ pub fn channel_resolver(node_id: &str, peers: &PeerSettings) -> Result<SqeChanne
     let io = process_io_runtime(peers.io_threads)?;
     let signer = match &peers.secret {
         Some(secret) => Some(
-            TokenSigner::new(secret.as_bytes(), node_id, WORKER_AUDIENCE)
+            TokenSigner::new(secret.as_bytes(), node_id, CONTROL_PLANE_AUDIENCE)
                 .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?,
         ),
         None => None,
@@ -70,13 +144,17 @@ pub fn channel_resolver(node_id: &str, peers: &PeerSettings) -> Result<SqeChanne
         retry_budget_percent: peers.retry_budget_percent,
         ..ChannelSettings::default()
     };
-    Ok(SqeChannelResolver::new(WorkerChannelStack::new(
-        io, signer, settings,
-    )))
+    let mut stack = WorkerChannelStack::new(io, signer, settings);
+    if let Some(tls) = &peers.tls {
+        stack = stack.with_tls(tls.client_config()?);
+    }
+    Ok(SqeChannelResolver::new(stack))
 }
 
-/// The verifier for requests to a node: the current secret and, during rotation, the previous.
-pub fn token_verifier(peers: &PeerSettings) -> Result<Option<Arc<TokenVerifier>>> {
+/// The verifier for requests to a node reached as `audience` (a worker's URL, or
+/// [`CONTROL_PLANE_AUDIENCE`]): the current secret and, during rotation, the previous; each
+/// token is accepted once.
+pub fn token_verifier(peers: &PeerSettings, audience: &str) -> Result<Option<Arc<TokenVerifier>>> {
     let Some(secret) = &peers.secret else {
         if peers.allow_unauthenticated {
             tracing::warn!(
@@ -90,7 +168,8 @@ pub fn token_verifier(peers: &PeerSettings) -> Result<Option<Arc<TokenVerifier>>
     if let Some(previous) = &peers.previous_secret {
         secrets.push(previous.as_bytes());
     }
-    let verifier = TokenVerifier::new(&secrets, WORKER_AUDIENCE)
-        .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?;
+    let verifier = TokenVerifier::new(&secrets, audience_of(audience))
+        .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?
+        .single_use();
     Ok(Some(Arc::new(verifier)))
 }

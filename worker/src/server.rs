@@ -10,7 +10,6 @@ use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 
 use sqe_layers::auth::TokenVerifier;
 use sqe_layers::server_layers;
@@ -36,6 +35,8 @@ pub struct WorkerSettings {
     pub channels: SqeChannelResolver,
     /// Checks the token on every request; `None` accepts unauthenticated requests.
     pub verifier: Option<Arc<TokenVerifier>>,
+    /// Serves over TLS (`[cluster]`); `None` in clear.
+    pub tls: Option<tonic::transport::ServerTlsConfig>,
 }
 
 /// Live counters of one worker process.
@@ -128,8 +129,9 @@ pub fn build_worker(
     Ok((worker, stats))
 }
 
-/// Serves `worker` on `listener` behind the server-side layers (trace context, token check,
-/// then the count of running task streams in `stats`) until `shutdown` completes.
+/// Serves `worker` on `listener` (over TLS when configured) behind the server-side layers
+/// (trace context, token check, then the count of running task streams in `stats`) until
+/// `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     worker: Worker,
@@ -137,7 +139,11 @@ pub async fn serve(
     settings: &WorkerSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &settings.tls {
+        builder = builder.tls_config(tls.clone())?;
+    }
+    builder
         .layer(
             server_layers(&settings.node_id, settings.verifier.clone())
                 .layer(TaskSpanLayer)
@@ -151,6 +157,6 @@ pub async fn serve(
                 )),
         )
         .add_service(worker.into_worker_server())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(sqe_layers::serve::incoming(listener), shutdown)
         .await
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use hyper_util::rt::TokioIo;
 use sqe_benches::Percentiles;
-use sqe_layers::auth::{TokenSigner, TokenVerifier};
+use sqe_layers::auth::{TokenSigner, TokenVerifier, audience_of};
 use sqe_layers::io_runtime::IoRuntime;
 use sqe_layers::{ChannelSettings, LayeredChannel, WorkerChannelStack, server_layers};
 use tonic::transport::{Channel, Endpoint, Server};
@@ -26,17 +26,21 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 const SECRET: &[u8] = b"benchmark secret";
-const AUDIENCE: &str = "sqe-worker";
+/// What the in-memory server is called, and its tokens' audience.
+const IN_MEMORY: &str = "in-memory";
 
 /// The standard health service; the empty service name is SERVING from the start.
 fn health() -> HealthServer<impl Health> {
     tonic_health::server::health_reporter().1
 }
 
-/// The server-side layers for `layers`: None = none, Some(auth) = trace extract (+ verify).
-fn verifier(layers: Option<bool>) -> Result<Option<Arc<TokenVerifier>>, Error> {
+/// The server-side layers for `layers`: None = none, Some(auth) = trace extract (+ verify,
+/// each token once, as a worker does), for tokens to `audience`.
+fn verifier(layers: Option<bool>, audience: &str) -> Result<Option<Arc<TokenVerifier>>, Error> {
     match layers {
-        Some(true) => Ok(Some(Arc::new(TokenVerifier::new(&[SECRET], AUDIENCE)?))),
+        Some(true) => Ok(Some(Arc::new(
+            TokenVerifier::new(&[SECRET], audience_of(audience))?.single_use(),
+        ))),
         _ => Ok(None),
     }
 }
@@ -49,7 +53,7 @@ async fn tcp_server(layers: Option<bool>) -> Result<String, Error> {
     let service = health();
     match layers {
         Some(_) => {
-            let layers = server_layers("bench", verifier(layers)?);
+            let layers = server_layers("bench", verifier(layers, &url)?);
             tokio::spawn(
                 Server::builder()
                     .layer(layers)
@@ -75,7 +79,7 @@ async fn in_memory_channel(layers: Option<bool>) -> Result<Channel, Error> {
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     match layers {
         Some(_) => {
-            let layers = server_layers("bench", verifier(layers)?);
+            let layers = server_layers("bench", verifier(layers, IN_MEMORY)?);
             tokio::spawn(
                 Server::builder()
                     .layer(layers)
@@ -134,7 +138,7 @@ fn boxed(channel: Channel) -> LayeredChannel {
 
 fn stack(io: &Arc<IoRuntime>, auth: bool) -> Result<WorkerChannelStack, Error> {
     let signer = if auth {
-        Some(TokenSigner::new(SECRET, "bench", AUDIENCE)?)
+        Some(TokenSigner::new(SECRET, "bench", IN_MEMORY)?)
     } else {
         None
     };
@@ -183,8 +187,8 @@ async fn main() -> Result<(), Error> {
 
     let clients = vec![
         boxed(in_memory_channel(None).await?),
-        stack(&io, false)?.wrap(in_memory_channel(Some(false)).await?, "in-memory"),
-        stack(&io, true)?.wrap(in_memory_channel(Some(true)).await?, "in-memory"),
+        stack(&io, false)?.wrap(in_memory_channel(Some(false)).await?, IN_MEMORY),
+        stack(&io, true)?.wrap(in_memory_channel(Some(true)).await?, IN_MEMORY),
     ];
     row("in-memory", &measure(calls, clients).await?);
 
@@ -201,8 +205,8 @@ async fn main() -> Result<(), Error> {
     ];
     row("loopback", &measure(calls, clients).await?);
 
-    let signer = TokenSigner::new(SECRET, "bench", AUDIENCE)?;
-    let verifier = TokenVerifier::new(&[SECRET], AUDIENCE)?;
+    let signer = TokenSigner::new(SECRET, "bench", IN_MEMORY)?;
+    let verifier = TokenVerifier::new(&[SECRET], IN_MEMORY)?.single_use();
     let mut sign = Vec::with_capacity(calls);
     let mut verify = Vec::with_capacity(calls);
     for _ in 0..calls {

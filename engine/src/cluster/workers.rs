@@ -167,9 +167,10 @@ fn one_family(addrs: Vec<std::net::SocketAddr>) -> Vec<std::net::SocketAddr> {
     }
 }
 
-/// The worker URL of a resolved address.
-fn url_of(addr: std::net::SocketAddr) -> Option<Url> {
-    Url::parse(&format!("http://{addr}")).ok()
+/// The worker URL of a resolved address: `https://` when the nodes speak TLS.
+fn url_of(addr: std::net::SocketAddr, tls: bool) -> Option<Url> {
+    let scheme = if tls { "https" } else { "http" };
+    Url::parse(&format!("{scheme}://{addr}")).ok()
 }
 
 /// A URL's `host:port`.
@@ -207,6 +208,8 @@ pub struct PoolSettings {
     pub forget_after: Duration,
     /// `host:port` whose addresses are workers (a headless Service), looked up before each probe.
     pub dns: Option<String>,
+    /// The nodes speak TLS: workers found by DNS are dialled at `https://`.
+    pub tls: bool,
 }
 
 impl Default for PoolSettings {
@@ -216,6 +219,7 @@ impl Default for PoolSettings {
             missed_heartbeats: 3,
             forget_after: Duration::from_secs(600),
             dns: None,
+            tls: false,
         }
     }
 }
@@ -252,6 +256,7 @@ pub struct WorkerPool {
     missed_heartbeats: u32,
     forget_after: Duration,
     dns: Option<String>,
+    tls: bool,
     channels: Channels,
     /// Wakes the probe loop to confirm a new registration at once.
     registered: Arc<Notify>,
@@ -281,6 +286,7 @@ impl WorkerPool {
             missed_heartbeats: settings.missed_heartbeats.max(1),
             forget_after: settings.forget_after,
             dns: settings.dns,
+            tls: settings.tls,
             channels,
             registered: Arc::new(Notify::new()),
             probe_task: RwLock::new(None),
@@ -451,7 +457,7 @@ impl WorkerPool {
         {
             Ok(Ok(addrs)) => one_family(addrs.collect())
                 .into_iter()
-                .filter_map(url_of)
+                .filter_map(|addr| url_of(addr, self.tls))
                 .collect(),
             Ok(Err(e)) => {
                 tracing::warn!(worker_dns = name, error = %e, "worker DNS lookup failed; keeping the last answer");

@@ -18,7 +18,7 @@ use sqe_layers::auth::{TokenVerifier, VerifyLayer};
 use sqe_layers::serve::Servers;
 use sqe_proto::ControlPlaneServer;
 use sqe_worker::channel::SqeChannelResolver;
-use sqe_worker::peers::{channel_resolver, token_verifier};
+use sqe_worker::peers::{CONTROL_PLANE_AUDIENCE, channel_resolver, token_verifier};
 use tokio::net::TcpListener;
 use tower::Layer;
 use url::Url;
@@ -32,6 +32,7 @@ use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
 use crate::trino::{TrinoEndpoint, trino_router};
+use axum::serve::ListenerExt;
 
 /// A running coordinator.
 pub struct RunningCoordinator {
@@ -85,9 +86,9 @@ pub async fn start_coordinator_on(
     let catalog = connect_catalog(&catalog_settings, &storage_props).await?;
     let peers = config.peer_settings()?;
     // Workers registering over the control plane present worker_secret tokens.
-    let verifier = token_verifier(&peers)?;
+    let verifier = token_verifier(&peers, CONTROL_PLANE_AUDIENCE)?;
     let channels = channel_resolver(&config.coordinator.node_id, &peers)?;
-    let workers = worker_pool(&config.coordinator, &channels).await?;
+    let workers = worker_pool(&config.coordinator, &channels, peers.tls.is_some()).await?;
     let client_auth = ClientAuth::from_config(&config.client_auth)?;
     let tls = ClientTls::from_config(&config.coordinator, trino_listener.is_some())?;
     if trino_listener.is_some()
@@ -208,6 +209,7 @@ pub async fn start_coordinator_on(
 async fn worker_pool(
     coordinator: &CoordinatorSection,
     channels: &SqeChannelResolver,
+    tls: bool,
 ) -> Result<Arc<WorkerPool>> {
     let urls = coordinator
         .worker_urls
@@ -219,6 +221,7 @@ async fn worker_pool(
         missed_heartbeats: coordinator.missed_heartbeats,
         forget_after: Duration::from_secs(coordinator.worker_forget_after_secs),
         dns: coordinator.worker_dns.clone(),
+        tls,
     };
     let workers = WorkerPool::new(urls, Arc::new(channels.clone()), settings);
     workers
@@ -297,7 +300,7 @@ fn serve_flight(
             .map_err(|e| StartError::Config(ConfigError::Invalid(format!("TLS: {e}"))))?;
     }
     servers.spawn("flight-sql", |stop| async move {
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let incoming = sqe_layers::serve::incoming(listener);
         let router = builder.layer(auth_layer).add_service(service);
         let router = match verifier {
             Some(verifier) => router.add_service(VerifyLayer::verifying(verifier).layer(registry)),
@@ -321,7 +324,11 @@ fn serve_trino(
     let router = trino_router(endpoint);
     servers.spawn("trino", |stop| async move {
         let served = match tls {
-            None => http_server::serve(listener, router, limits, stop).await,
+            None => {
+                let listener = listener
+                    .tap_io(|tcp: &mut tokio::net::TcpStream| crate::tls_listener::nodelay(tcp));
+                http_server::serve(listener, router, limits, stop).await
+            }
             Some(tls) => match TlsListener::new(listener, tls) {
                 Ok(listener) => http_server::serve(listener, router, limits, stop).await,
                 Err(e) => Err(e),

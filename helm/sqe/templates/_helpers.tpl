@@ -28,6 +28,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and (not (include "sqe.hasSecret" .)) (not .Values.allowUnauthenticatedWorkers) -}}
 {{- fail "no worker secret: set workerSecret.existingSecret or workerSecret.value (or, on a private test network, allowUnauthenticatedWorkers=true)" -}}
 {{- end -}}
+{{- if and .Values.clusterTls.enabled (not .Values.clusterTls.secretName) -}}
+{{- fail "clusterTls.enabled needs clusterTls.secretName: a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt (a cert-manager Certificate's)" -}}
+{{- end -}}
 {{- if not (has .Values.worker.discovery (list "register" "dns")) -}}
 {{- fail (printf "worker.discovery is %q: use \"register\" or \"dns\"" .Values.worker.discovery) -}}
 {{- end -}}
@@ -53,6 +56,37 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 - name: SQE_LOG_FORMAT
   value: json
+{{- end -}}
+
+{{/* http or https: the scheme of URLs between the nodes. */}}
+{{- define "sqe.peerScheme" -}}
+{{- if .Values.clusterTls.enabled -}}https{{- else -}}http{{- end -}}
+{{- end -}}
+
+{{/* The [cluster] section of both configs: TLS between the nodes from the mounted Secret. */}}
+{{- define "sqe.cluster" -}}
+{{- if .Values.clusterTls.enabled }}
+
+[cluster]
+tls_cert_file = "/etc/sqe/tls/tls.crt"
+tls_key_file = "/etc/sqe/tls/tls.key"
+tls_ca_file = "/etc/sqe/tls/ca.crt"
+tls_client_auth = {{ .Values.clusterTls.mutual }}
+tls_server_name = {{ .Values.clusterTls.serverName | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The cluster certificate's volume and mount, when TLS between the nodes is on. */}}
+{{- define "sqe.tlsMount" -}}
+{{- if .Values.clusterTls.enabled }}
+- {name: cluster-tls, mountPath: /etc/sqe/tls, readOnly: true}
+{{- end }}
+{{- end -}}
+{{- define "sqe.tlsVolume" -}}
+{{- if .Values.clusterTls.enabled }}
+- name: cluster-tls
+  secret: {secretName: {{ .Values.clusterTls.secretName }}}
+{{- end }}
 {{- end -}}
 
 {{/* The [telemetry] section of both configs: spans over OTLP gRPC when an endpoint is set. */}}

@@ -1,14 +1,10 @@
-//! Client side: a fresh token on every request.
+//! Client side: a fresh token on every request, for the peer it goes to.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use std::task::{Context, Poll};
-use std::time::Duration;
-
-use tokio::time::Instant;
 
 use http::header::AUTHORIZATION;
 use http::{HeaderValue, Request, Response};
@@ -20,55 +16,37 @@ use tower::{Layer, Service};
 use super::token::TokenSigner;
 use crate::status::{grpc_status_of, response};
 
-/// How long a signed token is reused by default before a fresh one is signed (tokens live 60 s
-/// by default, so a token sent is always valid for most of its life).
-pub const DEFAULT_TOKEN_REUSE: Duration = Duration::from_secs(10);
+/// The audience a token for `target` names: `scheme://authority` of a URL, lower-case and
+/// without path (`http://W1:50052/` and `http://w1:50052` are one node); any other target
+/// as it is. Callers and callees both derive it with this function.
+pub fn audience_of(target: &str) -> String {
+    match target.parse::<http::Uri>() {
+        Ok(uri) => match (uri.scheme_str(), uri.authority()) {
+            (Some(scheme), Some(authority)) => format!(
+                "{}://{}",
+                scheme.to_ascii_lowercase(),
+                authority.as_str().to_ascii_lowercase()
+            ),
+            _ => target.to_string(),
+        },
+        Err(_) => target.to_string(),
+    }
+}
 
-/// Adds `authorization: Bearer <token>` to every request, signed by `signer`. A token is reused
-/// for [`DEFAULT_TOKEN_REUSE`] (see [`AuthLayer::with_reuse`]; zero signs one per request), which
-/// keeps signing and, with the verifier's cache, verification off the per-request path. A
-/// server's `Unauthenticated` answer is reworded to "<peer kind> authentication failed at
-/// <target>: ...", so an operator sees which peer refused the token.
+/// Adds `authorization: Bearer <token>` to every request: a token signed by `signer` for this
+/// request alone (its own `jti`), naming the peer as its audience, so a verifier that accepts
+/// each token once refuses it anywhere else or a second time. A server's `Unauthenticated`
+/// answer is reworded to "<peer kind> authentication failed at <target>: ...", so an operator
+/// sees which peer refused the token.
 #[derive(Debug, Clone)]
 pub struct AuthLayer {
     signer: Arc<TokenSigner>,
     peer: Arc<str>,
-    current: Arc<CurrentToken>,
-}
-
-/// The token being reused, shared by every service of a layer.
-#[derive(Debug)]
-struct CurrentToken {
-    reuse: Duration,
-    token: Mutex<Option<(HeaderValue, Instant)>>,
-}
-
-impl CurrentToken {
-    fn header(&self, signer: &TokenSigner) -> Result<HeaderValue, Status> {
-        let reusable = self
-            .token
-            .lock()
-            .as_ref()
-            .filter(|(_, signed)| signed.elapsed() < self.reuse)
-            .map(|(value, _)| value.clone());
-        if let Some(value) = reusable {
-            return Ok(value);
-        }
-        let token = signer.sign().map_err(Status::from)?;
-        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| Status::internal("a signed token is not a valid header value"))?;
-        // Never indexed by HPACK: it is a credential.
-        value.set_sensitive(true);
-        {
-            let mut current = self.token.lock();
-            *current = Some((value.clone(), Instant::now()));
-        }
-        Ok(value)
-    }
+    audience: Arc<str>,
 }
 
 impl AuthLayer {
-    /// `target` names the peer in errors (its URL, say).
+    /// `target` names the peer in errors (its URL, say) and is the tokens' audience.
     pub fn new(signer: Arc<TokenSigner>, target: &str) -> Self {
         Self::for_peer(signer, "peer", target)
     }
@@ -78,20 +56,13 @@ impl AuthLayer {
         Self {
             signer,
             peer: Arc::from(format!("{kind} authentication failed at {target}")),
-            current: Arc::new(CurrentToken {
-                reuse: DEFAULT_TOKEN_REUSE,
-                token: Mutex::new(None),
-            }),
+            audience: Arc::from(audience_of(target)),
         }
     }
 
-    /// Reuses a signed token for `reuse` (capped at half the signer's TTL); zero signs a new
-    /// token, with a new `jti`, for every request.
-    pub fn with_reuse(mut self, reuse: Duration) -> Self {
-        self.current = Arc::new(CurrentToken {
-            reuse: reuse.min(self.signer.ttl() / 2),
-            token: Mutex::new(None),
-        });
+    /// Tokens name `audience` instead of the target (a peer known by its role).
+    pub fn with_audience(mut self, audience: &str) -> Self {
+        self.audience = Arc::from(audience);
         self
     }
 }
@@ -104,7 +75,7 @@ impl<S> Layer<S> for AuthLayer {
             inner,
             signer: Arc::clone(&self.signer),
             peer: Arc::clone(&self.peer),
-            current: Arc::clone(&self.current),
+            audience: Arc::clone(&self.audience),
         }
     }
 }
@@ -115,7 +86,18 @@ pub struct Auth<S> {
     inner: S,
     signer: Arc<TokenSigner>,
     peer: Arc<str>,
-    current: Arc<CurrentToken>,
+    audience: Arc<str>,
+}
+
+impl<S> Auth<S> {
+    fn header(&self) -> Result<HeaderValue, Status> {
+        let token = self.signer.sign_to(&self.audience).map_err(Status::from)?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| Status::internal("a signed token is not a valid header value"))?;
+        // Never indexed by HPACK: it is a credential.
+        value.set_sensitive(true);
+        Ok(value)
+    }
 }
 
 impl<S, B> Service<Request<B>> for Auth<S>
@@ -131,8 +113,7 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        let header = self.current.header(&self.signer);
-        match header {
+        match self.header() {
             Ok(value) => {
                 request.headers_mut().insert(AUTHORIZATION, value);
                 AuthFuture::Called {
@@ -198,27 +179,31 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn every_request_carries_a_fresh_valid_token() -> Result<(), tower::BoxError> {
+    async fn every_request_carries_its_own_token_for_its_peer() -> Result<(), tower::BoxError> {
         let signer = Arc::new(TokenSigner::new(
             b"the-cluster-secret",
             "coordinator",
-            "sqe-worker",
+            "unused",
         )?);
-        let verifier =
-            crate::auth::TokenVerifier::new(&[b"the-cluster-secret".as_slice()], "sqe-worker")?;
+        let verifier = crate::auth::TokenVerifier::new(
+            &[b"the-cluster-secret".as_slice()],
+            "http://w1:50052",
+        )?
+        .single_use();
         let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
-        let mut service = AuthLayer::new(signer, "http://w1:50052")
-            .with_reuse(Duration::ZERO)
-            .layer(service);
+        let mut service = AuthLayer::new(signer, "HTTP://W1:50052/").layer(service);
         let mut seen = Vec::new();
         for _ in 0..2 {
             let call = service.ready().await?.call(Request::new(Body::empty()));
             let (request, reply) = handle.next_request().await.ok_or("no request")?;
-            let token = request
-                .headers()
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
+            let value = request.headers().get(AUTHORIZATION).ok_or("no token")?;
+            assert!(
+                value.is_sensitive(),
+                "credentials must not be indexed by HPACK"
+            );
+            let token = value
+                .to_str()?
+                .strip_prefix("Bearer ")
                 .ok_or("no bearer token")?
                 .to_string();
             seen.push(verifier.verify(&token)?.jti);
@@ -229,34 +214,17 @@ mod tests {
         Ok(())
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn tokens_are_reused_then_renewed() -> Result<(), tower::BoxError> {
-        let signer = Arc::new(TokenSigner::new(
-            b"the-cluster-secret",
-            "coordinator",
-            "sqe-worker",
-        )?);
-        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
-        let mut service = AuthLayer::new(signer, "w")
-            .with_reuse(Duration::from_secs(10))
-            .layer(service);
-        let mut tokens = Vec::new();
-        for wait in [0, 1, 10] {
-            tokio::time::advance(Duration::from_secs(wait)).await;
-            let call = service.ready().await?.call(Request::new(Body::empty()));
-            let (request, reply) = handle.next_request().await.ok_or("no request")?;
-            let value = request.headers().get(AUTHORIZATION).ok_or("no token")?;
-            assert!(
-                value.is_sensitive(),
-                "credentials must not be indexed by HPACK"
-            );
-            tokens.push(value.clone());
-            reply.send_response(Response::new(Body::empty()));
-            call.await?;
-        }
-        assert_eq!(tokens[0], tokens[1], "reused within the window");
-        assert_ne!(tokens[1], tokens[2], "renewed after it");
-        Ok(())
+    #[test]
+    fn audiences_are_the_scheme_and_authority_of_a_url() {
+        assert_eq!(
+            audience_of("HTTPS://W1.Example:50052/"),
+            "https://w1.example:50052"
+        );
+        assert_eq!(
+            audience_of("http://10.0.0.7:50052"),
+            "http://10.0.0.7:50052"
+        );
+        assert_eq!(audience_of("sqe-coordinator"), "sqe-coordinator");
     }
 
     #[tokio::test]

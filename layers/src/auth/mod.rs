@@ -1,11 +1,12 @@
 //! Authentication between processes that share a secret: short-lived HS256 JWTs.
 //!
-//! The client side ([`AuthLayer`]) sends `authorization: Bearer <token>` on every request; a
-//! token (unique `jti`, `exp` a minute ahead) is signed anew every few seconds. The server side
-//! ([`VerifyLayer`]) checks signature, audience and expiry with a bounded clock skew and answers
-//! `Unauthenticated` otherwise; a token it verified is remembered until it expires, so the
-//! HMAC and JSON work happen once per token, not once per request. The verifier accepts several secrets, so a secret is rotated by
-//! deploying `[new, old]` to verifiers first, then the new secret to signers.
+//! The client side ([`AuthLayer`]) signs a token for every request (unique `jti`, `exp` a
+//! minute ahead, `aud` = the peer's URL). The server side ([`VerifyLayer`]) checks signature,
+//! audience and expiry with a bounded clock skew and answers `Unauthenticated` otherwise; a
+//! [`TokenVerifier::single_use`] verifier also remembers each `jti` until its token expires and
+//! refuses it a second time, so a token sniffed or copied is good neither at another node nor
+//! again. The verifier accepts several secrets, so a secret is rotated by deploying
+//! `[new, old]` to verifiers first, then the new secret to signers.
 //!
 //! ```
 //! use sqe_layers::auth::{TokenSigner, TokenVerifier};
@@ -18,9 +19,10 @@
 //! ```
 
 mod client;
+mod replay;
 mod server;
 mod token;
 
-pub use client::{Auth, AuthFuture, AuthLayer, DEFAULT_TOKEN_REUSE};
+pub use client::{Auth, AuthFuture, AuthLayer, audience_of};
 pub use server::{Verify, VerifyFuture, VerifyLayer, VerifyToken};
 pub use token::{AuthError, Claims, MIN_SECRET_BYTES, TokenSigner, TokenVerifier, VerifierStats};

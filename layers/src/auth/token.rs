@@ -9,6 +9,8 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, encode};
 use serde::{Deserialize, Serialize};
 
+use super::replay::{self, Refusal, SeenTokens};
+
 /// How long a signed token is valid by default.
 pub(super) const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(60);
 /// Clock difference tolerated between signer and verifier by default.
@@ -46,8 +48,12 @@ pub enum AuthError {
     BadSignature,
     #[error("the token has expired")]
     Expired,
-    #[error("the token is for another audience")]
-    WrongAudience,
+    #[error("the token is for '{got}', and this node answers to {accepted}")]
+    WrongAudience { got: String, accepted: String },
+    #[error("the token was used before (one token per request: a replay?)")]
+    Replayed,
+    #[error("too many live tokens to remember another; retry shortly")]
+    Overloaded,
     #[error("the token is issued in the future or lives too long")]
     BadLifetime,
     #[error(
@@ -75,6 +81,7 @@ impl From<AuthError> for tonic::Status {
             AuthError::Sign(_) | AuthError::WeakSecret(_) => {
                 tonic::Status::internal(err.to_string())
             }
+            AuthError::Overloaded => tonic::Status::resource_exhausted(err.to_string()),
             _ => tonic::Status::unauthenticated(err.to_string()),
         }
     }
@@ -87,7 +94,8 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Signs tokens for one issuer and audience.
+/// Signs tokens for one issuer: for its default audience, or for a named one (the peer a
+/// request goes to).
 #[derive(Clone)]
 pub struct TokenSigner {
     key: EncodingKey,
@@ -143,19 +151,24 @@ impl TokenSigner {
         self.sign_at(now())
     }
 
+    /// A new token for `audience` instead of the signer's default.
+    pub fn sign_to(&self, audience: &str) -> Result<String, AuthError> {
+        self.sign_claims(now(), audience, None)
+    }
+
     /// A new token on behalf of `subject` (a user the signer has authenticated).
     pub fn sign_for(&self, subject: &str) -> Result<String, AuthError> {
-        self.sign_claims(now(), Some(subject.to_string()))
+        self.sign_claims(now(), &self.audience, Some(subject.to_string()))
     }
 
     pub(crate) fn sign_at(&self, iat: u64) -> Result<String, AuthError> {
-        self.sign_claims(iat, None)
+        self.sign_claims(iat, &self.audience, None)
     }
 
-    fn sign_claims(&self, iat: u64, sub: Option<String>) -> Result<String, AuthError> {
+    fn sign_claims(&self, iat: u64, aud: &str, sub: Option<String>) -> Result<String, AuthError> {
         let claims = Claims {
             iss: self.issuer.clone(),
-            aud: self.audience.clone(),
+            aud: aud.to_string(),
             iat,
             exp: iat + self.ttl.as_secs(),
             jti: uuid::Uuid::new_v4().to_string(),
@@ -188,25 +201,25 @@ impl VerifierStats {
     }
 }
 
-/// Tokens remembered as verified, at most.
-const VERIFIED_CACHE_SIZE: usize = 4096;
-
-/// Verifies tokens for one audience against one or more secrets. A verified token is remembered
-/// until it expires, so a token reused by its signer costs a lookup, not a signature check.
+/// Verifies tokens for its audiences against one or more secrets; with
+/// [`TokenVerifier::single_use`], each token once.
 pub struct TokenVerifier {
     keys: Vec<DecodingKey>,
     validation: Validation,
+    audiences: Vec<String>,
     leeway: u64,
     max_lifetime: u64,
     stats: std::sync::Arc<VerifierStats>,
-    verified: Mutex<HashMap<String, Claims>>,
+    seen: Option<Mutex<SeenTokens>>,
 }
 
 impl std::fmt::Debug for TokenVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenVerifier")
             .field("secrets", &self.keys.len())
+            .field("audiences", &self.audiences)
             .field("leeway", &self.leeway)
+            .field("single_use", &self.seen.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -214,6 +227,11 @@ impl std::fmt::Debug for TokenVerifier {
 impl TokenVerifier {
     /// Accepts tokens for `audience` signed with any of `secrets` (current first, then previous).
     pub fn new(secrets: &[&[u8]], audience: impl Into<String>) -> Result<Self, AuthError> {
+        Self::for_audiences(secrets, vec![audience.into()])
+    }
+
+    /// Accepts tokens for any of `audiences` (the names this node is reached by).
+    pub fn for_audiences(secrets: &[&[u8]], audiences: Vec<String>) -> Result<Self, AuthError> {
         if secrets.is_empty() {
             return Err(AuthError::WeakSecret(0));
         }
@@ -225,7 +243,8 @@ impl TokenVerifier {
             .map(|s| DecodingKey::from_secret(s).map_err(|e| AuthError::Sign(e.to_string())))
             .collect::<Result<Vec<_>, _>>()?;
         let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_audience(&[audience.into()]);
+        // Checked here instead, so a refusal can say whom the token was for.
+        validation.validate_aud = false;
         validation.set_required_spec_claims(&["exp", "iat", "aud", "iss"]);
         validation.leeway = DEFAULT_LEEWAY.as_secs();
         Ok(Self {
@@ -233,9 +252,21 @@ impl TokenVerifier {
             leeway: DEFAULT_LEEWAY.as_secs(),
             max_lifetime: DEFAULT_MAX_LIFETIME.as_secs(),
             validation,
+            audiences,
             stats: Default::default(),
-            verified: Mutex::new(HashMap::new()),
+            seen: None,
         })
+    }
+
+    /// Accepts each token once: its `jti` is remembered until the token expires, and a second
+    /// request with it is refused as a replay. For peers that sign a token per request.
+    pub fn single_use(self) -> Self {
+        self.single_use_up_to(replay::DEFAULT_CAPACITY)
+    }
+
+    fn single_use_up_to(mut self, capacity: usize) -> Self {
+        self.seen = Some(Mutex::new(SeenTokens::new(capacity)));
+        self
     }
 
     /// Tolerates this much clock difference on `exp` and `iat`.
@@ -257,7 +288,7 @@ impl TokenVerifier {
 
     /// Checks a token and returns its claims.
     pub fn verify(&self, token: &str) -> Result<Claims, AuthError> {
-        let result = self.verify_cached(token, now());
+        let result = self.verify_at(token, now());
         match &result {
             Ok(claims) => {
                 self.stats.verified.fetch_add(1, Ordering::Relaxed);
@@ -273,32 +304,30 @@ impl TokenVerifier {
         result
     }
 
-    fn verify_cached(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
-        {
-            let mut verified = self.verified.lock();
-            if let Some(claims) = verified.get(token) {
-                if claims.exp + self.leeway >= now {
-                    return Ok(claims.clone());
-                }
-                verified.remove(token);
-                return Err(AuthError::Expired);
-            }
+    pub(crate) fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
+        let claims = self.decode(token, now)?;
+        if !self.audiences.contains(&claims.aud) {
+            return Err(AuthError::WrongAudience {
+                got: claims.aud,
+                accepted: format!("{:?}", self.audiences),
+            });
         }
-        let claims = self.verify_at(token, now)?;
-        {
-            let mut verified = self.verified.lock();
-            if verified.len() >= VERIFIED_CACHE_SIZE {
-                verified.retain(|_, c| c.exp + self.leeway >= now);
-                if verified.len() >= VERIFIED_CACHE_SIZE {
-                    verified.clear();
-                }
+        if let Some(seen) = &self.seen {
+            let id = uuid::Uuid::parse_str(&claims.jti)
+                .map_err(|_| AuthError::Malformed)?
+                .as_u128();
+            let accepted = seen.lock().accept(id, claims.exp + self.leeway, now);
+            match accepted {
+                Ok(()) => {}
+                Err(Refusal::Replayed) => return Err(AuthError::Replayed),
+                Err(Refusal::Full) => return Err(AuthError::Overloaded),
             }
-            verified.insert(token.to_string(), claims.clone());
         }
         Ok(claims)
     }
 
-    pub(crate) fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
+    /// Signature, expiry and lifetime.
+    fn decode(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
         let mut last = AuthError::Malformed;
         for key in &self.keys {
             match decode::<Claims>(token, key, &self.validation) {
@@ -319,7 +348,6 @@ impl TokenVerifier {
                     last = match e.kind() {
                         ErrorKind::InvalidSignature => AuthError::BadSignature,
                         ErrorKind::ExpiredSignature => return Err(AuthError::Expired),
-                        ErrorKind::InvalidAudience => return Err(AuthError::WrongAudience),
                         _ => AuthError::Malformed,
                     };
                     if last != AuthError::BadSignature {
@@ -371,7 +399,13 @@ mod tests {
         let other = TokenSigner::new(b"another-cluster-secret", "coordinator", "sqe-worker")?;
         assert_eq!(v.verify(&other.sign()?), Err(AuthError::BadSignature));
         let elsewhere = TokenSigner::new(b"the-cluster-secret", "coordinator", "someone-else")?;
-        assert_eq!(v.verify(&elsewhere.sign()?), Err(AuthError::WrongAudience));
+        assert_eq!(
+            v.verify(&elsewhere.sign()?),
+            Err(AuthError::WrongAudience {
+                got: "someone-else".into(),
+                accepted: r#"["sqe-worker"]"#.into()
+            })
+        );
         assert_eq!(v.verify("not.a.token"), Err(AuthError::Malformed));
         assert_eq!(v.stats().rejected(), 3);
         Ok(())
@@ -403,19 +437,46 @@ mod tests {
     }
 
     #[test]
-    fn remembered_tokens_still_expire() -> Result<(), AuthError> {
-        let signer = TokenSigner::new(b"the-cluster-secret", "c", "sqe-worker")?
-            .with_ttl(Duration::from_secs(10));
-        let v = verifier(&[b"the-cluster-secret"]).with_leeway(Duration::from_secs(5));
-        let t0 = now();
-        let token = signer.sign_at(t0)?;
-        assert!(v.verify_cached(&token, t0).is_ok());
-        assert!(v.verify_cached(&token, t0 + 1).is_ok(), "a cache hit");
-        assert_eq!(v.verify_cached(&token, t0 + 16), Err(AuthError::Expired));
-        // A token from another secret is never cached as valid.
-        let other = TokenSigner::new(b"another-cluster-secret", "c", "sqe-worker")?.sign_at(t0)?;
-        assert_eq!(v.verify_cached(&other, t0), Err(AuthError::BadSignature));
-        assert_eq!(v.verify_cached(&other, t0), Err(AuthError::BadSignature));
+    fn a_token_is_for_one_node_and_one_request() -> Result<(), AuthError> {
+        let signer = TokenSigner::new(b"the-cluster-secret", "coordinator", "unused")?;
+        let w1 =
+            TokenVerifier::for_audiences(&[b"the-cluster-secret"], vec!["http://w1:50052".into()])?
+                .single_use();
+        let w2 = TokenVerifier::new(&[b"the-cluster-secret"], "http://w2:50052")?.single_use();
+        let token = signer.sign_to("http://w1:50052")?;
+        assert_eq!(w1.verify(&token)?.aud, "http://w1:50052");
+        assert_eq!(
+            w1.verify(&token),
+            Err(AuthError::Replayed),
+            "the same token twice"
+        );
+        assert!(matches!(
+            w2.verify(&signer.sign_to("http://w1:50052")?),
+            Err(AuthError::WrongAudience { .. })
+        ));
+        assert!(
+            w1.verify(&signer.sign_to("http://w1:50052")?).is_ok(),
+            "a fresh token"
+        );
+        // A verifier that is not single-use (client bearer tokens) accepts a token again.
+        let reusable = TokenVerifier::new(&[b"the-cluster-secret"], "http://w1:50052")?;
+        let token = signer.sign_to("http://w1:50052")?;
+        assert!(reusable.verify(&token).is_ok() && reusable.verify(&token).is_ok());
+        Ok(())
+    }
+
+    #[test]
+    fn a_full_replay_memory_refuses_instead_of_forgetting() -> Result<(), AuthError> {
+        let signer = TokenSigner::new(b"the-cluster-secret", "c", "sqe-worker")?;
+        let v = verifier(&[b"the-cluster-secret"]).single_use_up_to(1);
+        let first = signer.sign()?;
+        assert!(v.verify(&first).is_ok());
+        assert_eq!(v.verify(&signer.sign()?), Err(AuthError::Overloaded));
+        assert_eq!(v.verify(&first), Err(AuthError::Replayed));
+        assert_eq!(
+            tonic::Status::from(AuthError::Overloaded).code(),
+            tonic::Code::ResourceExhausted
+        );
         Ok(())
     }
 

@@ -66,23 +66,35 @@ async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResu
     let mut worker_env = common.to_vec();
     worker_env.extend([
         ("SQE_WORKER__NODE_ID", "demo-sqe-worker-7d9c-abcde"),
-        ("SQE_WORKER__ADVERTISE_URL", "http://10.0.0.7:50052"),
+        ("SQE_WORKER__ADVERTISE_URL", "https://10.0.0.7:50052"),
     ]);
     let text = std::fs::read_to_string(out.path().join("worker.toml"))?;
     let worker = WorkerConfig::from_toml(&text, "rendered worker.toml", &env(&worker_env))?;
     assert_eq!(
         worker.worker.coordinator_url.as_deref(),
-        Some("http://demo-sqe-coordinator:50051")
+        Some("https://demo-sqe-coordinator:50051")
     );
     assert_eq!(
         worker.worker.advertise_url.as_deref(),
-        Some("http://10.0.0.7:50052")
+        Some("https://10.0.0.7:50052")
     );
     assert_eq!(
         worker.worker.node_id.as_deref(),
         Some("demo-sqe-worker-7d9c-abcde")
     );
     assert_eq!(worker.worker.metrics_port, 9465);
+    // Both speak TLS to each other, with the cluster certificate the chart mounts.
+    for cluster in [&coordinator.cluster, &worker.cluster] {
+        let tls = cluster
+            .tls()
+            .ok_or("the production values turn on TLS between the nodes")?;
+        assert_eq!(
+            tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/sqe/tls/ca.crt"))
+        );
+        assert!(tls.require_client_cert);
+        assert_eq!(tls.server_name.as_deref(), Some("sqe-cluster"));
+    }
     assert_eq!(worker.worker_secret()?.as_deref(), Some("from-the-secret"));
     for telemetry in [&coordinator.telemetry, &worker.telemetry] {
         assert_eq!(

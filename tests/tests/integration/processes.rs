@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sqe_tests::process::{SqeProcess, run_sqe};
+use sqe_tests::process::{SqeProcess, shell};
 
 use crate::TestResult;
 
@@ -17,21 +17,7 @@ fn example(name: &str) -> String {
 }
 
 fn sql(cwd: &std::path::Path, statement: &str) -> Result<String, String> {
-    let output = run_sqe(&["shell", "-e", statement], cwd).map_err(|e| e.to_string())?;
-    // Results on stdout, DDL/DML reports on stderr.
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    if output.status.success() {
-        Ok(text)
-    } else {
-        Err(format!(
-            "`{statement}` failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
+    shell(cwd, &[], statement)
 }
 
 #[test]
@@ -99,21 +85,9 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     );
 
     // SIGTERM stops each process cleanly.
-    assert!(
-        coordinator.terminate(Duration::from_secs(20)),
-        "coordinator: {}",
-        coordinator.log_text()
-    );
-    assert!(
-        worker_1.terminate(Duration::from_secs(20)),
-        "worker-1: {}",
-        worker_1.log_text()
-    );
-    assert!(
-        worker_2.terminate(Duration::from_secs(20)),
-        "worker-2: {}",
-        worker_2.log_text()
-    );
+    coordinator.stop_cleanly()?;
+    worker_1.stop_cleanly()?;
+    worker_2.stop_cleanly()?;
     Ok(())
 }
 

@@ -338,8 +338,8 @@ async fn a_distributed_query_is_one_trace_across_the_coordinator_and_both_worker
     let receiver = OtlpReceiver::start().await?;
     let dir = tempfile::tempdir()?;
     let TracedCluster {
-        mut coordinator,
-        mut workers,
+        coordinator,
+        workers,
         trino_addr,
         metrics,
     } = start_traced_cluster(&receiver, dir.path()).await?;
@@ -429,17 +429,9 @@ async fn a_distributed_query_is_one_trace_across_the_coordinator_and_both_worker
         "{text}"
     );
 
-    for worker in &mut workers {
-        assert!(
-            worker.terminate(Duration::from_secs(20)),
-            "{}",
-            worker.log_text()
-        );
+    for worker in workers {
+        worker.stop_cleanly()?;
     }
-    assert!(
-        coordinator.terminate(Duration::from_secs(20)),
-        "{}",
-        coordinator.log_text()
-    );
+    coordinator.stop_cleanly()?;
     Ok(())
 }

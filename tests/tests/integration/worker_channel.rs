@@ -91,6 +91,75 @@ async fn a_call_without_token_is_rejected() -> TestResult {
     Ok(())
 }
 
+/// A token on the wire, as an eavesdropper or a log would see it, sent again: to the worker
+/// it was for (a replay) and to another worker (the wrong audience). Both are refused; a fresh
+/// token for the right worker is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_is_good_for_one_request_to_one_worker() -> TestResult {
+    let secret = "a-secret-of-the-replay-test-cluster";
+    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
+        workers: 2,
+        scale_factor: 0.01,
+        worker_secret: Some(secret.into()),
+        ..TestCluster::options()
+    })
+    .await?;
+    let urls: Vec<String> = cluster
+        .cluster
+        .workers
+        .iter()
+        .map(|w| w.url.to_string())
+        .collect();
+    let signer = sqe_layers::auth::TokenSigner::new(secret.as_bytes(), "eavesdropper", "unused")?;
+    let call = |url: String, token: String| async move {
+        let channel = tonic::transport::Endpoint::from_shared(url)?
+            .connect()
+            .await?;
+        let mut request = tonic::Request::new(GetWorkerInfoRequest {});
+        request
+            .metadata_mut()
+            .insert("authorization", format!("Bearer {token}").parse()?);
+        let answered = WorkerServiceClient::new(channel)
+            .get_worker_info(request)
+            .await;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(answered.map(drop))
+    };
+    let token = signer.sign_to(&sqe_layers::auth::audience_of(&urls[0]))?;
+    call(urls[0].clone(), token.clone()).await??;
+    let replayed = call(urls[0].clone(), token.clone())
+        .await?
+        .err()
+        .ok_or("a worker accepted a token twice")?;
+    assert_eq!(replayed.code(), tonic::Code::Unauthenticated);
+    assert!(
+        replayed.message().contains("used before"),
+        "{}",
+        replayed.message()
+    );
+    let elsewhere = call(
+        urls[1].clone(),
+        signer.sign_to(&sqe_layers::auth::audience_of(&urls[0]))?,
+    )
+    .await?
+    .err()
+    .ok_or("a worker accepted a token for another worker")?;
+    assert_eq!(elsewhere.code(), tonic::Code::Unauthenticated);
+    assert!(
+        elsewhere.message().contains(&format!(
+            "is for '{}'",
+            sqe_layers::auth::audience_of(&urls[0])
+        )),
+        "{}",
+        elsewhere.message()
+    );
+    let fresh = signer.sign_to(&sqe_layers::auth::audience_of(&urls[1]))?;
+    call(urls[1].clone(), fresh).await??;
+    // The cluster's own traffic still flows: every RPC gets a token of its own.
+    cluster.query(JOIN).await?;
+    cluster.stop().await;
+    Ok(())
+}
+
 async fn worker(
     secret: &str,
     name: &str,

@@ -25,6 +25,7 @@ fn unauthenticated_peers() -> PeerSettings {
         connect_timeout: Duration::from_secs(5),
         retry_budget_percent: 20.0,
         io_threads: 2,
+        tls: None,
     }
 }
 
