@@ -169,23 +169,34 @@ where
         );
     }
 
+    /// Whether `owner` may add an entry now: a check before costly work whose result would be
+    /// refused anyway ([`Self::insert_owned`] checks again).
+    pub fn check_room(&self, owner: &str) -> Result<(), QuotaExceeded> {
+        let Some(quota) = &self.quota else {
+            return Ok(());
+        };
+        let held = |quota: &Quota| quota.held.lock().get(owner).copied().unwrap_or(0);
+        if held(quota) >= quota.per_owner {
+            // Expired entries give their places back at the next upkeep: do it now.
+            self.cache.run_pending_tasks();
+            let now = held(quota);
+            if now >= quota.per_owner {
+                return Err(QuotaExceeded {
+                    owner: owner.to_string(),
+                    held: now,
+                    what: quota.what,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Inserts an entry of `owner`, unless `owner` holds its quota already (replacing one of
     /// its own entries always succeeds).
     pub fn insert_owned(&self, owner: &str, key: K, value: V) -> Result<(), QuotaExceeded> {
         if let Some(quota) = &self.quota {
-            let replacing = self.cache.contains_key(&key);
-            let held = |quota: &Quota| quota.held.lock().get(owner).copied().unwrap_or(0);
-            if !replacing && held(quota) >= quota.per_owner {
-                // Expired entries give their places back at the next upkeep: do it now.
-                self.cache.run_pending_tasks();
-                let now = held(quota);
-                if now >= quota.per_owner {
-                    return Err(QuotaExceeded {
-                        owner: owner.to_string(),
-                        held: now,
-                        what: quota.what,
-                    });
-                }
+            if !self.cache.contains_key(&key) {
+                self.check_room(owner)?;
             }
             *quota.held.lock().entry(Arc::from(owner)).or_default() += 1;
         }

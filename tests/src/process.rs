@@ -89,6 +89,17 @@ impl SqeProcess {
         ))
     }
 
+    /// Resident memory of the process now, in bytes (`VmRSS` of `/proc/<pid>/status`).
+    pub fn resident_bytes(&self) -> std::io::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .ok_or_else(|| std::io::Error::other("no VmRSS in /proc/<pid>/status"))
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -342,6 +342,34 @@ async fn a_flood_of_prepared_statements_stops_at_the_users_share() -> TestResult
 }
 
 #[tokio::test]
+async fn at_the_cap_a_write_is_refused_before_it_runs() -> TestResult {
+    use super::statements::MAX_STATEMENTS_PER_USER;
+    let endpoint = serve(ClientAuth::disabled()?).await?;
+    let mut alice = client_as(&endpoint.url, "alice").await?;
+    for sql in ["CREATE SCHEMA capped", "CREATE TABLE capped.t (n INTEGER)"] {
+        query(&mut alice, sql).await?;
+    }
+    // Tickets never fetched fill alice's share.
+    for _ in 0..MAX_STATEMENTS_PER_USER {
+        alice
+            .execute("SELECT 1".into(), None)
+            .await
+            .map_err(status)?;
+    }
+    let refused = alice
+        .execute("INSERT INTO capped.t VALUES (1)".into(), None)
+        .await
+        .err()
+        .map(|e| status(e).code());
+    assert_eq!(refused, Some(Code::ResourceExhausted));
+    // Refused means not done: the table is still empty.
+    let mut bob = client_as(&endpoint.url, "bob").await?;
+    let counted = query(&mut bob, "SELECT count(*) FROM capped.t").await?;
+    assert_eq!(longs(&counted, 0), [0]);
+    Ok(())
+}
+
+#[tokio::test]
 async fn parameters_over_the_limit_are_refused_while_they_stream() -> TestResult {
     let endpoint = serve(ClientAuth::disabled()?).await?;
     let mut client = client(&endpoint.url).await?;

@@ -129,6 +129,12 @@ impl SqeFlightSqlService {
         principal: Principal,
         descriptor: FlightDescriptor,
     ) -> Result<FlightInfo, Status> {
+        // Over the user's share nothing is planned, let alone run (a write would be applied
+        // and then reported refused).
+        let reservation = match self.statements.reserve(&principal.user) {
+            Ok(reservation) => reservation,
+            Err(full) => return Err(handle.fail(sqe_engine::Error::from(full)).into()),
+        };
         let span = rpc_span(&handle, "GetFlightInfo");
         let described = handle.describe().instrument(span.clone()).await?.clone();
         let work = if described.update_type.is_some() {
@@ -140,10 +146,8 @@ impl SqeFlightSqlService {
         } else {
             Work::Run(Box::new(handle))
         };
-        let id = Uuid::new_v4();
-        self.statements
-            .plan(id, Planned { work, principal })
-            .map_err(sqe_engine::Error::from)?;
+        let id = reservation.id();
+        reservation.fill(Planned { work, principal });
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
         };
@@ -822,6 +826,9 @@ impl FlightSqlService for SqeFlightSqlService {
             return Err(Status::unimplemented("transactions are not supported"));
         }
         let principal = principal(&request);
+        self.statements
+            .check_room_to_prepare(&principal.user)
+            .map_err(sqe_engine::Error::from)?;
         let template = self
             .queries
             .template(&self.session(&request), &query.query)

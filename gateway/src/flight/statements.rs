@@ -88,12 +88,53 @@ impl Default for Statements {
     }
 }
 
+/// A ticket's place in its user's share, taken before the statement is planned (or, for a
+/// write, run): over the share nothing is done. Dropped unfilled (planning failed, the call was
+/// cancelled) it gives the place back.
+pub(super) struct Reservation<'a> {
+    statements: &'a Statements,
+    id: Uuid,
+    slot: Ticketed,
+    filled: bool,
+}
+
+impl Reservation<'_> {
+    pub(super) fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// Keeps `planned` for the DoGet of the ticket.
+    pub(super) fn fill(mut self, planned: Planned) {
+        *self.slot.lock() = Some(planned);
+        self.filled = true;
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if !self.filled {
+            self.statements.planned.remove(&self.id);
+        }
+    }
+}
+
 impl Statements {
-    /// Keeps `planned` for the DoGet of ticket `id`, within its user's share.
-    pub(super) fn plan(&self, id: Uuid, planned: Planned) -> Result<(), QuotaExceeded> {
-        let owner = planned.principal.user.clone();
-        self.planned
-            .insert_owned(&owner, id, Arc::new(Mutex::new(Some(planned))))
+    /// A place for a new ticket of `owner`, within its share.
+    pub(super) fn reserve(&self, owner: &str) -> Result<Reservation<'_>, QuotaExceeded> {
+        let id = Uuid::new_v4();
+        let slot: Ticketed = Arc::new(Mutex::new(None));
+        self.planned.insert_owned(owner, id, Arc::clone(&slot))?;
+        Ok(Reservation {
+            statements: self,
+            id,
+            slot,
+            filled: false,
+        })
+    }
+
+    /// Whether `owner` may prepare another statement (checked before planning it).
+    pub(super) fn check_room_to_prepare(&self, owner: &str) -> Result<(), QuotaExceeded> {
+        self.prepared.check_room(owner)
     }
 
     /// Takes the planned statement `id` to run it; only its principal may.

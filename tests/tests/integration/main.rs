@@ -7,6 +7,7 @@ mod cluster_tls;
 mod config_errors;
 mod distributed;
 mod flight_sql;
+mod flood_memory;
 mod helm_chart;
 mod lifecycle;
 mod membership;
