@@ -1,25 +1,32 @@
 //! The attempts of one commit. iceberg-rust retries a conflicting commit itself (reloading the
 //! table and re-applying the append); this catalog view, handed to that one commit, sees each
-//! attempt: a span per attempt, and the conflicts it met for the metrics.
+//! attempt: a span per attempt, and the conflicts it met for the metrics. It also keeps the
+//! commit on the table it was planned against: iceberg-rust rebases onto whatever table it
+//! reloads under the name, so a table dropped and created again meanwhile would get the files.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use iceberg::table::Table;
-use iceberg::{Catalog, ErrorKind, NamespaceIdent, Result, TableCommit, TableCreation, TableIdent};
+use iceberg::{
+    Catalog, Error, ErrorKind, NamespaceIdent, Result, TableCommit, TableCreation, TableIdent,
+};
 use tracing::Instrument;
 
-/// `inner`, observing `update_table`.
+/// `inner`, observing `update_table`, and loading only the table with the planned one's id.
 #[derive(Debug)]
 pub(crate) struct CommitAttempts<'a> {
     inner: &'a dyn Catalog,
+    table_uuid: uuid::Uuid,
     attempts: AtomicU32,
     conflicts: AtomicU32,
 }
 
 impl<'a> CommitAttempts<'a> {
-    pub(crate) fn new(inner: &'a dyn Catalog) -> Self {
+    /// The attempts of a commit to `planned` (the table as the statement loaded it).
+    pub(crate) fn new(inner: &'a dyn Catalog, planned: &Table) -> Self {
         Self {
             inner,
+            table_uuid: planned.metadata().uuid(),
             attempts: AtomicU32::new(0),
             conflicts: AtomicU32::new(0),
         }
@@ -62,7 +69,17 @@ crate::catalog_view!(impl<'a> Catalog for CommitAttempts<'a>, inner = self.inner
     }
 
     async fn load_table(&self, table: &TableIdent) -> Result<Table> {
-        self.inner.load_table(table).await
+        let loaded = self.inner.load_table(table).await?;
+        if loaded.metadata().uuid() != self.table_uuid {
+            return Err(Error::new(
+                ErrorKind::TableNotFound,
+                format!(
+                    "table {table} was dropped while the statement ran (a table of that name \
+                     was created since); nothing was written"
+                ),
+            ));
+        }
+        Ok(loaded)
     }
 
     async fn register_table(&self, table: &TableIdent, metadata_location: String) -> Result<Table> {
@@ -82,7 +99,7 @@ mod tests {
 
         // Another writer commits between our load and our commit.
         let racing = Racing::new(&catalog, base.identifier().clone(), 1);
-        let attempts = CommitAttempts::new(&racing);
+        let attempts = CommitAttempts::new(&racing, &base);
         let committed = append(&base, &attempts, "ours").await?;
         assert_eq!(attempts.conflicts(), 1, "our first attempt conflicted");
         assert_eq!(
@@ -92,7 +109,7 @@ mod tests {
         );
 
         // Without a competitor there is nothing to count.
-        let attempts = CommitAttempts::new(&catalog);
+        let attempts = CommitAttempts::new(&catalog, &committed);
         append(&committed, &attempts, "third").await?;
         assert_eq!(attempts.conflicts(), 0);
         Ok(())

@@ -19,6 +19,7 @@ use iceberg::spec::DataFile;
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{Catalog, ErrorKind, TableIdent};
+use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -150,30 +151,42 @@ impl ExecutionPlan for IcebergWriteExec {
         let listener = self.listener.clone();
         let write = async move {
             let statement_id = uuid::Uuid::now_v7();
-            let created = CreatedFiles::default();
-            let written = match write_all(&table, inputs, statement_id, &created).await {
+            let mut files = StatementFiles::new(table.clone());
+            let written = match files.write(inputs, statement_id).await {
                 Ok(written) => written,
                 Err(e) => {
-                    delete_files(&table, &created.locations()).await;
+                    files.delete().await;
                     return Err(e);
                 }
             };
-            match commit(&table, catalog.as_ref(), written.files, listener.as_deref()).await {
-                Ok(()) => {}
-                Err(CommitError::NotApplied(e)) => {
-                    delete_files(&table, &created.locations()).await;
-                    return Err(iceberg_to_df(e));
+            // Cancelling stops at the commit: once started it runs to its end in a task of its
+            // own, which also deletes the files if it did not apply.
+            let created = files.hand_over();
+            let committing = async move {
+                let committed =
+                    commit(&table, catalog.as_ref(), written.files, listener.as_deref()).await;
+                match committed {
+                    Ok(()) => Ok(()),
+                    Err(CommitError::NotApplied(e)) => {
+                        delete_files(&table, &created.locations()).await;
+                        Err(e)
+                    }
+                    Err(CommitError::Unknown(e)) => {
+                        // The catalog may have applied it: deleting could break a snapshot.
+                        tracing::warn!(
+                            table = %table.identifier(),
+                            error = %e,
+                            "commit outcome unknown; keeping its data files (orphans if it did not apply)"
+                        );
+                        Err(e)
+                    }
                 }
-                Err(CommitError::Unknown(e)) => {
-                    // The catalog may have applied it: deleting could break a committed snapshot.
-                    tracing::warn!(
-                        table = %table.identifier(),
-                        error = %e,
-                        "commit outcome unknown; keeping its data files (orphans if it did not apply)"
-                    );
-                    return Err(iceberg_to_df(e));
-                }
-            }
+            };
+            Handle::current()
+                .spawn(committing.in_current_span())
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+                .map_err(iceberg_to_df)?;
             let rows = written.rows;
             Ok(RecordBatch::try_new(
                 count_schema(),
@@ -187,20 +200,83 @@ impl ExecutionPlan for IcebergWriteExec {
     }
 }
 
-async fn write_all(
-    table: &Table,
-    inputs: Vec<SendableRecordBatchStream>,
-    statement_id: uuid::Uuid,
-    created: &CreatedFiles,
-) -> Result<WrittenFiles> {
-    let mut writers = JoinSet::new();
-    for (i, input) in inputs.into_iter().enumerate() {
-        let table = table.clone();
-        let created = created.clone();
-        writers.spawn(async move {
-            write_partition(&table, input, format!("{statement_id}-{i:04}"), created).await
-        });
+/// The data files of one statement until its commit takes them over. Dropped before that (the
+/// query was cancelled or failed mid-write), it stops the writers still running and then, in a
+/// task of its own, deletes every file they created: a cancelled statement leaves nothing.
+struct StatementFiles {
+    table: Table,
+    created: CreatedFiles,
+    writers: JoinSet<Result<WrittenFiles>>,
+    handed_over: bool,
+}
+
+impl StatementFiles {
+    fn new(table: Table) -> Self {
+        Self {
+            table,
+            created: CreatedFiles::default(),
+            writers: JoinSet::new(),
+            handed_over: false,
+        }
     }
+
+    /// Writes every input partition concurrently, one writer each.
+    async fn write(
+        &mut self,
+        inputs: Vec<SendableRecordBatchStream>,
+        statement_id: uuid::Uuid,
+    ) -> Result<WrittenFiles> {
+        for (i, input) in inputs.into_iter().enumerate() {
+            let table = self.table.clone();
+            let created = self.created.clone();
+            self.writers.spawn(
+                async move {
+                    write_partition(&table, input, format!("{statement_id}-{i:04}"), created).await
+                }
+                .in_current_span(),
+            );
+        }
+        join_writers(&mut self.writers).await
+    }
+
+    /// Deletes what the writers created (once they have all stopped).
+    async fn delete(mut self) {
+        self.handed_over = true;
+        self.writers.abort_all();
+        while self.writers.join_next().await.is_some() {}
+        delete_files(&self.table, &self.created.locations()).await;
+    }
+
+    /// The files, for the commit: from now on it decides what becomes of them.
+    fn hand_over(mut self) -> CreatedFiles {
+        self.handed_over = true;
+        self.created.clone()
+    }
+}
+
+impl Drop for StatementFiles {
+    fn drop(&mut self) {
+        if self.handed_over {
+            return;
+        }
+        let Ok(runtime) = Handle::try_current() else {
+            tracing::warn!(table = %self.table.identifier(), "dropped outside a runtime: uncommitted data files stay");
+            return;
+        };
+        let mut writers = std::mem::take(&mut self.writers);
+        let (table, created) = (self.table.clone(), self.created.clone());
+        runtime.spawn(
+            async move {
+                writers.abort_all();
+                while writers.join_next().await.is_some() {}
+                delete_files(&table, &created.locations()).await;
+            }
+            .in_current_span(),
+        );
+    }
+}
+
+async fn join_writers(writers: &mut JoinSet<Result<WrittenFiles>>) -> Result<WrittenFiles> {
     let mut all = WrittenFiles::default();
     let mut failure = None;
     while let Some(joined) = writers.join_next().await {
@@ -256,7 +332,7 @@ async fn commit(
     // on the new snapshot), as often as the table's commit.retry.* properties allow; a busy
     // table can outlast those, so whole commits are retried too: an append never loses to a
     // concurrent one, it only waits its turn.
-    let attempts = CommitAttempts::new(catalog);
+    let attempts = CommitAttempts::new(catalog, table);
     let mut round = 1;
     let result = loop {
         let tx = Transaction::new(table);
@@ -284,7 +360,9 @@ async fn commit(
         }
     }
     let committed = result.map_err(|e| match e.kind() {
-        ErrorKind::CatalogCommitConflicts
+        // The table is gone (or is another table of that name): no snapshot of ours exists.
+        ErrorKind::TableNotFound
+        | ErrorKind::CatalogCommitConflicts
         | ErrorKind::DataInvalid
         | ErrorKind::FeatureUnsupported => CommitError::NotApplied(e),
         _ => CommitError::Unknown(e),
@@ -349,6 +427,35 @@ mod tests {
         );
         assert_eq!(seen.conflicts.load(std::sync::atomic::Ordering::SeqCst), 7);
         assert_eq!(seen.commits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn files_never_go_into_a_table_created_again_under_the_same_name() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (catalog, planned) = table_in_memory(dir.path()).await?;
+        // While the statement wrote, the table was dropped and one of that name created.
+        catalog.drop_table(planned.identifier()).await?;
+        let namespace = planned.identifier().namespace().clone();
+        let again = iceberg::TableCreation::builder()
+            .name(planned.identifier().name().to_string())
+            .schema(planned.metadata().current_schema().as_ref().clone())
+            .build();
+        catalog.create_table(&namespace, again).await?;
+        let ours = vec![data_file(&planned, "ours")?];
+        match commit(&planned, &catalog, ours, None).await {
+            Err(CommitError::NotApplied(e)) => {
+                assert_eq!(e.kind(), ErrorKind::TableNotFound, "{e}");
+            }
+            Err(CommitError::Unknown(e)) => return Err(format!("outcome unknown: {e}").into()),
+            Ok(()) => return Err("the files were committed into the new table".into()),
+        }
+        let new = catalog.load_table(planned.identifier()).await?;
+        assert_eq!(new.metadata().snapshots().count(), 0);
+        // Dropped and not created again: not applied either, so the files may go.
+        catalog.drop_table(planned.identifier()).await?;
+        let gone = commit(&planned, &catalog, vec![data_file(&planned, "x")?], None).await;
+        assert!(matches!(gone, Err(CommitError::NotApplied(_))));
         Ok(())
     }
 }

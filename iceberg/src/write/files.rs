@@ -81,8 +81,14 @@ pub async fn write_partition(
         created,
     };
     let names = DefaultFileNameGenerator::new(file_prefix, None, DataFileFormat::Parquet);
-    let rolling = RollingFileWriterBuilder::new_with_default_file_size(
+    // The table's `write.target-file-size-bytes` (512 MB unless set).
+    let target_file_size = metadata
+        .table_properties()
+        .map_err(iceberg_to_df)?
+        .write_target_file_size_bytes;
+    let rolling = RollingFileWriterBuilder::new(
         ParquetWriterBuilder::new(properties, Arc::clone(&iceberg_schema)),
+        target_file_size,
         table.file_io().clone(),
         location,
         names,

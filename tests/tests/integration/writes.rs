@@ -214,6 +214,71 @@ async fn create_insert_drop_and_errors() -> TestResult {
     Ok(())
 }
 
+/// An INSERT dropped while its writers run (what cancelling a query does) leaves no data file
+/// behind, finished or not, and no snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_insert_leaves_no_files() -> TestResult {
+    use iceberg::transaction::{ApplyTransactionAction, Transaction};
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster.sql("CREATE TABLE demo.big (n BIGINT)").await?;
+    let table = ident("demo", "big");
+    // Small files, so the writers finish some before the statement is cancelled.
+    let catalog = cluster.engine().catalog();
+    let loaded = catalog.load_table(&table).await?;
+    let tx = Transaction::new(&loaded);
+    let tx = tx
+        .update_table_properties()
+        .set("write.target-file-size-bytes".into(), "65536".into())
+        .apply(tx)?;
+    tx.commit(catalog.as_ref()).await?;
+    let before = snapshots(&cluster, &table).await?;
+
+    let mut insert = Box::pin(
+        cluster.sql("INSERT INTO demo.big SELECT value FROM generate_series(1, 2000000000)"),
+    );
+    let finished = |files: &[String]| files.iter().filter(|f| f.ends_with(".parquet")).count();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        tokio::select! {
+            done = &mut insert => return Err(format!("the INSERT ended before it was cancelled: {done:?}").into()),
+            () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+        }
+        if finished(&data_files(&cluster).await?) >= 4 {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("the INSERT wrote no finished file in time".into());
+        }
+    }
+    drop(insert);
+
+    // The files go in the background, once every writer has stopped.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let left = loop {
+        let left = data_files(&cluster).await?;
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            break left;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(
+        left.is_empty(),
+        "a cancelled INSERT left {} files: {left:?}",
+        left.len()
+    );
+    assert_eq!(snapshots(&cluster, &table).await?, before);
+    let counted = cluster.query("SELECT count(*) FROM demo.big").await?;
+    assert_eq!(
+        render(&counted).matches("| 0 ").count(),
+        1,
+        "{}",
+        render(&counted)
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
 /// Every file under the warehouse's `demo` data directories.
 async fn data_files(
     cluster: &TestCluster,
