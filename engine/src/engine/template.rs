@@ -349,6 +349,68 @@ impl Engine {
         })
     }
 
+    /// The template's plan, its tables reloaded when it was planned a while ago.
+    async fn fresh_logical(&self, template: &StatementTemplate) -> Result<LogicalPlan> {
+        if template.planned_at.elapsed() > TABLES_FRESH_FOR {
+            reload_iceberg_tables(&template.state, template.logical.clone()).await
+        } else {
+            Ok(template.logical.clone())
+        }
+    }
+
+    /// Binds every row of `rows` into **one** statement, ready to run once: an `INSERT` gets
+    /// the union of what each row would insert, so a batch of rows is one commit, all or none.
+    /// Other statements take one row (several would be several statements, half of which
+    /// could succeed).
+    pub async fn bind_rows(
+        &self,
+        template: &StatementTemplate,
+        mut rows: Vec<Vec<ScalarValue>>,
+    ) -> Result<Prepared> {
+        if rows.len() <= 1 {
+            return self.bind(template, rows.pop().unwrap_or_default()).await;
+        }
+        let logical = self.fresh_logical(template).await?;
+        let LogicalPlan::Dml(insert) = &logical else {
+            return Err(too_many_rows(rows.len()));
+        };
+        if !matches!(insert.op, WriteOp::Insert(_)) {
+            return Err(too_many_rows(rows.len()));
+        }
+        let expected = template.parameter_schema.fields().len();
+        let mut inputs = Vec::with_capacity(rows.len());
+        for row in rows {
+            if row.len() != expected {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidParameterUsage,
+                    format!(
+                        "the statement takes {expected} parameters, a row has {}",
+                        row.len()
+                    ),
+                ));
+            }
+            match logical.clone().with_param_values(row)? {
+                LogicalPlan::Dml(bound) => inputs.push(Arc::unwrap_or_clone(bound.input)),
+                _ => return Err(Error::Internal("a bound INSERT is not an INSERT".into())),
+            }
+        }
+        let mut union = datafusion::logical_expr::LogicalPlanBuilder::from(inputs.remove(0));
+        for input in inputs {
+            union = union.union(input)?;
+        }
+        let one = LogicalPlan::Dml(DmlStatement {
+            input: Arc::new(union.build()?),
+            ..insert.clone()
+        });
+        let mut state = self.execution_state(template.state.clone())?;
+        state.mark_start_execution();
+        let mut prepared = self
+            .prepare_logical(state, one, template.properties.clone())
+            .await?;
+        prepared.max_run_time = template.max_run_time;
+        Ok(prepared)
+    }
+
     /// Fills in the parameters and plans the statement physically, ready to run once.
     pub async fn bind(
         &self,
@@ -383,11 +445,7 @@ impl Engine {
                 ),
             ));
         }
-        let logical = if template.planned_at.elapsed() > TABLES_FRESH_FOR {
-            reload_iceberg_tables(&template.state, template.logical.clone()).await?
-        } else {
-            template.logical.clone()
-        };
+        let logical = self.fresh_logical(template).await?;
         let logical = if expected == 0 {
             logical
         } else {
@@ -450,6 +508,13 @@ impl Engine {
             && !matches!(logical, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_));
         (plain_query && self.cache.enabled()).then(|| consider(&template.identity, logical))
     }
+}
+
+fn too_many_rows(rows: usize) -> Error {
+    Error::invalid(
+        ErrorCode::InvalidParameterUsage,
+        format!("only an INSERT runs with several rows of parameters; {rows} were bound"),
+    )
 }
 
 #[cfg(test)]

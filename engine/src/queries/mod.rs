@@ -529,24 +529,21 @@ impl Driver {
                 template,
                 parameters,
             } => {
-                let mut total = 0u64;
-                for row in parameters {
-                    let prepared = engine.bind(&template, row).await?;
-                    prepared.mark_running(tracker);
-                    match engine.run_cancellable(prepared, token.clone()).await? {
-                        Outcome::Updated { rows } => total += rows.unwrap_or(0),
-                        Outcome::Rows(_) => {
-                            return Err(Error::invalid(
-                                ErrorCode::GenericUserError,
-                                "this statement returns rows: execute it as a query",
-                            ));
-                        }
-                    }
+                // All rows are one statement: one commit, or none.
+                let prepared = engine.bind_rows(&template, parameters).await?;
+                prepared.mark_running(tracker);
+                match engine.run_cancellable(prepared, token).await? {
+                    Outcome::Updated { rows } => Ok((
+                        Output::Updated {
+                            rows: Some(rows.unwrap_or(0)),
+                        },
+                        SessionChanges::default(),
+                    )),
+                    Outcome::Rows(_) => Err(Error::invalid(
+                        ErrorCode::GenericUserError,
+                        "this statement returns rows: execute it as a query",
+                    )),
                 }
-                Ok((
-                    Output::Updated { rows: Some(total) },
-                    SessionChanges::default(),
-                ))
             }
             Planned::Ingest { target, data } => {
                 tracker.started(None, None, None);

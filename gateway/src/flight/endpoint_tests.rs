@@ -182,6 +182,66 @@ async fn a_prepared_statement_runs_once_per_parameter_row() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_batch_of_parameter_rows_is_one_statement_all_or_nothing() -> TestResult {
+    let endpoint = serve(ClientAuth::disabled()?).await?;
+    let mut client = client(&endpoint.url).await?;
+    for sql in [
+        "CREATE SCHEMA iceberg.b",
+        "CREATE TABLE iceberg.b.t (n BIGINT)",
+    ] {
+        client.execute_update(sql.into(), None).await?;
+    }
+    let mut insert = client
+        .prepare("INSERT INTO iceberg.b.t VALUES (60 / ?)".into(), None)
+        .await?;
+    let batch = |values: Vec<i64>| {
+        RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("p", DataType::Int64, false)])),
+            vec![Arc::new(Int64Array::from(values))],
+        )
+    };
+    // The second row divides by zero: the statement fails, and the first row is not kept.
+    insert.set_parameters(batch(vec![1, 0, 2])?)?;
+    let failed = insert.execute_update().await;
+    assert!(failed.is_err(), "a row divided by zero: {failed:?}");
+    let counted = query(&mut client, "SELECT count(*) FROM iceberg.b.t").await?;
+    assert_eq!(
+        longs(&counted, 0),
+        [0],
+        "part of a failed batch was committed"
+    );
+    // A good batch is one snapshot for all its rows.
+    insert.set_parameters(batch(vec![1, 2, 3, 4])?)?;
+    assert_eq!(insert.execute_update().await?, 4);
+    let table = iceberg::TableIdent::from_strs(["b", "t"])?;
+    let loaded = endpoint
+        .queries
+        .engine()
+        .catalog()
+        .load_table(&table)
+        .await?;
+    assert_eq!(
+        loaded.metadata().snapshots().count(),
+        1,
+        "one commit for the batch"
+    );
+    let sum = query(&mut client, "SELECT sum(n) FROM iceberg.b.t").await?;
+    assert_eq!(longs(&sum, 0), [60 + 30 + 20 + 15]);
+    // Other statements take one row at a time.
+    let mut create = client
+        .prepare("CREATE TABLE iceberg.b.u AS SELECT ? AS n".into(), None)
+        .await?;
+    create.set_parameters(batch(vec![1, 2])?)?;
+    let refused = create
+        .execute_update()
+        .await
+        .err()
+        .map(|e| status(e).code());
+    assert_eq!(refused, Some(Code::InvalidArgument));
+    Ok(())
+}
+
+#[tokio::test]
 async fn with_authentication_statements_run_as_the_signed_in_user() -> TestResult {
     let mut users = HashMap::new();
     users.insert("alice".to_string(), bcrypt::hash("secret", 4)?);

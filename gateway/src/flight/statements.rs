@@ -40,7 +40,7 @@ pub(super) enum Work {
 }
 
 /// A prepared statement: its template and the parameters last bound (a row of values per
-/// execution: queries take one row, updates run once per row).
+/// execution: queries and most updates take one row; an INSERT any number, as one statement).
 #[derive(Clone)]
 pub(super) struct PreparedStatement {
     /// The text it was prepared from, for the query history.
