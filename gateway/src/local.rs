@@ -34,6 +34,8 @@ pub struct LocalOptions {
     pub worker_secret: Option<String>,
     /// Longest a query may run (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
+    /// How often the coordinator probes its workers (unset: the coordinator's default).
+    pub worker_probe_interval_secs: Option<u64>,
     /// How clients authenticate (none by default).
     pub client_auth: ClientAuthConfig,
     /// The coordinator's `/metrics` and probes port (0 picks a free one); `None` serves none.
@@ -132,6 +134,7 @@ impl Default for LocalOptions {
             worker_memory_limit: None,
             worker_secret: None,
             query_max_run_time_secs: None,
+            worker_probe_interval_secs: None,
             client_auth: ClientAuthConfig::default(),
             metrics_port: None,
             stack: None,
@@ -197,6 +200,9 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         flight_sql_port: options.flight_sql_port,
         trino_http_port: 0,
         query_max_run_time_secs: options.query_max_run_time_secs,
+        worker_probe_interval_secs: options
+            .worker_probe_interval_secs
+            .unwrap_or(CoordinatorSection::default().worker_probe_interval_secs),
         // Every port of a local cluster is on loopback: credentials never cross a network.
         trino_allow_insecure_auth: true,
         flight_sql_allow_insecure_auth: true,

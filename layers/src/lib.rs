@@ -12,6 +12,7 @@
 //! | layer | what it does |
 //! |---|---|
 //! | [`trace::TraceLayer`] | a span per RPC, until its stream ends; injects W3C `traceparent` into the request metadata |
+//! | [`peer_down::PeerDownLayer`] | tells a listener (the worker pool) when a call failed because the peer could not be reached |
 //! | [`retry::RetryLayer`] | retries failures that provably sent nothing (no byte of the body), with backoff, jitter and a budget |
 //! | [`rpc_metrics::RpcMetricsLayer`] | counts each attempt by method, final gRPC code and attempt number |
 //! | [`timeout::TimeoutLayer`] | a deadline per attempt until response headers; sends `grpc-timeout` |
@@ -44,6 +45,7 @@ pub mod authorize;
 mod call_end;
 pub mod dedicated_runtime;
 pub mod io_runtime;
+pub mod peer_down;
 pub mod retry;
 pub mod rpc_metrics;
 pub mod serve;

@@ -12,6 +12,7 @@ use tower::util::BoxCloneSyncService;
 
 use crate::auth::{AuthLayer, TokenSigner, TokenVerifier, VerifyLayer};
 use crate::io_runtime::IoRuntime;
+use crate::peer_down::{PeerDownLayer, PeerFailures};
 use crate::retry::{RetryLayer, RetryPolicy, RetryStats};
 use crate::rpc_metrics::{RpcCounts, RpcMetricsLayer};
 use crate::timeout::TimeoutLayer;
@@ -67,8 +68,8 @@ impl Default for ChannelSettings {
     }
 }
 
-/// Builds layered channels, outermost first: trace -> retry -> RPC counts -> timeout -> auth ->
-/// channel on the I/O runtime. Retry sits above timeout so each attempt gets its own deadline,
+/// Builds layered channels, outermost first: trace -> peer-down report -> retry -> RPC counts ->
+/// timeout -> auth -> channel on the I/O runtime. Retry sits above timeout so each attempt gets its own deadline,
 /// and above auth so each attempt carries a fresh token; the counts see each attempt. One stack
 /// per process shares the retry budget and the counts.
 #[derive(Debug, Clone)]
@@ -81,6 +82,7 @@ pub struct WorkerChannelStack {
     /// TLS for every peer: `https://` URLs only. `None`: `http://` in clear, and `https://`
     /// checked against the system's roots.
     tls: Option<ClientTlsConfig>,
+    failures: PeerFailures,
 }
 
 impl WorkerChannelStack {
@@ -99,7 +101,13 @@ impl WorkerChannelStack {
             retry,
             rpcs: RpcCounts::default(),
             tls: None,
+            failures: PeerFailures::default(),
         }
+    }
+
+    /// Where calls that could not reach their peer are reported (after retries).
+    pub fn peer_failures(&self) -> &PeerFailures {
+        &self.failures
     }
 
     /// Speaks TLS to every peer, and refuses to build channels to `http://` URLs.
@@ -180,6 +188,7 @@ impl WorkerChannelStack {
     fn wrap_for(&self, channel: Channel, target: &str, audience: Option<&str>) -> LayeredChannel {
         let service = ServiceBuilder::new()
             .layer(TraceLayer::new(target))
+            .layer(PeerDownLayer::new(self.failures.clone(), target))
             .layer(self.retry.clone())
             .layer(RpcMetricsLayer::new(self.rpcs.clone()))
             .layer(TimeoutLayer::new(self.settings.rpc_timeout))

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::Channels;
 use datafusion::error::DataFusionError;
 use datafusion_distributed::{ChannelResolver, GetWorkerInfoRequest, WorkerResolver};
+use sqe_layers::peer_down::PeerDown;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use url::Url;
@@ -620,6 +621,32 @@ impl Drop for WorkerPool {
     fn drop(&mut self) {
         if let Some(task) = self.probe_task.write().take() {
             task.abort();
+        }
+    }
+}
+
+/// A call that could not reach a worker (after the channel's retries) takes it out of the
+/// rotation at once, instead of at the next probe or missed heartbeat; the probe, woken now,
+/// brings it back when it answers again. Only the change wakes the probe: its own failed calls
+/// come back here too.
+impl PeerDown for WorkerPool {
+    fn unreachable(&self, target: &str, error: &str) {
+        let Ok(url) = Url::parse(target) else {
+            return;
+        };
+        let changed = {
+            let mut status = self.status.write();
+            match status.iter_mut().find(|s| s.url == url) {
+                Some(entry) if entry.reachable => {
+                    entry.reachable = false;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if changed {
+            tracing::warn!(worker = %url, error, "a call to the worker failed: no tasks for it until a probe reaches it");
+            self.registered.notify_one();
         }
     }
 }

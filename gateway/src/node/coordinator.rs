@@ -89,6 +89,12 @@ pub async fn start_coordinator_on(
     let verifier = token_verifier(&peers, CONTROL_PLANE_AUDIENCE)?;
     let channels = channel_resolver(&config.coordinator.node_id, &peers)?;
     let workers = worker_pool(&config.coordinator, &channels, peers.tls.is_some()).await?;
+    // A task call that cannot reach a worker takes it out of the rotation at once.
+    let listener: Arc<dyn sqe_layers::peer_down::PeerDown> = Arc::clone(&workers) as _;
+    channels
+        .stack()
+        .peer_failures()
+        .listen(Arc::downgrade(&listener));
     let client_auth = ClientAuth::from_config(&config.client_auth)?;
     let tls = ClientTls::from_config(&config.coordinator, trino_listener.is_some())?;
     if trino_listener.is_some()

@@ -91,6 +91,48 @@ async fn a_call_without_token_is_rejected() -> TestResult {
     Ok(())
 }
 
+/// A worker that stops answering leaves the rotation the moment a call to it fails, not at the
+/// next probe (an hour away here): the query that met it fails naming it, the next one runs on
+/// the worker that is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_that_cannot_be_reached_leaves_the_rotation_at_once() -> TestResult {
+    let mut cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
+        workers: 2,
+        scale_factor: 0.01,
+        worker_memory_limit: Some(512 * 1024 * 1024),
+        worker_probe_interval_secs: Some(3600),
+        ..TestCluster::options()
+    })
+    .await?;
+    cluster.query(JOIN).await?;
+    let gone = cluster.cluster.workers.remove(1);
+    let gone_url = gone.url.clone();
+    gone.stop().await;
+    let pool = cluster.engine().workers();
+    assert!(
+        pool.reachable_urls().contains(&gone_url),
+        "nothing has noticed yet"
+    );
+    let failed = cluster
+        .query(JOIN)
+        .await
+        .err()
+        .ok_or("a query with tasks on a stopped worker succeeded")?;
+    assert!(
+        failed
+            .to_string()
+            .contains(&format!(":{}", gone_url.port().unwrap_or(0))),
+        "{failed}"
+    );
+    assert!(
+        !pool.reachable_urls().contains(&gone_url),
+        "the worker is still in the rotation"
+    );
+    cluster.query(JOIN).await?;
+    cluster.stop().await;
+    Ok(())
+}
+
 /// A token on the wire, as an eavesdropper or a log would see it, sent again: to the worker
 /// it was for (a replay) and to another worker (the wrong audience). Both are refused; a fresh
 /// token for the right worker is accepted.

@@ -1,0 +1,59 @@
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tower::{ServiceExt, service_fn};
+
+use super::*;
+
+#[derive(Default)]
+struct Heard(Mutex<Vec<(String, String)>>);
+
+impl PeerDown for Heard {
+    fn unreachable(&self, target: &str, error: &str) {
+        self.0.lock().push((target.to_string(), error.to_string()));
+    }
+}
+
+#[tokio::test]
+async fn a_failed_call_is_reported_and_an_answer_is_not() -> Result<(), Box<dyn std::error::Error>>
+{
+    let failures = PeerFailures::default();
+    let heard = Arc::new(Heard::default());
+    let listener: Arc<dyn PeerDown> = heard.clone();
+    failures.listen(Arc::downgrade(&listener));
+    let layer = PeerDownLayer::new(failures, "http://w1:50052");
+    let answering = layer.layer(service_fn(|_: ()| async {
+        Ok::<_, std::io::Error>("answer")
+    }));
+    answering.oneshot(()).await?;
+    assert!(heard.0.lock().is_empty(), "an answer is not a failure");
+    let refusing = layer.layer(service_fn(|_: ()| async {
+        Err::<(), _>(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ))
+    }));
+    assert!(refusing.oneshot(()).await.is_err());
+    assert_eq!(
+        heard.0.lock().as_slice(),
+        [("http://w1:50052".to_string(), "refused".to_string())]
+    );
+    // A listener that is gone hears nothing, and nothing breaks.
+    let counted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    struct Counting(Arc<std::sync::atomic::AtomicUsize>);
+    impl PeerDown for Counting {
+        fn unreachable(&self, _target: &str, _error: &str) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let gone = PeerFailures::default();
+    let listener: Arc<dyn PeerDown> = Arc::new(Counting(Arc::clone(&counted)));
+    gone.listen(Arc::downgrade(&listener));
+    drop(listener);
+    let refusing = PeerDownLayer::new(gone, "http://w2:50052").layer(service_fn(|_: ()| async {
+        Err::<(), _>(std::io::Error::other("reset"))
+    }));
+    assert!(refusing.oneshot(()).await.is_err());
+    assert_eq!(counted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    Ok(())
+}
