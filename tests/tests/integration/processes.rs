@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sqe_tests::process::{SqeProcess, shell};
+use sqe_tests::process::{SqeProcess, free_port, shell};
 
 use crate::TestResult;
 
@@ -16,8 +16,8 @@ fn example(name: &str) -> String {
         .to_string()
 }
 
-fn sql(cwd: &std::path::Path, statement: &str) -> Result<String, String> {
-    shell(cwd, &[], statement)
+fn sql(cwd: &std::path::Path, port: u16, statement: &str) -> Result<String, String> {
+    shell(cwd, &["--port", &port.to_string()], statement)
 }
 
 #[test]
@@ -25,46 +25,67 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     let dir = tempfile::tempdir()?;
     let cwd = dir.path();
     let startup = Duration::from_secs(60);
-    let mut worker_1 = SqeProcess::spawn(
-        "worker-1",
-        &["worker", "--config", &example("worker-1.toml")],
-        cwd,
-        &[],
-    )?;
-    let mut worker_2 = SqeProcess::spawn(
-        "worker-2",
-        &["worker", "--config", &example("worker-2.toml")],
-        cwd,
-        &[],
-    )?;
-    worker_1.wait_for_port(SocketAddr::from(([127, 0, 0, 1], 50052)), startup)?;
-    worker_2.wait_for_port(SocketAddr::from(([127, 0, 0, 1], 50053)), startup)?;
+    // The example's files as shipped, on free ports instead of its fixed ones (those lie in the
+    // ephemeral range, where another connection may hold them), set from the environment as
+    // its comments say.
+    let (flight, trino) = (free_port()?, free_port()?);
+    let worker_ports = [free_port()?, free_port()?];
+    let coordinator_url = format!("http://127.0.0.1:{flight}");
+    let mut workers = Vec::new();
+    for (name, port) in ["worker-1", "worker-2"].into_iter().zip(worker_ports) {
+        let port_text = port.to_string();
+        let mut worker = SqeProcess::spawn(
+            name,
+            &["worker", "--config", &example(&format!("{name}.toml"))],
+            cwd,
+            &[
+                ("SQE_WORKER__FLIGHT_PORT", &port_text),
+                ("SQE_WORKER__COORDINATOR_URL", &coordinator_url),
+            ],
+        )?;
+        worker.wait_for_port(SocketAddr::from(([127, 0, 0, 1], port)), startup)?;
+        workers.push(worker);
+    }
+    let worker_urls = format!(
+        "[\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]",
+        worker_ports[0], worker_ports[1]
+    );
+    let (flight_text, trino_text) = (flight.to_string(), trino.to_string());
     // Tiny tables: one scan task per byte, so that even they spread over both workers.
     let mut coordinator = SqeProcess::spawn(
         "coordinator",
         &["coordinator", "--config", &example("coordinator.toml")],
         cwd,
-        &[("SQE_COORDINATOR__SCAN_BYTES_PER_PARTITION", "1")],
+        &[
+            ("SQE_COORDINATOR__SCAN_BYTES_PER_PARTITION", "1"),
+            ("SQE_COORDINATOR__FLIGHT_SQL_PORT", &flight_text),
+            ("SQE_COORDINATOR__TRINO_HTTP_PORT", &trino_text),
+            ("SQE_COORDINATOR__WORKER_URLS", &worker_urls),
+        ],
     )?;
-    coordinator.wait_for_port(SocketAddr::from(([127, 0, 0, 1], 50051)), startup)?;
+    coordinator.wait_for_port(SocketAddr::from(([127, 0, 0, 1], flight)), startup)?;
 
-    sql(cwd, "CREATE SCHEMA demo")?;
+    sql(cwd, flight, "CREATE SCHEMA demo")?;
     let created = sql(
         cwd,
+        flight,
         "CREATE TABLE demo.numbers AS SELECT value AS n, value % 7 AS bucket FROM generate_series(1, 20000)",
     )?;
     assert!(created.contains("CREATE TABLE: 20,000 rows"), "{created}");
     sql(
         cwd,
+        flight,
         "INSERT INTO demo.numbers SELECT value, value % 7 FROM generate_series(20001, 40000)",
     )?;
     let totals = sql(
         cwd,
+        flight,
         "SELECT count(*) AS rows_, sum(n) AS total FROM demo.numbers",
     )?;
     assert!(totals.contains("| 40000 | 800020000 |"), "{totals}");
     let grouped = sql(
         cwd,
+        flight,
         "SELECT bucket, count(*) AS c FROM demo.numbers GROUP BY bucket ORDER BY bucket",
     )?;
     assert!(grouped.contains("| 0      | 5714 |"), "{grouped}");
@@ -73,6 +94,7 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     // Two reachable workers and two files: the scan runs as two tasks, one per worker.
     let explained = sql(
         cwd,
+        flight,
         "EXPLAIN ANALYZE SELECT bucket, count(*) FROM demo.numbers GROUP BY bucket",
     )?;
     assert!(explained.contains("DistributedExec"), "{explained}");
@@ -86,8 +108,9 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
 
     // SIGTERM stops each process cleanly.
     coordinator.stop_cleanly()?;
-    worker_1.stop_cleanly()?;
-    worker_2.stop_cleanly()?;
+    for worker in workers {
+        worker.stop_cleanly()?;
+    }
     Ok(())
 }
 
