@@ -190,9 +190,12 @@ impl ClusterConfig {
         Ok(())
     }
 
-    /// With TLS on, a peer URL must be `https://`: an `http://` one would be dialled in clear.
+    /// A peer's URL is an http(s) URL, and with TLS on `https://`: an `http://` one would be
+    /// dialled in clear.
     fn validate_peer_url(&self, url: &str, key: &str, origin: &str) -> Result<(), ConfigError> {
-        if self.tls_cert_file.is_some() && !url.starts_with("https://") {
+        validate_url(url, key, origin)?;
+        let https = url::Url::parse(url).is_ok_and(|u| u.scheme() == "https");
+        if self.tls_cert_file.is_some() && !https {
             return Err(ConfigError::Invalid(format!(
                 "{origin}: {key} has '{url}', but [cluster] TLS is on: use an https:// URL"
             )));
@@ -779,7 +782,6 @@ impl ConfigFile for CoordinatorConfig {
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         self.cluster.validate(origin)?;
         for url in &self.coordinator.worker_urls {
-            validate_url(url, "coordinator.worker_urls", origin)?;
             self.cluster
                 .validate_peer_url(url, "coordinator.worker_urls", origin)?;
         }
@@ -878,12 +880,10 @@ impl ConfigFile for WorkerConfig {
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         self.cluster.validate(origin)?;
         if let Some(url) = &self.worker.coordinator_url {
-            validate_url(url, "worker.coordinator_url", origin)?;
             self.cluster
                 .validate_peer_url(url, "worker.coordinator_url", origin)?;
         }
         if let Some(url) = &self.worker.advertise_url {
-            validate_url(url, "worker.advertise_url", origin)?;
             self.cluster
                 .validate_peer_url(url, "worker.advertise_url", origin)?;
         }

@@ -69,9 +69,10 @@ impl Default for ChannelSettings {
 }
 
 /// Builds layered channels, outermost first: trace -> peer-down report -> retry -> RPC counts ->
-/// timeout -> auth -> channel on the I/O runtime. Retry sits above timeout so each attempt gets its own deadline,
-/// and above auth so each attempt carries a fresh token; the counts see each attempt. One stack
-/// per process shares the retry budget and the counts.
+/// timeout -> auth -> channel on the I/O runtime. Retry sits above timeout so each attempt gets
+/// its own deadline, and above auth so each attempt carries a fresh token; the counts see each
+/// attempt; a peer is reported down only once retries are spent. One stack per process shares
+/// the retry budget and the counts.
 #[derive(Debug, Clone)]
 pub struct WorkerChannelStack {
     io: Arc<IoRuntime>,

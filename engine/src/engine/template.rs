@@ -377,19 +377,9 @@ impl Engine {
         if !matches!(insert.op, WriteOp::Insert(_)) {
             return Err(too_many_rows(rows.len()));
         }
-        let expected = template.parameter_schema.fields().len();
         let mut inputs = Vec::with_capacity(rows.len());
         for row in rows {
-            if row.len() != expected {
-                return Err(Error::invalid(
-                    ErrorCode::InvalidParameterUsage,
-                    format!(
-                        "the statement takes {expected} parameters, a row has {}",
-                        row.len()
-                    ),
-                ));
-            }
-            match logical.clone().with_param_values(row)? {
+            match with_parameters(template, logical.clone(), row)? {
                 LogicalPlan::Dml(bound) => inputs.push(Arc::unwrap_or_clone(bound.input)),
                 _ => return Err(Error::Internal("a bound INSERT is not an INSERT".into())),
             }
@@ -402,13 +392,7 @@ impl Engine {
             input: Arc::new(union.build()?),
             ..insert.clone()
         });
-        let mut state = self.execution_state(template.state.clone())?;
-        state.mark_start_execution();
-        let mut prepared = self
-            .prepare_logical(state, one, template.properties.clone())
-            .await?;
-        prepared.max_run_time = template.max_run_time;
-        Ok(prepared)
+        self.prepare_bound(template, one).await
     }
 
     /// Fills in the parameters and plans the statement physically, ready to run once.
@@ -435,22 +419,16 @@ impl Engine {
                 cache: ResultCacheUse::default(),
             });
         }
-        let expected = template.parameter_schema.fields().len();
-        if parameters.len() != expected {
-            return Err(Error::invalid(
-                ErrorCode::InvalidParameterUsage,
-                format!(
-                    "the statement takes {expected} parameters, {} were given",
-                    parameters.len()
-                ),
-            ));
-        }
-        let logical = self.fresh_logical(template).await?;
-        let logical = if expected == 0 {
-            logical
-        } else {
-            logical.with_param_values(parameters)?
-        };
+        let logical = with_parameters(template, self.fresh_logical(template).await?, parameters)?;
+        self.prepare_bound(template, logical).await
+    }
+
+    /// Plans a bound statement physically, through the result cache when it is a query.
+    async fn prepare_bound(
+        &self,
+        template: &StatementTemplate,
+        logical: LogicalPlan,
+    ) -> Result<Prepared> {
         // Each binding is one execution: its `now()` is this instant (simplified to it when
         // the plan is optimized), also for a prepared statement run again later.
         let mut state = self.execution_state(template.state.clone())?;
@@ -508,6 +486,28 @@ impl Engine {
             && !matches!(logical, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_));
         (plain_query && self.cache.enabled()).then(|| consider(&template.identity, logical))
     }
+}
+
+/// `logical` with `parameters` in place of its placeholders, once their number is checked.
+fn with_parameters(
+    template: &StatementTemplate,
+    logical: LogicalPlan,
+    parameters: Vec<ScalarValue>,
+) -> Result<LogicalPlan> {
+    let expected = template.parameter_schema.fields().len();
+    if parameters.len() != expected {
+        return Err(Error::invalid(
+            ErrorCode::InvalidParameterUsage,
+            format!(
+                "the statement takes {expected} parameters, {} were given",
+                parameters.len()
+            ),
+        ));
+    }
+    if expected == 0 {
+        return Ok(logical);
+    }
+    Ok(logical.with_param_values(parameters)?)
 }
 
 fn too_many_rows(rows: usize) -> Error {

@@ -241,17 +241,27 @@ impl StatementFiles {
 
     /// Deletes what the writers created (once they have all stopped).
     async fn delete(mut self) {
-        self.handed_over = true;
-        self.writers.abort_all();
-        while self.writers.join_next().await.is_some() {}
-        delete_files(&self.table, &self.created.locations()).await;
+        let (writers, created) = self.take();
+        discard(writers, self.table.clone(), created).await;
     }
 
     /// The files, for the commit: from now on it decides what becomes of them.
     fn hand_over(mut self) -> CreatedFiles {
-        self.handed_over = true;
-        self.created.clone()
+        self.take().1
     }
+
+    /// The writers and their files, for whoever ends them: the drop then does nothing.
+    fn take(&mut self) -> (JoinSet<Result<WrittenFiles>>, CreatedFiles) {
+        self.handed_over = true;
+        (std::mem::take(&mut self.writers), self.created.clone())
+    }
+}
+
+/// Stops the writers still running, then deletes every file they created.
+async fn discard(mut writers: JoinSet<Result<WrittenFiles>>, table: Table, created: CreatedFiles) {
+    writers.abort_all();
+    while writers.join_next().await.is_some() {}
+    delete_files(&table, &created.locations()).await;
 }
 
 impl Drop for StatementFiles {
@@ -263,16 +273,8 @@ impl Drop for StatementFiles {
             tracing::warn!(table = %self.table.identifier(), "dropped outside a runtime: uncommitted data files stay");
             return;
         };
-        let mut writers = std::mem::take(&mut self.writers);
-        let (table, created) = (self.table.clone(), self.created.clone());
-        runtime.spawn(
-            async move {
-                writers.abort_all();
-                while writers.join_next().await.is_some() {}
-                delete_files(&table, &created.locations()).await;
-            }
-            .in_current_span(),
-        );
+        let (writers, created) = self.take();
+        runtime.spawn(discard(writers, self.table.clone(), created).in_current_span());
     }
 }
 

@@ -48,7 +48,7 @@ pub enum AuthError {
     BadSignature,
     #[error("the token has expired")]
     Expired,
-    #[error("the token is for '{got}', and this node answers to {accepted}")]
+    #[error("the token is for '{got}', and this node answers to '{accepted}'")]
     WrongAudience { got: String, accepted: String },
     #[error("the token was used before (one token per request: a replay?)")]
     Replayed,
@@ -201,12 +201,12 @@ impl VerifierStats {
     }
 }
 
-/// Verifies tokens for its audiences against one or more secrets; with
+/// Verifies tokens for one audience against one or more secrets; with
 /// [`TokenVerifier::single_use`], each token once.
 pub struct TokenVerifier {
     keys: Vec<DecodingKey>,
     validation: Validation,
-    audiences: Vec<String>,
+    audience: String,
     leeway: u64,
     max_lifetime: u64,
     stats: std::sync::Arc<VerifierStats>,
@@ -217,7 +217,7 @@ impl std::fmt::Debug for TokenVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenVerifier")
             .field("secrets", &self.keys.len())
-            .field("audiences", &self.audiences)
+            .field("audience", &self.audience)
             .field("leeway", &self.leeway)
             .field("single_use", &self.seen.is_some())
             .finish_non_exhaustive()
@@ -227,11 +227,6 @@ impl std::fmt::Debug for TokenVerifier {
 impl TokenVerifier {
     /// Accepts tokens for `audience` signed with any of `secrets` (current first, then previous).
     pub fn new(secrets: &[&[u8]], audience: impl Into<String>) -> Result<Self, AuthError> {
-        Self::for_audiences(secrets, vec![audience.into()])
-    }
-
-    /// Accepts tokens for any of `audiences` (the names this node is reached by).
-    pub fn for_audiences(secrets: &[&[u8]], audiences: Vec<String>) -> Result<Self, AuthError> {
         if secrets.is_empty() {
             return Err(AuthError::WeakSecret(0));
         }
@@ -252,7 +247,7 @@ impl TokenVerifier {
             leeway: DEFAULT_LEEWAY.as_secs(),
             max_lifetime: DEFAULT_MAX_LIFETIME.as_secs(),
             validation,
-            audiences,
+            audience: audience.into(),
             stats: Default::default(),
             seen: None,
         })
@@ -306,10 +301,10 @@ impl TokenVerifier {
 
     pub(crate) fn verify_at(&self, token: &str, now: u64) -> Result<Claims, AuthError> {
         let claims = self.decode(token, now)?;
-        if !self.audiences.contains(&claims.aud) {
+        if claims.aud != self.audience {
             return Err(AuthError::WrongAudience {
                 got: claims.aud,
-                accepted: format!("{:?}", self.audiences),
+                accepted: self.audience.clone(),
             });
         }
         if let Some(seen) = &self.seen {
@@ -403,7 +398,7 @@ mod tests {
             v.verify(&elsewhere.sign()?),
             Err(AuthError::WrongAudience {
                 got: "someone-else".into(),
-                accepted: r#"["sqe-worker"]"#.into()
+                accepted: "sqe-worker".into()
             })
         );
         assert_eq!(v.verify("not.a.token"), Err(AuthError::Malformed));
@@ -439,9 +434,7 @@ mod tests {
     #[test]
     fn a_token_is_for_one_node_and_one_request() -> Result<(), AuthError> {
         let signer = TokenSigner::new(b"the-cluster-secret", "coordinator", "unused")?;
-        let w1 =
-            TokenVerifier::for_audiences(&[b"the-cluster-secret"], vec!["http://w1:50052".into()])?
-                .single_use();
+        let w1 = TokenVerifier::new(&[b"the-cluster-secret"], "http://w1:50052")?.single_use();
         let w2 = TokenVerifier::new(&[b"the-cluster-secret"], "http://w2:50052")?.single_use();
         let token = signer.sign_to("http://w1:50052")?;
         assert_eq!(w1.verify(&token)?.aud, "http://w1:50052");
