@@ -33,7 +33,7 @@ class Show(unittest.TestCase):
         self.cur = trino.dbapi.connect(host=HOST, port=PORT, user="tester", catalog="iceberg", schema="tpch").cursor()
 
     def test_catalogs_schemas_tables(self):
-        self.assertEqual(run(self.cur, "SHOW CATALOGS"), [["iceberg"], ["system"]])
+        self.assertEqual(run(self.cur, "SHOW CATALOGS"), [["iceberg"], ["system"], ["tpch"]])
         self.assertEqual([d[0] for d in self.cur.description], ["Catalog"])
         schemas = [r[0] for r in run(self.cur, "SHOW SCHEMAS")]
         self.assertIn("tpch", schemas)
@@ -119,7 +119,9 @@ class MetadataTables(unittest.TestCase):
         )
 
     def test_system_jdbc(self):
-        self.assertEqual(run(self.cur, "SELECT * FROM system.jdbc.catalogs ORDER BY 1"), [["iceberg"], ["system"]])
+        self.assertEqual(
+            run(self.cur, "SELECT * FROM system.jdbc.catalogs ORDER BY 1"), [["iceberg"], ["system"], ["tpch"]]
+        )
         self.assertIn(["tpch", "iceberg"], run(self.cur, "SELECT * FROM system.jdbc.schemas"))
         tables = run(
             self.cur,
@@ -153,7 +155,7 @@ class MetadataTables(unittest.TestCase):
     def test_system_metadata(self):
         self.assertEqual(
             run(self.cur, "SELECT catalog_name, connector_name FROM system.metadata.catalogs ORDER BY 1"),
-            [["iceberg", "iceberg"], ["system", "system"]],
+            [["iceberg", "iceberg"], ["system", "system"], ["tpch", "tpch"]],
         )
         self.assertEqual(
             run(

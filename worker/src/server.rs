@@ -98,7 +98,10 @@ pub fn build_worker(
         async move {
             let builder = ctx
                 .builder
+                // In the coordinator's order (sqe_engine's session state): a node names its
+                // codec by position.
                 .with_distributed_user_codec(codec)
+                .with_distributed_user_codec(sqe_tpch::TpchCodec)
                 .with_distributed_channel_resolver(channels);
             let builder = if trace_context.is_empty() {
                 builder

@@ -55,8 +55,55 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
                 transformed,
             ))
         }
+        Expr::Cast(Cast { expr, field }) if is_binary(field.data_type()) => {
+            binary_source(&expr, schema)?;
+            Ok(Transformed::no(Expr::Cast(Cast::new_from_field(
+                expr, field,
+            ))))
+        }
+        Expr::TryCast(TryCast { expr, field }) if is_binary(field.data_type()) => {
+            binary_source(&expr, schema)?;
+            Ok(Transformed::no(Expr::TryCast(TryCast { expr, field })))
+        }
         other => Ok(Transformed::no(other)),
     }
+}
+
+fn is_binary(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    )
+}
+
+/// Trino casts only text (and `varbinary`) to `varbinary`; DataFusion would also cast a
+/// number's bytes.
+fn binary_source(expr: &Expr, schema: &DFSchema) -> Result<()> {
+    let source = expr.get_type(schema)?;
+    let allowed = matches!(
+        source,
+        DataType::Null
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_)
+    );
+    if allowed {
+        return Ok(());
+    }
+    let refused = crate::error::Error::invalid(
+        crate::error::ErrorCode::TypeMismatch,
+        format!(
+            "Cannot cast {} to varbinary",
+            super::types::TrinoType::from_arrow(&source)
+        ),
+    );
+    Err(datafusion::error::DataFusionError::External(Box::new(
+        refused,
+    )))
 }
 
 fn small_integer(expr: &Expr) -> Option<i32> {

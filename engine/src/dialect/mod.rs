@@ -4,6 +4,7 @@
 
 mod calls;
 pub mod functions;
+mod intervals;
 mod joins;
 pub mod logical;
 pub mod parse;

@@ -12,9 +12,9 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::sql::sqlparser::ast::{
     CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr,
-    GroupByExpr, Ident, LimitClause, NamedWindowExpr, ObjectName, OrderByKind, Query, Select,
-    SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value,
-    ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
+    GroupByExpr, Ident, Interval, LimitClause, NamedWindowExpr, ObjectName, OrderByKind, Query,
+    Select, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator,
+    Value, ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -250,6 +250,18 @@ impl VisitorMut for Rewrite {
                 value: Value::Number(n, false),
                 ..
             }) if self.queries > 0 => number(n),
+            // `U&'…'`, its escapes already read by the parser.
+            Expr::Value(ValueWithSpan {
+                value: Value::UnicodeStringLiteral(text),
+                span,
+            }) => Some(Expr::Value(ValueWithSpan {
+                value: Value::SingleQuotedString(std::mem::take(text)),
+                span: *span,
+            })),
+            Expr::Interval(interval) => match trino_interval(interval) {
+                Ok(rewritten) => rewritten,
+                Err(e) => return ControlFlow::Break(e),
+            },
             Expr::TypedString(typed) => match typed_literal(typed) {
                 Ok(rewritten) => rewritten,
                 Err(e) => return ControlFlow::Break(e),
@@ -349,6 +361,43 @@ fn number(n: &str) -> Option<Expr> {
         return Some(cast(number_literal(n), DataType::Integer(None)));
     }
     None
+}
+
+/// `INTERVAL '…' DAY TO SECOND` and Trino's other forms as the interval type Trino gives
+/// them (`interval year to month` or `interval day to second`).
+fn trino_interval(interval: &Interval) -> Result<Option<Expr>> {
+    let Some(leading) = &interval.leading_field else {
+        return Ok(None);
+    };
+    let last = interval.last_field.as_ref();
+    if !super::intervals::is_trino_form(leading, last) {
+        return Ok(None);
+    }
+    let quoted = |e: &Expr| match e {
+        Expr::Value(ValueWithSpan {
+            value: Value::SingleQuotedString(s),
+            ..
+        }) => Some(s.clone()),
+        _ => None,
+    };
+    let (text, negated) = match interval.value.as_ref() {
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => (quoted(expr), true),
+        value => (quoted(value), false),
+    };
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let value = super::intervals::interval_value(&text, negated, leading, last)?;
+    Ok(Some(cast(
+        Expr::value(Value::SingleQuotedString(value.arrow_text())),
+        DataType::Interval {
+            fields: Some(value.fields()),
+            precision: None,
+        },
+    )))
 }
 
 fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {

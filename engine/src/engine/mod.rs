@@ -48,6 +48,7 @@ use sqe_iceberg::codec::SqeCodec;
 use sqe_iceberg::scan::IcebergTaskEstimator;
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::types::iceberg_schema_for;
+use sqe_tpch::{TpchCodec, TpchTaskEstimator};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -635,9 +636,12 @@ impl Engine {
         let builder = if distributed {
             builder
                 .with_distributed_worker_resolver(PoolResolver(Arc::clone(&self.workers)))
+                // In the workers' order (sqe_worker::server): a node names its codec by position.
                 .with_distributed_user_codec(self.codec.clone())
+                .with_distributed_user_codec(TpchCodec)
                 .with_distributed_channel_resolver(Arc::clone(&self.channels))
                 .with_distributed_task_estimator(IcebergTaskEstimator)
+                .with_distributed_task_estimator(TpchTaskEstimator)
                 .with_distributed_task_estimator(Arc::clone(&self.router))
                 .with_distributed_file_scan_config_bytes_per_partition(
                     self.settings.scan_bytes_per_partition,
@@ -1168,6 +1172,9 @@ impl Engine {
         match catalog {
             Some(crate::metadata::SYSTEM_CATALOG) => Err(Error::NotSupported(
                 "changing the system catalog: it is read-only".into(),
+            )),
+            Some(sqe_tpch::TPCH_CATALOG) => Err(Error::NotSupported(
+                "changing the tpch catalog: its tables are generated and read-only".into(),
             )),
             Some(c) if c != self.settings.catalog_name => {
                 Err(Error::not_found(ObjectKind::Catalog, c))

@@ -208,7 +208,7 @@ impl Engine {
                 format!(
                     "   {} {}{not_null}",
                     ident_if_needed(f.name()),
-                    TrinoType::from_arrow(f.data_type())
+                    TrinoType::from_field(f)
                 )
             })
             .collect();

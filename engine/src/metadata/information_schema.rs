@@ -127,7 +127,7 @@ pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<d
                             Cell::from(i as i64 + 1),
                             NULL,
                             Cell::from(if field.is_nullable() { "YES" } else { "NO" }),
-                            Cell::from(TrinoType::from_arrow(field.data_type()).to_string()),
+                            Cell::from(TrinoType::from_field(field).to_string()),
                             NULL,
                             NULL,
                         ]);

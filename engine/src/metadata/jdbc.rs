@@ -400,7 +400,7 @@ pub(super) fn tables(
             let mut rows = Vec::new();
             for (t, columns) in walk::table_schemas(&a, &jdbc_scope(&filters)).await? {
                 for (i, field) in columns.fields().iter().enumerate() {
-                    let trino = TrinoType::from_arrow(field.data_type());
+                    let trino = TrinoType::from_field(field);
                     let (code, size, digits, radix) = jdbc_type(&trino);
                     let nullable = field.is_nullable();
                     rows.push(vec![
@@ -515,10 +515,10 @@ pub(super) fn metadata_tables(
             Ok(walk::catalogs(&a, &Scope::default())?
                 .into_iter()
                 .map(|c| {
-                    let connector = if c == super::SYSTEM_CATALOG {
-                        "system"
-                    } else {
-                        "iceberg"
+                    let connector = match c.as_str() {
+                        super::SYSTEM_CATALOG => "system",
+                        sqe_tpch::TPCH_CATALOG => "tpch",
+                        _ => "iceberg",
                     };
                     vec![Cell::from(c.clone()), Cell::from(c), Cell::from(connector)]
                 })
@@ -551,7 +551,7 @@ pub(super) fn metadata_tables(
             };
             let mut rows = Vec::new();
             for catalog in walk::catalogs(&a, &scope)? {
-                if catalog == super::SYSTEM_CATALOG {
+                if catalog == super::SYSTEM_CATALOG || catalog == sqe_tpch::TPCH_CATALOG {
                     continue;
                 }
                 for p in crate::engine::TABLE_PROPERTIES {

@@ -25,6 +25,7 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::future::BoxFuture;
+use sqe_tpch::{TPCH_CATALOG, TpchCatalog};
 
 pub use self::rows::{Cell, Kind, TableSpec};
 pub use self::system_runtime::{NodeIdentity, RuntimeView};
@@ -189,15 +190,15 @@ impl CatalogProvider for WithInformationSchema {
     }
 }
 
-/// The catalogs SQL sees: the Iceberg catalog under `name` and the `system` catalog (with
-/// `runtime` computed from `runtime`), each
-/// with its `information_schema`.
+/// The catalogs SQL sees: the Iceberg catalog under `name`, Trino's `tpch` catalog and the
+/// `system` catalog (with `runtime` computed from `runtime`), each with its
+/// `information_schema`.
 pub fn catalog_list(
     name: &str,
     iceberg: Arc<dyn CatalogProvider>,
     runtime: RuntimeView,
 ) -> Result<Arc<dyn CatalogProviderList>> {
-    if name == SYSTEM_CATALOG || name == INFORMATION_SCHEMA {
+    if name == SYSTEM_CATALOG || name == INFORMATION_SCHEMA || name == TPCH_CATALOG {
         return Err(Error::Settings(format!(
             "the catalog cannot be named '{name}': that name is SQE's own"
         )));
@@ -210,6 +211,13 @@ pub fn catalog_list(
             Arc::new(WithInformationSchema {
                 inner: iceberg,
                 information_schema: information_schema::schema(name, all.clone()),
+            }),
+        );
+        list.register_catalog(
+            TPCH_CATALOG.to_string(),
+            Arc::new(WithInformationSchema {
+                inner: Arc::new(TpchCatalog::trino()),
+                information_schema: information_schema::schema(TPCH_CATALOG, all.clone()),
             }),
         );
         list.register_catalog(SYSTEM_CATALOG.to_string(), system_catalog(all, runtime));

@@ -13,7 +13,7 @@ use arrow_flight::sql::{
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use sqe_engine::dialect::types::{precision_and_scale, trino_type_name};
+use sqe_engine::dialect::types::{TrinoType, precision_and_scale};
 use sqe_engine::engine::Engine;
 use sqe_engine::error::{Error, Result};
 
@@ -182,7 +182,9 @@ pub(super) fn annotated_schema(
                 ("ARROW:FLIGHT:SQL:TABLE_NAME".to_string(), table.to_string()),
                 (
                     "ARROW:FLIGHT:SQL:TYPE_NAME".to_string(),
-                    trino_type_name(field.data_type()).to_ascii_uppercase(),
+                    TrinoType::from_field(field)
+                        .to_string()
+                        .to_ascii_uppercase(),
                 ),
                 (
                     "ARROW:FLIGHT:SQL:IS_AUTO_INCREMENT".to_string(),

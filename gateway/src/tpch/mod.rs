@@ -3,4 +3,4 @@
 mod generate;
 pub mod queries;
 
-pub use generate::{TABLES, create_tpch, generate_part, table_schema};
+pub use generate::create_tpch;

@@ -2,17 +2,23 @@
 
 use datafusion_distributed::DistributedExec;
 use sqe_engine::engine::SessionSettings;
-use sqe_gateway::tpch::{TABLES, queries::QUERIES};
+use sqe_gateway::tpch::queries::QUERIES;
 use sqe_tests::baseline::parquet_session;
 use sqe_tests::cluster::TestCluster;
 use sqe_tests::render;
+use sqe_tpch::Table;
 
 use crate::TestResult;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tpch_distributed_equals_single_process() -> TestResult {
     let cluster = TestCluster::start(2, 0.01).await?;
-    let baseline = parquet_session(&cluster.data_dir().join("warehouse"), "tpch", &TABLES).await?;
+    let baseline = parquet_session(
+        &cluster.data_dir().join("warehouse"),
+        "tpch",
+        &Table::ALL.map(Table::name),
+    )
+    .await?;
     let session = SessionSettings {
         schema: Some("tpch".into()),
         ..Default::default()
@@ -160,7 +166,12 @@ async fn a_query_past_its_max_run_time_is_stopped() -> TestResult {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn trino_functions_run_on_the_workers() -> TestResult {
     let cluster = TestCluster::start(2, 0.01).await?;
-    let baseline = parquet_session(&cluster.data_dir().join("warehouse"), "tpch", &TABLES).await?;
+    let baseline = parquet_session(
+        &cluster.data_dir().join("warehouse"),
+        "tpch",
+        &Table::ALL.map(Table::name),
+    )
+    .await?;
     let sql = "SELECT substr(c_name, -3) AS tail, split_part(c_phone, '-', 5) IS NULL AS past, \
                count(*) AS n FROM tpch.customer JOIN tpch.orders ON c_custkey = o_custkey \
                GROUP BY 1, 2 ORDER BY 1, 2";

@@ -19,6 +19,7 @@ mod scans;
 mod security;
 mod shell;
 mod telemetry;
+mod tpch_catalog;
 mod trino_cancel;
 mod trino_http;
 mod worker_channel;

@@ -100,6 +100,26 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     assert!(explained.contains("DistributedExec"), "{explained}");
     assert!(explained.contains("t1:[p0"), "{explained}");
 
+    // Trino's tpch catalog, generated on the worker processes (the plan carries the scan, the
+    // workers' codec decodes it), each its own share, and loaded into Iceberg.
+    let generated = sql(
+        cwd,
+        flight,
+        "EXPLAIN ANALYZE SELECT count(DISTINCT orderkey) FROM tpch.\"sf0.3\".orders",
+    )?;
+    assert!(
+        generated.contains("t1: TpchScanExec: table=orders"),
+        "{generated}"
+    );
+    let loaded = sql(
+        cwd,
+        flight,
+        "CREATE TABLE demo.nation AS SELECT * FROM tpch.tiny.nation",
+    )?;
+    assert!(loaded.contains("CREATE TABLE: 25 rows"), "{loaded}");
+    let lines = sql(cwd, flight, "SELECT count(*) AS n FROM tpch.tiny.lineitem")?;
+    assert!(lines.contains("| 60175 |"), "{lines}");
+
     // The data is in the shared warehouse under the working directory.
     assert!(
         cwd.join("sqe-cluster/warehouse/demo/numbers/metadata")
