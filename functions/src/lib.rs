@@ -11,6 +11,7 @@ mod args;
 mod bounded;
 mod datetime;
 mod error;
+mod precision;
 mod strings;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use datafusion::logical_expr::ScalarUDF;
 
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use error::InvalidArgument;
+pub use precision::{ROUND_FRACTION, fraction_digits, round_fraction};
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
@@ -28,7 +30,14 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
+        round_fraction_function(),
     ]
+}
+
+/// [`ROUND_FRACTION`]: what the dialect puts before a cast that lowers a timestamp's or a
+/// time's precision.
+pub fn round_fraction_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(precision::RoundFraction::new()))
 }
 
 /// Trino's `substr` (also the planner's `SUBSTRING(s FROM a FOR b)`).

@@ -15,7 +15,8 @@ pub enum TableError {
     #[error("column '{column}' has type {data_type}, which Iceberg tables cannot store{hint}")]
     UnsupportedType {
         column: String,
-        data_type: String,
+        /// The Arrow type (the engine names it in SQL's terms for its users).
+        data_type: datafusion::arrow::datatypes::DataType,
         hint: String,
     },
     /// Data does not have the shape its destination expects.

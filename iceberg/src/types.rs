@@ -70,7 +70,7 @@ fn normalize_field(field: &FieldRef, force_nullable: bool) -> Result<Field> {
 fn normalize_type(column: &str, data_type: &DataType) -> Result<DataType> {
     let unsupported = |hint: &str| TableError::UnsupportedType {
         column: column.to_string(),
-        data_type: data_type.to_string(),
+        data_type: data_type.clone(),
         hint: hint.to_string(),
     };
     Ok(match data_type {
@@ -97,13 +97,12 @@ fn normalize_type(column: &str, data_type: &DataType) -> Result<DataType> {
         }
         DataType::Decimal256(p, s) if *p <= 38 => DataType::Decimal128(*p, *s),
         DataType::Time32(_) | DataType::Time64(_) => DataType::Time64(TimeUnit::Microsecond),
-        DataType::Timestamp(unit, tz) => {
-            let tz = tz.as_ref().map(|_| Arc::from("+00:00"));
-            match unit {
-                TimeUnit::Nanosecond => DataType::Timestamp(TimeUnit::Nanosecond, tz),
-                _ => DataType::Timestamp(TimeUnit::Microsecond, tz),
-            }
-        }
+        // Iceberg v2 keeps microseconds; a timestamp(9) rounds to them (`cast_batch`), as
+        // Trino's Iceberg connector stores it.
+        DataType::Timestamp(_, tz) => DataType::Timestamp(
+            TimeUnit::Microsecond,
+            tz.as_ref().map(|_| Arc::from("+00:00")),
+        ),
         DataType::Dictionary(_, value) => normalize_type(column, value)?,
         DataType::List(inner)
         | DataType::LargeList(inner)
@@ -146,10 +145,22 @@ pub fn cast_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch
         .zip(target.fields())
         .map(|(column, field)| {
             if column.data_type() == field.data_type() {
-                Ok(Arc::clone(column))
-            } else {
-                cast_with_options(column, field.data_type(), &options).map_err(TableError::from)
+                return Ok(Arc::clone(column));
             }
+            // A time(9) into Iceberg's microseconds rounds, as Trino's casts do (Arrow's
+            // truncates).
+            let column = match (column.data_type(), field.data_type()) {
+                (DataType::Timestamp(..), DataType::Timestamp(..))
+                | (
+                    DataType::Time32(_) | DataType::Time64(_),
+                    DataType::Time32(_) | DataType::Time64(_),
+                ) => match sqe_functions::fraction_digits(field.data_type()) {
+                    Some(digits) => sqe_functions::round_fraction(column, digits)?,
+                    None => Arc::clone(column),
+                },
+                _ => Arc::clone(column),
+            };
+            cast_with_options(&column, field.data_type(), &options).map_err(TableError::from)
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));

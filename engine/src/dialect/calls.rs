@@ -6,7 +6,8 @@
 //! - `regexp_replace` replaces every match, with Java's `$1` group references;
 //! - `date_trunc` of a date is a date;
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
-//!   truncates).
+//!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
+//! - only text casts to `varbinary`.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
@@ -19,6 +20,7 @@ use datafusion::functions_nested::expr_fn::{
 };
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Operator, lit};
+use sqe_functions::fraction_digits;
 
 /// `expr` in Trino's meaning, its arguments already rewritten.
 pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -55,6 +57,27 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
                 transformed,
             ))
         }
+        Expr::Cast(Cast { expr, field }) if fraction_digits(field.data_type()).is_some() => {
+            let Transformed {
+                data, transformed, ..
+            } = rounded_fraction(*expr, field.data_type(), schema)?;
+            Ok(Transformed::new_transformed(
+                Expr::Cast(Cast::new_from_field(Box::new(data), field)),
+                transformed,
+            ))
+        }
+        Expr::TryCast(TryCast { expr, field }) if fraction_digits(field.data_type()).is_some() => {
+            let Transformed {
+                data, transformed, ..
+            } = rounded_fraction(*expr, field.data_type(), schema)?;
+            Ok(Transformed::new_transformed(
+                Expr::TryCast(TryCast {
+                    expr: Box::new(data),
+                    field,
+                }),
+                transformed,
+            ))
+        }
         Expr::Cast(Cast { expr, field }) if is_binary(field.data_type()) => {
             binary_source(&expr, schema)?;
             Ok(Transformed::no(Expr::Cast(Cast::new_from_field(
@@ -66,6 +89,30 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             Ok(Transformed::no(Expr::TryCast(TryCast { expr, field })))
         }
         other => Ok(Transformed::no(other)),
+    }
+}
+
+/// A timestamp or time rounded (half up) to the fractional digits of `target`, when a cast
+/// to it would lower the precision: Trino rounds where Arrow's cast truncates. Casts between
+/// a timestamp and a time, or from other types, are left as they are.
+fn rounded_fraction(expr: Expr, target: &DataType, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let source = expr.get_type(schema)?;
+    let same_family = matches!(
+        (&source, target),
+        (DataType::Timestamp(..), DataType::Timestamp(..))
+            | (
+                DataType::Time32(_) | DataType::Time64(_),
+                DataType::Time32(_) | DataType::Time64(_)
+            )
+    );
+    match (fraction_digits(&source), fraction_digits(target)) {
+        (Some(held), Some(digits)) if same_family && held > digits => Ok(Transformed::yes(
+            Expr::ScalarFunction(ScalarFunction::new_udf(
+                sqe_functions::round_fraction_function(),
+                vec![expr, lit(i64::from(digits))],
+            )),
+        )),
+        _ => Ok(Transformed::no(expr)),
     }
 }
 

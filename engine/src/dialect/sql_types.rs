@@ -145,7 +145,7 @@ impl TrinoTypes {
             | SqlType::Char(_)
             | SqlType::Character(_)
             | SqlType::String(_)
-            | SqlType::Text => DataType::Utf8View,
+            | SqlType::Text => DataType::Utf8,
             SqlType::Date => DataType::Date32,
             SqlType::Struct(..) => return Ok(None),
             other => return Err(not_supported(&other.to_string().to_lowercase())),

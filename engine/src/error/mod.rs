@@ -379,9 +379,17 @@ impl From<TableError> for Error {
         match err {
             TableError::Iceberg(e) => classify_iceberg(&e),
             TableError::Arrow(e) => classify_arrow(e),
-            TableError::UnsupportedType { .. } => {
-                Error::invalid(ErrorCode::NotSupported, err.to_string())
-            }
+            TableError::UnsupportedType {
+                column,
+                data_type,
+                hint,
+            } => Error::invalid(
+                ErrorCode::NotSupported,
+                format!(
+                    "column '{column}' has type {}, which Iceberg tables cannot store{hint}",
+                    crate::dialect::types::TrinoType::from_arrow(&data_type)
+                ),
+            ),
             TableError::NotSupported(m) => Error::NotSupported(m),
             other @ (TableError::Storage(_) | TableError::Schema(_) | TableError::Codec(_)) => {
                 Error::Internal(other.to_string())

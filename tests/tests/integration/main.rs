@@ -22,6 +22,7 @@ mod telemetry;
 mod tpch_catalog;
 mod trino_cancel;
 mod trino_http;
+mod types;
 mod worker_channel;
 mod writes;
 
