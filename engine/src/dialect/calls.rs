@@ -57,6 +57,26 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
                 transformed,
             ))
         }
+        Expr::Cast(Cast {
+            ref expr,
+            ref field,
+        })
+        | Expr::TryCast(TryCast {
+            ref expr,
+            ref field,
+        }) if !castable(expr, field.data_type(), schema)? => {
+            let refused = crate::error::Error::invalid(
+                crate::error::ErrorCode::TypeMismatch,
+                format!(
+                    "Cannot cast {} to {}",
+                    type_name(expr, schema)?,
+                    super::types::TrinoType::from_arrow(field.data_type())
+                ),
+            );
+            Err(datafusion::error::DataFusionError::External(Box::new(
+                refused,
+            )))
+        }
         Expr::Cast(Cast { expr, field }) if fraction_digits(field.data_type()).is_some() => {
             let Transformed {
                 data, transformed, ..
@@ -114,6 +134,30 @@ fn rounded_fraction(expr: Expr, target: &DataType, schema: &DFSchema) -> Result<
         )),
         _ => Ok(Transformed::no(expr)),
     }
+}
+
+/// Whether Arrow can cast the value to `target` (a struct to a struct is DataFusion's own,
+/// by position after [`super::logical`]); otherwise DataFusion refuses it while planning, in
+/// Arrow's type names.
+/// Arrow also casts a single value to a one-element list; Trino casts only a list to an
+/// array, a map to a map and a row to a row.
+fn castable(expr: &Expr, target: &DataType, schema: &DFSchema) -> Result<bool> {
+    let source = expr.get_type(schema)?;
+    let nested = |t: &DataType| match t {
+        DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::FixedSizeList(..)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_) => Some("array"),
+        DataType::Map(..) => Some("map"),
+        DataType::Struct(_) => Some("row"),
+        _ => None,
+    };
+    Ok(match (&source, target) {
+        (DataType::Null, _) | (DataType::Struct(_), DataType::Struct(_)) => true,
+        _ if nested(&source) != nested(target) => false,
+        _ => datafusion::arrow::compute::can_cast_types(&source, target),
+    })
 }
 
 fn is_binary(t: &DataType) -> bool {

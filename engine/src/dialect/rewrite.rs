@@ -13,8 +13,9 @@ use datafusion::arrow::array::timezone::Tz;
 use datafusion::sql::sqlparser::ast::{
     CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr,
     GroupByExpr, Ident, Interval, LimitClause, NamedWindowExpr, ObjectName, OrderByKind, Query,
-    Select, SelectItem, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString, UnaryOperator,
-    Value, ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
+    Select, SelectItem, Set, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString,
+    UnaryOperator, Value, ValueWithSpan, Visit, VisitMut, Visitor, VisitorMut, WindowFrameBound,
+    WindowSpec, WindowType,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -78,6 +79,7 @@ fn reference_name(expr: &Expr) -> Option<String> {
 
 /// Rewrites `statement` in place (see the module documentation).
 pub(super) fn to_datafusion(statement: &mut Statement) -> Result<()> {
+    refuse_unplannable(statement)?;
     let _ = statement.visit(&mut MarkVerbatim);
     let mut rewrite = Rewrite { queries: 0 };
     if let ControlFlow::Break(error) = statement.visit(&mut rewrite) {
@@ -85,6 +87,32 @@ pub(super) fn to_datafusion(statement: &mut Statement) -> Result<()> {
     }
     let _ = statement.visit(&mut Unmark);
     Ok(())
+}
+
+/// Statements and forms DataFusion would refuse with a dump of its syntax tree, refused here
+/// in SQL's words instead.
+fn refuse_unplannable(statement: &Statement) -> Result<()> {
+    if let Statement::Set(set) = statement
+        && !matches!(set, Set::SingleAssignment { .. })
+    {
+        return Err(Error::NotSupported(set.to_string()));
+    }
+    struct TableFunctions;
+    impl Visitor for TableFunctions {
+        type Break = Error;
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<Error> {
+            match factor {
+                TableFactor::TableFunction { expr, .. } => ControlFlow::Break(Error::NotSupported(
+                    format!("table functions: TABLE({expr})"),
+                )),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    match statement.visit(&mut TableFunctions) {
+        ControlFlow::Break(refused) => Err(refused),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }
 
 /// Marks the numbers DataFusion reads as they are written (positions, limits, frame bounds,
