@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, TimeZone, Timelike};
+use chrono::{
+    DateTime, Datelike, Months, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike,
+};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Int64Array, PrimitiveArray, PrimitiveBuilder,
@@ -87,13 +89,13 @@ const DAY_MILLIS: i64 = 86_400_000;
 
 /// How the values of one date or timestamp type map to local date-times and back.
 #[derive(Debug, Clone)]
-struct Clock {
+pub(crate) struct Clock {
     data_type: DataType,
     zone: Option<Tz>,
 }
 
 impl Clock {
-    fn of(data_type: &DataType) -> Result<Self> {
+    pub(crate) fn of(data_type: &DataType) -> Result<Self> {
         let zone = match data_type {
             DataType::Date32 | DataType::Timestamp(_, None) => None,
             DataType::Timestamp(_, Some(zone)) => Some(zone.parse::<Tz>()?),
@@ -121,12 +123,12 @@ impl Clock {
     }
 
     /// The stored values as i64 (days for a date).
-    fn values(&self, array: &ArrayRef) -> Result<Int64Array> {
+    pub(crate) fn values(&self, array: &ArrayRef) -> Result<Int64Array> {
         longs(&cast(array, &self.data_type)?)
     }
 
     /// The local date-time of a stored value (in the type's zone, if it has one).
-    fn local(&self, value: i64) -> Option<NaiveDateTime> {
+    pub(crate) fn local(&self, value: i64) -> Option<NaiveDateTime> {
         let utc = match &self.data_type {
             DataType::Date32 => {
                 return NaiveDate::from_num_days_from_ce_opt(
@@ -147,6 +149,27 @@ impl Clock {
             Some(zone) => Some(zone.from_utc_datetime(&utc.naive_utc()).naive_local()),
             None => Some(utc.naive_utc()),
         }
+    }
+
+    /// The zone's offset from UTC at a stored value, in seconds (`None` without a zone).
+    pub(crate) fn offset_seconds(&self, value: i64) -> Option<i32> {
+        let zone = self.zone.as_ref()?;
+        let utc = match &self.data_type {
+            DataType::Timestamp(TimeUnit::Second, _) => DateTime::from_timestamp(value, 0)?,
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                DateTime::from_timestamp_millis(value)?
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                DateTime::from_timestamp_micros(value)?
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => DateTime::from_timestamp_nanos(value),
+            _ => return None,
+        };
+        Some(
+            zone.offset_from_utc_datetime(&utc.naive_utc())
+                .fix()
+                .local_minus_utc(),
+        )
     }
 
     /// The stored value of a local date-time (the earlier instant when a zone repeats it).

@@ -11,6 +11,7 @@ mod args;
 mod bounded;
 mod datetime;
 mod error;
+mod format;
 mod precision;
 mod strings;
 
@@ -31,6 +32,10 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
+        Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
+        Arc::new(ScalarUDF::new_from_impl(
+            format::DateTimeText::format_datetime(),
+        )),
     ]
 }
 

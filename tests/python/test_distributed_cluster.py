@@ -120,6 +120,10 @@ worker_probe_interval_secs = 1
 missed_heartbeats = {MISSED_HEARTBEATS}
 # One scan task per byte: even small tables spread over every worker.
 scan_bytes_per_partition = "1B"
+# The trino client's first parameterized query probes with EXECUTE IMMEDIATE 'SELECT 1' and
+# reads only its first page; like Trino, SQE ends such an abandoned query after the client
+# timeout (300 s by default), which test_1b's "nothing runs now" waits for.
+trino_client_timeout_secs = 5
 
 [catalog]
 type = "sql"
