@@ -14,6 +14,7 @@ mod error;
 mod format;
 mod precision;
 mod strings;
+mod urls;
 
 use std::sync::Arc;
 
@@ -25,7 +26,10 @@ pub use precision::{ROUND_FRACTION, fraction_digits, round_fraction};
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
-    vec![
+    let urls = urls::url_functions()
+        .into_iter()
+        .map(|f| Arc::new(ScalarUDF::new_from_impl(f)));
+    let mut functions = vec![
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
@@ -36,7 +40,9 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(
             format::DateTimeText::format_datetime(),
         )),
-    ]
+    ];
+    functions.extend(urls);
+    functions
 }
 
 /// [`ROUND_FRACTION`]: what the dialect puts before a cast that lowers a timestamp's or a
