@@ -12,6 +12,7 @@ mod bounded;
 mod datetime;
 mod error;
 mod format;
+mod json;
 mod precision;
 mod strings;
 mod urls;
@@ -42,6 +43,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         )),
     ];
     functions.extend(urls);
+    functions.extend(
+        json::json_functions()
+            .into_iter()
+            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
+    );
     functions
 }
 
