@@ -44,6 +44,16 @@ pub(crate) fn is_string(t: &DataType) -> bool {
     )
 }
 
+/// The coercion of a function whose arguments are all text (or NULL): `Utf8` each.
+pub(crate) fn all_text(function: &str, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+    if arg_types.iter().all(is_string) {
+        return Ok(vec![DataType::Utf8; arg_types.len()]);
+    }
+    datafusion::common::plan_err!(
+        "Unexpected parameters to function {function}: {arg_types:?}; expected varchar"
+    )
+}
+
 pub(crate) fn is_integer(t: &DataType) -> bool {
     t.is_integer() || *t == DataType::Null
 }

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Builder, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::args::{arrays, is_string, result, strings};
+use crate::args::{all_text, arrays, result, strings};
 use crate::error::invalid_argument;
 
 /// The parts of a URI reference, as written (not decoded).
@@ -280,17 +280,7 @@ impl ScalarUDFImpl for UrlFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if arg_types.len() == self.part.arguments()
-            && arg_types
-                .iter()
-                .all(|t| is_string(t) || t == &DataType::Null)
-        {
-            return Ok(vec![DataType::Utf8; arg_types.len()]);
-        }
-        plan_err!(
-            "Unexpected parameters to function {}: {arg_types:?}; expected varchar",
-            self.name()
-        )
+        all_text(self.name(), arg_types)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
