@@ -129,47 +129,37 @@ impl Clock {
 
     /// The local date-time of a stored value (in the type's zone, if it has one).
     pub(crate) fn local(&self, value: i64) -> Option<NaiveDateTime> {
-        let utc = match &self.data_type {
-            DataType::Date32 => {
-                return NaiveDate::from_num_days_from_ce_opt(
-                    i32::try_from(value).ok()?.checked_add(EPOCH_DAYS_FROM_CE)?,
-                )?
-                .and_hms_opt(0, 0, 0);
-            }
-            DataType::Timestamp(TimeUnit::Second, _) => DateTime::from_timestamp(value, 0)?,
-            DataType::Timestamp(TimeUnit::Millisecond, _) => {
-                DateTime::from_timestamp_millis(value)?
-            }
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                DateTime::from_timestamp_micros(value)?
-            }
-            _ => DateTime::from_timestamp_nanos(value),
-        };
+        if self.is_date() {
+            return NaiveDate::from_num_days_from_ce_opt(
+                i32::try_from(value).ok()?.checked_add(EPOCH_DAYS_FROM_CE)?,
+            )?
+            .and_hms_opt(0, 0, 0);
+        }
+        let utc = self.instant(value)?.naive_utc();
         match &self.zone {
-            Some(zone) => Some(zone.from_utc_datetime(&utc.naive_utc()).naive_local()),
-            None => Some(utc.naive_utc()),
+            Some(zone) => Some(zone.from_utc_datetime(&utc).naive_local()),
+            None => Some(utc),
         }
     }
 
     /// The zone's offset from UTC at a stored value, in seconds (`None` without a zone).
     pub(crate) fn offset_seconds(&self, value: i64) -> Option<i32> {
         let zone = self.zone.as_ref()?;
-        let utc = match &self.data_type {
-            DataType::Timestamp(TimeUnit::Second, _) => DateTime::from_timestamp(value, 0)?,
-            DataType::Timestamp(TimeUnit::Millisecond, _) => {
-                DateTime::from_timestamp_millis(value)?
+        let utc = self.instant(value)?.naive_utc();
+        Some(zone.offset_from_utc_datetime(&utc).fix().local_minus_utc())
+    }
+
+    /// A stored timestamp as the instant (or, zone-less, the UTC reading) it holds.
+    fn instant(&self, value: i64) -> Option<DateTime<chrono::Utc>> {
+        match &self.data_type {
+            DataType::Timestamp(TimeUnit::Second, _) => DateTime::from_timestamp(value, 0),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => DateTime::from_timestamp_millis(value),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => DateTime::from_timestamp_micros(value),
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                Some(DateTime::from_timestamp_nanos(value))
             }
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                DateTime::from_timestamp_micros(value)?
-            }
-            DataType::Timestamp(TimeUnit::Nanosecond, _) => DateTime::from_timestamp_nanos(value),
-            _ => return None,
-        };
-        Some(
-            zone.offset_from_utc_datetime(&utc.naive_utc())
-                .fix()
-                .local_minus_utc(),
-        )
+            _ => None,
+        }
     }
 
     /// The stored value of a local date-time (the earlier instant when a zone repeats it).

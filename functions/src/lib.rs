@@ -23,7 +23,7 @@ use datafusion::logical_expr::ScalarUDF;
 
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use error::InvalidArgument;
-pub use precision::{ROUND_FRACTION, fraction_digits, round_fraction};
+pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {

@@ -4,12 +4,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray};
-use datafusion::arrow::datatypes::{
-    DataType, Time32MillisecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
-    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
-    TimestampSecondType,
-};
+use datafusion::arrow::array::{ArrayRef, AsArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
@@ -33,13 +30,28 @@ fn unit_digits(unit: TimeUnit) -> u32 {
 }
 
 /// The fractional digits of a timestamp or time type; `None` for other types.
-pub fn fraction_digits(data_type: &DataType) -> Option<u32> {
+fn fraction_digits(data_type: &DataType) -> Option<u32> {
     match data_type {
         DataType::Timestamp(unit, _) | DataType::Time32(unit) | DataType::Time64(unit) => {
             Some(unit_digits(*unit))
         }
         _ => None,
     }
+}
+
+/// The fractional digits a cast from `source` to `target` keeps when it lowers a timestamp's
+/// precision (to a timestamp) or a time's (to a time); `None` for every other cast.
+pub fn lowered_digits(source: &DataType, target: &DataType) -> Option<u32> {
+    let same_family = matches!(
+        (source, target),
+        (DataType::Timestamp(..), DataType::Timestamp(..))
+            | (
+                DataType::Time32(_) | DataType::Time64(_),
+                DataType::Time32(_) | DataType::Time64(_)
+            )
+    );
+    let (held, digits) = (fraction_digits(source)?, fraction_digits(target)?);
+    (same_family && held > digits).then_some(digits)
 }
 
 /// `value` rounded half up to `digits` fractional digits, in its own type. Times wrap at
@@ -52,84 +64,22 @@ pub fn round_fraction(value: &ArrayRef, digits: u32) -> Result<ArrayRef, ArrowEr
         return Ok(Arc::clone(value));
     }
     let factor = 10_i64.pow(held - digits);
-    let day = |unit: TimeUnit| 86_400 * 10_i64.pow(unit_digits(unit));
-    Ok(match value.data_type() {
-        DataType::Timestamp(unit, zone) => {
-            let rounded: ArrayRef = match unit {
-                TimeUnit::Second => Arc::new(rounded::<TimestampSecondType>(value, factor, None)?),
-                TimeUnit::Millisecond => {
-                    Arc::new(rounded::<TimestampMillisecondType>(value, factor, None)?)
-                }
-                TimeUnit::Microsecond => {
-                    Arc::new(rounded::<TimestampMicrosecondType>(value, factor, None)?)
-                }
-                TimeUnit::Nanosecond => {
-                    Arc::new(rounded::<TimestampNanosecondType>(value, factor, None)?)
-                }
-            };
-            with_zone(rounded, *unit, zone.clone())
-        }
-        DataType::Time32(TimeUnit::Millisecond) => {
-            let day = day(TimeUnit::Millisecond);
-            Arc::new(
-                value
-                    .as_primitive::<Time32MillisecondType>()
-                    .try_unary::<_, Time32MillisecondType, _>(|v| {
-                        let v = round_half_up(i64::from(v), factor, Some(day))?;
-                        i32::try_from(v).map_err(|_| out_of_range())
-                    })?,
-            )
-        }
-        DataType::Time32(_) => Arc::clone(value),
-        DataType::Time64(unit @ TimeUnit::Microsecond) => Arc::new(
-            rounded::<Time64MicrosecondType>(value, factor, Some(day(*unit)))?,
-        ),
-        DataType::Time64(unit) => Arc::new(rounded::<Time64NanosecondType>(
-            value,
-            factor,
-            Some(day(*unit)),
-        )?),
-        _ => Arc::clone(value),
-    })
-}
-
-fn with_zone(array: ArrayRef, unit: TimeUnit, zone: Option<Arc<str>>) -> ArrayRef {
-    match unit {
-        TimeUnit::Second => Arc::new(
-            array
-                .as_primitive::<TimestampSecondType>()
-                .clone()
-                .with_timezone_opt(zone),
-        ),
-        TimeUnit::Millisecond => Arc::new(
-            array
-                .as_primitive::<TimestampMillisecondType>()
-                .clone()
-                .with_timezone_opt(zone),
-        ),
-        TimeUnit::Microsecond => Arc::new(
-            array
-                .as_primitive::<TimestampMicrosecondType>()
-                .clone()
-                .with_timezone_opt(zone),
-        ),
-        TimeUnit::Nanosecond => Arc::new(
-            array
-                .as_primitive::<TimestampNanosecondType>()
-                .clone()
-                .with_timezone_opt(zone),
-        ),
-    }
-}
-
-fn rounded<T: ArrowPrimitiveType<Native = i64>>(
-    value: &ArrayRef,
-    factor: i64,
-    wrap: Option<i64>,
-) -> Result<PrimitiveArray<T>, ArrowError> {
-    value
-        .as_primitive::<T>()
-        .try_unary::<_, T, _>(|v| round_half_up(v, factor, wrap))
+    // A time wraps at midnight: a day in the time's own unit.
+    let wrap = matches!(value.data_type(), DataType::Time32(_) | DataType::Time64(_))
+        .then(|| 86_400 * 10_i64.pow(held));
+    // The stored integers (Arrow reinterprets them, zone and unit kept aside), rounded, and
+    // read back as the value's own type; a Time32 holds 32-bit ones.
+    let integer = match value.data_type() {
+        DataType::Time32(_) => DataType::Int32,
+        _ => DataType::Int64,
+    };
+    let stored = cast(&cast(value, &integer)?, &DataType::Int64)?;
+    let rounded: ArrayRef = Arc::new(
+        stored
+            .as_primitive::<Int64Type>()
+            .try_unary::<_, Int64Type, _>(|v| round_half_up(v, factor, wrap))?,
+    );
+    cast(&cast(&rounded, &integer)?, value.data_type())
 }
 
 fn out_of_range() -> ArrowError {
@@ -195,7 +145,12 @@ impl ScalarUDFImpl for RoundFraction {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::{Time64NanosecondArray, TimestampMicrosecondArray};
+    use datafusion::arrow::array::{
+        Time32MillisecondArray, Time64NanosecondArray, TimestampMicrosecondArray,
+    };
+    use datafusion::arrow::datatypes::{
+        Time32MillisecondType, Time64NanosecondType, TimestampMicrosecondType,
+    };
 
     use super::*;
 
@@ -239,6 +194,21 @@ mod tests {
         let values: ArrayRef = Arc::new(Time64NanosecondArray::from(vec![86_399_999_999_500]));
         let rounded = round_fraction(&values, 6)?;
         assert_eq!(rounded.as_primitive::<Time64NanosecondType>().value(0), 0);
+        // 12:34:56.789 to seconds, and 23:59:59.500 to midnight, in a 32-bit time.
+        let values: ArrayRef = Arc::new(Time32MillisecondArray::from(vec![
+            Some(45_296_789),
+            Some(86_399_500),
+            None,
+        ]));
+        let rounded = round_fraction(&values, 0)?;
+        assert_eq!(rounded.data_type(), values.data_type());
+        assert_eq!(
+            rounded
+                .as_primitive::<Time32MillisecondType>()
+                .iter()
+                .collect::<Vec<_>>(),
+            [Some(45_297_000), Some(0), None]
+        );
         Ok(())
     }
 

@@ -149,16 +149,10 @@ pub fn cast_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch
             }
             // A time(9) into Iceberg's microseconds rounds, as Trino's casts do (Arrow's
             // truncates).
-            let column = match (column.data_type(), field.data_type()) {
-                (DataType::Timestamp(..), DataType::Timestamp(..))
-                | (
-                    DataType::Time32(_) | DataType::Time64(_),
-                    DataType::Time32(_) | DataType::Time64(_),
-                ) => match sqe_functions::fraction_digits(field.data_type()) {
-                    Some(digits) => sqe_functions::round_fraction(column, digits)?,
-                    None => Arc::clone(column),
-                },
-                _ => Arc::clone(column),
+            let column = match sqe_functions::lowered_digits(column.data_type(), field.data_type())
+            {
+                Some(digits) => sqe_functions::round_fraction(column, digits)?,
+                None => Arc::clone(column),
             };
             cast_with_options(&column, field.data_type(), &options).map_err(TableError::from)
         })

@@ -7,13 +7,12 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, Session, TableProvider};
 use datafusion::common::Statistics;
-use datafusion::common::stats::Precision;
 use datafusion::datasource::TableType;
 use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::exec::TpchScanExec;
+use crate::exec::{TpchScanExec, row_statistics};
 use crate::tables::{Money, Naming, Table, TableShape};
 
 /// The catalog's name, as in Trino.
@@ -130,15 +129,14 @@ impl TableProvider for TpchTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        let (rows, exact) = self.shape.table.row_count(self.scale_factor);
-        let rows = usize::try_from(rows).unwrap_or(usize::MAX);
-        let mut stats = Statistics::new_unknown(&self.schema());
-        stats.num_rows = if exact {
-            Precision::Exact(rows)
-        } else {
-            Precision::Inexact(rows)
-        };
-        Some(stats)
+        let parts = self.shape.table.part_count(self.scale_factor);
+        Some(row_statistics(
+            self.shape.table,
+            self.scale_factor,
+            &self.schema(),
+            i64::from(parts),
+            parts,
+        ))
     }
 
     async fn scan(

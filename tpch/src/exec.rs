@@ -18,7 +18,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Pla
 use futures::{StreamExt, stream};
 
 use crate::generate::{Share, batches};
-use crate::tables::TableShape;
+use crate::tables::{Table, TableShape};
 
 /// Generates a TPC-H table at a scale factor. The table is cut into `part_count` parts (the
 /// generator's own unit, about 128 Ki rows each); every output partition generates a
@@ -238,18 +238,35 @@ impl ExecutionPlan for TpchScanExec {
     /// Row counts from the generator's own arithmetic, so join planning builds on the
     /// smaller side.
     fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
-        let (total, exact) = self.shape.table.row_count(self.scale_factor);
-        let covered = self.covered_parts(partition);
-        let rows = i128::from(total) * i128::from(covered) / i128::from(self.part_count.max(1));
-        let rows = usize::try_from(rows).unwrap_or(usize::MAX);
-        let mut stats = Statistics::new_unknown(&self.schema);
-        stats.num_rows = if exact && covered == i64::from(self.part_count) {
-            Precision::Exact(rows)
-        } else {
-            Precision::Inexact(rows)
-        };
-        Ok(Arc::new(stats))
+        Ok(Arc::new(row_statistics(
+            self.shape.table,
+            self.scale_factor,
+            &self.schema,
+            self.covered_parts(partition),
+            self.part_count,
+        )))
     }
+}
+
+/// The rows `covered` of a table's `part_count` parts hold, by the generator's own
+/// arithmetic: exact for the whole of a table whose count is exact, else an estimate.
+pub(crate) fn row_statistics(
+    table: Table,
+    scale_factor: f64,
+    schema: &SchemaRef,
+    covered: i64,
+    part_count: i32,
+) -> Statistics {
+    let (total, exact) = table.row_count(scale_factor);
+    let rows = i128::from(total) * i128::from(covered) / i128::from(part_count.max(1));
+    let rows = usize::try_from(rows).unwrap_or(usize::MAX);
+    let mut stats = Statistics::new_unknown(schema);
+    stats.num_rows = if exact && covered == i64::from(part_count) {
+        Precision::Exact(rows)
+    } else {
+        Precision::Inexact(rows)
+    };
+    stats
 }
 
 #[cfg(test)]

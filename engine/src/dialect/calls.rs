@@ -20,7 +20,6 @@ use datafusion::functions_nested::expr_fn::{
 };
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Operator, lit};
-use sqe_functions::fraction_digits;
 
 /// `expr` in Trino's meaning, its arguments already rewritten.
 pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -36,113 +35,77 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
                 None,
             )))
         }
-        Expr::Cast(Cast { expr, field }) if is_integer(field.data_type()) => {
-            let Transformed {
-                data, transformed, ..
-            } = rounded(*expr, schema)?;
-            Ok(Transformed::new_transformed(
-                Expr::Cast(Cast::new_from_field(Box::new(data), field)),
-                transformed,
-            ))
-        }
-        Expr::TryCast(TryCast { expr, field }) if is_integer(field.data_type()) => {
-            let Transformed {
-                data, transformed, ..
-            } = rounded(*expr, schema)?;
-            Ok(Transformed::new_transformed(
-                Expr::TryCast(TryCast {
-                    expr: Box::new(data),
-                    field,
-                }),
-                transformed,
-            ))
-        }
-        Expr::Cast(Cast {
-            ref expr,
-            ref field,
-        })
-        | Expr::TryCast(TryCast {
-            ref expr,
-            ref field,
-        }) if !castable(expr, field.data_type(), schema)? => {
-            let refused = crate::error::Error::invalid(
-                crate::error::ErrorCode::TypeMismatch,
-                format!(
-                    "Cannot cast {} to {}",
-                    type_name(expr, schema)?,
-                    super::types::TrinoType::from_arrow(field.data_type())
-                ),
-            );
-            Err(datafusion::error::DataFusionError::External(Box::new(
-                refused,
-            )))
-        }
-        Expr::Cast(Cast { expr, field }) if fraction_digits(field.data_type()).is_some() => {
-            let Transformed {
-                data, transformed, ..
-            } = rounded_fraction(*expr, field.data_type(), schema)?;
-            Ok(Transformed::new_transformed(
-                Expr::Cast(Cast::new_from_field(Box::new(data), field)),
-                transformed,
-            ))
-        }
-        Expr::TryCast(TryCast { expr, field }) if fraction_digits(field.data_type()).is_some() => {
-            let Transformed {
-                data, transformed, ..
-            } = rounded_fraction(*expr, field.data_type(), schema)?;
-            Ok(Transformed::new_transformed(
-                Expr::TryCast(TryCast {
-                    expr: Box::new(data),
-                    field,
-                }),
-                transformed,
-            ))
-        }
-        Expr::Cast(Cast { expr, field }) if is_binary(field.data_type()) => {
-            binary_source(&expr, schema)?;
-            Ok(Transformed::no(Expr::Cast(Cast::new_from_field(
-                expr, field,
-            ))))
-        }
-        Expr::TryCast(TryCast { expr, field }) if is_binary(field.data_type()) => {
-            binary_source(&expr, schema)?;
-            Ok(Transformed::no(Expr::TryCast(TryCast { expr, field })))
-        }
+        cast @ (Expr::Cast(_) | Expr::TryCast(_)) => trino_cast(cast, schema),
         other => Ok(Transformed::no(other)),
     }
 }
 
-/// A timestamp or time rounded (half up) to the fractional digits of `target`, when a cast
-/// to it would lower the precision: Trino rounds where Arrow's cast truncates. Casts between
-/// a timestamp and a time, or from other types, are left as they are.
-fn rounded_fraction(expr: Expr, target: &DataType, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let source = expr.get_type(schema)?;
-    let same_family = matches!(
-        (&source, target),
-        (DataType::Timestamp(..), DataType::Timestamp(..))
-            | (
-                DataType::Time32(_) | DataType::Time64(_),
-                DataType::Time32(_) | DataType::Time64(_)
-            )
-    );
-    match (fraction_digits(&source), fraction_digits(target)) {
-        (Some(held), Some(digits)) if same_family && held > digits => Ok(Transformed::yes(
-            Expr::ScalarFunction(ScalarFunction::new_udf(
-                sqe_functions::round_fraction_function(),
-                vec![expr, lit(i64::from(digits))],
-            )),
-        )),
-        _ => Ok(Transformed::no(expr)),
+/// A cast (or `TRY_CAST`) as Trino means it: refused with TYPE_MISMATCH when Trino has no
+/// such cast; a real number to an integer rounded first, and a timestamp or time to a lower
+/// precision too (Arrow's cast truncates).
+fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let (input, target) = match &cast {
+        Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
+            (expr.as_ref(), field.data_type())
+        }
+        _ => return Ok(Transformed::no(cast)),
+    };
+    let source = input.get_type(schema)?;
+    if is_integer(target) {
+        return with_input(cast, |input| rounded(input, schema));
+    }
+    if !castable(&source, target) {
+        let refused = crate::error::Error::invalid(
+            crate::error::ErrorCode::TypeMismatch,
+            format!(
+                "Cannot cast {} to {}",
+                type_name(input, schema)?,
+                super::types::TrinoType::from_arrow(target)
+            ),
+        );
+        return Err(datafusion::error::DataFusionError::External(Box::new(
+            refused,
+        )));
+    }
+    match sqe_functions::lowered_digits(&source, target) {
+        Some(digits) => with_input(cast, |input| {
+            Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(
+                    sqe_functions::round_fraction_function(),
+                    vec![input, lit(i64::from(digits))],
+                ),
+            )))
+        }),
+        None => Ok(Transformed::no(cast)),
     }
 }
 
-/// Whether Arrow can cast the value to `target` (a struct to a struct is DataFusion's own,
-/// by position after [`super::logical`]); otherwise DataFusion refuses it while planning, in
-/// Arrow's type names.
-/// Arrow also casts a single value to a one-element list; Trino casts only a list to an
-/// array, a map to a map and a row to a row.
-fn castable(expr: &Expr, target: &DataType, schema: &DFSchema) -> Result<bool> {
-    let source = expr.get_type(schema)?;
+/// The cast with its input replaced by what `f` makes of it.
+fn with_input(
+    cast: Expr,
+    f: impl FnOnce(Expr) -> Result<Transformed<Expr>>,
+) -> Result<Transformed<Expr>> {
+    match cast {
+        Expr::Cast(Cast { expr, field }) => {
+            Ok(f(*expr)?
+                .update_data(|input| Expr::Cast(Cast::new_from_field(Box::new(input), field))))
+        }
+        Expr::TryCast(TryCast { expr, field }) => Ok(f(*expr)?.update_data(|input| {
+            Expr::TryCast(TryCast {
+                expr: Box::new(input),
+                field,
+            })
+        })),
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+/// Whether Trino has the cast. Arrow also casts a single value to a one-element list and a
+/// number's bytes to `varbinary`; Trino casts only a list to an array, a map to a map, a row
+/// to a row, and text to `varbinary`. Otherwise Arrow's castability decides (DataFusion
+/// would refuse the rest while planning, in Arrow's type names); a struct to a struct is
+/// DataFusion's own, by position after [`super::logical`].
+fn castable(source: &DataType, target: &DataType) -> bool {
     let nested = |t: &DataType| match t {
         DataType::List(_)
         | DataType::LargeList(_)
@@ -153,48 +116,28 @@ fn castable(expr: &Expr, target: &DataType, schema: &DFSchema) -> Result<bool> {
         DataType::Struct(_) => Some("row"),
         _ => None,
     };
-    Ok(match (&source, target) {
-        (DataType::Null, _) | (DataType::Struct(_), DataType::Struct(_)) => true,
-        _ if nested(&source) != nested(target) => false,
-        _ => datafusion::arrow::compute::can_cast_types(&source, target),
-    })
-}
-
-fn is_binary(t: &DataType) -> bool {
-    matches!(
-        t,
+    let bytes_or_text = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Binary
+                | DataType::LargeBinary
+                | DataType::BinaryView
+                | DataType::FixedSizeBinary(_)
+        )
+    };
+    let to_binary = matches!(
+        target,
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView
-    )
-}
-
-/// Trino casts only text (and `varbinary`) to `varbinary`; DataFusion would also cast a
-/// number's bytes.
-fn binary_source(expr: &Expr, schema: &DFSchema) -> Result<()> {
-    let source = expr.get_type(schema)?;
-    let allowed = matches!(
-        source,
-        DataType::Null
-            | DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView
-            | DataType::FixedSizeBinary(_)
     );
-    if allowed {
-        return Ok(());
+    match (source, target) {
+        (DataType::Null, _) | (DataType::Struct(_), DataType::Struct(_)) => true,
+        _ if nested(source) != nested(target) => false,
+        _ if to_binary => bytes_or_text(source),
+        _ => datafusion::arrow::compute::can_cast_types(source, target),
     }
-    let refused = crate::error::Error::invalid(
-        crate::error::ErrorCode::TypeMismatch,
-        format!(
-            "Cannot cast {} to varbinary",
-            super::types::TrinoType::from_arrow(&source)
-        ),
-    );
-    Err(datafusion::error::DataFusionError::External(Box::new(
-        refused,
-    )))
 }
 
 fn small_integer(expr: &Expr) -> Option<i32> {
