@@ -22,5 +22,9 @@ pub async fn queries_in(warehouse: &Path, settings: EngineSettings) -> Result<Ar
     let channels = Arc::new(DefaultChannelResolver::default());
     let workers = WorkerPool::new(Vec::new(), channels.clone(), PoolSettings::default());
     let engine = Engine::new(settings, Arc::new(catalog), workers, channels).await?;
-    Ok(Queries::new(engine, Duration::from_secs(60)))
+    Ok(Queries::new(
+        engine,
+        Duration::from_secs(60),
+        crate::queries::AdmissionLimits::default(),
+    ))
 }

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ConfigError;
 use sqe_engine::catalog::{CatalogKind, CatalogSettings, OAuth2Credentials};
+use sqe_engine::queries::AdmissionLimits;
 use sqe_worker::peers::{ClusterTls, PeerSettings};
 
 /// The whole `coordinator.toml`.
@@ -278,6 +279,12 @@ pub struct CoordinatorSection {
     pub expected_worker_version: Option<String>,
     /// Longest a query may run, streaming its results included (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
+    /// Statements planning or running at once; more wait in the queue (at least 1).
+    pub max_running_queries: usize,
+    /// Statements waiting for a slot; beyond them a statement fails with QUERY_QUEUE_FULL.
+    pub max_queued_queries: usize,
+    /// Statements one user may have planning or running at once (unset: only the total).
+    pub max_running_queries_per_user: Option<usize>,
     /// The secret before the current one, still accepted while peers are rotated.
     pub worker_secret_previous: Option<SecretString>,
     /// Deadline per RPC attempt to a worker, until its response headers.
@@ -310,6 +317,8 @@ pub struct CoordinatorSection {
     pub trino_request_timeout_secs: u64,
     /// Host names Trino-port requests may be addressed to; empty: any.
     pub trino_allowed_hosts: Vec<String>,
+    /// Compress Trino-port answers (gzip, zstd) for clients whose `Accept-Encoding` asks.
+    pub trino_compression: bool,
 }
 
 impl Default for CoordinatorSection {
@@ -334,6 +343,9 @@ impl Default for CoordinatorSection {
             worker_version_policy: WorkerVersionPolicy::Any,
             expected_worker_version: None,
             query_max_run_time_secs: None,
+            max_running_queries: AdmissionLimits::default().max_running,
+            max_queued_queries: AdmissionLimits::default().max_queued,
+            max_running_queries_per_user: None,
             worker_secret_previous: None,
             rpc_timeout_ms: 30_000,
             connect_timeout_ms: 5_000,
@@ -350,6 +362,7 @@ impl Default for CoordinatorSection {
             trino_header_read_timeout_secs: 10,
             trino_request_timeout_secs: 300,
             trino_allowed_hosts: Vec::new(),
+            trino_compression: true,
         }
     }
 }
@@ -832,6 +845,14 @@ impl ConfigFile for CoordinatorConfig {
                 "{origin}: coordinator.tls_cert_file and coordinator.tls_key_file go together"
             )));
         }
+        if self.coordinator.max_running_queries == 0
+            || self.coordinator.max_running_queries_per_user == Some(0)
+        {
+            return Err(ConfigError::Invalid(format!(
+                "{origin}: coordinator.max_running_queries and max_running_queries_per_user must \
+                 be at least 1 (no statement could ever run)"
+            )));
+        }
         self.catalog.validate(origin)?;
         self.auth.validate(&self.catalog, origin)?;
         self.storage.iceberg_props()?;
@@ -905,6 +926,15 @@ impl ConfigFile for WorkerConfig {
 }
 
 impl CoordinatorSection {
+    /// How many statements may run and wait at once.
+    pub fn admission_limits(&self) -> AdmissionLimits {
+        AdmissionLimits {
+            max_running: self.max_running_queries,
+            max_queued: self.max_queued_queries,
+            max_running_per_user: self.max_running_queries_per_user,
+        }
+    }
+
     /// What one Trino-port client may hold of the server.
     pub(crate) fn http_limits(&self) -> crate::http_server::HttpLimits {
         crate::http_server::HttpLimits {

@@ -26,6 +26,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::predicate::SizeAbove;
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -52,6 +54,22 @@ pub(crate) struct HttpLimits {
 
 /// How long open connections may finish their requests once the server stops.
 const DRAIN: Duration = Duration::from_secs(5);
+
+/// Answers smaller than this go uncompressed: a page without rows is about 1 KB, and
+/// compressing it costs more than it saves.
+const COMPRESS_ABOVE: u16 = 2048;
+
+/// `router` with its answers compressed with gzip when the client's `Accept-Encoding` asks (as
+/// the python client and JDBC do), at its fastest level: JSON pages shrink several times even
+/// so, and a slower level would make compression the bottleneck of a fast network. Not zstd:
+/// tower-http's zstd would add a second zstd version beside parquet's.
+pub(crate) fn compressed(router: Router) -> Router {
+    router.layer(
+        CompressionLayer::new()
+            .quality(CompressionLevel::Fastest)
+            .compress_when(SizeAbove::new(COMPRESS_ABOVE)),
+    )
+}
 
 /// `router` behind the per-request limits.
 pub(crate) fn limited(router: Router, limits: &HttpLimits) -> Router {
@@ -289,6 +307,48 @@ mod tests {
             let status = router.clone().oneshot(request).await?.status();
             assert_eq!(status == StatusCode::OK, allowed, "{host}: {status}");
         }
+        Ok(())
+    }
+
+    /// The `Content-Encoding` of `router`'s answer to a GET of `path` accepting `accept`.
+    async fn encoding_of(
+        router: &Router,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Result<Option<String>, Box<dyn std::error::Error>> {
+        let mut request = Request::builder().uri(path);
+        if let Some(accept) = accept {
+            request = request.header(header::ACCEPT_ENCODING, accept);
+        }
+        let response = router.clone().oneshot(request.body(Body::empty())?).await?;
+        Ok(response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .map(|v| v.to_str().map(str::to_string))
+            .transpose()?)
+    }
+
+    #[tokio::test]
+    async fn answers_are_compressed_as_the_client_accepts() -> TestResult {
+        let big = "[1,2,3],".repeat(1000);
+        let router = compressed(
+            Router::new()
+                .route("/big", get(move || async move { big }))
+                .route("/small", get(|| async { "{}" })),
+        );
+        for (accept, expected) in [
+            (None, None),
+            (Some("identity"), None),
+            (Some("gzip"), Some("gzip")),
+            (Some("gzip, deflate"), Some("gzip")),
+            (Some("zstd"), None),
+            (Some("br, gzip;q=0.5"), Some("gzip")),
+            (Some("gzip;q=0"), None),
+        ] {
+            let encoding = encoding_of(&router, "/big", accept).await?;
+            assert_eq!(encoding.as_deref(), expected, "Accept-Encoding: {accept:?}");
+        }
+        assert_eq!(encoding_of(&router, "/small", Some("gzip")).await?, None);
         Ok(())
     }
 

@@ -34,6 +34,8 @@ pub struct LocalOptions {
     pub worker_secret: Option<String>,
     /// Longest a query may run (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
+    /// How many statements may run and wait at once (unset: the coordinator's defaults).
+    pub admission: Option<sqe_engine::queries::AdmissionLimits>,
     /// How often the coordinator probes its workers (unset: the coordinator's default).
     pub worker_probe_interval_secs: Option<u64>,
     /// How clients authenticate (none by default).
@@ -134,6 +136,7 @@ impl Default for LocalOptions {
             worker_memory_limit: None,
             worker_secret: None,
             query_max_run_time_secs: None,
+            admission: None,
             worker_probe_interval_secs: None,
             client_auth: ClientAuthConfig::default(),
             metrics_port: None,
@@ -212,6 +215,11 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     };
     if let Some(port) = options.metrics_port {
         coordinator.metrics_port = port;
+    }
+    if let Some(limits) = options.admission {
+        coordinator.max_running_queries = limits.max_running;
+        coordinator.max_queued_queries = limits.max_queued;
+        coordinator.max_running_queries_per_user = limits.max_running_per_user;
     }
     if let Some(bytes) = options.scan_bytes_per_partition {
         coordinator.scan_bytes_per_partition = ByteSize(bytes);

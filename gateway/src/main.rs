@@ -286,6 +286,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, St
                 worker_memory_limit: None,
                 worker_secret: None,
                 query_max_run_time_secs: None,
+                admission: None,
                 worker_probe_interval_secs: None,
                 client_auth: Default::default(),
                 metrics_port: None,

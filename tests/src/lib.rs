@@ -13,6 +13,7 @@
 pub mod baseline;
 pub mod cluster;
 pub mod flight;
+pub mod metrics;
 pub mod otlp;
 pub mod process;
 pub mod python;

@@ -39,9 +39,9 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         ErrorCode::UserCanceled | ErrorCode::AdministrativelyKilled => Code::Cancelled,
         ErrorCode::PermissionDenied => Code::PermissionDenied,
         ErrorCode::Unauthenticated => Code::Unauthenticated,
-        ErrorCode::ExceededGlobalMemoryLimit | ErrorCode::GenericInsufficientResources => {
-            Code::ResourceExhausted
-        }
+        ErrorCode::ExceededGlobalMemoryLimit
+        | ErrorCode::GenericInsufficientResources
+        | ErrorCode::QueryQueueFull => Code::ResourceExhausted,
         ErrorCode::ExceededTimeLimit => Code::DeadlineExceeded,
         ErrorCode::CatalogUnavailable => Code::Unavailable,
         ErrorCode::GenericInternalError => Code::Internal,

@@ -136,6 +136,8 @@ pub enum ErrorCode {
     CatalogUnavailable,
     /// A cap on what one caller may hold or do (sessions, statements, logins) was reached.
     GenericInsufficientResources,
+    /// Every slot is taken and the admission queue is full.
+    QueryQueueFull,
 }
 
 impl ErrorCode {
@@ -180,6 +182,7 @@ impl ErrorCode {
             ErrorCode::ExceededTimeLimit => "EXCEEDED_TIME_LIMIT",
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
+            ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
         }
     }
 
@@ -190,7 +193,8 @@ impl ErrorCode {
             }
             ErrorCode::ExceededGlobalMemoryLimit
             | ErrorCode::ExceededTimeLimit
-            | ErrorCode::GenericInsufficientResources => ErrorKind::InsufficientResources,
+            | ErrorCode::GenericInsufficientResources
+            | ErrorCode::QueryQueueFull => ErrorKind::InsufficientResources,
             ErrorCode::CatalogUnavailable => ErrorKind::External,
             ErrorCode::GenericUserError
             | ErrorCode::SyntaxError
@@ -262,6 +266,12 @@ pub enum Error {
     /// The caller reached a cap on what it may hold or do; it may try again later.
     #[error("{0}")]
     LimitReached(String),
+    /// Every slot was taken and the queue was full: refused before anything ran.
+    #[error(
+        "Too many queued queries: all running slots are taken and {max_queued} queries wait \
+         already (coordinator max_queued_queries); try again later"
+    )]
+    QueueFull { max_queued: usize },
     /// The query's own client cancelled it (or went away).
     #[error("Query was canceled")]
     Cancelled,
@@ -330,6 +340,7 @@ impl Error {
             Error::NotSupported(_) => ErrorCode::NotSupported,
             Error::ResourcesExhausted(_) => ErrorCode::ExceededGlobalMemoryLimit,
             Error::LimitReached(_) => ErrorCode::GenericInsufficientResources,
+            Error::QueueFull { .. } => ErrorCode::QueryQueueFull,
             Error::Cancelled => ErrorCode::UserCanceled,
             Error::Killed { .. } => ErrorCode::AdministrativelyKilled,
             Error::TimeLimit { .. } => ErrorCode::ExceededTimeLimit,

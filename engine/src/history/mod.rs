@@ -54,7 +54,10 @@ impl Default for HistorySettings {
 /// Where a query is in its life; the last three are final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryState {
+    /// Waiting for a slot (admission control).
     Queued,
+    /// Admitted, being planned.
+    Planning,
     Running,
     Finished,
     Failed,
@@ -65,6 +68,7 @@ impl QueryState {
     pub fn name(self) -> &'static str {
         match self {
             QueryState::Queued => "QUEUED",
+            QueryState::Planning => "PLANNING",
             QueryState::Running => "RUNNING",
             QueryState::Finished => "FINISHED",
             QueryState::Failed => "FAILED",
@@ -124,6 +128,8 @@ impl std::fmt::Debug for QueryRecord {
 #[derive(Debug, Clone, Default)]
 struct Progress {
     state: Option<QueryState>,
+    /// Admitted: planning started.
+    admitted: Option<Instant>,
     /// Planning done, execution started.
     started: Option<(DateTime<Utc>, Instant)>,
     ended: Option<(DateTime<Utc>, Instant)>,
@@ -143,8 +149,9 @@ pub struct QuerySnapshot {
     pub created: DateTime<Utc>,
     pub started: Option<DateTime<Utc>>,
     pub ended: Option<DateTime<Utc>>,
-    /// Until planning started (SQE does not queue: 0).
+    /// Until it was admitted (or ended, or now, if it never was).
     pub queued_ms: i64,
+    /// From admission until it ran; `None` if it was never admitted.
     pub planning_ms: Option<i64>,
     pub execution_ms: Option<i64>,
     pub output_rows: u64,
@@ -168,6 +175,15 @@ impl QueryRecord {
     /// When it arrived.
     pub fn created_at(&self) -> Instant {
         self.created_at
+    }
+
+    /// How long it waited for admission (so far, if it still waits).
+    pub fn queued_for(&self) -> Duration {
+        let p = self.progress.lock();
+        let until = p.admitted.or(p.ended.map(|(_, at)| at));
+        until
+            .unwrap_or_else(Instant::now)
+            .duration_since(self.created_at)
     }
 
     /// How it is stopped.
@@ -255,6 +271,7 @@ impl QueryRecord {
         let now = Instant::now();
         let started_at = p.started.map(|(_, at)| at);
         let ended_at = p.ended.map(|(_, at)| at);
+        let admitted_at = p.admitted;
         QuerySnapshot {
             id: self.id.clone(),
             state: p.state.unwrap_or(QueryState::Queued),
@@ -262,8 +279,8 @@ impl QueryRecord {
             created: self.created,
             started: p.started.map(|(t, _)| t),
             ended: p.ended.map(|(t, _)| t),
-            queued_ms: 0,
-            planning_ms: Some(ms(self.created_at, started_at.or(ended_at).unwrap_or(now))),
+            queued_ms: ms(self.created_at, admitted_at.or(ended_at).unwrap_or(now)),
+            planning_ms: admitted_at.map(|a| ms(a, started_at.or(ended_at).unwrap_or(now))),
             execution_ms: started_at.map(|s| ms(s, ended_at.unwrap_or(now))),
             output_rows: p.output_rows,
             trace_id: self.trace_id.clone(),
@@ -481,6 +498,13 @@ impl QueryTracker {
 
     pub fn record(&self) -> &Arc<QueryRecord> {
         &self.record
+    }
+
+    /// It has a slot: planning starts.
+    pub fn admitted(&self) {
+        self.record.transition(QueryState::Planning, |p| {
+            p.admitted = Some(Instant::now());
+        });
     }
 
     /// The plan starts running: `tasks` is its distributed plan's ledger, `cache` what the

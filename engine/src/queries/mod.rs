@@ -4,12 +4,14 @@
 //! upload, the caller's session, its endpoint and trace context) and drives the
 //! [`QueryHandle`] it gets back: [`QueryHandle::describe`] plans it (Flight SQL's
 //! `GetFlightInfo`), [`QueryHandle::run`] runs it and hands back its output. Everything else
-//! about a query's life happens here, once: its history record and state transitions, its one
+//! about a query's life happens here, once: its admission (a slot, or a place in the queue),
+//! its history record and state transitions, its one
 //! cancellation (the client, `kill_query`, the reaper and the deadline all stop it the same
 //! way, through [`QueryHandle::canceller`]), the deadline, memory accounting and the observed
 //! result stream. The endpoints keep only their protocol: Trino its paging, Flight SQL its
 //! tickets and prepared statements.
 
+mod admission;
 mod session;
 
 use std::collections::BTreeMap;
@@ -25,10 +27,12 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 use tracing::Instrument;
 
+use self::admission::Slot;
+pub use self::admission::{Admission, AdmissionLimits, AdmissionLoad};
 pub use self::session::{SessionChanges, Transactions};
 use crate::engine::{Engine, IngestTarget, Outcome, Prepared, StatementKind, StatementTemplate};
 use crate::error::{Error, ErrorCode, Result};
-use crate::history::{CancelReason, QueryRecord, QueryStart, QueryTracker};
+use crate::history::{CancelReason, QueryRecord, QueryStart, QueryState, QueryTracker};
 
 /// Which front door a query came in through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,6 +138,7 @@ pub struct QueryOutput {
 pub struct Queries {
     engine: Arc<Engine>,
     transactions: Transactions,
+    admission: Arc<Admission>,
 }
 
 impl std::fmt::Debug for Queries {
@@ -143,17 +148,27 @@ impl std::fmt::Debug for Queries {
 }
 
 impl Queries {
-    /// The lifecycle over `engine`; a transaction unused for `transaction_idle` is forgotten
-    /// (its client is gone).
-    pub fn new(engine: Arc<Engine>, transaction_idle: std::time::Duration) -> Arc<Self> {
+    /// The lifecycle over `engine`, admitting statements within `limits`; a transaction
+    /// unused for `transaction_idle` is forgotten (its client is gone).
+    pub fn new(
+        engine: Arc<Engine>,
+        transaction_idle: std::time::Duration,
+        limits: AdmissionLimits,
+    ) -> Arc<Self> {
         Arc::new(Self {
             engine,
             transactions: Transactions::new(transaction_idle),
+            admission: Admission::new(limits),
         })
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// The slots statements run in (for `/metrics`).
+    pub fn admission(&self) -> &Arc<Admission> {
+        &self.admission
     }
 
     /// The engine settings `session` asks for (for work outside a query's lifecycle, such as
@@ -168,7 +183,7 @@ impl Queries {
     }
 
     /// Records the query (QUEUED) and hands back its handle; nothing runs until the handle is
-    /// driven.
+    /// driven: it waits for its slot when first described or run.
     pub fn submit(self: &Arc<Self>, request: QueryRequest) -> QueryHandle {
         let QueryRequest {
             statement,
@@ -194,6 +209,7 @@ impl Queries {
                 session,
             },
             stage: Stage::Submitted(statement),
+            slot: None,
         }
     }
 }
@@ -304,6 +320,8 @@ impl Canceller {
 pub struct QueryHandle {
     driver: Driver,
     stage: Stage,
+    /// Its admission slot while it plans or runs; handed to its end once it runs.
+    slot: Option<Slot>,
 }
 
 /// What the steps of a query borrow while they await (the stage, which may hold an upload's
@@ -349,9 +367,16 @@ impl QueryHandle {
         error
     }
 
-    /// Plans it (once), within its deadline and cancellable: what it will return.
+    /// Its record, as `system.runtime.queries` shows it (state, queued time).
+    pub fn record(&self) -> Option<Arc<QueryRecord>> {
+        self.driver.record().cloned()
+    }
+
+    /// Waits for a slot (QUEUED), then plans it (once), within its deadline and cancellable:
+    /// what it will return.
     pub async fn describe(&mut self) -> Result<&Described> {
         if let Stage::Submitted(_) = &self.stage {
+            Box::pin(self.take_slot()).await?;
             let Stage::Submitted(statement) = std::mem::replace(&mut self.stage, Stage::Gone)
             else {
                 return Err(Error::Internal("the query has already run".into()));
@@ -368,14 +393,46 @@ impl QueryHandle {
         }
     }
 
+    /// Gives its slot back while it waits to be run (a Flight SQL statement planned by
+    /// GetFlightInfo, waiting for its DoGet, holds none); [`Self::run`] waits for one again.
+    pub fn park(&mut self) {
+        self.slot = None;
+    }
+
+    /// Waits for a slot unless it holds one (cancellable): the first time, it leaves QUEUED.
+    async fn take_slot(&mut self) -> Result<()> {
+        if self.slot.is_some() {
+            return Ok(());
+        }
+        let driver = &self.driver;
+        let slot = Box::pin(driver.stopped_or(driver.admit())).await;
+        let slot = driver.or_fail(slot)?;
+        if let Some(tracker) = &driver.tracker
+            && tracker.record().state() == QueryState::Queued
+        {
+            tracker.admitted();
+        }
+        self.slot = Some(slot);
+        Ok(())
+    }
+
     /// Runs it (planning it first if [`Self::describe`] has not): its output. Rows end the
-    /// query when their stream ends; anything else has ended it when this returns.
+    /// query when their stream ends; anything else has ended it when this returns. It holds
+    /// its slot until it ends.
     pub async fn run(mut self) -> Result<QueryOutput> {
         Box::pin(self.describe()).await?;
+        Box::pin(self.take_slot()).await?;
         let Stage::Planned(planned, described) = std::mem::replace(&mut self.stage, Stage::Gone)
         else {
             return Err(Error::Internal("the query has already run".into()));
         };
+        if let (Some(slot), Some(record)) = (self.slot.take(), self.driver.record()) {
+            let ended = record.control().ended();
+            sqe_layers::task::spawn(async move {
+                ended.cancelled().await;
+                drop(slot);
+            });
+        }
         let driver = &self.driver;
         let output = Box::pin(driver.stopped_or(driver.execute(planned))).await;
         let (output, changes) = driver.or_fail(output)?;
@@ -429,6 +486,15 @@ impl Driver {
             () = record.control().cancelled() => Err(record.control().error()),
             result = work.instrument(span) => result,
         }
+    }
+
+    /// Waits for a slot for the query (or is refused: the queue is full).
+    async fn admit(&self) -> Result<Slot> {
+        self.queries
+            .admission
+            .admit(&self.session.user)?
+            .slot()
+            .await
     }
 
     /// `result`, recording its failure as the query's end.

@@ -7,6 +7,7 @@
 
 mod auth;
 mod metadata;
+mod polling;
 pub(crate) mod protocol;
 mod server;
 mod service;

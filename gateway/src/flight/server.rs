@@ -16,17 +16,20 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::metadata::{foreign_keys_schema, primary_keys_schema, sql_info, xdbc_types};
 use super::parse_handle_or_status;
+use super::polling::{POLL_WAIT, PendingPlans, pending_id};
 use super::service::{SqeFlightSqlService, principal};
 
 /// Serves Flight SQL; see the module documentation.
 pub(crate) struct SqeFlightService {
     inner: Arc<SqeFlightSqlService>,
+    pending: PendingPlans,
 }
 
 impl SqeFlightService {
     pub(crate) fn new(inner: SqeFlightSqlService) -> Self {
         Self {
             inner: Arc::new(inner),
+            pending: PendingPlans::default(),
         }
     }
 
@@ -112,20 +115,29 @@ impl FlightService for SqeFlightService {
         FlightService::get_flight_info(self.inner.as_ref(), request).await
     }
 
-    /// Planning is done when GetFlightInfo returns, so the poll is complete at once.
+    /// GetFlightInfo without holding the call open while the statement waits for its slot:
+    /// see [`super::polling`].
     async fn poll_flight_info(
         &self,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<PollInfo>, Status> {
-        let info = FlightService::get_flight_info(self.inner.as_ref(), request)
-            .await?
-            .into_inner();
-        Ok(Response::new(PollInfo {
-            info: Some(info),
-            flight_descriptor: None,
-            progress: Some(1.0),
-            expiration_time: None,
-        }))
+        let principal = principal(&request);
+        let id = match pending_id(request.get_ref()) {
+            Some(id) => id,
+            None => {
+                let inner = Arc::clone(&self.inner);
+                let planning = sqe_layers::task::spawn(async move {
+                    FlightService::get_flight_info(inner.as_ref(), request)
+                        .await
+                        .map(Response::into_inner)
+                });
+                self.pending
+                    .start(principal.clone(), planning)
+                    .map_err(|e| Status::from(sqe_engine::Error::from(e)))?
+            }
+        };
+        let info = self.pending.poll(id, &principal, POLL_WAIT).await?;
+        Ok(Response::new(info))
     }
 
     async fn get_schema(

@@ -144,6 +144,8 @@ impl SqeFlightSqlService {
                 Output::Rows(_) => return Err(Status::internal("an update returned rows")),
             }
         } else {
+            // Waiting for its DoGet it runs nothing: its slot is for others meanwhile.
+            handle.park();
             Work::Run(Box::new(handle))
         };
         let id = reservation.id();

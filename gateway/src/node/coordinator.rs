@@ -151,7 +151,11 @@ pub async fn start_coordinator_on(
     let engine = Engine::new(settings, catalog, Arc::clone(&workers), Arc::new(channels)).await?;
     // A Trino transaction goes when its client does (as its queries do).
     let client_timeout = Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1));
-    let queries = Queries::new(Arc::clone(&engine), client_timeout);
+    let queries = Queries::new(
+        Arc::clone(&engine),
+        client_timeout,
+        config.coordinator.admission_limits(),
+    );
     let mut servers = Servers::new();
     let registry = ControlPlaneServer::from_arc(Arc::new(Registry::new(
         workers,
@@ -174,10 +178,16 @@ pub async fn start_coordinator_on(
             client_auth,
             tls.trino.is_some(),
         );
+        let router = trino_router(endpoint);
+        let router = if config.coordinator.trino_compression {
+            http_server::compressed(router)
+        } else {
+            router
+        };
         serve_trino(
             &mut servers,
             listener,
-            endpoint,
+            router,
             tls.trino,
             config.coordinator.http_limits(),
         );
@@ -192,6 +202,7 @@ pub async fn start_coordinator_on(
         ),
         CoordinatorObserved {
             engine: Arc::clone(&engine),
+            admission: Arc::clone(queries.admission()),
             verifier: verifier.as_ref().map(|v| v.stats()),
             peers: peer_calls,
         },
@@ -319,15 +330,14 @@ fn serve_flight(
     Ok(())
 }
 
-/// The Trino client protocol, over TLS when configured, behind the HTTP limits.
+/// The Trino client protocol (`router`), over TLS when configured, behind the HTTP limits.
 fn serve_trino(
     servers: &mut Servers,
     listener: TcpListener,
-    endpoint: Arc<TrinoEndpoint>,
+    router: axum::Router,
     tls: Option<Arc<rustls::ServerConfig>>,
     limits: HttpLimits,
 ) {
-    let router = trino_router(endpoint);
     servers.spawn("trino", |stop| async move {
         let served = match tls {
             None => {

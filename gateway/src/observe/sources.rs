@@ -13,6 +13,7 @@ use sqe_worker::server::WorkerStats;
 use super::{Exposition, Observed};
 use sqe_engine::cluster::WorkerState;
 use sqe_engine::engine::Engine;
+use sqe_engine::queries::Admission;
 use sqe_worker::membership::MembershipState;
 
 /// How long `/readyz` waits for the catalog.
@@ -88,6 +89,8 @@ impl PeerCalls {
 /// The coordinator: queries, result cache, workers, memory, commits.
 pub(crate) struct CoordinatorObserved {
     pub engine: Arc<Engine>,
+    /// The statements' slots and queue.
+    pub admission: Arc<Admission>,
     pub verifier: Option<Arc<VerifierStats>>,
     pub peers: PeerCalls,
 }
@@ -151,7 +154,7 @@ impl Observed for CoordinatorObserved {
         text.family(
             "sqe_query_state_transitions_total",
             "counter",
-            "Queries that entered each state (QUEUED, RUNNING, FINISHED, FAILED, CANCELED), by endpoint.",
+            "Queries that entered each state (QUEUED, PLANNING, RUNNING, FINISHED, FAILED, CANCELED), by endpoint.",
         );
         for ((endpoint, state), count) in history.stats().transitions() {
             text.sample(
@@ -160,17 +163,34 @@ impl Observed for CoordinatorObserved {
                 count as f64,
             );
         }
-        let running = history
-            .records()
-            .iter()
-            .filter(|r| !r.state().is_final())
-            .count();
-        text.single(
-            "sqe_queries_running",
-            "gauge",
-            "Queries planning or running now.",
-            running as f64,
-        );
+        let load = self.admission.load();
+        let limits = self.admission.limits();
+        text.singles(&[
+            (
+                "sqe_queries_running",
+                "gauge",
+                "Queries planning or running now (each holds a slot).",
+                load.running as f64,
+            ),
+            (
+                "sqe_queries_queued",
+                "gauge",
+                "Queries waiting for a slot (admission control).",
+                load.queued as f64,
+            ),
+            (
+                "sqe_queries_running_limit",
+                "gauge",
+                "Slots: coordinator max_running_queries.",
+                limits.max_running as f64,
+            ),
+            (
+                "sqe_queries_queued_limit",
+                "gauge",
+                "Queue places: coordinator max_queued_queries.",
+                limits.max_queued as f64,
+            ),
+        ]);
 
         let cache = self.engine.result_cache();
         let (entries, bytes) = cache.usage();

@@ -77,6 +77,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::ConfigurationInvalid => (65559, INTERNAL),
         ErrorCode::GenericInsufficientResources => (131072, RESOURCES),
         ErrorCode::ExceededGlobalMemoryLimit => (131073, RESOURCES),
+        ErrorCode::QueryQueueFull => (131074, RESOURCES),
         ErrorCode::ExceededTimeLimit => (131075, RESOURCES),
         ErrorCode::CatalogUnavailable => (ICEBERG_CODES + 13, TrinoErrorType::External),
     };

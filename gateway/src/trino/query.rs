@@ -8,7 +8,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use futures::{FutureExt, StreamExt};
 use sqe_engine::dialect::types::TrinoType;
 use sqe_engine::error::Error;
-use sqe_engine::history::CancelReason;
+use sqe_engine::history::{CancelReason, QueryRecord, QueryState as HistoryState};
 use sqe_engine::queries::{
     Canceller, Endpoint, Output, Queries, QueryRequest, SessionChanges, Statement,
 };
@@ -22,7 +22,9 @@ use crate::trino::headers::ClientSession;
 /// The states Trino reports in `stats.state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QueryState {
+    /// Waiting for a slot (and the POST's own answer, as Trino's).
     Queued,
+    Planning,
     Running,
     Finished,
     Failed,
@@ -32,6 +34,7 @@ impl QueryState {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             QueryState::Queued => "QUEUED",
+            QueryState::Planning => "PLANNING",
             QueryState::Running => "RUNNING",
             QueryState::Finished => "FINISHED",
             QueryState::Failed => "FAILED",
@@ -85,6 +88,8 @@ pub(crate) struct TrinoQuery {
     pub created: Instant,
     /// Stops the query, for whichever reason (DELETE, the reaper, `kill_query`, its deadline).
     canceller: Canceller,
+    /// Its record in the history: whether it waits for a slot, and how long it has.
+    record: Arc<QueryRecord>,
     started: watch::Receiver<bool>,
     progress: Mutex<Progress>,
     /// Last time a client asked for this query; abandoned queries are reaped by it.
@@ -127,6 +132,7 @@ impl TrinoQuery {
         };
         let handle = queries.submit(request);
         let canceller = handle.canceller()?;
+        let record = handle.record()?;
         let (started_tx, started) = watch::channel(false);
         let query = Arc::new(Self {
             id: handle.id().to_string(),
@@ -135,6 +141,7 @@ impl TrinoQuery {
             user: client.session.user.clone(),
             created: Instant::now(),
             canceller,
+            record,
             started,
             progress: Mutex::new(Progress {
                 execution: Execution::Pending,
@@ -244,6 +251,21 @@ impl TrinoQuery {
         self.canceller.is_cancelled()
     }
 
+    /// How long it waited for its slot (so far, if it still waits).
+    pub(crate) fn queued_for(&self) -> Duration {
+        self.record.queued_for()
+    }
+
+    /// What a page shows while the statement has produced nothing yet.
+    fn pending_state(&self) -> QueryState {
+        match self.record.state() {
+            HistoryState::Queued => QueryState::Queued,
+            HistoryState::Planning => QueryState::Planning,
+            // A statement that returns no rows (DDL, a write) runs before its one page.
+            _ => QueryState::Running,
+        }
+    }
+
     /// The page for `token`: the next one is produced (waiting up to `max_wait` for rows, up
     /// to about `target_bytes` of JSON), the current one is repeated as it was.
     pub(crate) async fn page(
@@ -325,7 +347,7 @@ impl TrinoQuery {
                 () = self.canceller.cancelled() => false,
             };
             if !waited && !self.canceller.is_cancelled() {
-                return Page::empty(QueryState::Queued, None, progress.rows);
+                return Page::empty(self.pending_state(), None, progress.rows);
             }
         }
         if self.canceller.is_cancelled() {
@@ -334,7 +356,7 @@ impl TrinoQuery {
         }
         let columns = progress.columns.clone();
         match std::mem::replace(&mut progress.execution, Execution::Pending) {
-            Execution::Pending => Page::empty(QueryState::Queued, columns, progress.rows),
+            Execution::Pending => Page::empty(self.pending_state(), columns, progress.rows),
             Execution::Failed(error) => {
                 // A failure is reported once; asking again finds the query done.
                 Page::failed(error, columns, progress.rows)

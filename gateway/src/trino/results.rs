@@ -63,7 +63,7 @@ pub(crate) fn render(
     let stats = json!({
         "state": state,
         "queued": page.state == QueryState::Queued,
-        "scheduled": page.state != QueryState::Queued,
+        "scheduled": !matches!(page.state, QueryState::Queued | QueryState::Planning),
         "progressPercentage": if page.more { Value::Null } else { json!(100.0) },
         "runningPercentage": if page.more { json!(100.0) } else { json!(0.0) },
         "nodes": nodes,
@@ -75,7 +75,7 @@ pub(crate) fn render(
         "analysisTimeMillis": 0,
         "cpuTimeMillis": 0,
         "wallTimeMillis": elapsed,
-        "queuedTimeMillis": 0,
+        "queuedTimeMillis": query.queued_for().as_millis() as u64,
         "elapsedTimeMillis": elapsed,
         "finishingTimeMillis": 0,
         "physicalInputTimeMillis": 0,

@@ -3,6 +3,7 @@
 // Test and benchmark code: the lock and spawn bans are for the code that ships.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod admission;
 mod cluster_tls;
 mod config_errors;
 mod distributed;

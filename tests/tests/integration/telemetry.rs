@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
+use sqe_tests::metrics::{sample, scrape};
 use sqe_tests::otlp::{OtlpReceiver, ReceivedSpan};
 use sqe_tests::process::{SqeProcess, free_port};
 
@@ -58,25 +59,12 @@ async fn spans_until(
     }
 }
 
-/// The value of the first sample whose line starts with `prefix`.
-fn sample(text: &str, prefix: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
 /// Task RPCs (CoordinatorChannel) that ended OK on their first attempt, from `/metrics`.
 async fn plans_sent(
     client: &reqwest::Client,
     metrics_port: u16,
 ) -> Result<f64, Box<dyn std::error::Error + Send + Sync>> {
-    let text = client
-        .get(format!("http://127.0.0.1:{metrics_port}/metrics"))
-        .send()
-        .await?
-        .text()
-        .await?;
+    let text = scrape(client, ([127, 0, 0, 1], metrics_port).into()).await?;
     let key = r#"sqe_worker_rpcs_total{method="worker.WorkerService/CoordinatorChannel",code="OK",attempt="1"}"#;
     Ok(sample(&text, key).unwrap_or(0.0))
 }
@@ -419,12 +407,12 @@ async fn a_distributed_query_is_one_trace_across_the_coordinator_and_both_worker
     }
     assert!(sent >= 2.0, "task RPCs counted for the query: {sent}");
     assert_eq!(
-        sample(&text, "sqe_iceberg_commits_total "),
+        sample(&text, "sqe_iceberg_commits_total"),
         Some(2.0),
         "{text}"
     );
     assert_eq!(
-        sample(&text, "sqe_iceberg_commit_conflicts_total "),
+        sample(&text, "sqe_iceberg_commit_conflicts_total"),
         Some(0.0),
         "{text}"
     );

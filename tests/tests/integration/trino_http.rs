@@ -109,3 +109,85 @@ async fn abandoned_queries_are_reaped() -> TestResult {
     coordinator.stop().await;
     Ok(())
 }
+
+/// Every page of `sql` asking for `accept` encoding: the rows (decoded), the bytes that came
+/// over the wire, and each page's `Content-Encoding`.
+async fn pages_encoded(
+    http: &reqwest::Client,
+    addr: std::net::SocketAddr,
+    sql: &str,
+    accept: &str,
+) -> Result<
+    (Vec<serde_json::Value>, usize, Vec<Option<String>>),
+    Box<dyn std::error::Error + Send + Sync>,
+> {
+    let mut request = http
+        .post(format!("http://{addr}/v1/statement"))
+        .header("X-Trino-User", "test")
+        .body(sql.to_string());
+    let (mut rows, mut wire, mut encodings) = (Vec::new(), 0, Vec::new());
+    loop {
+        let response = request.header("Accept-Encoding", accept).send().await?;
+        let encoding = response
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().map(str::to_string))
+            .transpose()?;
+        let body = response.bytes().await?;
+        wire += body.len();
+        let json = match encoding.as_deref() {
+            None => body.to_vec(),
+            Some("gzip") => {
+                let mut out = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut out)?;
+                out
+            }
+            Some(other) => return Err(format!("unexpected encoding {other}").into()),
+        };
+        encodings.push(encoding);
+        let page: serde_json::Value = serde_json::from_slice(&json)?;
+        if let Some(error) = page.get("error") {
+            return Err(format!("{sql}: {error}").into());
+        }
+        rows.extend(page["data"].as_array().into_iter().flatten().cloned());
+        let Some(next) = page["nextUri"].as_str() else {
+            return Ok((rows, wire, encodings));
+        };
+        request = http.get(next).header("X-Trino-User", "test");
+    }
+}
+
+/// The Trino port compresses its pages with gzip when `Accept-Encoding` asks for it, and only
+/// then: the rows are the same either way, and the compressed pages are less than half the size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pages_are_compressed_as_the_client_accepts() -> TestResult {
+    let cluster = TestCluster::start(1, 0.01).await?;
+    let addr = cluster.trino_addr()?;
+    let http = reqwest::Client::new();
+    let sql = "SELECT * FROM tpch.lineitem ORDER BY l_orderkey, l_linenumber";
+    let (plain, plain_bytes, plain_encodings) = pages_encoded(&http, addr, sql, "identity").await?;
+    assert!(plain.len() > 50_000, "{} rows", plain.len());
+    assert!(
+        plain_encodings.iter().all(Option::is_none),
+        "{plain_encodings:?}"
+    );
+    // zstd is not offered: it falls back to plain.
+    let (rows, _, encodings) = pages_encoded(&http, addr, sql, "zstd").await?;
+    assert_eq!(rows, plain);
+    assert!(encodings.iter().all(Option::is_none), "{encodings:?}");
+    for encoding in ["gzip"] {
+        let (rows, bytes, encodings) = pages_encoded(&http, addr, sql, encoding).await?;
+        assert_eq!(rows, plain, "{encoding}");
+        assert!(
+            encodings.iter().any(|e| e.as_deref() == Some(encoding)),
+            "{encoding}: {encodings:?}"
+        );
+        // Small pages (QUEUED, the last) stay plain; the row pages shrink.
+        assert!(
+            bytes * 2 < plain_bytes,
+            "{encoding}: {bytes} bytes vs {plain_bytes} plain"
+        );
+    }
+    cluster.stop().await;
+    Ok(())
+}
