@@ -317,7 +317,7 @@ pub struct CoordinatorSection {
     pub trino_request_timeout_secs: u64,
     /// Host names Trino-port requests may be addressed to; empty: any.
     pub trino_allowed_hosts: Vec<String>,
-    /// Compress Trino-port answers (gzip, zstd) for clients whose `Accept-Encoding` asks.
+    /// Compress Trino-port answers (gzip) for clients whose `Accept-Encoding` asks.
     pub trino_compression: bool,
 }
 

@@ -32,7 +32,9 @@ type Planning = JoinHandle<Result<FlightInfo, Status>>;
 /// A statement still being admitted or planned.
 struct PendingPlan {
     principal: Principal,
-    task: tokio::sync::Mutex<Planning>,
+    /// Taken by the poll that sees it finish: a finished task is never polled again (two
+    /// clients polling one descriptor at once would otherwise poll it after completion).
+    task: tokio::sync::Mutex<Option<Planning>>,
     abort: AbortHandle,
 }
 
@@ -78,6 +80,11 @@ fn pending_descriptor(id: Uuid) -> FlightDescriptor {
 }
 
 impl PendingPlans {
+    /// Whether `owner` may start another polled statement.
+    pub(super) fn check_room(&self, owner: &str) -> Result<(), QuotaExceeded> {
+        self.plans.check_room(owner)
+    }
+
     /// Keeps `planning` for `principal`'s later polls.
     pub(super) fn start(
         &self,
@@ -89,7 +96,7 @@ impl PendingPlans {
         let abort = planning.abort_handle();
         let plan = Arc::new(PendingPlan {
             principal,
-            task: tokio::sync::Mutex::new(planning),
+            task: tokio::sync::Mutex::new(Some(planning)),
             abort,
         });
         self.plans.insert_owned(&owner, id, plan)?;
@@ -104,21 +111,28 @@ impl PendingPlans {
         principal: &Principal,
         wait: Duration,
     ) -> Result<PollInfo, Status> {
+        let gone = || {
+            Status::not_found(
+                "no statement is pending under this descriptor (answered, expired or another user's)",
+            )
+        };
         let plan = self
             .plans
             .get(&id)
             .filter(|plan| &plan.principal == principal)
-            .ok_or_else(|| {
-                Status::not_found("no statement is pending under this descriptor (answered, expired or another user's)")
-            })?;
+            .ok_or_else(gone)?;
         let mut task = plan.task.lock().await;
-        let answered = match tokio::time::timeout(wait, &mut *task).await {
+        let running = task.as_mut().ok_or_else(gone)?;
+        let answered = match tokio::time::timeout(wait, running).await {
             Err(_) => None,
             Ok(Ok(answer)) => Some(answer),
             Ok(Err(e)) => Some(Err(Status::internal(format!(
                 "planning the statement stopped: {e}"
             )))),
         };
+        if answered.is_some() {
+            task.take();
+        }
         drop(task);
         match answered {
             None => Ok(PollInfo {

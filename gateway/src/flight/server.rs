@@ -125,6 +125,10 @@ impl FlightService for SqeFlightService {
         let id = match pending_id(request.get_ref()) {
             Some(id) => id,
             None => {
+                // Refused before anything starts: a statement over the quota never runs.
+                self.pending
+                    .check_room(&principal.user)
+                    .map_err(|e| Status::from(sqe_engine::Error::from(e)))?;
                 let inner = Arc::clone(&self.inner);
                 let planning = sqe_layers::task::spawn(async move {
                     FlightService::get_flight_info(inner.as_ref(), request)

@@ -256,8 +256,9 @@ impl TrinoQuery {
         self.record.queued_for()
     }
 
-    /// What a page shows while the statement has produced nothing yet.
-    fn pending_state(&self) -> QueryState {
+    /// Where it is while it is neither finished nor failed: waiting, planning or running (what
+    /// a page shows while the statement has produced nothing yet).
+    pub(crate) fn live_state(&self) -> QueryState {
         match self.record.state() {
             HistoryState::Queued => QueryState::Queued,
             HistoryState::Planning => QueryState::Planning,
@@ -347,7 +348,7 @@ impl TrinoQuery {
                 () = self.canceller.cancelled() => false,
             };
             if !waited && !self.canceller.is_cancelled() {
-                return Page::empty(self.pending_state(), None, progress.rows);
+                return Page::empty(self.live_state(), None, progress.rows);
             }
         }
         if self.canceller.is_cancelled() {
@@ -356,7 +357,7 @@ impl TrinoQuery {
         }
         let columns = progress.columns.clone();
         match std::mem::replace(&mut progress.execution, Execution::Pending) {
-            Execution::Pending => Page::empty(self.pending_state(), columns, progress.rows),
+            Execution::Pending => Page::empty(self.live_state(), columns, progress.rows),
             Execution::Failed(error) => {
                 // A failure is reported once; asking again finds the query done.
                 Page::failed(error, columns, progress.rows)

@@ -375,7 +375,7 @@ async fn query_info(
         } else if query.is_finished() {
             "FINISHED"
         } else {
-            "RUNNING"
+            query.live_state().as_str()
         },
         "elapsedTimeMillis": query.created.elapsed().as_millis() as u64,
     }))

@@ -153,6 +153,17 @@ async fn statements_beyond_the_slots_queue_and_beyond_the_queue_are_refused() ->
         "{page}"
     );
     assert_eq!(state_of(&cluster, &waiting_id), Some(QueryState::Queued));
+    let info: Value = http
+        .get(format!(
+            "http://{}/v1/query/{waiting_id}",
+            cluster.trino_addr()?
+        ))
+        .header("X-Trino-User", "test")
+        .send()
+        .await?
+        .json()
+        .await?;
+    assert_eq!(info["state"], "QUEUED", "{info}");
     assert_eq!(metric(&http, &cluster, "sqe_queries_queued").await?, 1.0);
     assert_eq!(metric(&http, &cluster, "sqe_queries_running").await?, 1.0);
 
@@ -335,15 +346,29 @@ async fn flight_sql_polls_a_queued_statement_until_it_is_planned() -> TestResult
         .header("X-Trino-User", "test")
         .send()
         .await?;
+    // Two clients poll the one descriptor at once: one gets the answer, the other is told it
+    // is gone (or to poll again); neither call fails otherwise.
     let mut done = None;
     for _ in 0..20 {
-        let poll = flight
-            .inner_mut()
-            .poll_flight_info(again.clone())
-            .await?
-            .into_inner();
-        if poll.flight_descriptor.is_none() {
-            done = Some(poll);
+        let (mut a, mut b) = (flight.inner().clone(), flight.inner().clone());
+        let (first, second) = tokio::join!(
+            a.poll_flight_info(again.clone()),
+            b.poll_flight_info(again.clone())
+        );
+        let mut finished = false;
+        for poll in [first, second] {
+            match poll {
+                Ok(poll) if poll.get_ref().flight_descriptor.is_none() => {
+                    assert!(done.is_none(), "answered twice");
+                    done = Some(poll.into_inner());
+                    finished = true;
+                }
+                Ok(_) => {}
+                Err(status) if status.code() == tonic::Code::NotFound => finished = true,
+                Err(status) => return Err(format!("a concurrent poll failed: {status}").into()),
+            }
+        }
+        if finished {
             break;
         }
     }
