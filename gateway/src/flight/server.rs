@@ -126,14 +126,18 @@ impl FlightService for SqeFlightService {
             Some(id) => id,
             None => {
                 // Refused before anything starts: a statement over the quota never runs.
-                self.pending.check_room(&principal.user)?;
+                self.pending
+                    .check_room(&principal.user)
+                    .map_err(|e| Status::from(sqe_engine::Error::from(e)))?;
                 let inner = Arc::clone(&self.inner);
                 let planning = sqe_layers::task::spawn(async move {
                     FlightService::get_flight_info(inner.as_ref(), request)
                         .await
                         .map(Response::into_inner)
                 });
-                self.pending.start(principal.clone(), planning)?
+                self.pending
+                    .start(principal.clone(), planning)
+                    .map_err(|e| Status::from(sqe_engine::Error::from(e)))?
             }
         };
         let info = self.pending.poll(id, &principal, POLL_WAIT).await?;
