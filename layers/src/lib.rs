@@ -12,8 +12,8 @@
 //! | layer | what it does |
 //! |---|---|
 //! | [`trace::TraceLayer`] | a span per RPC, until its stream ends; injects W3C `traceparent` into the request metadata |
-//! | [`peer_down::PeerDownLayer`] | tells a listener (the worker pool) when a call failed because the peer could not be reached |
 //! | [`retry::RetryLayer`] | retries failures that provably sent nothing (no byte of the body), with backoff, jitter and a budget |
+//! | [`peer_down::PeerDownLayer`] | tells a listener (the worker pool) when an attempt failed because the peer could not be reached |
 //! | [`rpc_metrics::RpcMetricsLayer`] | counts each attempt by method, final gRPC code and attempt number |
 //! | [`timeout::TimeoutLayer`] | a deadline per attempt until response headers; sends `grpc-timeout` |
 //! | [`auth::AuthLayer`] | signs a short-lived JWT for each request into `authorization`, its audience the peer's URL |

@@ -68,10 +68,12 @@ impl Default for ChannelSettings {
     }
 }
 
-/// Builds layered channels, outermost first: trace -> peer-down report -> retry -> RPC counts ->
+/// Builds layered channels, outermost first: trace -> retry -> peer-down report -> RPC counts ->
 /// timeout -> auth -> channel on the I/O runtime. Retry sits above timeout so each attempt gets
 /// its own deadline, and above auth so each attempt carries a fresh token; the counts see each
-/// attempt; a peer is reported down only once retries are spent. One stack per process shares
+/// attempt. A peer is reported down by the first attempt that cannot reach it, not once retries
+/// are spent: a call still retrying is dropped when its query fails another way first, and its
+/// report would be lost with it. One stack per process shares
 /// the retry budget and the counts.
 #[derive(Debug, Clone)]
 pub struct WorkerChannelStack {
@@ -106,7 +108,7 @@ impl WorkerChannelStack {
         }
     }
 
-    /// Where calls that could not reach their peer are reported (after retries).
+    /// Where attempts that could not reach their peer are reported.
     pub fn peer_failures(&self) -> &PeerFailures {
         &self.failures
     }
@@ -189,8 +191,8 @@ impl WorkerChannelStack {
     fn wrap_for(&self, channel: Channel, target: &str, audience: Option<&str>) -> LayeredChannel {
         let service = ServiceBuilder::new()
             .layer(TraceLayer::new(target))
-            .layer(PeerDownLayer::new(self.failures.clone(), target))
             .layer(self.retry.clone())
+            .layer(PeerDownLayer::new(self.failures.clone(), target))
             .layer(RpcMetricsLayer::new(self.rpcs.clone()))
             .layer(TimeoutLayer::new(self.settings.rpc_timeout))
             .option_layer(self.signer.as_ref().map(|s| {
@@ -238,6 +240,44 @@ mod tests {
             Err(StackError::Plaintext { .. })
         ));
         assert!(tls.channel("https://w1:50052").is_ok());
+        Ok(())
+    }
+
+    #[derive(Default)]
+    struct Heard(parking_lot::Mutex<Vec<String>>);
+
+    impl crate::peer_down::PeerDown for Heard {
+        fn unreachable(&self, target: &str, _error: &str) {
+            self.0.lock().push(target.to_string());
+        }
+    }
+
+    /// A query that fails another way drops its calls still waiting to retry; the peer they
+    /// could not reach must already be reported by then.
+    #[tokio::test]
+    async fn a_peer_is_reported_by_the_first_attempt_that_cannot_reach_it()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let gone = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("http://{}", gone.local_addr()?);
+        drop(gone);
+        let io = IoRuntime::new(1)?;
+        let settings = ChannelSettings {
+            retry: RetryPolicy {
+                max_attempts: 3,
+                base_backoff: Duration::from_secs(60),
+                max_backoff: Duration::from_secs(60),
+            },
+            ..ChannelSettings::default()
+        };
+        let stack = WorkerChannelStack::new(io, None, settings);
+        let heard = Arc::new(Heard::default());
+        let listener: Arc<dyn crate::peer_down::PeerDown> = heard.clone();
+        stack.peer_failures().listen(Arc::downgrade(&listener));
+        let mut health = tonic_health::pb::health_client::HealthClient::new(stack.channel(&url)?);
+        let call = health.check(tonic_health::pb::HealthCheckRequest::default());
+        let dropped = tokio::time::timeout(Duration::from_secs(1), call).await;
+        assert!(dropped.is_err(), "the call waits to retry: {dropped:?}");
+        assert_eq!(heard.0.lock().as_slice(), [url]);
         Ok(())
     }
 }

@@ -625,7 +625,7 @@ impl Drop for WorkerPool {
     }
 }
 
-/// A call that could not reach a worker (after the channel's retries) takes it out of the
+/// An attempt of a call that could not reach a worker (retried or not) takes it out of the
 /// rotation at once, instead of at the next probe or missed heartbeat; the probe, woken now,
 /// brings it back when it answers again. Only the change wakes the probe: its own failed calls
 /// come back here too.
