@@ -139,6 +139,13 @@ struct Progress {
     cache: Option<CacheUse>,
 }
 
+impl Progress {
+    /// When its wait for admission ended: admitted, or ended without ever being admitted.
+    fn queued_until(&self) -> Option<Instant> {
+        self.admitted.or(self.ended.map(|(_, at)| at))
+    }
+}
+
 /// A query's record as `system.runtime.queries` shows it.
 #[derive(Debug, Clone)]
 pub struct QuerySnapshot {
@@ -179,9 +186,9 @@ impl QueryRecord {
 
     /// How long it waited for admission (so far, if it still waits).
     pub fn queued_for(&self) -> Duration {
-        let p = self.progress.lock();
-        let until = p.admitted.or(p.ended.map(|(_, at)| at));
-        until
+        self.progress
+            .lock()
+            .queued_until()
             .unwrap_or_else(Instant::now)
             .duration_since(self.created_at)
     }
@@ -271,7 +278,6 @@ impl QueryRecord {
         let now = Instant::now();
         let started_at = p.started.map(|(_, at)| at);
         let ended_at = p.ended.map(|(_, at)| at);
-        let admitted_at = p.admitted;
         QuerySnapshot {
             id: self.id.clone(),
             state: p.state.unwrap_or(QueryState::Queued),
@@ -279,8 +285,10 @@ impl QueryRecord {
             created: self.created,
             started: p.started.map(|(t, _)| t),
             ended: p.ended.map(|(t, _)| t),
-            queued_ms: ms(self.created_at, admitted_at.or(ended_at).unwrap_or(now)),
-            planning_ms: admitted_at.map(|a| ms(a, started_at.or(ended_at).unwrap_or(now))),
+            queued_ms: ms(self.created_at, p.queued_until().unwrap_or(now)),
+            planning_ms: p
+                .admitted
+                .map(|a| ms(a, started_at.or(ended_at).unwrap_or(now))),
             execution_ms: started_at.map(|s| ms(s, ended_at.unwrap_or(now))),
             output_rows: p.output_rows,
             trace_id: self.trace_id.clone(),
@@ -500,8 +508,12 @@ impl QueryTracker {
         &self.record
     }
 
-    /// It has a slot: planning starts.
+    /// It has a slot: planning starts. Only the first admission counts (a statement parked
+    /// between planning and running is admitted again, and stays PLANNING).
     pub fn admitted(&self) {
+        if self.record.progress.lock().admitted.is_some() {
+            return;
+        }
         self.record.transition(QueryState::Planning, |p| {
             p.admitted = Some(Instant::now());
         });

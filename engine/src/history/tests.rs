@@ -238,3 +238,26 @@ fn a_query_whose_task_panics_is_failed_not_left_running() {
         (QueryState::Failed, Some("GENERIC_INTERNAL_ERROR"))
     );
 }
+
+/// A parked statement admitted again keeps its first admission: its queued time is the wait
+/// before planning, and it does not go back to QUEUED or count PLANNING twice.
+#[test]
+fn only_the_first_admission_counts() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let tracker = history.begin(start("ann", "SELECT a"));
+    std::thread::sleep(Duration::from_millis(20));
+    tracker.admitted();
+    let first = tracker.record().queued_for();
+    assert!(first >= Duration::from_millis(20), "{first:?}");
+    std::thread::sleep(Duration::from_millis(20));
+    tracker.admitted();
+    assert_eq!(tracker.record().queued_for(), first);
+    assert_eq!(tracker.record().state(), QueryState::Planning);
+    let planning = history
+        .stats()
+        .transitions()
+        .into_iter()
+        .find(|((_, state), _)| *state == "PLANNING")
+        .map(|(_, n)| n);
+    assert_eq!(planning, Some(1));
+}

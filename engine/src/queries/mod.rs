@@ -32,7 +32,7 @@ pub use self::admission::{Admission, AdmissionLimits, AdmissionLoad};
 pub use self::session::{SessionChanges, Transactions};
 use crate::engine::{Engine, IngestTarget, Outcome, Prepared, StatementKind, StatementTemplate};
 use crate::error::{Error, ErrorCode, Result};
-use crate::history::{CancelReason, QueryRecord, QueryStart, QueryState, QueryTracker};
+use crate::history::{CancelReason, QueryRecord, QueryStart, QueryTracker};
 
 /// Which front door a query came in through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -399,7 +399,7 @@ impl QueryHandle {
         self.slot = None;
     }
 
-    /// Waits for a slot unless it holds one (cancellable): the first time, it leaves QUEUED.
+    /// Waits for a slot unless it holds one (cancellable); the first one ends its QUEUED wait.
     async fn take_slot(&mut self) -> Result<()> {
         if self.slot.is_some() {
             return Ok(());
@@ -407,9 +407,7 @@ impl QueryHandle {
         let driver = &self.driver;
         let slot = Box::pin(driver.stopped_or(driver.admit())).await;
         let slot = driver.or_fail(slot)?;
-        if let Some(tracker) = &driver.tracker
-            && tracker.record().state() == QueryState::Queued
-        {
+        if let Some(tracker) = &driver.tracker {
             tracker.admitted();
         }
         self.slot = Some(slot);

@@ -71,6 +71,10 @@ pub(super) fn pending_id(descriptor: &FlightDescriptor) -> Option<Uuid> {
         .flatten()
 }
 
+fn over_quota(e: QuotaExceeded) -> Status {
+    sqe_engine::Error::from(e).into()
+}
+
 fn pending_descriptor(id: Uuid) -> FlightDescriptor {
     let any = Any {
         type_url: PENDING_TYPE_URL.to_string(),
@@ -81,16 +85,12 @@ fn pending_descriptor(id: Uuid) -> FlightDescriptor {
 
 impl PendingPlans {
     /// Whether `owner` may start another polled statement.
-    pub(super) fn check_room(&self, owner: &str) -> Result<(), QuotaExceeded> {
-        self.plans.check_room(owner)
+    pub(super) fn check_room(&self, owner: &str) -> Result<(), Status> {
+        self.plans.check_room(owner).map_err(over_quota)
     }
 
     /// Keeps `planning` for `principal`'s later polls.
-    pub(super) fn start(
-        &self,
-        principal: Principal,
-        planning: Planning,
-    ) -> Result<Uuid, QuotaExceeded> {
+    pub(super) fn start(&self, principal: Principal, planning: Planning) -> Result<Uuid, Status> {
         let id = Uuid::new_v4();
         let owner = principal.user.clone();
         let abort = planning.abort_handle();
@@ -99,7 +99,9 @@ impl PendingPlans {
             task: tokio::sync::Mutex::new(Some(planning)),
             abort,
         });
-        self.plans.insert_owned(&owner, id, plan)?;
+        self.plans
+            .insert_owned(&owner, id, plan)
+            .map_err(over_quota)?;
         Ok(id)
     }
 

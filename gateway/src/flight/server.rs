@@ -126,18 +126,14 @@ impl FlightService for SqeFlightService {
             Some(id) => id,
             None => {
                 // Refused before anything starts: a statement over the quota never runs.
-                self.pending
-                    .check_room(&principal.user)
-                    .map_err(|e| Status::from(sqe_engine::Error::from(e)))?;
+                self.pending.check_room(&principal.user)?;
                 let inner = Arc::clone(&self.inner);
                 let planning = sqe_layers::task::spawn(async move {
                     FlightService::get_flight_info(inner.as_ref(), request)
                         .await
                         .map(Response::into_inner)
                 });
-                self.pending
-                    .start(principal.clone(), planning)
-                    .map_err(|e| Status::from(sqe_engine::Error::from(e)))?
+                self.pending.start(principal.clone(), planning)?
             }
         };
         let info = self.pending.poll(id, &principal, POLL_WAIT).await?;
