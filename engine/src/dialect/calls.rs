@@ -7,7 +7,9 @@
 //! - `date_trunc` of a date is a date;
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
-//! - only text casts to `varbinary`.
+//! - only text casts to `varbinary`;
+//! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
+//!   decimals, with another meaning).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
@@ -36,6 +38,29 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             )))
         }
         cast @ (Expr::Cast(_) | Expr::TryCast(_)) => trino_cast(cast, schema),
+        Expr::BinaryExpr(BinaryExpr {
+            ref left,
+            op: Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor,
+            ref right,
+        }) => {
+            for operand in [left, right] {
+                let t = operand.get_type(schema)?;
+                if !is_integer(&t) && t != DataType::Null {
+                    let refused = crate::error::Error::invalid(
+                        // Trino's name for arguments no signature of the function takes.
+                        crate::error::ErrorCode::FunctionNotFound,
+                        format!(
+                            "Unexpected parameter of type {} for a bitwise function: expected bigint",
+                            type_name(operand, schema)?
+                        ),
+                    );
+                    return Err(datafusion::error::DataFusionError::External(Box::new(
+                        refused,
+                    )));
+                }
+            }
+            Ok(Transformed::no(expr))
+        }
         other => Ok(Transformed::no(other)),
     }
 }

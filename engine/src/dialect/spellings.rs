@@ -90,6 +90,14 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("approx_distinct", 1, "CAST(approx_distinct($1) AS BIGINT)"),
     ("every", 1, "bool_and($1)"),
     ("arbitrary", 1, "first_value($1)"),
+    ("variance", 1, "var_samp($1)"),
+    // Bitwise (Trino: bigint). DataFusion's bitwise operators take integers only, so a
+    // decimal or text argument is refused rather than cast; `-1 - x` is `~x` and cannot
+    // overflow.
+    ("bitwise_and", 2, "CAST(($1 & $2) AS BIGINT)"),
+    ("bitwise_or", 2, "CAST(($1 | $2) AS BIGINT)"),
+    ("bitwise_xor", 2, "CAST(($1 ^ $2) AS BIGINT)"),
+    ("bitwise_not", 1, "CAST(-1 - ($1 | 0) AS BIGINT)"),
 ];
 
 /// The spellings parsed once, by name and number of arguments.
@@ -109,6 +117,7 @@ const AGGREGATES: &[&str] = &[
     "approx_distinct",
     "every",
     "arbitrary",
+    "variance",
 ];
 
 /// A respelled function as `SHOW FUNCTIONS` lists it: name, whether it is an aggregate, and
