@@ -73,8 +73,7 @@ impl Default for ChannelSettings {
 /// its own deadline, and above auth so each attempt carries a fresh token; the counts see each
 /// attempt. A peer is reported down by the first attempt that cannot reach it, not once retries
 /// are spent: a call still retrying is dropped when its query fails another way first, and its
-/// report would be lost with it. One stack per process shares
-/// the retry budget and the counts.
+/// report would be lost with it. One stack per process shares the retry budget and the counts.
 #[derive(Debug, Clone)]
 pub struct WorkerChannelStack {
     io: Arc<IoRuntime>,
@@ -243,15 +242,6 @@ mod tests {
         Ok(())
     }
 
-    #[derive(Default)]
-    struct Heard(parking_lot::Mutex<Vec<String>>);
-
-    impl crate::peer_down::PeerDown for Heard {
-        fn unreachable(&self, target: &str, _error: &str) {
-            self.0.lock().push(target.to_string());
-        }
-    }
-
     /// A query that fails another way drops its calls still waiting to retry; the peer they
     /// could not reach must already be reported by then.
     #[tokio::test]
@@ -270,14 +260,15 @@ mod tests {
             ..ChannelSettings::default()
         };
         let stack = WorkerChannelStack::new(io, None, settings);
-        let heard = Arc::new(Heard::default());
+        let heard = Arc::new(crate::peer_down::tests::Heard::default());
         let listener: Arc<dyn crate::peer_down::PeerDown> = heard.clone();
         stack.peer_failures().listen(Arc::downgrade(&listener));
         let mut health = tonic_health::pb::health_client::HealthClient::new(stack.channel(&url)?);
         let call = health.check(tonic_health::pb::HealthCheckRequest::default());
         let dropped = tokio::time::timeout(Duration::from_secs(1), call).await;
         assert!(dropped.is_err(), "the call waits to retry: {dropped:?}");
-        assert_eq!(heard.0.lock().as_slice(), [url]);
+        let targets: Vec<String> = heard.0.lock().iter().map(|(t, _)| t.clone()).collect();
+        assert_eq!(targets, [url]);
         Ok(())
     }
 }

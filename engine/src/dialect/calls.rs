@@ -14,6 +14,7 @@
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::error::DataFusionError;
 use datafusion::functions::core::expr_fn::coalesce;
 use datafusion::functions::math::expr_fn::round;
 use datafusion::functions::regex::expr_fn::regexp_replace;
@@ -22,6 +23,8 @@ use datafusion::functions_nested::expr_fn::{
 };
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Operator, lit};
+
+use crate::error::{Error, ErrorCode};
 
 /// `expr` in Trino's meaning, its arguments already rewritten.
 pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -46,23 +49,25 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             for operand in [left, right] {
                 let t = operand.get_type(schema)?;
                 if !is_integer(&t) && t != DataType::Null {
-                    let refused = crate::error::Error::invalid(
-                        // Trino's name for arguments no signature of the function takes.
-                        crate::error::ErrorCode::FunctionNotFound,
+                    // Trino's name for arguments no signature of the function takes.
+                    return Err(refused(
+                        ErrorCode::FunctionNotFound,
                         format!(
                             "Unexpected parameter of type {} for a bitwise function: expected bigint",
                             type_name(operand, schema)?
                         ),
-                    );
-                    return Err(datafusion::error::DataFusionError::External(Box::new(
-                        refused,
-                    )));
+                    ));
                 }
             }
             Ok(Transformed::no(expr))
         }
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// A user error of `code`, carried through DataFusion's planning to the engine's classifier.
+fn refused(code: ErrorCode, message: String) -> DataFusionError {
+    DataFusionError::External(Box::new(Error::invalid(code, message)))
 }
 
 /// A cast (or `TRY_CAST`) as Trino means it: refused with TYPE_MISMATCH when Trino has no
@@ -80,17 +85,14 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         return with_input(cast, |input| rounded(input, schema));
     }
     if !castable(&source, target) {
-        let refused = crate::error::Error::invalid(
-            crate::error::ErrorCode::TypeMismatch,
+        return Err(refused(
+            ErrorCode::TypeMismatch,
             format!(
                 "Cannot cast {} to {}",
                 type_name(input, schema)?,
                 super::types::TrinoType::from_arrow(target)
             ),
-        );
-        return Err(datafusion::error::DataFusionError::External(Box::new(
-            refused,
-        )));
+        ));
     }
     match sqe_functions::lowered_digits(&source, target) {
         Some(digits) => with_input(cast, |input| {

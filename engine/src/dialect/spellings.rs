@@ -91,9 +91,9 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("every", 1, "bool_and($1)"),
     ("arbitrary", 1, "first_value($1)"),
     ("variance", 1, "var_samp($1)"),
-    // Bitwise (Trino: bigint). DataFusion's bitwise operators take integers only, so a
-    // decimal or text argument is refused rather than cast; `-1 - x` is `~x` and cannot
-    // overflow.
+    // Bitwise (Trino: bigint). Not cast to bigint first: the dialect refuses operands that
+    // are not integers (DataFusion's operators would take decimals). `-1 - x` is `~x` and
+    // cannot overflow.
     ("bitwise_and", 2, "CAST(($1 & $2) AS BIGINT)"),
     ("bitwise_or", 2, "CAST(($1 | $2) AS BIGINT)"),
     ("bitwise_xor", 2, "CAST(($1 ^ $2) AS BIGINT)"),

@@ -29,7 +29,7 @@ use pin_project::pin_project;
 use tower::{Layer, Service};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Whoever wants to know that a peer could not be reached.
 pub trait PeerDown: Send + Sync {

@@ -5,8 +5,9 @@ use tower::{ServiceExt, service_fn};
 
 use super::*;
 
+/// Every report heard: target and error.
 #[derive(Default)]
-struct Heard(Mutex<Vec<(String, String)>>);
+pub(crate) struct Heard(pub(crate) Mutex<Vec<(String, String)>>);
 
 impl PeerDown for Heard {
     fn unreachable(&self, target: &str, error: &str) {
