@@ -11,6 +11,7 @@
 //!
 //! | layer | what it does |
 //! |---|---|
+//! | [`unreachable::UnreachableLayer`] | answers a call that could not reach its peer with `UNAVAILABLE` naming the peer |
 //! | [`trace::TraceLayer`] | a span per RPC, until its stream ends; injects W3C `traceparent` into the request metadata |
 //! | [`retry::RetryLayer`] | retries failures that provably sent nothing (no byte of the body), with backoff, jitter and a budget |
 //! | [`peer_down::PeerDownLayer`] | tells a listener (the worker pool) when an attempt failed because the peer could not be reached |
@@ -55,6 +56,7 @@ pub mod stream_count;
 pub mod task;
 pub mod timeout;
 pub mod trace;
+pub mod unreachable;
 
 pub use stack::{ChannelSettings, LayeredChannel, StackError, WorkerChannelStack, server_layers};
 pub use status::grpc_status_of;

@@ -17,6 +17,7 @@ use crate::retry::{RetryLayer, RetryPolicy, RetryStats};
 use crate::rpc_metrics::{RpcCounts, RpcMetricsLayer};
 use crate::timeout::TimeoutLayer;
 use crate::trace::{TraceExtractLayer, TraceLayer};
+use crate::unreachable::UnreachableLayer;
 
 /// A layered channel, boxed: the type tonic clients and datafusion-distributed accept.
 pub type LayeredChannel =
@@ -68,12 +69,14 @@ impl Default for ChannelSettings {
     }
 }
 
-/// Builds layered channels, outermost first: trace -> retry -> peer-down report -> RPC counts ->
+/// Builds layered channels, outermost first: unreachable -> trace -> retry -> peer-down report -> RPC counts ->
 /// timeout -> auth -> channel on the I/O runtime. Retry sits above timeout so each attempt gets
 /// its own deadline, and above auth so each attempt carries a fresh token; the counts see each
 /// attempt. A peer is reported down by the first attempt that cannot reach it, not once retries
 /// are spent: a call still retrying is dropped when its query fails another way first, and its
-/// report would be lost with it. One stack per process shares the retry budget and the counts.
+/// report would be lost with it. Outermost, a peer that could not be reached becomes an
+/// `UNAVAILABLE` status naming it, once the layers below have seen the channel's own error.
+/// One stack per process shares the retry budget and the counts.
 #[derive(Debug, Clone)]
 pub struct WorkerChannelStack {
     io: Arc<IoRuntime>,
@@ -189,6 +192,7 @@ impl WorkerChannelStack {
 
     fn wrap_for(&self, channel: Channel, target: &str, audience: Option<&str>) -> LayeredChannel {
         let service = ServiceBuilder::new()
+            .layer(UnreachableLayer::new(target))
             .layer(TraceLayer::new(target))
             .layer(self.retry.clone())
             .layer(PeerDownLayer::new(self.failures.clone(), target))
@@ -242,24 +246,33 @@ mod tests {
         Ok(())
     }
 
+    /// A stack retrying as `retry`, and the URL of a port nothing listens on.
+    fn stack_and_closed_port(
+        retry: RetryPolicy,
+    ) -> Result<(WorkerChannelStack, String), Box<dyn std::error::Error>> {
+        let gone = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("http://{}", gone.local_addr()?);
+        drop(gone);
+        let settings = ChannelSettings {
+            retry,
+            ..ChannelSettings::default()
+        };
+        Ok((
+            WorkerChannelStack::new(IoRuntime::new(1)?, None, settings),
+            url,
+        ))
+    }
+
     /// A query that fails another way drops its calls still waiting to retry; the peer they
     /// could not reach must already be reported by then.
     #[tokio::test]
     async fn a_peer_is_reported_by_the_first_attempt_that_cannot_reach_it()
     -> Result<(), Box<dyn std::error::Error>> {
-        let gone = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let url = format!("http://{}", gone.local_addr()?);
-        drop(gone);
-        let io = IoRuntime::new(1)?;
-        let settings = ChannelSettings {
-            retry: RetryPolicy {
-                max_attempts: 3,
-                base_backoff: Duration::from_secs(60),
-                max_backoff: Duration::from_secs(60),
-            },
-            ..ChannelSettings::default()
-        };
-        let stack = WorkerChannelStack::new(io, None, settings);
+        let (stack, url) = stack_and_closed_port(RetryPolicy {
+            max_attempts: 3,
+            base_backoff: Duration::from_secs(60),
+            max_backoff: Duration::from_secs(60),
+        })?;
         let heard = Arc::new(crate::peer_down::tests::Heard::default());
         let listener: Arc<dyn crate::peer_down::PeerDown> = heard.clone();
         stack.peer_failures().listen(Arc::downgrade(&listener));
@@ -269,6 +282,30 @@ mod tests {
         assert!(dropped.is_err(), "the call waits to retry: {dropped:?}");
         let targets: Vec<String> = heard.0.lock().iter().map(|(t, _)| t.clone()).collect();
         assert_eq!(targets, [url]);
+        Ok(())
+    }
+
+    /// The caller learns which peer is gone from the status itself.
+    #[tokio::test]
+    async fn a_peer_that_cannot_be_reached_is_named_in_the_status()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let (stack, url) = stack_and_closed_port(RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        })?;
+        let mut health = tonic_health::pb::health_client::HealthClient::new(stack.channel(&url)?);
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest::default())
+            .await
+            .err()
+            .ok_or("a closed port answered")?;
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(
+            status
+                .message()
+                .starts_with(&format!("{url} could not be reached: ")),
+            "{status:?}"
+        );
         Ok(())
     }
 }

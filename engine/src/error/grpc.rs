@@ -43,7 +43,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::GenericInsufficientResources
         | ErrorCode::QueryQueueFull => Code::ResourceExhausted,
         ErrorCode::ExceededTimeLimit => Code::DeadlineExceeded,
-        ErrorCode::CatalogUnavailable => Code::Unavailable,
+        ErrorCode::CatalogUnavailable | ErrorCode::RemoteHostGone => Code::Unavailable,
         ErrorCode::GenericInternalError => Code::Internal,
     }
 }
@@ -91,6 +91,7 @@ mod tests {
             ),
             (Error::NotSupported("x".into()), Code::Unimplemented),
             (Error::Catalog("down".into()), Code::Unavailable),
+            (Error::WorkerUnreachable("w1".into()), Code::Unavailable),
             (Error::Internal("bug".into()), Code::Internal),
         ];
         for (error, code) in cases {

@@ -134,6 +134,8 @@ pub enum ErrorCode {
     ExceededTimeLimit,
     /// The Iceberg catalog failed or could not be reached.
     CatalogUnavailable,
+    /// A worker running part of the query could not be reached.
+    RemoteHostGone,
     /// A cap on what one caller may hold or do (sessions, statements, logins) was reached.
     GenericInsufficientResources,
     /// Every slot is taken and the admission queue is full.
@@ -181,6 +183,7 @@ impl ErrorCode {
             ErrorCode::ExceededGlobalMemoryLimit => "EXCEEDED_GLOBAL_MEMORY_LIMIT",
             ErrorCode::ExceededTimeLimit => "EXCEEDED_TIME_LIMIT",
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
+            ErrorCode::RemoteHostGone => "REMOTE_HOST_GONE",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
             ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
         }
@@ -188,9 +191,9 @@ impl ErrorCode {
 
     pub fn kind(self) -> ErrorKind {
         match self {
-            ErrorCode::GenericInternalError | ErrorCode::ConfigurationInvalid => {
-                ErrorKind::Internal
-            }
+            ErrorCode::GenericInternalError
+            | ErrorCode::ConfigurationInvalid
+            | ErrorCode::RemoteHostGone => ErrorKind::Internal,
             ErrorCode::ExceededGlobalMemoryLimit
             | ErrorCode::ExceededTimeLimit
             | ErrorCode::GenericInsufficientResources
@@ -240,7 +243,7 @@ pub struct Location {
 }
 
 /// Why a statement failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The SQL text does not parse.
     #[error("syntax error: {message}")]
@@ -290,6 +293,12 @@ pub enum Error {
     /// The Iceberg catalog could not be reached or refused a request.
     #[error("catalog: {0}")]
     Catalog(String),
+    /// A worker running part of the query could not be reached (it stopped, or its network did).
+    #[error(
+        "Could not communicate with a worker ({0}). It may have stopped or be overloaded; \
+         retrying the query may succeed"
+    )]
+    WorkerUnreachable(String),
     /// The engine's own settings are wrong (found when it starts).
     #[error("{0}")]
     Settings(String),
@@ -347,6 +356,7 @@ impl Error {
             Error::Unauthenticated(_) => ErrorCode::Unauthenticated,
             Error::PermissionDenied(_) => ErrorCode::PermissionDenied,
             Error::Catalog(_) => ErrorCode::CatalogUnavailable,
+            Error::WorkerUnreachable(_) => ErrorCode::RemoteHostGone,
             Error::Settings(_) => ErrorCode::ConfigurationInvalid,
             Error::Internal(_) => ErrorCode::GenericInternalError,
         }
@@ -472,6 +482,7 @@ fn classify_status(status: &tonic::Status) -> Error {
     match status.code() {
         tonic::Code::Cancelled => Error::Cancelled,
         tonic::Code::ResourceExhausted => Error::ResourcesExhausted(status.message().to_string()),
+        tonic::Code::Unavailable => Error::WorkerUnreachable(status.message().to_string()),
         _ => Error::Internal(status.to_string()),
     }
 }
@@ -495,7 +506,7 @@ fn classify_datafusion(err: DataFusionError) -> Error {
         }
         DataFusionError::Shared(shared) => match std::sync::Arc::try_unwrap(shared) {
             Ok(inner) => classify_datafusion(inner),
-            Err(shared) => Error::Internal(shared.to_string()),
+            Err(shared) => classify_shared(&shared),
         },
         DataFusionError::Collection(mut errors) if !errors.is_empty() => {
             classify_datafusion(errors.swap_remove(0))
@@ -503,6 +514,25 @@ fn classify_datafusion(err: DataFusionError) -> Error {
         DataFusionError::External(e) => classify_boxed(e),
         other => Error::Internal(other.to_string()),
     }
+}
+
+/// An error other partitions hold too (a join's failed build side): what can be read through a
+/// reference, found down its sources — ours, a function's refusal, a node's status.
+fn classify_shared(shared: &DataFusionError) -> Error {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(shared);
+    while let Some(e) = next {
+        if let Some(ours) = e.downcast_ref::<Error>() {
+            return ours.clone();
+        }
+        if let Some(refused) = e.downcast_ref::<sqe_functions::InvalidArgument>() {
+            return Error::invalid(ErrorCode::InvalidFunctionArgument, refused.0.clone());
+        }
+        if let Some(status) = e.downcast_ref::<tonic::Status>() {
+            return classify_status(status);
+        }
+        next = e.source();
+    }
+    Error::Internal(shared.to_string())
 }
 
 fn classify_schema(err: SchemaError) -> Error {
@@ -596,11 +626,27 @@ mod tests {
             Error::from(status).code(),
             ErrorCode::ExceededGlobalMemoryLimit
         );
+        let gone = DataFusionError::External(Box::new(tonic::Status::unavailable(
+            "http://w1:50052 could not be reached: tcp connect error",
+        )));
+        let gone = Error::from(gone);
+        assert_eq!(gone.code(), ErrorCode::RemoteHostGone);
+        assert!(gone.to_string().contains("http://w1:50052"), "{gone}");
         let shared = DataFusionError::Shared(std::sync::Arc::new(DataFusionError::ArrowError(
             Box::new(ArrowError::DivideByZero),
             None,
         )));
         assert_eq!(Error::from(shared).code(), ErrorCode::DivisionByZero);
+        // Held by other partitions too, so it cannot be taken apart; read through a reference.
+        let held = std::sync::Arc::new(DataFusionError::External(Box::new(
+            tonic::Status::unavailable("http://w1:50052 could not be reached"),
+        )));
+        let other_partition = std::sync::Arc::clone(&held);
+        assert_eq!(
+            Error::from(DataFusionError::Shared(held)).code(),
+            ErrorCode::RemoteHostGone
+        );
+        drop(other_partition);
         let iceberg = iceberg::Error::new(iceberg::ErrorKind::TableNotFound, "no table t");
         assert_eq!(Error::from(iceberg).code(), ErrorCode::TableNotFound);
     }

@@ -75,6 +75,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::InvalidParameterUsage => (80, USER),
         ErrorCode::GenericInternalError => (65536, INTERNAL),
         ErrorCode::ConfigurationInvalid => (65559, INTERNAL),
+        ErrorCode::RemoteHostGone => (65558, INTERNAL),
         ErrorCode::GenericInsufficientResources => (131072, RESOURCES),
         ErrorCode::ExceededGlobalMemoryLimit => (131073, RESOURCES),
         ErrorCode::QueryQueueFull => (131074, RESOURCES),

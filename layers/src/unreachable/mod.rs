@@ -1,0 +1,123 @@
+//! Answers a call whose peer could not be reached with a gRPC `UNAVAILABLE` status that names
+//! the peer. Without it tonic turns the channel's error into a status whose message is the
+//! innermost cause ("tcp connect error") and whose peer address is only in a `Debug` dump of its
+//! source: a caller could not say which node is gone without printing internals.
+//!
+//! ```
+//! use sqe_layers::unreachable::UnreachableLayer;
+//!
+//! let layer = UnreachableLayer::new("http://w1:50052");
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Response;
+use pin_project::pin_project;
+use tonic::Status;
+use tonic::body::Body;
+use tower::{Layer, Service};
+
+use crate::status::response;
+
+#[cfg(test)]
+mod tests;
+
+/// See the [module documentation](self).
+#[derive(Debug, Clone)]
+pub struct UnreachableLayer {
+    target: Arc<str>,
+}
+
+impl UnreachableLayer {
+    /// Names `target` in the status of calls that could not reach it.
+    pub fn new(target: &str) -> Self {
+        Self {
+            target: Arc::from(target),
+        }
+    }
+}
+
+impl<S> Layer<S> for UnreachableLayer {
+    type Service = Unreachable<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Unreachable {
+            inner,
+            target: Arc::clone(&self.target),
+        }
+    }
+}
+
+/// See [`UnreachableLayer`].
+#[derive(Debug, Clone)]
+pub struct Unreachable<S> {
+    inner: S,
+    target: Arc<str>,
+}
+
+impl<S, R> Service<R> for Unreachable<S>
+where
+    S: Service<R, Response = Response<Body>>,
+    S::Error: std::error::Error,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = UnreachableFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        UnreachableFuture {
+            inner: self.inner.call(request),
+            target: Arc::clone(&self.target),
+        }
+    }
+}
+
+/// Response future of [`Unreachable`].
+#[pin_project]
+pub struct UnreachableFuture<F> {
+    #[pin]
+    inner: F,
+    target: Arc<str>,
+}
+
+impl<F, E> Future for UnreachableFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+    E: std::error::Error,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        Poll::Ready(match std::task::ready!(this.inner.poll(cx)) {
+            Ok(answer) => Ok(answer),
+            Err(error) => Ok(response(Status::unavailable(format!(
+                "{} could not be reached: {}",
+                this.target,
+                causes(&error)
+            )))),
+        })
+    }
+}
+
+/// The error and its sources, each said once ("transport error: tcp connect error: Connection
+/// refused (os error 111)").
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        next = e.source();
+    }
+    said.join(": ")
+}
