@@ -6,6 +6,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_types, clippy::disallowed_methods))]
 
 pub mod cache;
+pub mod calendar;
 pub mod catalog;
 pub mod cluster;
 mod commits;

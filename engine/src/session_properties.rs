@@ -69,6 +69,7 @@ pub(crate) const QUERY_MAX_RUN_TIME: &str = "query_max_run_time";
 pub(crate) const TASK_CONCURRENCY: &str = "task_concurrency";
 pub(crate) const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
 pub(crate) const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
+pub(crate) const QUERY_PRIORITY: &str = "query_priority";
 
 /// Every property, in the order `SHOW SESSION` lists them (by name).
 pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
@@ -88,6 +89,11 @@ pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
         description: "Maximum run time of a query, results streamed included (e.g. 30s, 10m); may not exceed the coordinator's limit",
     },
     PropertyDefinition {
+        name: QUERY_PRIORITY,
+        property_type: PropertyType::Integer,
+        description: "The priority of queries. Larger numbers are higher priority: a queued query is admitted before every queued query of lower priority",
+    },
+    PropertyDefinition {
         name: TASK_CONCURRENCY,
         property_type: PropertyType::Integer,
         description: "Parallel threads per query on each node (a power of two)",
@@ -105,6 +111,7 @@ pub struct SessionProperties {
     pub task_concurrency: Option<usize>,
     pub join_distribution_type: Option<JoinDistribution>,
     pub distributed_execution: Option<bool>,
+    pub query_priority: Option<i32>,
 }
 
 /// The limits a property value is checked against: the coordinator's configuration.
@@ -190,6 +197,12 @@ impl SessionProperties {
                 };
                 self.distributed_execution = Some(on);
             }
+            QUERY_PRIORITY => {
+                let priority: i32 = value
+                    .parse()
+                    .map_err(|_| invalid(name, format!("'{value}' is not an integer")))?;
+                self.query_priority = Some(priority);
+            }
             other => return Err(unknown_property(other)),
         }
         Ok(self.value(name, limits).unwrap_or_default())
@@ -208,8 +221,14 @@ impl SessionProperties {
                 .to_string(),
             JOIN_DISTRIBUTION_TYPE => self.join_distribution().name().to_string(),
             DISTRIBUTED_EXECUTION => self.distributed_execution.unwrap_or(true).to_string(),
+            QUERY_PRIORITY => self.priority().to_string(),
             _ => return None,
         })
+    }
+
+    /// Trino's default priority is 1.
+    pub fn priority(&self) -> i32 {
+        self.query_priority.unwrap_or(1)
     }
 
     pub fn join_distribution(&self) -> JoinDistribution {

@@ -88,7 +88,13 @@ class Show(unittest.TestCase):
         session = {r[0]: r for r in run(self.cur, "SHOW SESSION")}
         self.assertEqual(
             sorted(session),
-            ["distributed_execution", "join_distribution_type", "query_max_run_time", "task_concurrency"],
+            [
+                "distributed_execution",
+                "join_distribution_type",
+                "query_max_run_time",
+                "query_priority",
+                "task_concurrency",
+            ],
         )
         self.assertEqual(session["distributed_execution"][1:4], ["true", "true", "boolean"])
 

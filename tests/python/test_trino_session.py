@@ -48,6 +48,13 @@ class Session(unittest.TestCase):
         self.assertEqual(missing.exception.error_name, "SCHEMA_NOT_FOUND")
         self.assertEqual(conn._client_session.schema, "tpch", "a failed USE changes nothing")
 
+    def test_current_catalog_and_schema_are_what_the_client_set(self):
+        # As in Trino: NULL for what the client did not set.
+        unset = trino.dbapi.connect(host=HOST, port=PORT, user="tester").cursor()
+        self.assertEqual(run(unset, "SELECT current_catalog, current_schema"), [[None, None]])
+        catalog_only = connect().cursor()
+        self.assertEqual(run(catalog_only, "SELECT current_catalog, current_schema"), [["iceberg", None]])
+
     def test_session_functions(self):
         cur = connect(schema="tpch", timezone="Europe/Paris").cursor()
         rows = run(cur, "SELECT version(), current_user, current_timezone()")
@@ -159,7 +166,11 @@ class Prepared(unittest.TestCase):
     def test_explicit_prepare_and_describe(self):
         conn = connect(schema="tpch")
         cur = conn.cursor()
-        run(cur, "PREPARE q FROM SELECT n_name, n_regionkey + 1 FROM nation WHERE n_nationkey = ?")
+        run(
+            cur,
+            "PREPARE q FROM SELECT n_name, n_regionkey + 1, n_regionkey * 2 AS twice "
+            "FROM nation WHERE n_nationkey = ?",
+        )
         self.assertEqual(cur.update_type, "PREPARE")
         self.assertIn("q", conn._client_session.prepared_statements)
         self.assertEqual(run(cur, "DESCRIBE INPUT q"), [[0, "bigint"]])
@@ -167,10 +178,12 @@ class Prepared(unittest.TestCase):
             run(cur, "DESCRIBE OUTPUT q"),
             [
                 ["n_name", "iceberg", "tpch", "nation", "varchar", 0, False],
-                ["_col1", "", "", "", "bigint", 8, True],
+                # Aliased: named with AS, as Trino reports it (not: computed).
+                ["_col1", "", "", "", "bigint", 8, False],
+                ["twice", "", "", "", "bigint", 8, True],
             ],
         )
-        self.assertEqual(run(cur, "EXECUTE q USING 5"), [["ETHIOPIA", 1]])
+        self.assertEqual(run(cur, "EXECUTE q USING 5"), [["ETHIOPIA", 1, 0]])
         with self.assertRaises(TrinoUserError) as error:
             run(cur, "EXECUTE q")
         self.assertEqual(error.exception.error_name, "INVALID_PARAMETER_USAGE")

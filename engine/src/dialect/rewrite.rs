@@ -23,7 +23,10 @@ use crate::error::{Error, ErrorCode, Result};
 /// The name clients see for one output column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Label {
+    /// A column's own name.
     Name(String),
+    /// The alias the statement gave it (`AS a`).
+    Alias(String),
     /// `_col<position>`.
     Position,
     /// A `*`: the names of the columns it expands to.
@@ -57,7 +60,7 @@ fn labels_of(body: &SetExpr) -> Option<Vec<Label>> {
 
 fn label(item: &SelectItem) -> Label {
     match item {
-        SelectItem::ExprWithAlias { alias, .. } => Label::Name(alias.value.clone()),
+        SelectItem::ExprWithAlias { alias, .. } => Label::Alias(alias.value.clone()),
         SelectItem::UnnamedExpr(expr) => match reference_name(expr) {
             Some(name) => Label::Name(name),
             None => Label::Position,
@@ -446,6 +449,18 @@ fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {
         DataType::Timestamp(None, TimezoneInfo::None) => timestamp_literal(&text).map(Some),
         DataType::Time(None, TimezoneInfo::None) => time_literal(&text).map(Some),
         DataType::Date => date_literal(&text).map(Some),
+        // `CHAR 'ab'` is a char(2), as long as its text.
+        DataType::Char(None) | DataType::Character(None) => {
+            let length = CharacterLength::IntegerLength {
+                length: text.chars().count() as u64,
+                unit: None,
+            };
+            Ok(bounded_string_cast(
+                &CastKind::Cast,
+                &Expr::value(Value::SingleQuotedString(text)),
+                &DataType::Char(Some(length)),
+            ))
+        }
         _ => Ok(None),
     }
 }
@@ -668,11 +683,11 @@ fn time_literal(text: &str) -> Result<Expr> {
     ))
 }
 
-/// `DATE '…'`, any year Trino accepts (`DATE '1-01-01'`), as days since the epoch.
+/// `DATE '…'`, any year Trino accepts (`DATE '1-01-01'`, `DATE '10000-01-01'`), as days since
+/// the epoch.
 fn date_literal(text: &str) -> Result<Expr> {
-    let date =
-        parse_date(text.trim()).ok_or_else(|| invalid_literal("DATE", text, "not a date"))?;
-    let days = date.signed_duration_since(NaiveDate::default()).num_days();
+    let days = crate::calendar::parse_date(text.trim())
+        .ok_or_else(|| invalid_literal("DATE", text, "not a date"))?;
     Ok(cast(
         cast(number_literal(days), DataType::Integer(None)),
         DataType::Date,

@@ -55,6 +55,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("if", 2, "CASE WHEN $1 THEN $2 END"),
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
     ("mod", 2, "$1 % $2"),
+    // Trino's empty map, map(unknown, unknown).
+    ("map", 0, "map(make_array(), make_array())"),
     // Strings and binary.
     ("length", 1, "CAST(character_length($1) AS BIGINT)"),
     ("strpos", 2, "CAST(strpos($1, $2) AS BIGINT)"),

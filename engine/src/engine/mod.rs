@@ -654,10 +654,12 @@ impl Engine {
             builder
         };
         let mut state = builder.build();
+        // As in Trino, what the client set: NULL when it set none, though unqualified names
+        // still resolve against the defaults.
         let context = SessionContext {
             user: session.user.clone(),
-            catalog: Some(catalog.to_string()),
-            schema: Some(schema.to_string()),
+            catalog: session.catalog.clone(),
+            schema: session.schema.clone(),
             time_zone: zone,
         };
         for function in sqe_functions::scalar_functions()

@@ -83,9 +83,10 @@ impl StatementTemplate {
     }
 }
 
-/// The output names `labels` give the planned columns `names`: a `*` stands for the columns
-/// the others leave (so for at most one `*`); `None` when they do not fit.
-fn labelled(names: &[String], labels: &[Label]) -> Option<Vec<String>> {
+/// The output names `labels` give the planned columns `names`, each with whether the statement
+/// aliased it: a `*` stands for the columns the others leave (so for at most one `*`); `None`
+/// when they do not fit.
+fn labelled(names: &[String], labels: &[Label]) -> Option<Vec<(String, bool)>> {
     let expands = labels.iter().filter(|l| **l == Label::Expand).count();
     let named = labels.len() - expands;
     let width = match expands {
@@ -96,11 +97,16 @@ fn labelled(names: &[String], labels: &[Label]) -> Option<Vec<String>> {
     let mut out = Vec::with_capacity(names.len());
     for label in labels {
         match label {
-            Label::Name(name) => out.push(name.clone()),
-            Label::Position => out.push(format!("_col{}", out.len())),
+            Label::Name(name) => out.push((name.clone(), false)),
+            Label::Alias(alias) => out.push((alias.clone(), true)),
+            Label::Position => out.push((format!("_col{}", out.len()), false)),
             Label::Expand => {
                 let start = out.len();
-                out.extend(names[start..start + width].iter().cloned());
+                out.extend(
+                    names[start..start + width]
+                        .iter()
+                        .map(|n| (n.clone(), false)),
+                );
             }
         }
     }
@@ -128,7 +134,7 @@ impl StatementTemplate {
         if let Some(labels) = &self.labels
             && let Some(labelled) = labelled(&names, labels)
         {
-            return labelled;
+            return labelled.into_iter().map(|(name, _)| name).collect();
         }
         let mut plan = &self.logical;
         loop {
@@ -151,6 +157,24 @@ impl StatementTemplate {
             }
         }
         names
+    }
+
+    /// Whether the statement gave each output column its name with `AS` (DESCRIBE OUTPUT's
+    /// `Aliased`).
+    pub fn aliased_columns(&self) -> Vec<bool> {
+        let width = self.dataset_schema.fields().len();
+        let names: Vec<String> = self
+            .dataset_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        match (&self.kind, &self.labels) {
+            (StatementKind::Query, Some(labels)) => labelled(&names, labels)
+                .map(|l| l.into_iter().map(|(_, aliased)| aliased).collect())
+                .unwrap_or_else(|| vec![false; width]),
+            _ => vec![false; width],
+        }
     }
 
     /// The columns the statement returns; table references are resolved against the given

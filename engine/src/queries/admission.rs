@@ -56,6 +56,7 @@ struct State {
 #[derive(Debug)]
 struct Waiter {
     user: Arc<str>,
+    priority: i32,
     grant: oneshot::Sender<Slot>,
 }
 
@@ -145,8 +146,9 @@ impl Admission {
         }
     }
 
-    /// A slot for a statement of `user` now, or a place in the queue, or QUERY_QUEUE_FULL.
-    pub fn admit(self: &Arc<Self>, user: &str) -> Result<Admitted> {
+    /// A slot for a statement of `user` now, or a place in the queue, or QUERY_QUEUE_FULL. In
+    /// the queue it goes after every waiter of its `priority` or higher (`query_priority`).
+    pub fn admit(self: &Arc<Self>, user: &str, priority: i32) -> Result<Admitted> {
         let user: Arc<str> = Arc::from(user);
         let mut state = self.state.lock();
         state.forget_gone();
@@ -165,7 +167,15 @@ impl Admission {
             });
         }
         let (grant, waiting) = oneshot::channel();
-        state.queue.push_back(Waiter { user, grant });
+        let place = state.queue.partition_point(|w| w.priority >= priority);
+        state.queue.insert(
+            place,
+            Waiter {
+                user,
+                priority,
+                grant,
+            },
+        );
         Ok(Admitted::Queued(waiting))
     }
 
@@ -229,10 +239,10 @@ mod tests {
     #[test]
     fn runs_up_to_the_limit_then_queues_then_refuses() -> Result<()> {
         let admission = limits(2, 1, None);
-        let a = now(admission.admit("u")?);
-        let _b = now(admission.admit("u")?);
-        let mut c = queued(admission.admit("u")?);
-        match admission.admit("u") {
+        let a = now(admission.admit("u", 1)?);
+        let _b = now(admission.admit("u", 1)?);
+        let mut c = queued(admission.admit("u", 1)?);
+        match admission.admit("u", 1) {
             Err(refused) => assert_eq!(refused.code(), ErrorCode::QueryQueueFull),
             Ok(_) => panic!("admitted beyond the queue"),
         }
@@ -259,9 +269,9 @@ mod tests {
     #[test]
     fn waiters_are_admitted_in_arrival_order() -> Result<()> {
         let admission = limits(1, 10, None);
-        let first = now(admission.admit("a")?);
-        let mut second = queued(admission.admit("b")?);
-        let mut third = queued(admission.admit("c")?);
+        let first = now(admission.admit("a", 1)?);
+        let mut second = queued(admission.admit("b", 1)?);
+        let mut third = queued(admission.admit("c", 1)?);
         drop(first);
         let second_slot = second
             .try_recv()
@@ -273,13 +283,35 @@ mod tests {
     }
 
     #[test]
+    fn a_higher_priority_waiter_goes_first_and_equals_keep_their_order() -> Result<()> {
+        let admission = limits(1, 10, None);
+        let first = now(admission.admit("a", 1)?);
+        let mut low = queued(admission.admit("b", 1)?);
+        let mut high = queued(admission.admit("c", 5)?);
+        let mut high_too = queued(admission.admit("d", 5)?);
+        drop(first);
+        let high_slot = high
+            .try_recv()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        assert!(high_too.try_recv().is_err() && low.try_recv().is_err());
+        drop(high_slot);
+        let high_too_slot = high_too
+            .try_recv()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        assert!(low.try_recv().is_err(), "the low one waits for both");
+        drop(high_too_slot);
+        assert!(low.try_recv().is_ok());
+        Ok(())
+    }
+
+    #[test]
     fn a_newcomer_does_not_overtake_the_queue() -> Result<()> {
         let admission = limits(1, 10, None);
-        let first = now(admission.admit("a")?);
-        let mut waiting = queued(admission.admit("b")?);
+        let first = now(admission.admit("a", 1)?);
+        let mut waiting = queued(admission.admit("b", 1)?);
         drop(first);
         // The freed slot went to the waiter, not to whoever asks next.
-        let _late = queued(admission.admit("c")?);
+        let _late = queued(admission.admit("c", 1)?);
         assert!(waiting.try_recv().is_ok());
         Ok(())
     }
@@ -287,10 +319,10 @@ mod tests {
     #[test]
     fn a_user_at_its_limit_does_not_hold_back_others() -> Result<()> {
         let admission = limits(3, 10, Some(1));
-        let a1 = now(admission.admit("a")?);
-        let mut a2 = queued(admission.admit("a")?);
+        let a1 = now(admission.admit("a", 1)?);
+        let mut a2 = queued(admission.admit("a", 1)?);
         // b fits although a waits ahead of it: a's own limit holds a back, not the total.
-        let _b = now(admission.admit("b")?);
+        let _b = now(admission.admit("b", 1)?);
         assert!(a2.try_recv().is_err());
         drop(a1);
         assert!(a2.try_recv().is_ok());
@@ -300,11 +332,11 @@ mod tests {
     #[test]
     fn a_waiter_that_left_holds_no_place() -> Result<()> {
         let admission = limits(1, 1, None);
-        let first = now(admission.admit("a")?);
-        let gone = queued(admission.admit("b")?);
+        let first = now(admission.admit("a", 1)?);
+        let gone = queued(admission.admit("b", 1)?);
         drop(gone);
         // Its place in the queue is free again, and the freed slot is not lost to it.
-        let mut next = queued(admission.admit("c")?);
+        let mut next = queued(admission.admit("c", 1)?);
         drop(first);
         let _next = next
             .try_recv()
@@ -322,8 +354,8 @@ mod tests {
     #[tokio::test]
     async fn a_queued_statement_gets_its_slot_when_one_frees() -> Result<()> {
         let admission = limits(1, 1, None);
-        let first = now(admission.admit("a")?);
-        let waiting = admission.admit("b")?;
+        let first = now(admission.admit("a", 1)?);
+        let waiting = admission.admit("b", 1)?;
         let released = sqe_layers::task::spawn(async move {
             tokio::task::yield_now().await;
             drop(first);

@@ -488,9 +488,15 @@ impl Driver {
 
     /// Waits for a slot for the query (or is refused: the queue is full).
     async fn admit(&self) -> Result<Slot> {
+        // A property that does not check fails the statement here as it would when planned.
+        let priority = crate::session_properties::SessionProperties::from_pairs(
+            &self.session.properties,
+            &self.queries.engine.property_limits(),
+        )?
+        .priority();
         self.queries
             .admission
-            .admit(&self.session.user)?
+            .admit(&self.session.user, priority)?
             .slot()
             .await
     }

@@ -340,6 +340,7 @@ fn describe_output(
         Field::new("Aliased", DataType::Boolean, false),
     ]));
     // DDL and DML describe no output, as in Trino.
+    let mut aliased = template.aliased_columns();
     let columns = if template.kind() == StatementKind::Query {
         let mut columns = template.output_columns(
             settings.catalog.as_deref().unwrap_or(engine.catalog_name()),
@@ -355,6 +356,7 @@ fn describe_output(
     } else {
         Vec::new()
     };
+    aliased.resize(columns.len(), false);
     let text = |f: &dyn Fn(&OutputColumn) -> String| {
         Arc::new(StringArray::from_iter_values(columns.iter().map(f))) as ArrayRef
     };
@@ -371,12 +373,7 @@ fn describe_output(
             types.iter().map(|t| t.to_string()),
         )) as ArrayRef,
         Arc::new(types.iter().map(fixed_size).collect::<Int64Array>()),
-        Arc::new(
-            columns
-                .iter()
-                .map(|c| Some(c.origin.is_none()))
-                .collect::<BooleanArray>(),
-        ),
+        Arc::new(BooleanArray::from(aliased)),
     ];
     Ok(RecordBatch::try_new(schema, arrays)?)
 }

@@ -21,6 +21,7 @@ use arrow::datatypes::{
 use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
+use sqe_engine::calendar::DisplayDate;
 use sqe_engine::error::{Error, Result};
 
 /// Appends row `row` of every column as a JSON array to `out`.
@@ -89,10 +90,10 @@ pub(crate) fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Res
         DataType::LargeBinary => base64(out, array.as_binary::<i64>().value(i)),
         DataType::BinaryView => base64(out, array.as_binary_view().value(i)),
         DataType::FixedSizeBinary(_) => base64(out, array.as_fixed_size_binary().value(i)),
-        DataType::Date32 => date(
-            out,
-            Date32Type::to_naive_date_opt(array.as_primitive::<Date32Type>().value(i)),
-        )?,
+        DataType::Date32 => {
+            let days = array.as_primitive::<Date32Type>().value(i);
+            let _ = write!(out, "\"{}\"", DisplayDate(days));
+        }
         DataType::Date64 => date(
             out,
             Date64Type::to_naive_date_opt(array.as_primitive::<Date64Type>().value(i)),
@@ -565,6 +566,11 @@ mod tests {
         assert_eq!(
             encoded(Arc::new(Date32Array::from(vec![19_782]))),
             ["\"2024-02-29\""]
+        );
+        // Past chrono's years, and past 9999 without chrono's '+'.
+        assert_eq!(
+            encoded(Arc::new(Date32Array::from(vec![2_932_897, i32::MIN]))),
+            ["\"10000-01-01\"", "\"-5877641-06-23\""]
         );
         assert_eq!(
             encoded(Arc::new(Time64MicrosecondArray::from(vec![45_296_000_123]))),

@@ -39,14 +39,26 @@ async fn post(
     user: &str,
     sql: &str,
 ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-    Ok(http
+    post_with_session(http, cluster, user, "", sql).await
+}
+
+/// Posts `sql` as `user` with `session` as its `X-Trino-Session` (none when empty).
+async fn post_with_session(
+    http: &reqwest::Client,
+    cluster: &TestCluster,
+    user: &str,
+    session: &str,
+    sql: &str,
+) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    let request = http
         .post(format!("http://{}/v1/statement", cluster.trino_addr()?))
-        .header("X-Trino-User", user)
-        .body(sql.to_string())
-        .send()
-        .await?
-        .json()
-        .await?)
+        .header("X-Trino-User", user);
+    let request = if session.is_empty() {
+        request
+    } else {
+        request.header("X-Trino-Session", session)
+    };
+    Ok(request.body(sql.to_string()).send().await?.json().await?)
 }
 
 async fn next(
@@ -115,6 +127,57 @@ async fn metric(
         .ok_or("no metrics port")?;
     let text = sqe_tests::metrics::scrape(http, addr).await?;
     sqe_tests::metrics::sample(&text, name).ok_or_else(|| format!("no {name} in\n{text}").into())
+}
+
+/// `query_priority`: a waiting statement of higher priority takes the freed slot before one
+/// that arrived earlier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_higher_query_priority_is_admitted_first() -> TestResult {
+    let cluster = cluster(AdmissionLimits {
+        max_running: 1,
+        max_queued: 2,
+        max_running_per_user: None,
+    })
+    .await?;
+    let http = reqwest::Client::new();
+    let holder = post(&http, &cluster, "test", LONG).await?;
+    let holder_id = holder["id"].as_str().ok_or("no id")?.to_string();
+    wait_for_state(&cluster, &holder_id, QueryState::Running).await?;
+    let low = post(&http, &cluster, "test", "SELECT 1").await?;
+    let low_id = low["id"].as_str().ok_or("no id")?.to_string();
+    // In the queue before the other arrives.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(&http, &cluster, "sqe_queries_queued").await? < 1.0 {
+        if Instant::now() > deadline {
+            return Err("the first waiter never queued".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let high = post_with_session(&http, &cluster, "test", "query_priority=5", LONG).await?;
+    let high_id = high["id"].as_str().ok_or("no id")?.to_string();
+    assert_eq!(state_of(&cluster, &low_id), Some(QueryState::Queued));
+    assert_eq!(state_of(&cluster, &high_id), Some(QueryState::Queued));
+
+    http.delete(holder["nextUri"].as_str().ok_or("no nextUri")?)
+        .header("X-Trino-User", "test")
+        .send()
+        .await?;
+    wait_for_state(&cluster, &high_id, QueryState::Running).await?;
+    assert_eq!(
+        state_of(&cluster, &low_id),
+        Some(QueryState::Queued),
+        "the earlier, lower-priority statement still waits"
+    );
+    http.delete(high["nextUri"].as_str().ok_or("no nextUri")?)
+        .header("X-Trino-User", "test")
+        .send()
+        .await?;
+    let rows = finish(&http, low, "test")
+        .await?
+        .map_err(|e| format!("queued query failed: {e}"))?;
+    assert_eq!(rows, vec![serde_json::json!([1])]);
+    cluster.stop().await;
+    Ok(())
 }
 
 /// One slot, one queue place: the second statement waits QUEUED (as Trino reports it), the
