@@ -33,6 +33,8 @@ pub struct IcebergTableProvider {
     /// The process's own `[storage]` properties; table properties beyond these travel in plans.
     static_props: Arc<HashMap<String, String>>,
     listener: Option<Arc<dyn CommitListener>>,
+    /// Read at this snapshot (time travel) instead of the current one; then not writable.
+    pinned: Option<i64>,
 }
 
 /// Names the table and its snapshot only: its FileIO holds storage credentials.
@@ -40,7 +42,7 @@ impl std::fmt::Debug for IcebergTableProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IcebergTableProvider")
             .field("table", &self.table.identifier().to_string())
-            .field("snapshot", &self.table.metadata().current_snapshot_id())
+            .field("snapshot", &self.snapshot_id())
             .finish_non_exhaustive()
     }
 }
@@ -52,14 +54,33 @@ impl IcebergTableProvider {
         static_props: Arc<HashMap<String, String>>,
         listener: Option<Arc<dyn CommitListener>>,
     ) -> crate::error::Result<Self> {
-        let schema = table_arrow_schema(scan_schema(&table)?.as_ref())?;
+        let schema = table_arrow_schema(scan_schema(&table, None)?.as_ref())?;
         Ok(Self {
             catalog,
             table,
             schema,
             static_props,
             listener,
+            pinned: None,
         })
+    }
+
+    /// The table as it was at snapshot `snapshot_id` (time travel): scans read that snapshot
+    /// with the schema it was written with, and it cannot be written. `None` when the table
+    /// has no such snapshot.
+    pub fn at_snapshot(mut self, snapshot_id: i64) -> crate::error::Result<Option<Self>> {
+        if self.table.metadata().snapshot_by_id(snapshot_id).is_none() {
+            return Ok(None);
+        }
+        self.schema = table_arrow_schema(scan_schema(&self.table, Some(snapshot_id))?.as_ref())?;
+        self.pinned = Some(snapshot_id);
+        Ok(Some(self))
+    }
+
+    /// The snapshot scans read: the pinned one, else the current one (`None`: no data yet).
+    pub fn snapshot_id(&self) -> Option<i64> {
+        self.pinned
+            .or_else(|| self.table.metadata().current_snapshot_id())
     }
 
     pub fn table(&self) -> &Table {
@@ -91,12 +112,16 @@ impl IcebergTableProvider {
         columns: &[String],
         filters: &[Expr],
     ) -> Result<Vec<FileScanTask>> {
-        let iceberg_schema = scan_schema(&self.table).map_err(DataFusionError::from)?;
+        let iceberg_schema =
+            scan_schema(&self.table, self.pinned).map_err(DataFusionError::from)?;
         let mut builder = if columns.is_empty() {
             self.table.scan().select_empty()
         } else {
             self.table.scan().select(columns.iter().cloned())
         };
+        if let Some(snapshot_id) = self.pinned {
+            builder = builder.snapshot_id(snapshot_id);
+        }
         if let Some(predicate) = filters_to_predicate(filters, &iceberg_schema) {
             builder = builder.with_filter(predicate);
         }
@@ -119,11 +144,19 @@ pub fn with_iceberg_provider<R>(
     provider.downcast_ref::<IcebergTableProvider>().map(f)
 }
 
-/// The schema scans of the table read with: its current snapshot's (Iceberg plans scans against
-/// the snapshot, which can be older than a schema change made without new data).
-fn scan_schema(table: &Table) -> crate::error::Result<iceberg::spec::SchemaRef> {
+/// The schema scans of the table read with: the snapshot's (`pinned`, else the current one;
+/// Iceberg plans scans against the snapshot, which can be older than a schema change made
+/// without new data).
+fn scan_schema(
+    table: &Table,
+    pinned: Option<i64>,
+) -> crate::error::Result<iceberg::spec::SchemaRef> {
     let metadata = table.metadata();
-    match metadata.current_snapshot() {
+    let snapshot = match pinned {
+        Some(id) => metadata.snapshot_by_id(id),
+        None => metadata.current_snapshot(),
+    };
+    match snapshot {
         Some(snapshot) => Ok(snapshot.schema(metadata)?),
         None => Ok(metadata.current_schema().clone()),
     }
@@ -178,7 +211,7 @@ impl TableProvider for IcebergTableProvider {
         let summary = &self
             .table
             .metadata()
-            .current_snapshot()?
+            .snapshot_by_id(self.snapshot_id()?)?
             .summary()
             .additional_properties;
         let rows = summary.get("total-records")?.parse::<usize>().ok()?;
@@ -199,6 +232,11 @@ impl TableProvider for IcebergTableProvider {
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.pinned.is_some() {
+            return not_impl_err!(
+                "a table read at a snapshot (FOR VERSION or FOR TIMESTAMP AS OF) cannot be written"
+            );
+        }
         if insert_op != InsertOp::Append {
             return not_impl_err!(
                 "{insert_op} is not supported for Iceberg tables; use INSERT INTO"

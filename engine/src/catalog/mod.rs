@@ -1,12 +1,15 @@
 //! Iceberg catalogs: opening them from configuration, and showing them to DataFusion.
 
+mod addressed;
 mod connect;
 mod locations;
+mod metadata_tables;
 mod provider;
 mod renewal;
 mod settings;
 mod vended;
 
+pub use addressed::{Addressed, MetadataTable};
 pub use connect::{connect_catalog, default_warehouse_layout, table_locations};
 pub use locations::{TableLocations, check_new_name};
 pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};

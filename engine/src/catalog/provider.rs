@@ -12,7 +12,9 @@ use iceberg::{Catalog, ErrorKind, NamespaceIdent, TableIdent};
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::write::CommitListener;
 
-use crate::error::Result;
+use super::addressed::Addressed;
+use super::metadata_tables::metadata_table;
+use crate::error::{Error, ErrorCode, Result};
 
 /// DataFusion's catalog traits list schemas and tables synchronously while Iceberg catalogs
 /// answer asynchronously, so names are cached and [`IcebergCatalogProvider::refresh`]ed before
@@ -106,11 +108,36 @@ impl SchemaProvider for IcebergSchemaProvider {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let (name, addressed) = Addressed::parse(name);
         let ident = TableIdent::new(self.namespace.clone(), name.to_string());
         let table = match self.catalog.load_table(&ident).await {
             Ok(table) => table,
             Err(e) if e.kind() == ErrorKind::TableNotFound => return Ok(None),
             Err(e) => return Err(sqe_iceberg::error::iceberg_to_df(e)),
+        };
+        let snapshot_id = match &addressed {
+            Addressed::Current => None,
+            Addressed::Metadata(kind) => {
+                return metadata_table(table.metadata(), *kind)
+                    .map(Some)
+                    .map_err(|e| DataFusionError::External(Box::new(e)));
+            }
+            Addressed::Snapshot(id) => Some(*id),
+            Addressed::Reference(reference) => Some(
+                reference_snapshot(table.metadata(), reference).ok_or_else(|| {
+                    past_error(format!(
+                        "Cannot find snapshot with reference name: {reference}"
+                    ))
+                })?,
+            ),
+            Addressed::AsOf(millis) => {
+                Some(snapshot_as_of(table.metadata(), *millis).ok_or_else(|| {
+                    past_error(format!(
+                        "No version history table {ident} at or before {}",
+                        instant_text(*millis)
+                    ))
+                })?)
+            }
         };
         let provider = IcebergTableProvider::try_new(
             Arc::clone(&self.catalog),
@@ -119,10 +146,56 @@ impl SchemaProvider for IcebergSchemaProvider {
             self.listener.clone(),
         )
         .map_err(DataFusionError::from)?;
+        let provider = match snapshot_id {
+            None => provider,
+            Some(id) => provider
+                .at_snapshot(id)
+                .map_err(DataFusionError::from)?
+                .ok_or_else(|| past_error(format!("Iceberg snapshot ID does not exists: {id}")))?,
+        };
         Ok(Some(Arc::new(provider)))
     }
 
     fn table_exist(&self, name: &str) -> bool {
         self.tables.iter().any(|t| t == name)
     }
+}
+
+/// A past the table does not have (Trino's messages and code).
+fn past_error(message: String) -> DataFusionError {
+    DataFusionError::External(Box::new(Error::invalid(
+        ErrorCode::InvalidArguments,
+        message,
+    )))
+}
+
+/// The snapshot a branch or tag names; Trino folds names, so the match ignores case.
+fn reference_snapshot(metadata: &iceberg::spec::TableMetadata, reference: &str) -> Option<i64> {
+    if let Some(snapshot) = metadata.snapshot_for_ref(reference) {
+        return Some(snapshot.snapshot_id());
+    }
+    let serialized = serde_json::to_value(metadata).ok()?;
+    let (_, found) = serialized
+        .get("refs")?
+        .as_object()?
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(reference))?;
+    found.get("snapshot-id")?.as_i64()
+}
+
+/// The snapshot that was current at `millis`: the last one the table's history made current
+/// at or before it.
+fn snapshot_as_of(metadata: &iceberg::spec::TableMetadata, millis: i64) -> Option<i64> {
+    metadata
+        .history()
+        .iter()
+        .filter(|entry| entry.timestamp_ms <= millis)
+        .max_by_key(|entry| entry.timestamp_ms)
+        .map(|entry| entry.snapshot_id)
+}
+
+fn instant_text(millis: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(millis)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
+        .unwrap_or_else(|| millis.to_string())
 }

@@ -8,6 +8,7 @@ mod intervals;
 mod joins;
 pub mod logical;
 pub mod parse;
+mod periods;
 pub mod planner;
 mod rewrite;
 pub(crate) mod spellings;

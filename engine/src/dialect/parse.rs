@@ -43,7 +43,7 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
             message: e.to_string(),
             location: None,
         })?;
-    Ok(demote_index_words(parenthesize_values(
+    super::periods::fold_query_periods(demote_index_words(parenthesize_values(
         rewrite_type_syntax(tokens),
     )))
 }
@@ -235,7 +235,7 @@ fn parenthesize_values(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     out
 }
 
-fn next_significant(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
+pub(super) fn next_significant(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
     (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
 }
 
@@ -299,8 +299,8 @@ mod tests {
         assert_eq!(
             parsed,
             Some(vec![
-                Label::Name("MixedCase".into()),
-                Label::Name("Other".into()),
+                Label::Alias("MixedCase".into()),
+                Label::Alias("Other".into()),
                 Label::Name("c".into()),
                 Label::Position,
             ])

@@ -597,10 +597,15 @@ fn timestamp_value(datetime: NaiveDateTime, precision: u64, utc: bool) -> Option
     epoch_units(datetime, precision).map(number_literal)
 }
 
-/// `TIMESTAMP '…'`: `timestamp(p)` with p the digits of its fraction, `with time zone` (its
-/// own) when it names one. Planned as a count of units since the epoch, cast to the type, so
-/// no text is read twice.
-fn timestamp_literal(text: &str) -> Result<Expr> {
+/// A timestamp literal's text, read: its wall-clock time, the digits of its fraction, and its
+/// zone (Trino's name for it) with the instant it names.
+struct TimestampText {
+    local: NaiveDateTime,
+    precision: u64,
+    zoned: Option<(String, NaiveDateTime)>,
+}
+
+fn read_timestamp(text: &str) -> Result<TimestampText> {
     let parts = split_date_time(text);
     let precision = parts.time.map_or(0, fraction_digits);
     if precision > 9 {
@@ -617,12 +622,12 @@ fn timestamp_literal(text: &str) -> Result<Expr> {
         None => NaiveTime::MIN,
     };
     let local = date.and_time(time);
-    let out_of_range = || invalid_literal("TIMESTAMP", text, "out of range");
     let Some(zone) = parts.zone else {
-        return Ok(cast(
-            timestamp_value(local, precision, false).ok_or_else(out_of_range)?,
-            DataType::Timestamp(Some(precision), TimezoneInfo::None),
-        ));
+        return Ok(TimestampText {
+            local,
+            precision,
+            zoned: None,
+        });
     };
     let zone =
         trino_zone(zone).ok_or_else(|| invalid_literal("TIMESTAMP", text, "unknown time zone"))?;
@@ -642,6 +647,37 @@ fn timestamp_literal(text: &str) -> Result<Expr> {
             )
         })?
         .naive_utc();
+    Ok(TimestampText {
+        local,
+        precision,
+        zoned: Some((zone, instant)),
+    })
+}
+
+/// The instant a `TIMESTAMP '…'` literal with a time zone names, in milliseconds since the
+/// epoch; `None` when it names no zone.
+pub(super) fn zoned_timestamp_millis(text: &str) -> Result<Option<i64>> {
+    Ok(read_timestamp(text)?
+        .zoned
+        .map(|(_, instant)| instant.and_utc().timestamp_millis()))
+}
+
+/// `TIMESTAMP '…'`: `timestamp(p)` with p the digits of its fraction, `with time zone` (its
+/// own) when it names one. Planned as a count of units since the epoch, cast to the type, so
+/// no text is read twice.
+fn timestamp_literal(text: &str) -> Result<Expr> {
+    let TimestampText {
+        local,
+        precision,
+        zoned,
+    } = read_timestamp(text)?;
+    let out_of_range = || invalid_literal("TIMESTAMP", text, "out of range");
+    let Some((zone, instant)) = zoned else {
+        return Ok(cast(
+            timestamp_value(local, precision, false).ok_or_else(out_of_range)?,
+            DataType::Timestamp(Some(precision), TimezoneInfo::None),
+        ));
+    };
     Ok(cast(
         timestamp_value(instant, precision, true).ok_or_else(out_of_range)?,
         DataType::Custom(

@@ -23,7 +23,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::TypeMismatch
         | ErrorCode::InvalidLiteral
         | ErrorCode::AmbiguousName
-        | ErrorCode::InvalidParameterUsage => Code::InvalidArgument,
+        | ErrorCode::InvalidParameterUsage
+        | ErrorCode::InvalidArguments => Code::InvalidArgument,
         ErrorCode::NotFound
         | ErrorCode::FunctionNotFound
         | ErrorCode::ProcedureNotFound

@@ -128,6 +128,8 @@ pub enum ErrorCode {
     InvalidLiteral,
     AmbiguousName,
     InvalidParameterUsage,
+    /// Arguments that name nothing that exists (a snapshot a table never had).
+    InvalidArguments,
     GenericInternalError,
     ConfigurationInvalid,
     ExceededGlobalMemoryLimit,
@@ -178,6 +180,7 @@ impl ErrorCode {
             ErrorCode::InvalidLiteral => "INVALID_LITERAL",
             ErrorCode::AmbiguousName => "AMBIGUOUS_NAME",
             ErrorCode::InvalidParameterUsage => "INVALID_PARAMETER_USAGE",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
             ErrorCode::GenericInternalError => "GENERIC_INTERNAL_ERROR",
             ErrorCode::ConfigurationInvalid => "CONFIGURATION_INVALID",
             ErrorCode::ExceededGlobalMemoryLimit => "EXCEEDED_GLOBAL_MEMORY_LIMIT",
@@ -230,7 +233,8 @@ impl ErrorCode {
             | ErrorCode::TypeMismatch
             | ErrorCode::InvalidLiteral
             | ErrorCode::AmbiguousName
-            | ErrorCode::InvalidParameterUsage => ErrorKind::User,
+            | ErrorCode::InvalidParameterUsage
+            | ErrorCode::InvalidArguments => ErrorKind::User,
         }
     }
 }

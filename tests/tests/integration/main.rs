@@ -20,6 +20,7 @@ mod scans;
 mod security;
 mod shell;
 mod telemetry;
+mod time_travel;
 mod tpch_catalog;
 mod trino_cancel;
 mod trino_http;

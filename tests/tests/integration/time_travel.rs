@@ -1,0 +1,187 @@
+//! Time travel and metadata tables: every snapshot a sequence of writes made is readable
+//! again, by id and by instant, with the rows it had; `$snapshots`, `$history`, `$properties`
+//! and `$refs` say what the table's metadata says.
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use iceberg::{NamespaceIdent, TableIdent};
+use sqe_engine::ErrorCode;
+use sqe_tests::cluster::TestCluster;
+
+use crate::TestResult;
+
+/// The bigint column `column` of every row.
+fn longs(batches: &[RecordBatch], column: usize) -> Vec<Option<i64>> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let values = b.column(column).as_primitive::<Int64Type>();
+            (0..values.len())
+                .map(|i| values.is_valid(i).then(|| values.value(i)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `SELECT count(*), max(id)` of a query's rows, as longs.
+async fn count_and_max(cluster: &TestCluster, from: &str) -> Result<(i64, i64), String> {
+    let rows = cluster
+        .query(&format!("SELECT count(*), max(id) FROM {from}"))
+        .await
+        .map_err(|e| format!("{from}: {e}"))?;
+    let count = longs(&rows, 0)[0].ok_or("no count")?;
+    let max = longs(&rows, 1)[0].unwrap_or(0);
+    Ok((count, max))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_snapshot_reads_back_by_id_and_by_instant() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA tt").await?;
+    cluster
+        .sql("CREATE TABLE tt.t (id bigint, v varchar)")
+        .await?;
+    for id in 1..=3 {
+        cluster
+            .sql(&format!("INSERT INTO tt.t VALUES ({id}, 'v{id}')"))
+            .await?;
+    }
+    // The referee: the table's metadata as the catalog holds it.
+    let table = cluster
+        .engine()
+        .catalog()
+        .load_table(&TableIdent::new(
+            NamespaceIdent::new("tt".into()),
+            "t".into(),
+        ))
+        .await?;
+    let metadata = table.metadata();
+    let mut expected: Vec<_> = metadata
+        .snapshots()
+        .map(|s| (s.timestamp_ms(), s.snapshot_id(), s.parent_snapshot_id()))
+        .collect();
+    expected.sort();
+    assert_eq!(expected.len(), 3, "one snapshot per INSERT");
+
+    let snapshots = cluster
+        .query(
+            "SELECT committed_at, snapshot_id, parent_id, operation FROM tt.\"t$snapshots\" \
+             ORDER BY committed_at",
+        )
+        .await?;
+    let committed: Vec<i64> = snapshots
+        .iter()
+        .flat_map(|b| {
+            b.column(0)
+                .as_primitive::<TimestampMillisecondType>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    let listed: Vec<_> = committed
+        .iter()
+        .zip(longs(&snapshots, 1))
+        .zip(longs(&snapshots, 2))
+        .map(|((at, id), parent)| (*at, id.unwrap_or_default(), parent))
+        .collect();
+    assert_eq!(listed, expected);
+    assert!(
+        sqe_tests::render(&snapshots).contains("append"),
+        "{}",
+        sqe_tests::render(&snapshots)
+    );
+
+    for (k, (at, id, _)) in expected.iter().enumerate() {
+        let rows = k as i64 + 1;
+        assert_eq!(
+            count_and_max(&cluster, &format!("tt.t FOR VERSION AS OF {id}")).await?,
+            (rows, rows)
+        );
+        let instant = chrono::DateTime::from_timestamp_millis(*at)
+            .ok_or("bad instant")?
+            .format("%Y-%m-%d %H:%M:%S%.3f UTC");
+        assert_eq!(
+            count_and_max(
+                &cluster,
+                &format!("tt.t FOR TIMESTAMP AS OF TIMESTAMP '{instant}'")
+            )
+            .await?,
+            (rows, rows),
+            "as of {instant}"
+        );
+    }
+    // The past and the present in one statement.
+    let first = expected[0].1;
+    let joined = cluster
+        .query(&format!(
+            "SELECT count(*) FROM tt.t a JOIN tt.t FOR VERSION AS OF {first} b ON a.id = b.id"
+        ))
+        .await?;
+    assert_eq!(longs(&joined, 0), [Some(1)]);
+
+    // History: each snapshot made current once, all ancestors of the current one.
+    let history = cluster
+        .query(
+            "SELECT snapshot_id, parent_id FROM tt.\"t$history\" \
+             WHERE is_current_ancestor ORDER BY made_current_at",
+        )
+        .await?;
+    let chain: Vec<_> = expected
+        .iter()
+        .map(|(_, id, parent)| (Some(*id), *parent))
+        .collect();
+    assert_eq!(
+        longs(&history, 0)
+            .into_iter()
+            .zip(longs(&history, 1))
+            .collect::<Vec<_>>(),
+        chain
+    );
+    let refs = cluster
+        .query("SELECT name, type, snapshot_id FROM tt.\"t$refs\"")
+        .await?;
+    assert_eq!(longs(&refs, 2), [metadata.current_snapshot_id()]);
+    assert!(
+        sqe_tests::render(&refs).contains("| main | BRANCH |"),
+        "{}",
+        sqe_tests::render(&refs)
+    );
+    assert_eq!(
+        count_and_max(&cluster, "tt.t FOR VERSION AS OF 'main'").await?,
+        (3, 3)
+    );
+    let properties = cluster
+        .query("SELECT count(*) FROM tt.\"t$properties\"")
+        .await?;
+    assert_eq!(
+        longs(&properties, 0),
+        [Some(metadata.properties().len() as i64)]
+    );
+
+    // A past the table does not have, and writing to the past.
+    for missing in [
+        "tt.t FOR VERSION AS OF 12345".to_string(),
+        "tt.t FOR VERSION AS OF 'no_such_branch'".to_string(),
+        "tt.t FOR TIMESTAMP AS OF TIMESTAMP '2001-01-01 00:00:00 UTC'".to_string(),
+    ] {
+        let error = cluster
+            .query(&format!("SELECT * FROM {missing}"))
+            .await
+            .err()
+            .ok_or_else(|| format!("{missing} was read"))?;
+        assert_eq!(
+            error.code(),
+            ErrorCode::InvalidArguments,
+            "{missing}: {error}"
+        );
+    }
+    let refused = cluster
+        .sql(&format!("INSERT INTO tt.\"t@{first}\" VALUES (9, 'z')"))
+        .await
+        .err()
+        .ok_or("wrote into a past snapshot")?;
+    assert_eq!(refused.code(), ErrorCode::NotSupported, "{refused}");
+    assert_eq!(count_and_max(&cluster, "tt.t").await?, (3, 3));
+    cluster.stop().await;
+    Ok(())
+}
