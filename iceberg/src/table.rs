@@ -107,31 +107,59 @@ impl IcebergTableProvider {
     }
 
     /// Plans the files to read for a projection and filters (manifest and partition pruning).
+    /// Iceberg plans against the schema of the snapshot it reads; the table's current schema
+    /// can be newer (a column added or dropped since the last write), so the snapshot is
+    /// planned with the columns it has and its tasks then read in the current schema, by field
+    /// id: a column the files lack reads as NULL.
     pub async fn plan_files(
         &self,
         columns: &[String],
         filters: &[Expr],
     ) -> Result<Vec<FileScanTask>> {
-        let iceberg_schema =
-            scan_schema(&self.table, self.pinned).map_err(DataFusionError::from)?;
-        let mut builder = if columns.is_empty() {
+        let read_schema = scan_schema(&self.table, self.pinned).map_err(DataFusionError::from)?;
+        let snapshot_schema = match self.snapshot_id() {
+            Some(id) => scan_schema(&self.table, Some(id)).map_err(DataFusionError::from)?,
+            None => Arc::clone(&read_schema),
+        };
+        let read_ids = columns
+            .iter()
+            .map(|name| {
+                read_schema
+                    .field_id_by_name(name)
+                    .ok_or_else(|| DataFusionError::Plan(format!("no column '{name}' to scan")))
+            })
+            .collect::<Result<Vec<i32>>>()?;
+        // The requested columns the snapshot has, by the names it gives them.
+        let planned: Vec<String> = read_ids
+            .iter()
+            .filter_map(|id| snapshot_schema.name_by_field_id(*id).map(str::to_string))
+            .collect();
+        let mut builder = if planned.is_empty() {
             self.table.scan().select_empty()
         } else {
-            self.table.scan().select(columns.iter().cloned())
+            self.table.scan().select(planned)
         };
         if let Some(snapshot_id) = self.pinned {
             builder = builder.snapshot_id(snapshot_id);
         }
-        if let Some(predicate) = filters_to_predicate(filters, &iceberg_schema) {
+        if let Some(predicate) = filters_to_predicate(filters, &snapshot_schema) {
             builder = builder.with_filter(predicate);
         }
         let scan = builder.build().map_err(iceberg_to_df)?;
-        scan.plan_files()
+        let mut tasks: Vec<FileScanTask> = scan
+            .plan_files()
             .await
             .map_err(iceberg_to_df)?
             .try_collect()
             .await
-            .map_err(iceberg_to_df)
+            .map_err(iceberg_to_df)?;
+        if read_schema.schema_id() != snapshot_schema.schema_id() {
+            for task in &mut tasks {
+                task.schema = Arc::clone(&read_schema);
+                task.project_field_ids = read_ids.clone();
+            }
+        }
+        Ok(tasks)
     }
 }
 
@@ -144,18 +172,15 @@ pub fn with_iceberg_provider<R>(
     provider.downcast_ref::<IcebergTableProvider>().map(f)
 }
 
-/// The schema scans of the table read with: the snapshot's (`pinned`, else the current one;
-/// Iceberg plans scans against the snapshot, which can be older than a schema change made
-/// without new data).
+/// The schema a scan reads in: a pinned snapshot's own (time travel sees the table as it was),
+/// else the table's current one (as Trino and pyiceberg read it, even when the last write is
+/// older than the last schema change).
 fn scan_schema(
     table: &Table,
     pinned: Option<i64>,
 ) -> crate::error::Result<iceberg::spec::SchemaRef> {
     let metadata = table.metadata();
-    let snapshot = match pinned {
-        Some(id) => metadata.snapshot_by_id(id),
-        None => metadata.current_snapshot(),
-    };
+    let snapshot = pinned.and_then(|id| metadata.snapshot_by_id(id));
     match snapshot {
         Some(snapshot) => Ok(snapshot.schema(metadata)?),
         None => Ok(metadata.current_schema().clone()),

@@ -1,6 +1,7 @@
 //! Planning and running SQL statements against the Iceberg catalog, distributed when workers
 //! are reachable.
 
+mod alter;
 mod ingest;
 mod reload;
 mod show;
@@ -167,6 +168,7 @@ pub enum StatementKind {
     CreateSchema,
     DropTable,
     DropSchema,
+    AlterTable,
     /// A procedure: `CALL system.runtime.kill_query(...)`.
     Call,
 }
@@ -183,6 +185,7 @@ impl StatementKind {
             StatementKind::CreateSchema => Some("CREATE SCHEMA"),
             StatementKind::DropTable => Some("DROP TABLE"),
             StatementKind::DropSchema => Some("DROP SCHEMA"),
+            StatementKind::AlterTable => Some("ALTER TABLE"),
             StatementKind::Call => Some("CALL"),
         }
     }
@@ -245,6 +248,7 @@ enum Action {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
     },
+    AlterTable(alter::TableChange),
     /// Rows the result cache had.
     Cached(CachedResult),
     /// `kill_query`, on behalf of `user`.
@@ -975,6 +979,10 @@ impl Engine {
                 self.kill_query(&query_id, &user, message.as_deref())?;
                 Outcome::Updated { rows: None }
             }
+            Action::AlterTable(change) => {
+                self.alter_table(change).await?;
+                Outcome::Updated { rows: None }
+            }
             Action::ExplainAnalyze { plan, task_ctx } => {
                 let rows: u64 = self
                     .query_runtime
@@ -1234,7 +1242,19 @@ fn check_new_namespace(namespace: &NamespaceIdent) -> Result<()> {
 /// A new table's schema and name each stay one segment of its location.
 pub(crate) fn check_new_table_name(ident: &TableIdent) -> Result<()> {
     check_new_namespace(ident.namespace())?;
-    check_new_name("table", ident.name())
+    check_new_name("table", ident.name())?;
+    // A name read as a table's past or its metadata could never be looked up itself.
+    if crate::catalog::Addressed::parse(ident.name()).1 != crate::catalog::Addressed::Current {
+        return Err(Error::invalid(
+            ErrorCode::NotSupported,
+            format!(
+                "Invalid table name '{}': it reads as a state of table '{}'",
+                ident.name(),
+                crate::catalog::Addressed::parse(ident.name()).0
+            ),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn explain_schema() -> SchemaRef {

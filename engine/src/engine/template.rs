@@ -51,6 +51,8 @@ enum Call {
         message: Option<String>,
         user: String,
     },
+    /// Not a procedure, but a change DataFusion does not plan.
+    AlterTable(super::alter::TableChange),
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -325,7 +327,20 @@ impl Engine {
                         let properties = take_table_properties(&mut statement)?;
                         Ok((statement, properties))
                     })?;
+                if let Some(alter) = super::alter::as_alter_table(&statement) {
+                    call = Some(Call::AlterTable(
+                        self.plan_alter_table(&state, alter).await?,
+                    ));
+                }
                 let logical = async {
+                    if call.is_some() {
+                        return Ok(LogicalPlan::EmptyRelation(
+                            datafusion::logical_expr::EmptyRelation {
+                                produce_one_row: false,
+                                schema: Arc::new(datafusion::common::DFSchema::empty()),
+                            },
+                        ));
+                    }
                     self.refresh_if_schemas_unknown(&state, &statement).await?;
                     if self.reads_metadata(&state, &statement)? {
                         // Metadata is computed on the coordinator.
@@ -342,7 +357,8 @@ impl Engine {
             }
         };
         let kind = match call {
-            Some(_) => StatementKind::Call,
+            Some(Call::AlterTable(_)) => StatementKind::AlterTable,
+            Some(Call::KillQuery { .. }) => StatementKind::Call,
             None => statement_kind(&logical),
         };
         let dataset_schema = match (&logical, kind) {
@@ -425,20 +441,23 @@ impl Engine {
         template: &StatementTemplate,
         parameters: Vec<ScalarValue>,
     ) -> Result<Prepared> {
-        if let Some(Call::KillQuery {
-            query_id,
-            message,
-            user,
-        }) = &template.call
-        {
-            return Ok(Prepared {
-                kind: StatementKind::Call,
-                schema: StatementKind::Call.command_schema(),
-                action: Action::KillQuery {
+        if let Some(call) = &template.call {
+            let action = match call {
+                Call::KillQuery {
+                    query_id,
+                    message,
+                    user,
+                } => Action::KillQuery {
                     query_id: query_id.clone(),
                     message: message.clone(),
                     user: user.clone(),
                 },
+                Call::AlterTable(change) => Action::AlterTable(change.clone()),
+            };
+            return Ok(Prepared {
+                kind: template.kind,
+                schema: template.kind.command_schema(),
+                action,
                 max_run_time: None,
                 cache: ResultCacheUse::default(),
             });

@@ -34,7 +34,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::ColumnNotFound => Code::NotFound,
         ErrorCode::AlreadyExists
         | ErrorCode::SchemaAlreadyExists
-        | ErrorCode::TableAlreadyExists => Code::AlreadyExists,
+        | ErrorCode::TableAlreadyExists
+        | ErrorCode::ColumnAlreadyExists => Code::AlreadyExists,
         ErrorCode::SchemaNotEmpty | ErrorCode::ConfigurationInvalid => Code::FailedPrecondition,
         ErrorCode::NotSupported => Code::Unimplemented,
         ErrorCode::UserCanceled | ErrorCode::AdministrativelyKilled => Code::Cancelled,

@@ -122,6 +122,7 @@ pub enum ErrorCode {
     ColumnNotFound,
     SchemaAlreadyExists,
     TableAlreadyExists,
+    ColumnAlreadyExists,
     DuplicateColumnName,
     TypeMismatch,
     /// A literal whose text is not a value of its type (`TIMESTAMP '2021-02-30'`).
@@ -175,6 +176,7 @@ impl ErrorCode {
             ErrorCode::ColumnNotFound => "COLUMN_NOT_FOUND",
             ErrorCode::SchemaAlreadyExists => "SCHEMA_ALREADY_EXISTS",
             ErrorCode::TableAlreadyExists => "TABLE_ALREADY_EXISTS",
+            ErrorCode::ColumnAlreadyExists => "COLUMN_ALREADY_EXISTS",
             ErrorCode::DuplicateColumnName => "DUPLICATE_COLUMN_NAME",
             ErrorCode::TypeMismatch => "TYPE_MISMATCH",
             ErrorCode::InvalidLiteral => "INVALID_LITERAL",
@@ -230,6 +232,7 @@ impl ErrorCode {
             | ErrorCode::SchemaAlreadyExists
             | ErrorCode::TableAlreadyExists
             | ErrorCode::DuplicateColumnName
+            | ErrorCode::ColumnAlreadyExists
             | ErrorCode::TypeMismatch
             | ErrorCode::InvalidLiteral
             | ErrorCode::AmbiguousName

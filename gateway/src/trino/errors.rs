@@ -68,6 +68,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::ColumnNotFound => (47, USER),
         ErrorCode::SchemaAlreadyExists => (49, USER),
         ErrorCode::TableAlreadyExists => (50, USER),
+        ErrorCode::ColumnAlreadyExists => (51, USER),
         ErrorCode::DuplicateColumnName => (54, USER),
         ErrorCode::TypeMismatch => (58, USER),
         ErrorCode::InvalidLiteral => (59, USER),

@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 mod admission;
+mod alter_table;
 mod cluster_tls;
 mod config_errors;
 mod distributed;
