@@ -112,6 +112,9 @@ pub struct SessionProperties {
     pub join_distribution_type: Option<JoinDistribution>,
     pub distributed_execution: Option<bool>,
     pub query_priority: Option<i32>,
+    /// Each set property's value as the client wrote it: what Trino keeps, sends back in
+    /// `X-Trino-Set-Session` and shows in `SHOW SESSION` (`10m`, not `10.00m`).
+    written: BTreeMap<String, String>,
 }
 
 /// The limits a property value is checked against: the coordinator's configuration.
@@ -205,11 +208,16 @@ impl SessionProperties {
             }
             other => return Err(unknown_property(other)),
         }
-        Ok(self.value(name, limits).unwrap_or_default())
+        self.written
+            .insert(definition.name.to_string(), value.to_string());
+        Ok(value.to_string())
     }
 
     /// The current value of `name` as text, the default when unset.
     pub fn value(&self, name: &str, limits: &PropertyLimits) -> Option<String> {
+        if let Some(written) = self.written.get(name) {
+            return Some(written.clone());
+        }
         Some(match name {
             QUERY_MAX_RUN_TIME => match self.query_max_run_time {
                 Some(time) => format_duration(time),
@@ -269,7 +277,7 @@ mod tests {
     }
 
     #[test]
-    fn values_are_checked_and_normalised() {
+    fn values_are_checked_and_kept_as_written() {
         let mut p = SessionProperties::default();
         assert_eq!(
             p.set(TASK_CONCURRENCY, "8", &limits()).ok(),
@@ -279,11 +287,16 @@ mod tests {
         assert!(p.set(TASK_CONCURRENCY, "x", &limits()).is_err());
         assert_eq!(
             p.set(JOIN_DISTRIBUTION_TYPE, "partitioned", &limits()).ok(),
-            Some("PARTITIONED".into())
+            Some("partitioned".into())
         );
+        assert_eq!(p.join_distribution(), JoinDistribution::Partitioned);
         assert_eq!(
             p.set(QUERY_MAX_RUN_TIME, "90s", &limits()).ok(),
-            Some("1.50m".into())
+            Some("90s".into())
+        );
+        assert_eq!(
+            p.value(QUERY_MAX_RUN_TIME, &limits()).as_deref(),
+            Some("90s")
         );
         assert_eq!(p.max_run_time(&limits()), Some(Duration::from_secs(90)));
         // The coordinator's limit cannot be raised by a client.
