@@ -490,16 +490,7 @@ fn show(t: &mut Tokens) -> Result<Option<Show>> {
 /// are parsed expressions printed back as SQL, so they cannot change the statement's shape.
 pub fn bind_parameters(sql: &str, parameters: &[Expr]) -> Result<String> {
     let tokens = tokenize(sql)?;
-    let expected = count_parameters(&tokens);
-    if expected != parameters.len() {
-        return Err(Error::invalid(
-            ErrorCode::InvalidParameterUsage,
-            format!(
-                "Incorrect number of parameters: expected {expected} but found {}",
-                parameters.len()
-            ),
-        ));
-    }
+    check_parameter_count(count_parameters(&tokens), parameters.len())?;
     let mut values = parameters.iter();
     Ok(print(&tokens, |_, token| {
         is_parameter(token).then(|| {
@@ -544,6 +535,21 @@ fn print(tokens: &[Token], mut replace: impl FnMut(usize, &Token) -> Option<Stri
 
 fn count_parameters(tokens: &[Token]) -> usize {
     tokens.iter().filter(|t| is_parameter(t)).count()
+}
+
+/// A statement run as it is must have no `?` parameters (as in Trino, which counts them).
+pub fn require_no_parameters(sql: &str) -> Result<()> {
+    check_parameter_count(count_parameters(&tokenize(sql)?), 0)
+}
+
+fn check_parameter_count(expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        ErrorCode::InvalidParameterUsage,
+        format!("Incorrect number of parameters: expected {expected} but found {found}"),
+    ))
 }
 
 /// Trino's niladic functions written without parentheses (`current_schema`), which the SQL

@@ -15,7 +15,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{Expr, Value};
 
 use super::{Described, Planned, Session};
-use crate::dialect::statements::{ClientStatement, bind_parameters, number_parameters, recognize};
+use crate::dialect::statements::{
+    ClientStatement, bind_parameters, number_parameters, recognize, require_no_parameters,
+};
 use crate::dialect::types::TrinoType;
 use crate::engine::{Engine, OutputColumn, SessionSettings, StatementKind, StatementTemplate};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
@@ -119,6 +121,7 @@ pub(super) async fn plan_sql(
     let statement = match recognize(sql)? {
         // SHOW and CALL are planned by the engine.
         None | Some(ClientStatement::Show(_) | ClientStatement::KillQuery { .. }) => {
+            require_no_parameters(sql)?;
             return plan_query(engine, &settings, sql, in_transaction).await;
         }
         Some(statement) => statement,
