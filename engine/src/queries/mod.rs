@@ -405,7 +405,9 @@ impl QueryHandle {
             return Ok(());
         }
         let driver = &self.driver;
-        let slot = Box::pin(driver.stopped_or(driver.admit())).await;
+        // Bulk ingest runs unbounded once admitted, so it waits unbounded too.
+        let bounded = !matches!(self.stage, Stage::Submitted(Statement::Ingest { .. }));
+        let slot = Box::pin(driver.stopped_or(driver.admit(bounded))).await;
         let slot = driver.or_fail(slot)?;
         if let Some(tracker) = &driver.tracker {
             tracker.admitted();
@@ -486,19 +488,34 @@ impl Driver {
         }
     }
 
-    /// Waits for a slot for the query (or is refused: the queue is full).
-    async fn admit(&self) -> Result<Slot> {
+    /// Waits for a slot for the query (or is refused: the queue is full). `bounded`: its
+    /// `query_max_run_time` counts the wait, as Trino's does, so a query can time out queued.
+    async fn admit(&self, bounded: bool) -> Result<Slot> {
         // A property that does not check fails the statement here as it would when planned.
-        let priority = crate::session_properties::SessionProperties::from_pairs(
+        let limits = self.queries.engine.property_limits();
+        let properties = crate::session_properties::SessionProperties::from_pairs(
             &self.session.properties,
-            &self.queries.engine.property_limits(),
-        )?
-        .priority();
-        self.queries
+            &limits,
+        )?;
+        let waiting = self
+            .queries
             .admission
-            .admit(&self.session.user, priority)?
-            .slot()
-            .await
+            .admit(&self.session.user, properties.priority())?
+            .slot();
+        let deadline = properties
+            .max_run_time(&limits)
+            .filter(|_| bounded)
+            .and_then(|limit| {
+                let at = tokio::time::Instant::from_std(self.record()?.created_at())
+                    .checked_add(limit)?;
+                Some((at, limit))
+            });
+        match deadline {
+            Some((at, limit)) => tokio::time::timeout_at(at, waiting)
+                .await
+                .map_err(|_| Error::TimeLimit { limit })?,
+            None => waiting.await,
+        }
     }
 
     /// `result`, recording its failure as the query's end.

@@ -129,13 +129,15 @@ async fn metric(
     sqe_tests::metrics::sample(&text, name).ok_or_else(|| format!("no {name} in\n{text}").into())
 }
 
-/// `query_priority`: a waiting statement of higher priority takes the freed slot before one
-/// that arrived earlier.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_higher_query_priority_is_admitted_first() -> TestResult {
+/// A cluster of one slot and `max_queued` queue places, its slot held by a statement that runs
+/// until cancelled: the cluster, a client, the holder's first page and its id.
+async fn one_slot_held(
+    max_queued: usize,
+) -> Result<(TestCluster, reqwest::Client, Value, String), Box<dyn std::error::Error + Send + Sync>>
+{
     let cluster = cluster(AdmissionLimits {
         max_running: 1,
-        max_queued: 2,
+        max_queued,
         max_running_per_user: None,
     })
     .await?;
@@ -143,6 +145,14 @@ async fn a_higher_query_priority_is_admitted_first() -> TestResult {
     let holder = post(&http, &cluster, "test", LONG).await?;
     let holder_id = holder["id"].as_str().ok_or("no id")?.to_string();
     wait_for_state(&cluster, &holder_id, QueryState::Running).await?;
+    Ok((cluster, http, holder, holder_id))
+}
+
+/// `query_priority`: a waiting statement of higher priority takes the freed slot before one
+/// that arrived earlier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_higher_query_priority_is_admitted_first() -> TestResult {
+    let (cluster, http, holder, _) = one_slot_held(2).await?;
     let low = post(&http, &cluster, "test", "SELECT 1").await?;
     let low_id = low["id"].as_str().ok_or("no id")?.to_string();
     // In the queue before the other arrives.
@@ -176,6 +186,34 @@ async fn a_higher_query_priority_is_admitted_first() -> TestResult {
         .await?
         .map_err(|e| format!("queued query failed: {e}"))?;
     assert_eq!(rows, vec![serde_json::json!([1])]);
+    cluster.stop().await;
+    Ok(())
+}
+
+/// `query_max_run_time` counts the time a statement waits for its slot, as Trino's does: a
+/// statement queued past it fails with EXCEEDED_TIME_LIMIT while the slot is still taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_queued_statement_times_out_in_the_queue() -> TestResult {
+    let (cluster, http, holder, holder_id) = one_slot_held(1).await?;
+    let started = Instant::now();
+    let waiting =
+        post_with_session(&http, &cluster, "test", "query_max_run_time=1s", "SELECT 1").await?;
+    let error = tokio::time::timeout(Duration::from_secs(20), finish(&http, waiting, "test"))
+        .await
+        .map_err(|_| "the queued statement outwaited its limit")??
+        .err()
+        .ok_or("ran although the slot was taken")?;
+    assert_eq!(error["errorName"], "EXCEEDED_TIME_LIMIT", "{error}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(
+        state_of(&cluster, &holder_id),
+        Some(QueryState::Running),
+        "the slot's holder is untouched"
+    );
+    http.delete(holder["nextUri"].as_str().ok_or("no nextUri")?)
+        .header("X-Trino-User", "test")
+        .send()
+        .await?;
     cluster.stop().await;
     Ok(())
 }
