@@ -16,6 +16,7 @@ async fn python_trino_client_and_protocol_edges() -> TestResult {
         "test_trino_session.py",
         "test_trino_metadata.py",
         "test_trino_tpch.py",
+        "test_dbt.py",
     ] {
         run_python(script, &args).await?;
     }

@@ -1,0 +1,1 @@
+select id, name, age, city from {{ ref('people') }} where age > 30
