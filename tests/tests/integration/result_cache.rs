@@ -135,6 +135,25 @@ async fn the_cache_answers_only_the_same_question() -> TestResult {
         count(&engine, "ann", same, vec![]).await?,
         (9, Some(CacheUse::Hit))
     );
+
+    // A column added by another engine makes no snapshot, but the answers cached for the old
+    // schema must go.
+    use iceberg::transaction::{AddColumn, ApplyTransactionAction, Transaction};
+    let ident = iceberg::TableIdent::new(iceberg::NamespaceIdent::new("demo".into()), "t".into());
+    let table = engine.catalog().load_table(&ident).await?;
+    let transaction = Transaction::new(&table);
+    let transaction = transaction
+        .update_schema()
+        .add_column(AddColumn::optional(
+            "y",
+            iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Long),
+        ))
+        .apply(transaction)?;
+    transaction.commit(engine.catalog().as_ref()).await?;
+    assert_eq!(
+        count(&engine, "ann", same, vec![]).await?,
+        (9, Some(CacheUse::Miss))
+    );
     coordinator.stop().await;
     Ok(())
 }
