@@ -1,13 +1,15 @@
 //! `ALTER TABLE`: `ADD COLUMN [IF NOT EXISTS]`, `DROP COLUMN [IF EXISTS]` (Iceberg schema
 //! evolution by field id: files written before read an added column as NULL and keep a dropped
-//! one unread) and `RENAME TO`. The rest of Trino's ALTER TABLE (renaming or retyping a column,
-//! properties) is refused: iceberg-rust 0.10 has no public action for it.
+//! one unread) and `RENAME TO`; `COMMENT ON TABLE` (the `comment` table property, where Trino's
+//! Iceberg connector keeps it). The rest of Trino's ALTER TABLE (renaming or retyping a column,
+//! properties) and column comments are refused: iceberg-rust 0.10 has no public action for them.
 
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::planner::object_name_to_table_reference;
 use datafusion::sql::sqlparser::ast::{
-    AlterTable, AlterTableOperation, ColumnDef, ObjectName, RenameTableNameKind, Statement,
+    AlterTable, AlterTableOperation, ColumnDef, CommentObject, ObjectName, RenameTableNameKind,
+    Statement,
 };
 use iceberg::TableIdent;
 use iceberg::spec::Type;
@@ -37,6 +39,22 @@ enum Change {
         if_exists: bool,
     },
     RenameTo(TableIdent),
+    /// `COMMENT ON TABLE … IS 'text'`; `None`: `IS NULL`.
+    Comment(Option<String>),
+}
+
+/// The Iceberg table property Trino's Iceberg connector keeps a table's comment in.
+pub(crate) const COMMENT_PROPERTY: &str = "comment";
+
+/// A statement that changes a table without a plan of DataFusion's.
+pub(super) enum TableStatement<'a> {
+    Alter(&'a AlterTable),
+    Comment {
+        object_type: &'a CommentObject,
+        name: &'a ObjectName,
+        comment: Option<&'a String>,
+        if_exists: bool,
+    },
 }
 
 impl Engine {
@@ -96,6 +114,27 @@ impl Engine {
             ident,
             if_exists: alter.if_exists,
             change,
+        })
+    }
+
+    /// `COMMENT ON TABLE`, checked and resolved; column comments are refused.
+    pub(super) fn plan_comment(
+        &self,
+        state: &SessionState,
+        object_type: &CommentObject,
+        name: &ObjectName,
+        comment: Option<&String>,
+        if_exists: bool,
+    ) -> Result<TableChange> {
+        if *object_type != CommentObject::Table {
+            return Err(Error::NotSupported(format!(
+                "COMMENT ON {object_type}: SQE keeps comments on tables only"
+            )));
+        }
+        Ok(TableChange {
+            ident: self.table_ident(state, &table_reference(name)?)?,
+            if_exists,
+            change: Change::Comment(comment.cloned()),
         })
     }
 
@@ -194,6 +233,16 @@ impl Engine {
                     .apply(transaction)?;
                 transaction.commit(catalog.as_ref()).await?;
             }
+            Change::Comment(comment) => {
+                let transaction = Transaction::new(&table);
+                let action = transaction.update_table_properties();
+                let action = match comment {
+                    Some(text) => action.set(COMMENT_PROPERTY.to_string(), text),
+                    None => action.remove(COMMENT_PROPERTY.to_string()),
+                };
+                let transaction = action.apply(transaction)?;
+                transaction.commit(catalog.as_ref()).await?;
+            }
             Change::RenameTo(to) => {
                 if catalog.table_exists(&to).await? {
                     return Err(Error::already_exists(ObjectKind::Table, to.to_string()));
@@ -207,13 +256,24 @@ impl Engine {
     }
 }
 
-/// `ALTER TABLE …`, if `statement` is one.
-pub(super) fn as_alter_table(statement: &DFStatement) -> Option<&AlterTable> {
-    match statement {
-        DFStatement::Statement(inner) => match inner.as_ref() {
-            Statement::AlterTable(alter) => Some(alter),
-            _ => None,
-        },
+/// `ALTER TABLE …` or `COMMENT ON …`, if `statement` is one.
+pub(super) fn as_table_statement(statement: &DFStatement) -> Option<TableStatement<'_>> {
+    let DFStatement::Statement(inner) = statement else {
+        return None;
+    };
+    match inner.as_ref() {
+        Statement::AlterTable(alter) => Some(TableStatement::Alter(alter)),
+        Statement::Comment {
+            object_type,
+            object_name,
+            comment,
+            if_exists,
+        } => Some(TableStatement::Comment {
+            object_type,
+            name: object_name,
+            comment: comment.as_ref(),
+            if_exists: *if_exists,
+        }),
         _ => None,
     }
 }

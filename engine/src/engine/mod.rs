@@ -53,6 +53,7 @@ use sqe_tpch::{TpchCodec, TpchTaskEstimator};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+pub(crate) use self::alter::COMMENT_PROPERTY;
 pub(crate) use self::table_properties::TABLE_PROPERTIES;
 use self::table_properties::{TableProperties, partition_spec};
 use crate::cache::{
@@ -169,6 +170,7 @@ pub enum StatementKind {
     DropTable,
     DropSchema,
     AlterTable,
+    Comment,
     /// A procedure: `CALL system.runtime.kill_query(...)`.
     Call,
 }
@@ -186,6 +188,7 @@ impl StatementKind {
             StatementKind::DropTable => Some("DROP TABLE"),
             StatementKind::DropSchema => Some("DROP SCHEMA"),
             StatementKind::AlterTable => Some("ALTER TABLE"),
+            StatementKind::Comment => Some("COMMENT"),
             StatementKind::Call => Some("CALL"),
         }
     }

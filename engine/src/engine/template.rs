@@ -51,8 +51,9 @@ enum Call {
         message: Option<String>,
         user: String,
     },
-    /// Not a procedure, but a change DataFusion does not plan.
+    /// Not procedures, but changes DataFusion does not plan.
     AlterTable(super::alter::TableChange),
+    Comment(super::alter::TableChange),
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -327,10 +328,27 @@ impl Engine {
                         let properties = take_table_properties(&mut statement)?;
                         Ok((statement, properties))
                     })?;
-                if let Some(alter) = super::alter::as_alter_table(&statement) {
-                    call = Some(Call::AlterTable(
-                        self.plan_alter_table(&state, alter).await?,
-                    ));
+                match super::alter::as_table_statement(&statement) {
+                    Some(super::alter::TableStatement::Alter(alter)) => {
+                        call = Some(Call::AlterTable(
+                            self.plan_alter_table(&state, alter).await?,
+                        ));
+                    }
+                    Some(super::alter::TableStatement::Comment {
+                        object_type,
+                        name,
+                        comment,
+                        if_exists,
+                    }) => {
+                        call = Some(Call::Comment(self.plan_comment(
+                            &state,
+                            object_type,
+                            name,
+                            comment,
+                            if_exists,
+                        )?));
+                    }
+                    None => {}
                 }
                 let logical = async {
                     if call.is_some() {
@@ -358,6 +376,7 @@ impl Engine {
         };
         let kind = match call {
             Some(Call::AlterTable(_)) => StatementKind::AlterTable,
+            Some(Call::Comment(_)) => StatementKind::Comment,
             Some(Call::KillQuery { .. }) => StatementKind::Call,
             None => statement_kind(&logical),
         };
@@ -452,7 +471,9 @@ impl Engine {
                     message: message.clone(),
                     user: user.clone(),
                 },
-                Call::AlterTable(change) => Action::AlterTable(change.clone()),
+                Call::AlterTable(change) | Call::Comment(change) => {
+                    Action::AlterTable(change.clone())
+                }
             };
             return Ok(Prepared {
                 kind: template.kind,

@@ -531,17 +531,17 @@ pub(super) fn metadata_tables(
                 schema: filters.get("schema_name").map(str::to_string),
                 table: filters.get("table_name").map(str::to_string),
             };
-            Ok(walk::tables(&a, &scope)?
-                .into_iter()
-                .map(|t| {
-                    vec![
-                        Cell::from(t.catalog),
-                        Cell::from(t.schema),
-                        Cell::from(t.table),
-                        NULL,
-                    ]
-                })
-                .collect())
+            let mut rows = Vec::new();
+            for t in walk::tables(&a, &scope)? {
+                let comment = table_comment(&a, &t).await?;
+                rows.push(vec![
+                    Cell::from(t.catalog),
+                    Cell::from(t.schema),
+                    Cell::from(t.table),
+                    comment.map_or(NULL, Cell::from),
+                ]);
+            }
+            Ok(rows)
         });
     let table_properties =
         MetadataTable::over_catalogs(&TABLE_PROPERTIES, all, |a, filters| async move {
@@ -579,4 +579,31 @@ pub(super) fn metadata_tables(
         out.push((spec.name, MetadataTable::empty(spec)));
     }
     out
+}
+
+/// An Iceberg table's comment (`COMMENT ON TABLE`), read from its properties; other tables
+/// have none.
+async fn table_comment(
+    all: &Weak<dyn CatalogProviderList>,
+    table: &walk::TableEntry,
+) -> datafusion::error::Result<Option<String>> {
+    let Some(schema) = all
+        .upgrade()
+        .and_then(|all| all.catalog(&table.catalog))
+        .and_then(|c| c.schema(&table.schema))
+    else {
+        return Ok(None);
+    };
+    let Some(provider) = schema.table(&table.table).await? else {
+        return Ok(None);
+    };
+    Ok(provider
+        .downcast_ref::<sqe_iceberg::table::IcebergTableProvider>()
+        .and_then(|p| {
+            p.table()
+                .metadata()
+                .properties()
+                .get(crate::engine::COMMENT_PROPERTY)
+                .cloned()
+        }))
 }

@@ -127,6 +127,54 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
         code_of(&cluster, "CREATE TABLE al.\"v$snapshots\" (x integer)").await?,
         ErrorCode::NotSupported
     );
+
+    // Table comments: the `comment` property, as Trino's Iceberg connector keeps them.
+    let comment = "SELECT comment FROM system.metadata.table_comments \
+                   WHERE schema_name = 'al' AND table_name = 'u'";
+    assert_eq!(
+        rows(&cluster, comment).await?,
+        "+---------+\n| comment |\n+---------+\n|         |\n+---------+"
+    );
+    let commented = cluster
+        .sql("COMMENT ON TABLE al.u IS 'adults, by city'")
+        .await?;
+    assert!(
+        matches!(commented, Collected::Updated(None)),
+        "{commented:?}"
+    );
+    assert_eq!(
+        rows(&cluster, comment).await?,
+        "+-----------------+\n| comment         |\n+-----------------+\n| adults, by city |\n+-----------------+"
+    );
+    let table = cluster
+        .engine()
+        .catalog()
+        .load_table(&TableIdent::new(
+            NamespaceIdent::new("al".into()),
+            "u".into(),
+        ))
+        .await?;
+    assert_eq!(
+        table
+            .metadata()
+            .properties()
+            .get("comment")
+            .map(String::as_str),
+        Some("adults, by city")
+    );
+    cluster.sql("COMMENT ON TABLE al.u IS NULL").await?;
+    assert_eq!(
+        rows(&cluster, comment).await?,
+        "+---------+\n| comment |\n+---------+\n|         |\n+---------+"
+    );
+    assert_eq!(
+        code_of(&cluster, "COMMENT ON COLUMN al.u.id IS 'key'").await?,
+        ErrorCode::NotSupported
+    );
+    assert_eq!(
+        code_of(&cluster, "COMMENT ON TABLE al.missing IS 'x'").await?,
+        ErrorCode::TableNotFound
+    );
     cluster.stop().await;
     Ok(())
 }
