@@ -59,4 +59,4 @@ pub mod trace;
 pub mod unreachable;
 
 pub use stack::{ChannelSettings, LayeredChannel, StackError, WorkerChannelStack, server_layers};
-pub use status::grpc_status_of;
+pub use status::{error_chain, grpc_status_of};

@@ -149,6 +149,18 @@ impl TestCluster {
         }
     }
 
+    /// The Iceberg table `schema.table` as the catalog holds it: the referee for what SQE
+    /// committed.
+    pub async fn iceberg_table(
+        &self,
+        schema: &str,
+        table: &str,
+    ) -> Result<iceberg::table::Table, iceberg::Error> {
+        let ident =
+            iceberg::TableIdent::new(iceberg::NamespaceIdent::new(schema.into()), table.into());
+        self.engine().catalog().load_table(&ident).await
+    }
+
     /// Runs a query and returns its rows.
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, Error> {
         Ok(self.sql(sql).await?.rows())

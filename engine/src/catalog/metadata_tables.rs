@@ -135,12 +135,11 @@ fn properties(metadata: &TableMetadata) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
 }
 
-/// One branch or tag, as the metadata's `refs` say it (iceberg-rust lists refs only through
-/// the metadata's serialized form).
+/// One branch or tag, as the metadata's `refs` say it.
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-struct Reference {
-    snapshot_id: i64,
+pub(super) struct Reference {
+    pub(super) snapshot_id: i64,
     #[serde(rename = "type")]
     kind: String,
     min_snapshots_to_keep: Option<i32>,
@@ -148,14 +147,20 @@ struct Reference {
     max_ref_age_ms: Option<i64>,
 }
 
-fn refs(metadata: &TableMetadata) -> Result<RecordBatch> {
+/// The table's branches and tags by name: iceberg-rust 0.10 lists them only in the metadata's
+/// serialized form.
+pub(super) fn references(metadata: &TableMetadata) -> Result<BTreeMap<String, Reference>> {
     let serialized = serde_json::to_value(metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    let refs: BTreeMap<String, Reference> = match serialized.get("refs") {
+    match serialized.get("refs") {
         Some(refs) => {
-            serde_json::from_value(refs.clone()).map_err(|e| Error::Internal(e.to_string()))?
+            serde_json::from_value(refs.clone()).map_err(|e| Error::Internal(e.to_string()))
         }
-        None => BTreeMap::new(),
-    };
+        None => Ok(BTreeMap::new()),
+    }
+}
+
+fn refs(metadata: &TableMetadata) -> Result<RecordBatch> {
+    let refs = references(metadata)?;
     let schema = Schema::new(vec![
         Field::new("name", DataType::Utf8, false),
         Field::new("type", DataType::Utf8, false),

@@ -13,7 +13,7 @@ use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::write::CommitListener;
 
 use super::addressed::Addressed;
-use super::metadata_tables::metadata_table;
+use super::metadata_tables::{metadata_table, references};
 use crate::error::{Error, ErrorCode, Result};
 
 /// DataFusion's catalog traits list schemas and tables synchronously while Iceberg catalogs
@@ -174,13 +174,11 @@ fn reference_snapshot(metadata: &iceberg::spec::TableMetadata, reference: &str) 
     if let Some(snapshot) = metadata.snapshot_for_ref(reference) {
         return Some(snapshot.snapshot_id());
     }
-    let serialized = serde_json::to_value(metadata).ok()?;
-    let (_, found) = serialized
-        .get("refs")?
-        .as_object()?
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(reference))?;
-    found.get("snapshot-id")?.as_i64()
+    references(metadata)
+        .ok()?
+        .into_iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(reference))
+        .map(|(_, found)| found.snapshot_id)
 }
 
 /// The snapshot that was current at `millis`: the last one the table's history made current

@@ -15,7 +15,7 @@ use iceberg::TableIdent;
 use iceberg::spec::Type;
 use iceberg::transaction::{AddColumn, ApplyTransactionAction, Transaction};
 
-use super::Engine;
+use super::{Engine, StatementKind};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
 /// A planned ALTER TABLE.
@@ -46,20 +46,49 @@ enum Change {
 /// The Iceberg table property Trino's Iceberg connector keeps a table's comment in.
 pub(crate) const COMMENT_PROPERTY: &str = "comment";
 
-/// A statement that changes a table without a plan of DataFusion's.
-pub(super) enum TableStatement<'a> {
-    Alter(&'a AlterTable),
-    Comment {
-        object_type: &'a CommentObject,
-        name: &'a ObjectName,
-        comment: Option<&'a String>,
-        if_exists: bool,
-    },
+impl TableChange {
+    /// The statement it was planned from.
+    pub(super) fn kind(&self) -> StatementKind {
+        match self.change {
+            Change::Comment(_) => StatementKind::Comment,
+            _ => StatementKind::AlterTable,
+        }
+    }
 }
 
 impl Engine {
-    /// `alter` checked and resolved against `state`'s defaults; nothing is changed yet.
-    pub(super) async fn plan_alter_table(
+    /// `statement` checked and resolved against `state`'s defaults if it is an ALTER TABLE or
+    /// a COMMENT ON; nothing is changed yet.
+    pub(super) async fn plan_table_change(
+        &self,
+        state: &SessionState,
+        statement: &DFStatement,
+    ) -> Result<Option<TableChange>> {
+        let DFStatement::Statement(inner) = statement else {
+            return Ok(None);
+        };
+        match inner.as_ref() {
+            Statement::AlterTable(alter) => self.plan_alter_table(state, alter).await.map(Some),
+            Statement::Comment {
+                object_type,
+                object_name,
+                comment,
+                if_exists,
+            } => self
+                .plan_comment(
+                    state,
+                    object_type,
+                    object_name,
+                    comment.as_ref(),
+                    *if_exists,
+                )
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// `alter` checked and resolved against `state`'s defaults.
+    async fn plan_alter_table(
         &self,
         state: &SessionState,
         alter: &AlterTable,
@@ -118,7 +147,7 @@ impl Engine {
     }
 
     /// `COMMENT ON TABLE`, checked and resolved; column comments are refused.
-    pub(super) fn plan_comment(
+    fn plan_comment(
         &self,
         state: &SessionState,
         object_type: &CommentObject,
@@ -179,7 +208,8 @@ impl Engine {
         }
         let table = catalog.load_table(&ident).await?;
         let schema = table.metadata().current_schema();
-        match change {
+        let transaction = Transaction::new(&table);
+        let transaction = match change {
             Change::AddColumn {
                 name,
                 field_type,
@@ -195,12 +225,10 @@ impl Engine {
                         ))
                     };
                 }
-                let transaction = Transaction::new(&table);
-                let transaction = transaction
+                transaction
                     .update_schema()
                     .add_column(AddColumn::optional(&name, field_type))
-                    .apply(transaction)?;
-                transaction.commit(catalog.as_ref()).await?;
+                    .apply(transaction)?
             }
             Change::DropColumn { name, if_exists } => {
                 if schema.field_by_name(&name).is_none() {
@@ -226,22 +254,18 @@ impl Engine {
                         "dropping partition column '{name}' of {ident}"
                     )));
                 }
-                let transaction = Transaction::new(&table);
-                let transaction = transaction
+                transaction
                     .update_schema()
                     .delete_column(&name)
-                    .apply(transaction)?;
-                transaction.commit(catalog.as_ref()).await?;
+                    .apply(transaction)?
             }
             Change::Comment(comment) => {
-                let transaction = Transaction::new(&table);
                 let action = transaction.update_table_properties();
                 let action = match comment {
                     Some(text) => action.set(COMMENT_PROPERTY.to_string(), text),
                     None => action.remove(COMMENT_PROPERTY.to_string()),
                 };
-                let transaction = action.apply(transaction)?;
-                transaction.commit(catalog.as_ref()).await?;
+                action.apply(transaction)?
             }
             Change::RenameTo(to) => {
                 if catalog.table_exists(&to).await? {
@@ -249,32 +273,13 @@ impl Engine {
                 }
                 catalog.rename_table(&ident, &to).await?;
                 self.cache.invalidate_table(&to);
+                self.cache.invalidate_table(&ident);
+                return Ok(());
             }
-        }
+        };
+        transaction.commit(catalog.as_ref()).await?;
         self.cache.invalidate_table(&ident);
         Ok(())
-    }
-}
-
-/// `ALTER TABLE …` or `COMMENT ON …`, if `statement` is one.
-pub(super) fn as_table_statement(statement: &DFStatement) -> Option<TableStatement<'_>> {
-    let DFStatement::Statement(inner) = statement else {
-        return None;
-    };
-    match inner.as_ref() {
-        Statement::AlterTable(alter) => Some(TableStatement::Alter(alter)),
-        Statement::Comment {
-            object_type,
-            object_name,
-            comment,
-            if_exists,
-        } => Some(TableStatement::Comment {
-            object_type,
-            name: object_name,
-            comment: comment.as_ref(),
-            if_exists: *if_exists,
-        }),
-        _ => None,
     }
 }
 

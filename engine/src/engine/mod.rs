@@ -251,7 +251,7 @@ enum Action {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
     },
-    AlterTable(alter::TableChange),
+    ChangeTable(alter::TableChange),
     /// Rows the result cache had.
     Cached(CachedResult),
     /// `kill_query`, on behalf of `user`.
@@ -982,7 +982,7 @@ impl Engine {
                 self.kill_query(&query_id, &user, message.as_deref())?;
                 Outcome::Updated { rows: None }
             }
-            Action::AlterTable(change) => {
+            Action::ChangeTable(change) => {
                 self.alter_table(change).await?;
                 Outcome::Updated { rows: None }
             }
@@ -1247,17 +1247,16 @@ pub(crate) fn check_new_table_name(ident: &TableIdent) -> Result<()> {
     check_new_namespace(ident.namespace())?;
     check_new_name("table", ident.name())?;
     // A name read as a table's past or its metadata could never be looked up itself.
-    if crate::catalog::Addressed::parse(ident.name()).1 != crate::catalog::Addressed::Current {
-        return Err(Error::invalid(
+    match crate::catalog::Addressed::parse(ident.name()) {
+        (_, crate::catalog::Addressed::Current) => Ok(()),
+        (table, _) => Err(Error::invalid(
             ErrorCode::NotSupported,
             format!(
-                "Invalid table name '{}': it reads as a state of table '{}'",
-                ident.name(),
-                crate::catalog::Addressed::parse(ident.name()).0
+                "Invalid table name '{}': it reads as a state of table '{table}'",
+                ident.name()
             ),
-        ));
+        )),
     }
-    Ok(())
 }
 
 pub(crate) fn explain_schema() -> SchemaRef {

@@ -51,9 +51,9 @@ enum Call {
         message: Option<String>,
         user: String,
     },
-    /// Not procedures, but changes DataFusion does not plan.
-    AlterTable(super::alter::TableChange),
-    Comment(super::alter::TableChange),
+    /// Not a procedure, but a change of a table DataFusion does not plan (ALTER TABLE,
+    /// COMMENT ON).
+    ChangeTable(super::alter::TableChange),
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -328,27 +328,8 @@ impl Engine {
                         let properties = take_table_properties(&mut statement)?;
                         Ok((statement, properties))
                     })?;
-                match super::alter::as_table_statement(&statement) {
-                    Some(super::alter::TableStatement::Alter(alter)) => {
-                        call = Some(Call::AlterTable(
-                            self.plan_alter_table(&state, alter).await?,
-                        ));
-                    }
-                    Some(super::alter::TableStatement::Comment {
-                        object_type,
-                        name,
-                        comment,
-                        if_exists,
-                    }) => {
-                        call = Some(Call::Comment(self.plan_comment(
-                            &state,
-                            object_type,
-                            name,
-                            comment,
-                            if_exists,
-                        )?));
-                    }
-                    None => {}
+                if let Some(change) = self.plan_table_change(&state, &statement).await? {
+                    call = Some(Call::ChangeTable(change));
                 }
                 let logical = async {
                     if call.is_some() {
@@ -374,9 +355,8 @@ impl Engine {
                 (state, logical, properties)
             }
         };
-        let kind = match call {
-            Some(Call::AlterTable(_)) => StatementKind::AlterTable,
-            Some(Call::Comment(_)) => StatementKind::Comment,
+        let kind = match &call {
+            Some(Call::ChangeTable(change)) => change.kind(),
             Some(Call::KillQuery { .. }) => StatementKind::Call,
             None => statement_kind(&logical),
         };
@@ -471,9 +451,7 @@ impl Engine {
                     message: message.clone(),
                     user: user.clone(),
                 },
-                Call::AlterTable(change) | Call::Comment(change) => {
-                    Action::AlterTable(change.clone())
-                }
+                Call::ChangeTable(change) => Action::ChangeTable(change.clone()),
             };
             return Ok(Prepared {
                 kind: template.kind,

@@ -454,14 +454,9 @@ fn classify_arrow(err: ArrowError) -> Error {
 /// Errors that travel boxed inside DataFusion's or Arrow's: ours, the table layer's, a
 /// worker's gRPC status.
 fn classify_boxed(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
-    let e = match e.downcast::<Error>() {
-        Ok(ours) => return *ours,
-        Err(e) => e,
-    };
-    let e = match e.downcast::<sqe_functions::InvalidArgument>() {
-        Ok(refused) => return Error::invalid(ErrorCode::InvalidFunctionArgument, refused.0),
-        Err(e) => e,
-    };
+    if let Some(known) = classify_by_reference(e.as_ref()) {
+        return known;
+    }
     let e = match e.downcast::<TableError>() {
         Ok(table) => return Error::from(*table),
         Err(e) => e,
@@ -478,10 +473,22 @@ fn classify_boxed(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
         Ok(iceberg) => return classify_iceberg(&iceberg),
         Err(e) => e,
     };
-    match e.downcast::<tonic::Status>() {
-        Ok(status) => classify_status(&status),
-        Err(e) => Error::Internal(e.to_string()),
+    Error::Internal(e.to_string())
+}
+
+/// The errors that classify as well through a reference as owned: ours, a function's refusal,
+/// a node's status.
+fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error> {
+    if let Some(ours) = e.downcast_ref::<Error>() {
+        return Some(ours.clone());
     }
+    if let Some(refused) = e.downcast_ref::<sqe_functions::InvalidArgument>() {
+        return Some(Error::invalid(
+            ErrorCode::InvalidFunctionArgument,
+            refused.0.clone(),
+        ));
+    }
+    e.downcast_ref::<tonic::Status>().map(classify_status)
 }
 
 /// A gRPC status from another node, by its code.
@@ -528,14 +535,8 @@ fn classify_datafusion(err: DataFusionError) -> Error {
 fn classify_shared(shared: &DataFusionError) -> Error {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(shared);
     while let Some(e) = next {
-        if let Some(ours) = e.downcast_ref::<Error>() {
-            return ours.clone();
-        }
-        if let Some(refused) = e.downcast_ref::<sqe_functions::InvalidArgument>() {
-            return Error::invalid(ErrorCode::InvalidFunctionArgument, refused.0.clone());
-        }
-        if let Some(status) = e.downcast_ref::<tonic::Status>() {
-            return classify_status(status);
+        if let Some(known) = classify_by_reference(e) {
+            return known;
         }
         next = e.source();
     }

@@ -531,17 +531,18 @@ pub(super) fn metadata_tables(
                 schema: filters.get("schema_name").map(str::to_string),
                 table: filters.get("table_name").map(str::to_string),
             };
-            let mut rows = Vec::new();
-            for t in walk::tables(&a, &scope)? {
-                let comment = table_comment(&a, &t).await?;
-                rows.push(vec![
-                    Cell::from(t.catalog),
-                    Cell::from(t.schema),
-                    Cell::from(t.table),
-                    comment.map_or(NULL, Cell::from),
-                ]);
-            }
-            Ok(rows)
+            Ok(walk::table_providers(&a, &scope)
+                .await?
+                .into_iter()
+                .map(|(t, table)| {
+                    vec![
+                        Cell::from(t.catalog),
+                        Cell::from(t.schema),
+                        Cell::from(t.table),
+                        table_comment(table.as_ref()).map_or(NULL, Cell::from),
+                    ]
+                })
+                .collect())
         });
     let table_properties =
         MetadataTable::over_catalogs(&TABLE_PROPERTIES, all, |a, filters| async move {
@@ -583,21 +584,8 @@ pub(super) fn metadata_tables(
 
 /// An Iceberg table's comment (`COMMENT ON TABLE`), read from its properties; other tables
 /// have none.
-async fn table_comment(
-    all: &Weak<dyn CatalogProviderList>,
-    table: &walk::TableEntry,
-) -> datafusion::error::Result<Option<String>> {
-    let Some(schema) = all
-        .upgrade()
-        .and_then(|all| all.catalog(&table.catalog))
-        .and_then(|c| c.schema(&table.schema))
-    else {
-        return Ok(None);
-    };
-    let Some(provider) = schema.table(&table.table).await? else {
-        return Ok(None);
-    };
-    Ok(provider
+fn table_comment(table: &dyn TableProvider) -> Option<String> {
+    table
         .downcast_ref::<sqe_iceberg::table::IcebergTableProvider>()
         .and_then(|p| {
             p.table()
@@ -605,5 +593,5 @@ async fn table_comment(
                 .properties()
                 .get(crate::engine::COMMENT_PROPERTY)
                 .cloned()
-        }))
+        })
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Weak};
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::catalog::CatalogProviderList;
+use datafusion::catalog::{CatalogProviderList, TableProvider};
 use datafusion::error::{DataFusionError, Result as DfResult};
 
 /// Which catalogs, schemas and tables to list; `None` is all.
@@ -87,11 +87,11 @@ pub(super) fn tables(
     Ok(out)
 }
 
-/// Tables with their columns; a table dropped while listing is skipped.
-pub(super) async fn table_schemas(
+/// Tables with their providers; a table dropped while listing is skipped.
+pub(super) async fn table_providers(
     all: &Weak<dyn CatalogProviderList>,
     scope: &Scope,
-) -> DfResult<Vec<(TableEntry, SchemaRef)>> {
+) -> DfResult<Vec<(TableEntry, Arc<dyn TableProvider>)>> {
     let entries = tables(all, scope)?;
     let list = upgrade(all)?;
     let mut out = Vec::with_capacity(entries.len());
@@ -103,9 +103,20 @@ pub(super) async fn table_schemas(
             continue;
         };
         if let Some(table) = schema.table(&entry.table).await? {
-            let columns = table.schema();
-            out.push((entry, columns));
+            out.push((entry, table));
         }
     }
     Ok(out)
+}
+
+/// Tables with their columns; a table dropped while listing is skipped.
+pub(super) async fn table_schemas(
+    all: &Weak<dyn CatalogProviderList>,
+    scope: &Scope,
+) -> DfResult<Vec<(TableEntry, SchemaRef)>> {
+    Ok(table_providers(all, scope)
+        .await?
+        .into_iter()
+        .map(|(entry, table)| (entry, table.schema()))
+        .collect())
 }

@@ -100,7 +100,7 @@ impl Connection {
         let channel = endpoint.connect().await.map_err(|e| {
             ShellError::Connect(format!(
                 "cannot connect to {uri}: {}",
-                error_chain(&e as &dyn std::error::Error)
+                sqe_layers::error_chain(&e as &dyn std::error::Error)
             ))
         })?;
         let mut connection = Self {
@@ -320,21 +320,4 @@ pub fn flight_error(error: FlightError) -> ShellError {
         FlightError::Tonic(status) => status_error(&status),
         other => ShellError::Connect(other.to_string()),
     }
-}
-
-/// `error` and its causes, the way a user needs them (the innermost cause is usually the one
-/// that says what went wrong, e.g. "Connection refused").
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        // Layers often repeat their cause's words; say each thing once.
-        if !message.ends_with(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }

@@ -20,7 +20,7 @@ use tonic::Status;
 use tonic::body::Body;
 use tower::{Layer, Service};
 
-use crate::status::response;
+use crate::status::{error_chain, response};
 
 #[cfg(test)]
 mod tests;
@@ -101,23 +101,8 @@ where
             Err(error) => Ok(response(Status::unavailable(format!(
                 "{} could not be reached: {}",
                 this.target,
-                causes(&error)
+                error_chain(&error)
             )))),
         })
     }
-}
-
-/// The error and its sources, each said once ("transport error: tcp connect error: Connection
-/// refused (os error 111)").
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut said: Vec<String> = Vec::new();
-    let mut next = Some(error);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if !said.iter().any(|s| s.contains(&text)) {
-            said.push(text);
-        }
-        next = e.source();
-    }
-    said.join(": ")
 }

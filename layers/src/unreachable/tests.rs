@@ -51,5 +51,5 @@ fn a_cause_repeated_by_its_wrapper_is_said_once() {
     #[error("tcp connect error: {0}")]
     struct Repeats(#[source] std::io::Error);
     let error = Repeats(std::io::Error::other("refused"));
-    assert_eq!(causes(&error), "tcp connect error: refused");
+    assert_eq!(error_chain(&error), "tcp connect error: refused");
 }

@@ -2,7 +2,6 @@
 //! column as NULL and a dropped-then-re-added column never brings its old values back; RENAME TO
 //! moves the table; what SQE cannot alter is refused with Trino's codes.
 
-use iceberg::{NamespaceIdent, TableIdent};
 use sqe_engine::ErrorCode;
 use sqe_tests::cluster::{Collected, TestCluster};
 use sqe_tests::render;
@@ -35,12 +34,7 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
         .await?;
     cluster.sql("INSERT INTO al.t VALUES (1, 'a')").await?;
     let first_snapshot = cluster
-        .engine()
-        .catalog()
-        .load_table(&TableIdent::new(
-            NamespaceIdent::new("al".into()),
-            "t".into(),
-        ))
+        .iceberg_table("al", "t")
         .await?
         .metadata()
         .current_snapshot_id()
@@ -146,14 +140,7 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
         rows(&cluster, comment).await?,
         "+-----------------+\n| comment         |\n+-----------------+\n| adults, by city |\n+-----------------+"
     );
-    let table = cluster
-        .engine()
-        .catalog()
-        .load_table(&TableIdent::new(
-            NamespaceIdent::new("al".into()),
-            "u".into(),
-        ))
-        .await?;
+    let table = cluster.iceberg_table("al", "u").await?;
     assert_eq!(
         table
             .metadata()

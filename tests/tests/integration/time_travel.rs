@@ -4,7 +4,6 @@
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
-use iceberg::{NamespaceIdent, TableIdent};
 use sqe_engine::ErrorCode;
 use sqe_tests::cluster::TestCluster;
 
@@ -47,14 +46,7 @@ async fn every_snapshot_reads_back_by_id_and_by_instant() -> TestResult {
             .await?;
     }
     // The referee: the table's metadata as the catalog holds it.
-    let table = cluster
-        .engine()
-        .catalog()
-        .load_table(&TableIdent::new(
-            NamespaceIdent::new("tt".into()),
-            "t".into(),
-        ))
-        .await?;
+    let table = cluster.iceberg_table("tt", "t").await?;
     let metadata = table.metadata();
     let mut expected: Vec<_> = metadata
         .snapshots()
