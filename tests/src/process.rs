@@ -132,6 +132,52 @@ impl SqeProcess {
     }
 }
 
+/// `sqe local` in `dir` on free ports, once its Flight SQL port listens.
+pub struct LocalProcess {
+    pub process: SqeProcess,
+    pub flight_sql_port: u16,
+    pub trino_port: u16,
+}
+
+impl LocalProcess {
+    /// Starts `sqe local` with its data in `dir/data`, `workers` workers and TPC-H at
+    /// `scale_factor`.
+    pub fn start(dir: &Path, workers: u32, scale_factor: &str) -> Result<Self, String> {
+        let error = |e: std::io::Error| e.to_string();
+        let (flight_sql_port, trino_port) =
+            (free_port().map_err(error)?, free_port().map_err(error)?);
+        let data = dir.join("data").display().to_string();
+        let (flight, trino, workers) = (
+            flight_sql_port.to_string(),
+            trino_port.to_string(),
+            workers.to_string(),
+        );
+        let args = [
+            "local",
+            "--data-dir",
+            &data,
+            "--workers",
+            &workers,
+            "--scale-factor",
+            scale_factor,
+            "--flight-sql-port",
+            &flight,
+            "--trino-http-port",
+            &trino,
+        ];
+        let mut process = SqeProcess::spawn("local", &args, dir, &[]).map_err(error)?;
+        process.wait_for_port(
+            SocketAddr::from(([127, 0, 0, 1], flight_sql_port)),
+            Duration::from_secs(60),
+        )?;
+        Ok(Self {
+            process,
+            flight_sql_port,
+            trino_port,
+        })
+    }
+}
+
 impl Drop for SqeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

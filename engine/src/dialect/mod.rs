@@ -10,6 +10,7 @@ pub mod logical;
 pub mod parse;
 mod periods;
 pub mod planner;
+pub mod quoting;
 mod rewrite;
 pub(crate) mod spellings;
 pub mod sql_types;

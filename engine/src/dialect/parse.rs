@@ -36,6 +36,17 @@ pub fn parse(sql: &str) -> Result<Parsed> {
     Ok(Parsed { statement, labels })
 }
 
+/// Whether `sql` reads as one statement, checked as the servers read it before planning (SQE's
+/// own statements, then Trino's SQL): what a client can check without a session or catalog.
+pub fn check_syntax(sql: &str) -> Result<()> {
+    let tokens = super::statements::tokenize(sql)?;
+    let rewritten = super::statements::niladic_calls(&tokens);
+    if super::statements::recognize_tokens(tokens)?.is_some() {
+        return Ok(());
+    }
+    parse(rewritten.as_deref().unwrap_or(sql)).map(|_| ())
+}
+
 fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize_with_location()
@@ -305,5 +316,26 @@ mod tests {
                 Label::Position,
             ])
         );
+    }
+
+    #[test]
+    fn syntax_is_checked_as_the_servers_read_statements() {
+        for accepted in [
+            "SELECT 1",
+            "USE tpch",
+            "SET SESSION query_max_run_time = '1m'",
+            "SHOW TABLES FROM tpch",
+            "SELECT current_schema",
+            "SELECT * FROM t FOR VERSION AS OF 1",
+        ] {
+            assert!(check_syntax(accepted).is_ok(), "{accepted}");
+        }
+        let typo = check_syntax("SELEC 1").expect_err("a typo");
+        assert_eq!(typo.code(), crate::error::ErrorCode::SyntaxError);
+        assert_eq!(
+            typo.location(),
+            Some(crate::error::Location { line: 1, column: 1 })
+        );
+        assert!(check_syntax("SELECT 'open").is_err());
     }
 }

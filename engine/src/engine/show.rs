@@ -17,21 +17,12 @@ use iceberg::spec::Transform;
 use iceberg::{NamespaceIdent, TableIdent};
 
 use super::{Engine, SessionSettings};
+use crate::dialect::quoting::{ident, ident_if_needed, literal};
 use crate::dialect::statements::Show;
 use crate::dialect::types::TrinoType;
 use crate::error::{Error, ObjectKind, Result};
 use crate::metadata::{INFORMATION_SCHEMA, is_metadata};
 use crate::session_properties::{self, PROPERTIES};
-
-/// `'text'` as an SQL literal.
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// `"name"` as an SQL identifier.
-fn ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
 
 fn like_clause(column: &str, like: Option<&String>) -> String {
     like.map(|p| format!(" AND {column} LIKE {}", literal(p)))
@@ -264,18 +255,6 @@ impl Engine {
         ];
         table_plan(columns, "Name", like)
     }
-}
-
-/// Identifiers print bare when they can be.
-fn ident_if_needed(name: &str) -> String {
-    let plain = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain { name.to_string() } else { ident(name) }
 }
 
 /// A partition field as Trino's `partitioning` property writes it.

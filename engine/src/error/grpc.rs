@@ -50,10 +50,29 @@ pub fn grpc_code(code: ErrorCode) -> Code {
     }
 }
 
-/// An error as a gRPC status: its code, and its message as the engine words it.
+/// The status metadata key holding the error's name (`TABLE_NOT_FOUND`): the gRPC code is
+/// coarser than the kinds clients tell apart.
+pub const ERROR_NAME_KEY: &str = "sqe-error-name";
+/// The status metadata key holding where in the statement the error is, as `line:column`.
+pub const ERROR_LOCATION_KEY: &str = "sqe-error-location";
+
+/// An error as a gRPC status: its code, its message as the engine words it, and its name and
+/// location as metadata.
 impl From<Error> for Status {
     fn from(error: Error) -> Self {
-        Status::new(grpc_code(error.code()), error.to_string())
+        let mut status = Status::new(grpc_code(error.code()), error.to_string());
+        let metadata = status.metadata_mut();
+        metadata.insert(
+            ERROR_NAME_KEY,
+            tonic::metadata::MetadataValue::from_static(error.code().name()),
+        );
+        // `line:column` is digits and a colon, always a valid value.
+        if let Some(at) = error.location()
+            && let Ok(value) = tonic::metadata::MetadataValue::try_from(at.to_string())
+        {
+            metadata.insert(ERROR_LOCATION_KEY, value);
+        }
+        status
     }
 }
 
@@ -99,5 +118,30 @@ mod tests {
         for (error, code) in cases {
             assert_eq!(Status::from(error).code(), code);
         }
+    }
+
+    #[test]
+    fn a_status_names_its_error_and_where_it_is() {
+        let status = Status::from(Error::Syntax {
+            message: "x".into(),
+            location: Some(super::super::Location { line: 2, column: 7 }),
+        });
+        let metadata = status.metadata();
+        let value = |key| metadata.get(key).and_then(|v| v.to_str().ok());
+        assert_eq!(value(ERROR_NAME_KEY), Some("SYNTAX_ERROR"));
+        assert_eq!(value(ERROR_LOCATION_KEY), Some("2:7"));
+        assert_eq!(
+            value(ERROR_LOCATION_KEY).and_then(|v| v.parse().ok()),
+            Some(super::super::Location { line: 2, column: 7 })
+        );
+        let missing = Status::from(Error::not_found(ObjectKind::Table, "t"));
+        assert_eq!(
+            missing
+                .metadata()
+                .get(ERROR_NAME_KEY)
+                .and_then(|v| v.to_str().ok()),
+            Some("TABLE_NOT_FOUND")
+        );
+        assert!(missing.metadata().get(ERROR_LOCATION_KEY).is_none());
     }
 }

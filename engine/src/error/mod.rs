@@ -15,7 +15,7 @@ use sqe_iceberg::TableError;
 
 mod grpc;
 
-pub use grpc::grpc_code;
+pub use grpc::{ERROR_LOCATION_KEY, ERROR_NAME_KEY, grpc_code};
 
 /// What kind of named thing an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -247,6 +247,25 @@ impl ErrorCode {
 pub struct Location {
     pub line: u64,
     pub column: u64,
+}
+
+/// `line:column`, as the gRPC status carries it.
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+impl std::str::FromStr for Location {
+    type Err = ();
+
+    fn from_str(text: &str) -> std::result::Result<Self, ()> {
+        let (line, column) = text.split_once(':').ok_or(())?;
+        Ok(Location {
+            line: line.parse().map_err(|_| ())?,
+            column: column.parse().map_err(|_| ())?,
+        })
+    }
 }
 
 /// Why a statement failed.
@@ -504,7 +523,12 @@ fn classify_status(status: &tonic::Status) -> Error {
 fn classify_datafusion(err: DataFusionError) -> Error {
     match err {
         DataFusionError::SQL(e, _) => {
-            let message = e.to_string();
+            use datafusion::sql::sqlparser::parser::ParserError;
+            // The parser's own words, without its "sql parser error:" banner.
+            let message = match e.as_ref() {
+                ParserError::TokenizerError(m) | ParserError::ParserError(m) => m.clone(),
+                ParserError::RecursionLimitExceeded => "the statement nests too deeply".into(),
+            };
             Error::Syntax {
                 location: parser_location(&message),
                 message,
@@ -584,6 +608,11 @@ mod tests {
         let syntax = Error::from(DataFusionError::SQL(Box::new(parse), None));
         assert_eq!(syntax.code(), ErrorCode::SyntaxError);
         assert_eq!(syntax.location(), Some(Location { line: 1, column: 1 }));
+        assert_eq!(
+            syntax.to_string(),
+            "syntax error: Expected: an SQL statement, found: SELEC at Line: 1, Column: 1",
+            "the parser's words, not its banner"
+        );
         let context = Error::from(DataFusionError::Context(
             "while planning".into(),
             Box::new(DataFusionError::NotImplemented("x".into())),

@@ -20,9 +20,9 @@ use uuid::Uuid;
 
 use super::error::{Result, ShellError};
 use crate::flight::protocol::{
-    CANCEL_FLIGHT_INFO, SESSION_COOKIE, SET_SESSION_OPTIONS, SessionOptionValue,
-    SetSessionOptionsRequest, SetSessionOptionsResult, parse_update_type,
-    session_option_value::OptionValue,
+    CANCEL_FLIGHT_INFO, GET_SESSION_OPTIONS, GetSessionOptionsResult, SESSION_COOKIE,
+    SET_SESSION_OPTIONS, SessionOptionValue, SetSessionOptionsRequest, SetSessionOptionsResult,
+    parse_update_type, session_option_value::OptionValue,
 };
 
 /// Where the coordinator is and how to reach it.
@@ -248,6 +248,47 @@ impl Connection {
         Ok(result.status() == CancelStatus::Cancelled)
     }
 
+    /// The session's catalog and schema, as the server resolves unqualified names.
+    pub async fn session_defaults(&mut self) -> Result<(Option<String>, Option<String>)> {
+        let mut results = self.action(GET_SESSION_OPTIONS, Vec::new()).await?;
+        let mut defaults = (None, None);
+        while let Some(result) = results.try_next().await.map_err(|s| status_error(&s))? {
+            let result = GetSessionOptionsResult::decode(result.body)
+                .map_err(|e| ShellError::Connect(format!("bad session options: {e}")))?;
+            let string = |name: &str| match result
+                .session_options
+                .get(name)
+                .and_then(|v| v.option_value.as_ref())
+            {
+                Some(OptionValue::String(s)) => Some(s.clone()),
+                _ => None,
+            };
+            defaults = (string("catalog"), string("schema"));
+        }
+        Ok(defaults)
+    }
+
+    /// The first column of a query's rows, as text (for names the shell completes).
+    pub async fn strings(&mut self, sql: &str) -> Result<Vec<String>> {
+        let info = self.plan(sql).await?;
+        let StatementResult::Rows(mut stream) = self.fetch(&info).await? else {
+            return Ok(Vec::new());
+        };
+        let mut strings = Vec::new();
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(flight_error)?;
+            if batch.num_columns() == 0 {
+                continue;
+            }
+            let column = arrow::compute::cast(batch.column(0), &arrow::datatypes::DataType::Utf8)
+                .map_err(|e| ShellError::Format(e.to_string()))?;
+            if let Some(column) = column.as_any().downcast_ref::<arrow::array::StringArray>() {
+                strings.extend(column.iter().flatten().map(str::to_string));
+            }
+        }
+        Ok(strings)
+    }
+
     /// Sets the session's catalog and/or schema.
     pub async fn set_session(&mut self, catalog: Option<&str>, schema: Option<&str>) -> Result<()> {
         let string = |s: &str| SessionOptionValue {
@@ -302,10 +343,18 @@ fn header_value(value: &str, what: &str) -> Result<MetadataValue<tonic::metadata
         .map_err(|_| ShellError::Connect(format!("the {what} is not a valid header value")))
 }
 
-/// A server's error as the gateway's, keeping its gRPC code.
+/// A server's error as the gateway's, keeping its gRPC code, its error name and location.
 pub fn status_error(status: &tonic::Status) -> ShellError {
+    let metadata = |key| {
+        status
+            .metadata()
+            .get(key)
+            .and_then(|value| value.to_str().ok())
+    };
     ShellError::Remote {
         code: status.code(),
+        name: metadata(sqe_engine::error::ERROR_NAME_KEY).map(str::to_string),
+        location: metadata(sqe_engine::error::ERROR_LOCATION_KEY).and_then(|at| at.parse().ok()),
         message: if status.message().is_empty() {
             status.code().description().to_string()
         } else {

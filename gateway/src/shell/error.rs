@@ -7,12 +7,21 @@ pub enum ShellError {
     /// The server could not be reached or talked to.
     #[error("{0}")]
     Connect(String),
-    /// The server answered with an error, its gRPC code kept.
+    /// The server answered with an error: its gRPC code, and (from SQE) the error's name and
+    /// where in the statement it is.
     #[error("{message}")]
-    Remote { code: tonic::Code, message: String },
+    Remote {
+        code: tonic::Code,
+        name: Option<String>,
+        location: Option<sqe_engine::error::Location>,
+        message: String,
+    },
     /// The server refused a setting the shell asked for.
     #[error("{0}")]
     Refused(String),
+    /// A shell command used wrongly.
+    #[error("{0}")]
+    Command(String),
     /// Ctrl-C.
     #[error("query cancelled")]
     Cancelled,

@@ -67,49 +67,8 @@ pub fn is_blank(text: &str) -> bool {
     }
 }
 
-/// A client-side command the shell handles itself instead of sending it to the server.
-#[derive(Debug, PartialEq, Eq)]
-pub enum ShellCommand {
-    Quit,
-    Help,
-    /// `USE schema` or `USE catalog.schema`.
-    Use {
-        catalog: Option<String>,
-        schema: String,
-    },
-}
-
-/// Recognizes the shell's own commands; anything else is SQL for the server.
-pub fn shell_command(statement: &str) -> Option<ShellCommand> {
-    let statement = statement.trim().trim_end_matches(';').trim();
-    let lower = statement.to_ascii_lowercase();
-    match lower.as_str() {
-        "quit" | "exit" | "\\q" => return Some(ShellCommand::Quit),
-        "help" | "\\?" => return Some(ShellCommand::Help),
-        _ => {}
-    }
-    let mut words = statement.split_whitespace();
-    let keyword = words.next()?;
-    let target = words.next()?;
-    if !keyword.eq_ignore_ascii_case("use") || words.next().is_some() {
-        return None;
-    }
-    let parts: Vec<String> = target.split('.').map(unquote).collect();
-    match parts.as_slice() {
-        [schema] if !schema.is_empty() => Some(ShellCommand::Use {
-            catalog: None,
-            schema: schema.clone(),
-        }),
-        [catalog, schema] if !catalog.is_empty() && !schema.is_empty() => Some(ShellCommand::Use {
-            catalog: Some(catalog.clone()),
-            schema: schema.clone(),
-        }),
-        _ => None,
-    }
-}
-
 /// An identifier as SQL means it: quoted keeps its case, unquoted is folded to lower case.
-fn unquote(identifier: &str) -> String {
+pub fn unquote(identifier: &str) -> String {
     match identifier
         .strip_prefix('"')
         .and_then(|i| i.strip_suffix('"'))
@@ -154,29 +113,5 @@ mod tests {
         assert!(statements.is_empty(), "{statements:?}");
         assert!(is_blank(&rest));
         assert!(!is_blank("/* c */ SELECT 1"));
-    }
-
-    #[test]
-    fn recognizes_shell_commands() {
-        assert_eq!(shell_command("quit"), Some(ShellCommand::Quit));
-        assert_eq!(shell_command("EXIT;"), Some(ShellCommand::Quit));
-        assert_eq!(shell_command(" help "), Some(ShellCommand::Help));
-        assert_eq!(
-            shell_command("use TPCH"),
-            Some(ShellCommand::Use {
-                catalog: None,
-                schema: "tpch".into()
-            })
-        );
-        assert_eq!(
-            shell_command("USE iceberg.\"Mixed\""),
-            Some(ShellCommand::Use {
-                catalog: Some("iceberg".into()),
-                schema: "Mixed".into()
-            })
-        );
-        assert_eq!(shell_command("USE a.b.c"), None);
-        assert_eq!(shell_command("user_table"), None);
-        assert_eq!(shell_command("SELECT 1"), None);
     }
 }

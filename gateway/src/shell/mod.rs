@@ -1,19 +1,26 @@
 //! `sqe shell`: an interactive SQL shell (and one-shot runner) over Arrow Flight SQL.
 //!
 //! It speaks only the public Flight SQL protocol, so it works against `sqe local` and any
-//! remote coordinator: line editing and history, results written as they stream (aligned
-//! table, CSV or JSON lines), a progress line on stderr, Ctrl-C cancelling the running
-//! statement on the server, and `USE [catalog.]schema` setting the session's defaults.
+//! remote coordinator: line editing with history, Tab completion of keywords and the server's
+//! names, colours, statements checked as they are entered, results written as they stream
+//! (aligned table, vertical, CSV or JSON lines) through a pager when interactive, a row limit
+//! for interactive results, a progress line on stderr, Ctrl-C cancelling the running statement
+//! on the server, psql-style backslash commands and `USE [catalog.]schema`.
 
+mod commands;
+pub mod completion;
 pub mod connection;
+mod editor;
 mod error;
-
-pub use error::ShellError;
+mod highlight;
 pub mod input;
 pub mod output;
+mod pager;
 pub mod progress;
 
-use std::io::{BufWriter, IsTerminal, Read, Write};
+pub use error::ShellError;
+
+use std::io::{BufWriter, IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,10 +29,14 @@ use arrow::array::{Array, UInt64Array};
 use arrow_flight::decode::FlightRecordBatchStream;
 use futures::StreamExt;
 
+use commands::{HELP, ShellCommand, shell_command};
+use completion::{Defaults, ServerNames};
 use connection::{Connection, Credentials, StatementResult, Target, TlsOptions, flight_error};
+use editor::SqlHelper;
 use error::Result;
-use input::{ShellCommand, is_blank, shell_command, split_statements};
+use input::{is_blank, split_statements};
 use output::{OutputFormat, ResultWriter};
+use pager::Screen;
 use progress::{Progress, human_bytes, thousands};
 
 /// Connection and output options of `sqe shell`.
@@ -70,6 +81,10 @@ pub struct ShellArgs {
     /// How results are written to stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub output_format: OutputFormat,
+    /// Rows an interactive result shows before the rest is only counted; 0 shows all.
+    /// Results of -e, -f and piped input are never cut.
+    #[arg(long, default_value_t = 1000)]
+    pub max_rows: u64,
     /// Never draw the progress line (it is drawn only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -108,7 +123,7 @@ pub async fn run(args: ShellArgs) -> ExitCode {
     let mut shell = match Shell::connect(&args).await {
         Ok(shell) => shell,
         Err(e) => {
-            eprintln!("{}", describe(&e));
+            eprintln!("{}", describe(&e, None));
             return ExitCode::FAILURE;
         }
     };
@@ -151,6 +166,9 @@ pub struct Shell {
     format: OutputFormat,
     progress: bool,
     interactive: bool,
+    /// Whether the line after a result shows its size and time (`\timing`).
+    timing: bool,
+    max_rows: u64,
     catalog: Option<String>,
     schema: Option<String>,
 }
@@ -168,6 +186,8 @@ impl Shell {
             format: args.output_format,
             progress: !args.no_progress && std::io::stderr().is_terminal(),
             interactive: false,
+            timing: true,
+            max_rows: args.max_rows,
             catalog: args.catalog.clone(),
             schema: args.schema.clone(),
         })
@@ -184,7 +204,7 @@ impl Shell {
                 Ok(Next::Continue) => {}
                 Ok(Next::Quit) => break,
                 Err(e) => {
-                    eprintln!("{}", describe(&e));
+                    eprintln!("{}", describe(&e, Some(&statement)));
                     return exit_code(&e);
                 }
             }
@@ -197,8 +217,14 @@ impl Shell {
         self.interactive = true;
         let config = rustyline::Config::builder()
             .max_history_size(10_000)
-            .map(|b| b.auto_add_history(false).build());
-        let editor = config.and_then(rustyline::DefaultEditor::with_config);
+            .map(|b| {
+                b.auto_add_history(false)
+                    .completion_type(rustyline::CompletionType::List)
+                    .build()
+            });
+        let editor = config.and_then(
+            rustyline::Editor::<SqlHelper, rustyline::history::DefaultHistory>::with_config,
+        );
         let mut editor = match editor {
             Ok(editor) => editor,
             Err(e) => {
@@ -206,6 +232,16 @@ impl Shell {
                 return ExitCode::FAILURE;
             }
         };
+        // What unqualified names mean, for completion; the server's defaults fill the gaps.
+        let (catalog, schema) = self.connection.session_defaults().await.unwrap_or_default();
+        self.catalog = self.catalog.take().or(catalog);
+        self.schema = self.schema.take().or(schema);
+        editor.set_helper(Some(SqlHelper {
+            names: ServerNames::new(self.connection.clone(), tokio::runtime::Handle::current()),
+            defaults: self.defaults(),
+            colour: std::env::var_os("NO_COLOR").is_none()
+                && std::env::var("TERM").is_ok_and(|term| term != "dumb"),
+        }));
         let history = history_file.or_else(|| {
             std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".sqe_history"))
         });
@@ -214,65 +250,51 @@ impl Shell {
             let _ = editor.load_history(path);
         }
         eprintln!(
-            "SQE shell: end statements with ';', `help` for help, `quit` or Ctrl-D to leave."
+            "SQE shell: end statements with ';', Tab completes, `help` for help, `quit` or \
+             Ctrl-D to leave."
         );
-        let mut buffer = String::new();
         loop {
-            let prompt = if buffer.is_empty() {
-                format!(
-                    "sqe:{}> ",
-                    self.schema
-                        .as_deref()
-                        .unwrap_or(sqe_engine::catalog::DEFAULT_SCHEMA)
-                )
-            } else {
-                "     -> ".to_string()
-            };
-            let line = tokio::task::block_in_place(|| editor.readline(&prompt));
-            let line = match line {
-                Ok(line) => line,
-                Err(rustyline::error::ReadlineError::Interrupted) => {
-                    buffer.clear();
-                    continue;
-                }
+            let prompt = format!(
+                "sqe:{}> ",
+                self.schema
+                    .as_deref()
+                    .unwrap_or(sqe_engine::catalog::DEFAULT_SCHEMA)
+            );
+            // The editor asks for more lines itself until the statement is complete.
+            let input = tokio::task::block_in_place(|| editor.readline(&prompt));
+            let input = match input {
+                Ok(input) => input,
+                Err(rustyline::error::ReadlineError::Interrupted) => continue,
                 Err(rustyline::error::ReadlineError::Eof) => break,
                 Err(e) => {
                     eprintln!("cannot read input: {e}");
                     break;
                 }
             };
-            if buffer.is_empty()
-                && let Some(command @ (ShellCommand::Quit | ShellCommand::Help)) =
-                    shell_command(&line)
-            {
-                let _ = editor.add_history_entry(line.trim());
-                if command == ShellCommand::Quit {
-                    break;
-                }
-                print_help();
+            if is_blank(&input) {
                 continue;
             }
-            buffer.push_str(&line);
-            buffer.push('\n');
-            let (statements, rest) = split_statements(&buffer);
-            if statements.is_empty() {
-                if is_blank(&buffer) {
-                    buffer.clear();
-                }
-                continue;
+            let _ = editor.add_history_entry(input.trim());
+            let (mut statements, rest) = split_statements(&input);
+            if !is_blank(&rest) {
+                // A shell command needs no `;`.
+                statements.push(rest.trim().to_string());
             }
-            let _ = editor.add_history_entry(buffer.trim());
-            buffer = if is_blank(&rest) { String::new() } else { rest };
             let mut quit = false;
             for statement in statements {
                 match self.run_statement(&statement).await {
                     Ok(Next::Continue) => {}
                     Ok(Next::Quit) => quit = true,
-                    Err(e) => eprintln!("{}", describe(&e)),
+                    Err(e) => eprintln!("{}", describe(&e, Some(&statement))),
                 }
             }
             if quit {
                 break;
+            }
+            if let Some(helper) = editor.helper_mut() {
+                // The statements may have created, dropped or moved names.
+                helper.names.forget();
+                helper.defaults = self.defaults();
             }
         }
         if let Some(path) = &history
@@ -283,14 +305,31 @@ impl Shell {
         ExitCode::SUCCESS
     }
 
+    fn defaults(&self) -> Defaults {
+        Defaults {
+            catalog: self.catalog.clone().unwrap_or_default(),
+            schema: self
+                .schema
+                .clone()
+                .unwrap_or_else(|| sqe_engine::catalog::DEFAULT_SCHEMA.to_string()),
+        }
+    }
+
     async fn run_statement(&mut self, sql: &str) -> Result<Next> {
-        match shell_command(sql) {
-            Some(ShellCommand::Quit) => return Ok(Next::Quit),
-            Some(ShellCommand::Help) => {
-                print_help();
-                return Ok(Next::Continue);
+        let Some(command) = shell_command(sql) else {
+            self.run_sql(sql).await?;
+            return Ok(Next::Continue);
+        };
+        let say = |message: String| {
+            if self.interactive {
+                eprintln!("{message}");
             }
-            Some(ShellCommand::Use { catalog, schema }) => {
+        };
+        let on = |on: bool| if on { "on" } else { "off" };
+        match command {
+            ShellCommand::Quit => return Ok(Next::Quit),
+            ShellCommand::Help => eprintln!("{HELP}"),
+            ShellCommand::Use { catalog, schema } => {
                 self.connection
                     .set_session(catalog.as_deref(), Some(&schema))
                     .await?;
@@ -298,13 +337,39 @@ impl Shell {
                     self.catalog = catalog;
                 }
                 self.schema = Some(schema);
-                if self.interactive {
-                    eprintln!("USE");
-                }
-                return Ok(Next::Continue);
+                say("USE".into());
             }
-            None => {}
+            ShellCommand::Sql(sql) => self.run_sql(&sql).await?,
+            ShellCommand::Timing(switch) => {
+                self.timing = switch.unwrap_or(!self.timing);
+                say(format!("Timing is {}.", on(self.timing)));
+            }
+            ShellCommand::Expanded(switch) => {
+                let vertical = switch.unwrap_or(self.format != OutputFormat::Vertical);
+                self.format = if vertical {
+                    OutputFormat::Vertical
+                } else {
+                    OutputFormat::Table
+                };
+                say(format!("Expanded display is {}.", on(vertical)));
+            }
+            ShellCommand::Format(format) => {
+                self.format = format;
+                say(format!("Output format is {format:?}."));
+            }
+            ShellCommand::MaxRows(rows) => {
+                self.max_rows = rows;
+                say(match rows {
+                    0 => "Results show all their rows.".to_string(),
+                    n => format!("Results show at most {} rows.", thousands(n)),
+                });
+            }
+            ShellCommand::Invalid(message) => return Err(ShellError::Command(message)),
         }
+        Ok(Next::Continue)
+    }
+
+    async fn run_sql(&mut self, sql: &str) -> Result<()> {
         let mut progress = Progress::new(self.progress);
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
         let ctrl_c = tokio::signal::ctrl_c();
@@ -331,17 +396,31 @@ impl Shell {
                 return Err(e);
             }
         };
-        let outcome = tokio::select! {
-            outcome = self.stream_results(&info, &mut progress, &mut ticker) => outcome,
-            _ = &mut ctrl_c => Err(ShellError::Cancelled),
-        };
+        let outcome = self
+            .stream_results(&info, &mut progress, &mut ticker, &mut ctrl_c)
+            .await;
         progress.clear();
-        if matches!(outcome, Err(ShellError::Cancelled)) {
-            // The server stops the statement on every worker; the shell goes on either way.
-            let _ = self.connection.cancel(&info).await;
+        match outcome {
+            Ok(Streamed::Whole) => Ok(()),
+            Ok(Streamed::Stopped) => {
+                // The server stops the statement on every worker; the shell goes on either way.
+                let _ = self.connection.cancel(&info).await;
+                Ok(())
+            }
+            // The pager was left before the end (`q` in less): the rest is not wanted.
+            Err(ShellError::Output(e))
+                if self.interactive && e.kind() == std::io::ErrorKind::BrokenPipe =>
+            {
+                let _ = self.connection.cancel(&info).await;
+                Ok(())
+            }
+            Err(e) => {
+                if matches!(e, ShellError::Cancelled) {
+                    let _ = self.connection.cancel(&info).await;
+                }
+                Err(e)
+            }
         }
-        outcome?;
-        Ok(Next::Continue)
     }
 
     /// Fetches and writes the results of a planned statement.
@@ -350,7 +429,8 @@ impl Shell {
         info: &arrow_flight::FlightInfo,
         progress: &mut Progress,
         ticker: &mut tokio::time::Interval,
-    ) -> Result<()> {
+        ctrl_c: &mut std::pin::Pin<&mut impl std::future::Future<Output = std::io::Result<()>>>,
+    ) -> Result<Streamed> {
         let mut fetcher = self.connection.clone();
         let fetch = fetcher.fetch(info);
         tokio::pin!(fetch);
@@ -358,55 +438,120 @@ impl Shell {
             tokio::select! {
                 result = &mut fetch => break result?,
                 _ = ticker.tick() => progress.tick("RUNNING"),
+                _ = &mut *ctrl_c => return Err(ShellError::Cancelled),
             }
         };
-        match result {
+        let mut stream = match result {
             StatementResult::Update {
                 update_type,
                 result,
             } => {
-                let rows = updated_rows(result).await?;
+                let rows = tokio::select! {
+                    rows = updated_rows(result) => rows?,
+                    _ = &mut *ctrl_c => return Err(ShellError::Cancelled),
+                };
                 progress.clear();
                 match rows {
                     Some(rows) => eprintln!("{update_type}: {} rows", thousands(rows)),
                     None => eprintln!("{update_type}"),
                 }
-                Ok(())
+                return Ok(Streamed::Whole);
             }
-            StatementResult::Rows(mut stream) => {
-                let mut writer = ResultWriter::new(self.format, BufWriter::new(std::io::stdout()));
-                loop {
-                    tokio::select! {
-                        batch = stream.next() => match batch {
-                            None => break,
-                            Some(batch) => {
-                                let batch = batch.map_err(flight_error)?;
-                                progress.add(batch.num_rows(), batch.get_array_memory_size());
-                                progress.clear();
-                                writer.write(&batch)?;
+            StatementResult::Rows(stream) => stream,
+        };
+        let screen = Screen::new(if self.interactive {
+            pager::configured()
+        } else {
+            None
+        });
+        let paging = screen.paging();
+        let mut writer = ResultWriter::new(self.format, BufWriter::new(screen));
+        let limit = (self.interactive && self.max_rows > 0).then_some(self.max_rows);
+        let mut shown: u64 = 0;
+        let mut counting_stopped = false;
+        loop {
+            let counting = limit.is_some_and(|limit| shown >= limit);
+            tokio::select! {
+                batch = stream.next() => match batch {
+                    None => break,
+                    Some(batch) => {
+                        let batch = batch.map_err(flight_error)?;
+                        progress.add(batch.num_rows(), batch.get_array_memory_size());
+                        let room = limit.map_or(u64::MAX, |limit| limit - shown);
+                        let take = room.min(batch.num_rows() as u64);
+                        if take > 0 {
+                            progress.clear();
+                            writer.write(&batch.slice(0, take as usize))?;
+                            shown += take;
+                            if paging.load(std::sync::atomic::Ordering::Relaxed) {
+                                progress.disable();
                             }
-                        },
-                        _ = ticker.tick() => progress.tick("RUNNING"),
+                        }
                     }
+                },
+                _ = ticker.tick() => progress.tick(if counting { "COUNTING" } else { "RUNNING" }),
+                // Past the limit Ctrl-C only stops the counting; the rows shown stay.
+                _ = &mut *ctrl_c => {
+                    if !counting {
+                        return Err(ShellError::Cancelled);
+                    }
+                    counting_stopped = true;
+                    break;
                 }
-                progress.clear();
-                let schema = stream
-                    .schema()
-                    .cloned()
-                    .unwrap_or_else(|| std::sync::Arc::new(arrow::datatypes::Schema::empty()));
-                writer.finish(&schema)?;
-                if self.interactive {
-                    eprintln!(
-                        "({} rows, {}, {:.2}s)",
-                        thousands(progress.rows()),
-                        human_bytes(progress.bytes()),
-                        progress.elapsed().as_secs_f64()
-                    );
-                }
-                Ok(())
             }
         }
+        progress.clear();
+        let schema = stream
+            .schema()
+            .cloned()
+            .unwrap_or_else(|| std::sync::Arc::new(arrow::datatypes::Schema::empty()));
+        let out = writer.finish(&schema)?;
+        let screen = out
+            .into_inner()
+            .map_err(|e| ShellError::Output(e.into_error()))?;
+        screen.close().map_err(ShellError::Output)?;
+        if self.interactive {
+            let total = progress.rows();
+            let rows = if counting_stopped {
+                format!(
+                    "{} rows shown, at least {} in all: counting stopped",
+                    thousands(shown),
+                    thousands(total)
+                )
+            } else if total > shown {
+                format!(
+                    "{} of {} rows shown; \\maxrows 0 shows all",
+                    thousands(shown),
+                    thousands(total)
+                )
+            } else {
+                format!("{} rows", thousands(total))
+            };
+            let timing = if self.timing {
+                format!(
+                    ", {}, {:.2}s",
+                    human_bytes(progress.bytes()),
+                    progress.elapsed().as_secs_f64()
+                )
+            } else {
+                String::new()
+            };
+            eprintln!("({rows}{timing})");
+        }
+        Ok(if counting_stopped {
+            Streamed::Stopped
+        } else {
+            Streamed::Whole
+        })
     }
+}
+
+/// How a result's stream ended.
+enum Streamed {
+    /// It was read to its end.
+    Whole,
+    /// The shell stopped reading it: the server should stop the statement.
+    Stopped,
 }
 
 /// The row count of a DML result (`rows` column); DDL has none.
@@ -425,13 +570,46 @@ async fn updated_rows(mut result: FlightRecordBatchStream) -> Result<Option<u64>
     Ok(rows)
 }
 
-/// How an error is shown: the server's gRPC code helps tell a typo from an outage.
-pub fn describe(error: &ShellError) -> String {
+/// How an error is shown: the server's error name (or gRPC code) tells a typo from an outage,
+/// and an error with a position points at it under the statement's line.
+pub fn describe(error: &ShellError, statement: Option<&str>) -> String {
     match error {
-        ShellError::Remote { code, message } => format!("Query failed ({code:?}): {message}"),
+        ShellError::Remote {
+            code,
+            name,
+            location,
+            message,
+        } => {
+            let kind = name.clone().unwrap_or_else(|| format!("{code:?}"));
+            let mut text = format!("Query failed ({kind}): {message}");
+            if let (Some(at), Some(statement)) = (location, statement) {
+                text.push('\n');
+                text.push_str(&caret(statement, *at));
+            }
+            text
+        }
         ShellError::Cancelled => "Query cancelled".to_string(),
         other => format!("Error: {other}"),
     }
+}
+
+/// The statement's lines up to `at`, and a caret under its column (tabs kept, so that it lines
+/// up however wide they are drawn).
+fn caret(statement: &str, at: sqe_engine::error::Location) -> String {
+    let line = usize::try_from(at.line.max(1)).unwrap_or(usize::MAX);
+    let lines: Vec<&str> = statement.lines().take(line).collect();
+    let mut text = lines.join("\n");
+    let pointed = lines.get(line - 1).copied().unwrap_or("");
+    let column = usize::try_from(at.column.max(1)).unwrap_or(usize::MAX) - 1;
+    text.push('\n');
+    text.extend(
+        pointed
+            .chars()
+            .take(column)
+            .map(|c| if c == '\t' { '\t' } else { ' ' }),
+    );
+    text.push('^');
+    text
 }
 
 fn exit_code(error: &ShellError) -> ExitCode {
@@ -444,16 +622,28 @@ fn exit_code(error: &ShellError) -> ExitCode {
     }
 }
 
-fn print_help() {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "Statements end with ';' and may span lines. Ctrl-C cancels a running statement \
-         (or clears the line), Ctrl-D or `quit` leaves.\n\
-         Shell commands:\n  \
-         USE schema | USE catalog.schema   set the default for unqualified names\n  \
-         help                               this text\n  \
-         quit | exit                        leave\n\
-         Catalog metadata: SHOW TABLES, SHOW COLUMNS FROM t, information_schema.*"
-    );
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_with_a_position_points_at_it() {
+        let error = ShellError::Remote {
+            code: tonic::Code::InvalidArgument,
+            name: Some("SYNTAX_ERROR".into()),
+            location: Some(sqe_engine::error::Location { line: 2, column: 3 }),
+            message: "mismatched input".into(),
+        };
+        assert_eq!(
+            describe(&error, Some("SELECT 1,\n\tx FORM t\nLIMIT 1")),
+            "Query failed (SYNTAX_ERROR): mismatched input\nSELECT 1,\n\tx FORM t\n\t ^"
+        );
+        let unnamed = ShellError::Remote {
+            code: tonic::Code::Unavailable,
+            name: None,
+            location: None,
+            message: "down".into(),
+        };
+        assert_eq!(describe(&unnamed, None), "Query failed (Unavailable): down");
+    }
 }

@@ -1,9 +1,10 @@
-//! Writing results as they arrive: an aligned table, CSV or JSON lines.
+//! Writing results as they arrive: an aligned table, one line per column, CSV or JSON lines.
 
 use std::io::Write;
 
 use arrow::array::RecordBatch;
-use arrow::util::pretty::pretty_format_batches;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use arrow::util::pretty::pretty_format_batches_with_options;
 
 use super::error::{Result, ShellError};
 
@@ -15,6 +16,8 @@ pub const TABLE_BLOCK_ROWS: usize = 10_000;
 pub enum OutputFormat {
     /// Aligned text table (blocks of up to 10,000 rows).
     Table,
+    /// One `column | value` line per column, rows one after another (`\x`).
+    Vertical,
     /// CSV with a header line.
     Csv,
     /// One JSON object per row (nulls kept).
@@ -29,8 +32,17 @@ pub enum ResultWriter<W: Write> {
         pending_rows: usize,
         wrote_block: bool,
     },
+    Vertical {
+        out: W,
+        rows: u64,
+    },
     Csv(Box<arrow::csv::Writer<W>>),
     Json(arrow::json::LineDelimitedWriter<W>),
+}
+
+/// Values as the table and vertical formats show them: NULL spelled out, as Trino's CLI does.
+fn display_options() -> FormatOptions<'static> {
+    FormatOptions::default().with_null("NULL")
 }
 
 impl<W: Write> ResultWriter<W> {
@@ -42,6 +54,7 @@ impl<W: Write> ResultWriter<W> {
                 pending_rows: 0,
                 wrote_block: false,
             },
+            OutputFormat::Vertical => ResultWriter::Vertical { out, rows: 0 },
             OutputFormat::Csv => ResultWriter::Csv(Box::new(
                 arrow::csv::WriterBuilder::new()
                     .with_header(true)
@@ -53,11 +66,6 @@ impl<W: Write> ResultWriter<W> {
                     .build::<_, arrow::json::writer::LineDelimited>(out),
             ),
         }
-    }
-
-    /// Whether `write` may hold rows back (so a progress line must keep showing).
-    pub fn buffers(&self) -> bool {
-        matches!(self, ResultWriter::Table { .. })
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -74,14 +82,15 @@ impl<W: Write> ResultWriter<W> {
                 }
                 Ok(())
             }
+            ResultWriter::Vertical { out, rows } => write_vertical(out, rows, batch),
             ResultWriter::Csv(writer) => writer.write(batch).map_err(output_error),
             ResultWriter::Json(writer) => writer.write(batch).map_err(output_error),
         }
     }
 
-    /// Writes what is left; an empty result still shows its header (table) or nothing (CSV and
-    /// JSON have no rows to write).
-    pub fn finish(mut self, schema: &arrow::datatypes::SchemaRef) -> Result<()> {
+    /// Writes what is left and hands back where it went; an empty result still shows its
+    /// header (table) or nothing (the other formats have no rows to write).
+    pub fn finish(mut self, schema: &arrow::datatypes::SchemaRef) -> Result<W> {
         if let ResultWriter::Table {
             pending,
             wrote_block,
@@ -93,14 +102,16 @@ impl<W: Write> ResultWriter<W> {
             pending.push(RecordBatch::new_empty(schema.clone()));
         }
         self.flush_block()?;
-        match self {
-            ResultWriter::Table { mut out, .. } => out.flush().map_err(io_error),
-            ResultWriter::Csv(writer) => (*writer).into_inner().flush().map_err(io_error),
+        let mut out = match self {
+            ResultWriter::Table { out, .. } | ResultWriter::Vertical { out, .. } => out,
+            ResultWriter::Csv(writer) => (*writer).into_inner(),
             ResultWriter::Json(mut writer) => {
                 writer.finish().map_err(output_error)?;
-                writer.into_inner().flush().map_err(io_error)
+                writer.into_inner()
             }
-        }
+        };
+        out.flush().map_err(io_error)?;
+        Ok(out)
     }
 
     fn flush_block(&mut self) -> Result<()> {
@@ -114,7 +125,8 @@ impl<W: Write> ResultWriter<W> {
             if pending.is_empty() {
                 return Ok(());
             }
-            let table = pretty_format_batches(pending).map_err(output_error)?;
+            let table = pretty_format_batches_with_options(pending, &display_options())
+                .map_err(output_error)?;
             writeln!(out, "{table}").map_err(io_error)?;
             pending.clear();
             *pending_rows = 0;
@@ -122,6 +134,39 @@ impl<W: Write> ResultWriter<W> {
         }
         Ok(())
     }
+}
+
+/// Rows as psql's expanded display writes them: a `-[ RECORD n ]-` rule, then one aligned
+/// `column | value` line per column.
+fn write_vertical<W: Write>(out: &mut W, rows: &mut u64, batch: &RecordBatch) -> Result<()> {
+    let schema = batch.schema();
+    let options = display_options();
+    let formatters = batch
+        .columns()
+        .iter()
+        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(output_error)?;
+    let width = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().chars().count())
+        .max()
+        .unwrap_or(0);
+    for row in 0..batch.num_rows() {
+        *rows += 1;
+        writeln!(
+            out,
+            "-[ RECORD {rows} ]{}",
+            "-".repeat(width.saturating_sub(8) + 3)
+        )
+        .map_err(io_error)?;
+        for (field, formatter) in schema.fields().iter().zip(&formatters) {
+            writeln!(out, "{:<width$} | {}", field.name(), formatter.value(row))
+                .map_err(io_error)?;
+        }
+    }
+    Ok(())
 }
 
 fn output_error(e: arrow::error::ArrowError) -> ShellError {
@@ -212,5 +257,19 @@ mod tests {
             !written.contains("| -1 "),
             "the next block waits for more rows"
         );
+    }
+
+    #[test]
+    fn vertical_rows_are_one_line_per_column_with_null_spelled_out() {
+        let out = render(
+            OutputFormat::Vertical,
+            &[batch(vec![1], vec![Some("x")]), batch(vec![2], vec![None])],
+        );
+        assert_eq!(
+            out,
+            "-[ RECORD 1 ]---\nid   | 1\nname | x\n-[ RECORD 2 ]---\nid   | 2\nname | NULL\n"
+        );
+        let table = render(OutputFormat::Table, &[batch(vec![2], vec![None])]);
+        assert!(table.contains("| 2  | NULL |"), "{table}");
     }
 }

@@ -59,6 +59,12 @@ impl Progress {
         self.shown = true;
     }
 
+    /// Erases the line and draws it no more (a pager owns the terminal).
+    pub fn disable(&mut self) {
+        self.clear();
+        self.enabled = false;
+    }
+
     /// Erases the line, before results or messages are written.
     pub fn clear(&mut self) {
         if self.shown {

@@ -3,11 +3,8 @@
 //! stops growing once the cap is reached however long the flood goes on, and another user's
 //! `SELECT 1` is still answered.
 
-use std::net::SocketAddr;
-use std::time::Duration;
-
 use arrow_flight::sql::client::FlightSqlServiceClient;
-use sqe_tests::process::{SqeProcess, free_port};
+use sqe_tests::process::LocalProcess;
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -56,31 +53,11 @@ async fn hold_one(client: &mut FlightSqlServiceClient<Channel>) -> (Code, Code) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_stops_at_the_cap_and_memory_stops_with_it() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (flight, trino) = (free_port()?, free_port()?);
-    let (flight_arg, trino_arg) = (flight.to_string(), trino.to_string());
-    let data = dir.path().join("data").display().to_string();
-    let mut local = SqeProcess::spawn(
-        "local",
-        &[
-            "local",
-            "--data-dir",
-            &data,
-            "--workers",
-            "1",
-            "--scale-factor",
-            "0",
-            "--flight-sql-port",
-            &flight_arg,
-            "--trino-http-port",
-            &trino_arg,
-        ],
-        dir.path(),
-        &[],
-    )?;
-    local.wait_for_port(
-        SocketAddr::from(([127, 0, 0, 1], flight)),
-        Duration::from_secs(60),
-    )?;
+    let LocalProcess {
+        process: local,
+        flight_sql_port: flight,
+        ..
+    } = LocalProcess::start(dir.path(), 1, "0")?;
     let mut flooder = client_as(flight, "flooder").await?;
     let mut other = client_as(flight, "other").await?;
     for _ in 0..20 {

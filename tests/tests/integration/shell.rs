@@ -159,9 +159,14 @@ async fn failures_exit_non_zero_with_the_server_code_and_stop_the_script() -> Te
     let syntax = shell(port, &["-e", "SELEC 1"], "").await?;
     assert_eq!(syntax.code, Some(1));
     assert!(
+        syntax.stderr.contains("\nSELEC 1\n^"),
+        "the caret points at the error: {}",
+        syntax.stderr
+    );
+    assert!(
         syntax
             .stderr
-            .contains("Query failed (InvalidArgument): syntax error"),
+            .contains("Query failed (SYNTAX_ERROR): syntax error"),
         "{}",
         syntax.stderr
     );
@@ -176,7 +181,8 @@ async fn failures_exit_non_zero_with_the_server_code_and_stop_the_script() -> Te
     .await?;
     assert_eq!(missing.code, Some(1));
     assert!(
-        missing.stderr.contains("Query failed (NotFound)"),
+        missing.stderr.contains("Query failed (SCHEMA_NOT_FOUND)")
+            || missing.stderr.contains("Query failed (TABLE_NOT_FOUND)"),
         "{}",
         missing.stderr
     );
@@ -220,7 +226,7 @@ async fn password_and_token_authentication() -> TestResult {
     .await?;
     assert_eq!(wrong.code, Some(1));
     assert!(
-        wrong.stderr.contains("(Unauthenticated)"),
+        wrong.stderr.contains("(UNAUTHENTICATED)"),
         "{}",
         wrong.stderr
     );
@@ -347,5 +353,46 @@ async fn interactive_session_in_a_terminal() -> TestResult {
     let saved = std::fs::read_to_string(&history)?;
     assert!(saved.contains("USE tpch;"), "history: {saved}");
     cluster.stop().await;
+    Ok(())
+}
+
+/// The commands `sqe local` prints run as printed, by a user whose PATH has no `sqe` on it
+/// (who started it with `cargo run`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_prints_commands_that_run_as_printed() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut local = sqe_tests::process::LocalProcess::start(dir.path(), 1, "0.001")?.process;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let command = loop {
+        let log = local.log_text();
+        if let Some(line) = log.lines().find_map(|l| l.trim().strip_prefix("Try:")) {
+            break line.trim().to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no Try: line in {log}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(
+        !command.starts_with("sqe "),
+        "sqe is not on PATH: {command}"
+    );
+    let ran = tokio::process::Command::new("sh")
+        .args(["-c", &command])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .await?;
+    let stdout = String::from_utf8(ran.stdout)?;
+    assert!(
+        ran.status.success(),
+        "`{command}` failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(
+        stdout.contains("6005"),
+        "lineitem at SF 0.001 has 6005 rows: {stdout}"
+    );
+    assert!(local.terminate(std::time::Duration::from_secs(20)));
     Ok(())
 }
