@@ -14,6 +14,7 @@ mod error;
 mod format;
 mod json;
 mod precision;
+mod regex;
 mod strings;
 mod urls;
 
@@ -33,6 +34,10 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     let mut functions = vec![
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
+        Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
+        Arc::new(ScalarUDF::new_from_impl(strings::HammingDistance::new())),
+        Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),
+        Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::all())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),

@@ -1,12 +1,13 @@
-//! `substr` and `split_part` as Trino defines them: positions count code points from 1, a
-//! negative start counts from the end, a part past the last is NULL.
+//! `substr`, `split_part`, `split` and `hamming_distance` as Trino defines them: positions
+//! count code points from 1, a negative start counts from the end, a part past the last is
+//! NULL, an empty delimiter is refused.
 
 use std::sync::Arc;
 
 use crate::args::{arrays, is_integer, is_string, longs, result, strings};
 use crate::error::invalid_argument;
-use datafusion::arrow::array::{Array, AsArray, StringBuilder};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::{Array, AsArray, Int64Builder, ListBuilder, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -174,6 +175,166 @@ impl ScalarUDFImpl for SplitPart {
     }
 }
 
+/// `split(string, delimiter [, limit])`: at most `limit` parts, the last holding the rest.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Split {
+    signature: Signature,
+}
+
+impl Split {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The parts of `s` at `delimiter`, at most `limit` of them; `None` for an argument Trino
+/// refuses, with its reason.
+fn split<'a>(
+    s: &'a str,
+    delimiter: &str,
+    limit: Option<i64>,
+) -> Result<Vec<&'a str>, &'static str> {
+    let limit = match limit {
+        None => usize::MAX,
+        Some(l) if l <= 0 => return Err("Limit must be positive"),
+        Some(l) if l > i64::from(i32::MAX) => return Err("Limit is too large"),
+        Some(l) => usize::try_from(l).map_err(|_| "Limit is too large")?,
+    };
+    if delimiter.is_empty() {
+        return Err("The delimiter may not be the empty string");
+    }
+    Ok(s.splitn(limit, delimiter).collect())
+}
+
+impl ScalarUDFImpl for Split {
+    fn name(&self) -> &str {
+        "split"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, d] if is_string(s) && is_string(d) => Ok(vec![DataType::Utf8, DataType::Utf8]),
+            [s, d, l] if is_string(s) && is_string(d) && is_integer(l) => {
+                Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function split: {arg_types:?}; expected (varchar, varchar [, bigint])"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Utf8,
+            true,
+        ))))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let (s, delimiter) = match columns.as_slice() {
+            [s, d] | [s, d, _] => (strings(s)?, strings(d)?),
+            _ => return exec_err!("split takes 2 or 3 arguments"),
+        };
+        let limit = columns.get(2).map(longs).transpose()?;
+        let (s, delimiter) = (s.as_string::<i32>(), delimiter.as_string::<i32>());
+        let mut out = ListBuilder::new(StringBuilder::new());
+        for i in 0..s.len() {
+            let limit_null = limit.as_ref().is_some_and(|l| l.is_null(i));
+            if s.is_null(i) || delimiter.is_null(i) || limit_null {
+                out.append_null();
+                continue;
+            }
+            let parts = split(
+                s.value(i),
+                delimiter.value(i),
+                limit.as_ref().map(|l| l.value(i)),
+            )
+            .map_err(invalid_argument)?;
+            for part in parts {
+                out.values().append_value(part);
+            }
+            out.append(true);
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// `hamming_distance(string1, string2)`: the positions (code points) where two strings of
+/// the same length differ.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct HammingDistance {
+    signature: Signature,
+}
+
+impl HammingDistance {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+fn hamming_distance(a: &str, b: &str) -> Option<i64> {
+    let (mut a, mut b) = (a.chars(), b.chars());
+    let mut distance = 0;
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return Some(distance),
+            (Some(x), Some(y)) => distance += i64::from(x != y),
+            _ => return None,
+        }
+    }
+}
+
+impl ScalarUDFImpl for HammingDistance {
+    fn name(&self) -> &str {
+        "hamming_distance"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        crate::args::all_text("hamming_distance", arg_types)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [a, b] = columns.as_slice() else {
+            return exec_err!("hamming_distance takes 2 arguments");
+        };
+        let (a, b) = (strings(a)?, strings(b)?);
+        let (a, b) = (a.as_string::<i32>(), b.as_string::<i32>());
+        let mut out = Int64Builder::with_capacity(a.len());
+        for i in 0..a.len() {
+            if a.is_null(i) || b.is_null(i) {
+                out.append_null();
+                continue;
+            }
+            let distance = hamming_distance(a.value(i), b.value(i)).ok_or_else(|| {
+                invalid_argument(
+                    "The input strings to hamming_distance function must have the same length",
+                )
+            })?;
+            out.append_value(distance);
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +358,26 @@ mod tests {
         assert_eq!(split_part("a,b,c", ",", 4), None);
         assert_eq!(split_part("abc", "", 1), Some("abc"));
         assert_eq!(split_part("abc", "", 2), None);
+    }
+
+    #[test]
+    fn split_keeps_the_rest_in_the_last_part_and_refuses_what_trino_refuses() {
+        assert_eq!(split("a.b.c", ".", None), Ok(vec!["a", "b", "c"]));
+        assert_eq!(split("", ",", None), Ok(vec![""]));
+        assert_eq!(split("a.b.", ".", None), Ok(vec!["a", "b", ""]));
+        assert_eq!(split("a.b..", ".", Some(3)), Ok(vec!["a", "b", "."]));
+        assert_eq!(split(".a.b.c", ".", Some(2)), Ok(vec!["", "a.b.c"]));
+        assert_eq!(split("a.b.c", ".", Some(1)), Ok(vec!["a.b.c"]));
+        assert!(split("a.b.c", "", None).is_err());
+        assert!(split("a.b.c", ".", Some(0)).is_err());
+        assert!(split("a.b.c", ".", Some(2_147_483_648)).is_err());
+    }
+
+    #[test]
+    fn hamming_distance_counts_code_points_of_equal_lengths() {
+        assert_eq!(hamming_distance("abc", "abd"), Some(1));
+        assert_eq!(hamming_distance("", ""), Some(0));
+        assert_eq!(hamming_distance("héllo", "hallo"), Some(1));
+        assert_eq!(hamming_distance("ab", "abc"), None);
     }
 }

@@ -62,6 +62,12 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("strpos", 2, "CAST(strpos($1, $2) AS BIGINT)"),
     ("codepoint", 1, "CAST(ascii($1) AS INTEGER)"),
     ("to_utf8", 1, "CAST($1 AS VARBINARY)"),
+    // Both count code points.
+    (
+        "levenshtein_distance",
+        2,
+        "CAST(levenshtein($1, $2) AS BIGINT)",
+    ),
     ("from_utf8", 1, "CAST($1 AS VARCHAR)"),
     ("to_hex", 1, "upper(encode($1, 'hex'))"),
     ("from_hex", 1, "decode($1, 'hex')"),

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use arrow::util::pretty::pretty_format_batches_with_options;
 
@@ -83,7 +83,9 @@ impl<W: Write> ResultWriter<W> {
                 Ok(())
             }
             ResultWriter::Vertical { out, rows } => write_vertical(out, rows, batch),
-            ResultWriter::Csv(writer) => writer.write(batch).map_err(output_error),
+            ResultWriter::Csv(writer) => {
+                writer.write(&nested_as_text(batch)?).map_err(output_error)
+            }
             ResultWriter::Json(writer) => writer.write(batch).map_err(output_error),
         }
     }
@@ -167,6 +169,39 @@ fn write_vertical<W: Write>(out: &mut W, rows: &mut u64, batch: &RecordBatch) ->
         }
     }
     Ok(())
+}
+
+/// CSV has no arrays, maps or rows: those columns are written as the table shows them
+/// (`[1, 2]`, `{a: 1}`), one quoted field each.
+fn nested_as_text(batch: &RecordBatch) -> Result<RecordBatch> {
+    if !batch.columns().iter().any(|c| c.data_type().is_nested()) {
+        return Ok(batch.clone());
+    }
+    let options = FormatOptions::default();
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if !column.data_type().is_nested() {
+            fields.push(field.clone());
+            columns.push(column.clone());
+            continue;
+        }
+        let formatter = ArrayFormatter::try_new(column.as_ref(), &options).map_err(output_error)?;
+        let text: arrow::array::StringArray = (0..column.len())
+            .map(|row| (!column.is_null(row)).then(|| formatter.value(row).to_string()))
+            .collect();
+        fields.push(std::sync::Arc::new(arrow::datatypes::Field::new(
+            field.name(),
+            arrow::datatypes::DataType::Utf8,
+            true,
+        )));
+        columns.push(std::sync::Arc::new(text));
+    }
+    RecordBatch::try_new(
+        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        columns,
+    )
+    .map_err(output_error)
 }
 
 fn output_error(e: arrow::error::ArrowError) -> ShellError {
@@ -271,5 +306,20 @@ mod tests {
         );
         let table = render(OutputFormat::Table, &[batch(vec![2], vec![None])]);
         assert!(table.contains("| 2  | NULL |"), "{table}");
+    }
+
+    #[test]
+    fn csv_writes_arrays_as_text() {
+        let list = arrow::array::ListArray::from_iter_primitive::<arrow::datatypes::Int32Type, _, _>(
+            vec![Some(vec![Some(1), Some(2)]), None],
+        );
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "xs",
+            list.data_type().clone(),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(list)]).expect("valid batch");
+        let out = render(OutputFormat::Csv, &[batch]);
+        assert_eq!(out, "xs\n\"[1, 2]\"\n\"\"\n");
     }
 }

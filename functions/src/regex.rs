@@ -1,0 +1,171 @@
+//! `regexp_extract` and `regexp_extract_all`, which DataFusion lacks: the first (or every)
+//! match of a pattern, or one capturing group of it, as Trino answers them.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, ListBuilder, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+use regex::Regex;
+
+use crate::args::{arrays, is_integer, is_string, longs, result, strings};
+use crate::error::invalid_argument;
+
+/// `regexp_extract(string, pattern [, group])` or, with `all`, `regexp_extract_all`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RegexpExtract {
+    signature: Signature,
+    all: bool,
+}
+
+impl RegexpExtract {
+    pub(crate) fn first() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            all: false,
+        }
+    }
+
+    pub(crate) fn all() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            all: true,
+        }
+    }
+}
+
+/// The pattern of each row, compiled again only when it changes.
+struct Patterns {
+    last: Option<(String, Regex)>,
+}
+
+impl Patterns {
+    fn get(&mut self, pattern: &str) -> Result<&Regex> {
+        if self.last.as_ref().is_none_or(|(text, _)| text != pattern) {
+            let regex = Regex::new(pattern)
+                .map_err(|e| invalid_argument(format!("Invalid regular expression: {e}")))?;
+            self.last = Some((pattern.to_string(), regex));
+        }
+        match &self.last {
+            Some((_, regex)) => Ok(regex),
+            None => exec_err!("no pattern compiled"),
+        }
+    }
+}
+
+/// The group a call asks for, checked against the pattern as Trino checks it.
+fn group_of(regex: &Regex, group: i64) -> Result<usize> {
+    if group < 0 {
+        return Err(invalid_argument("Group cannot be negative"));
+    }
+    let groups = regex.captures_len() - 1;
+    match usize::try_from(group) {
+        Ok(g) if g <= groups => Ok(g),
+        _ => Err(invalid_argument(format!(
+            "Pattern has {groups} groups. Cannot access group {group}"
+        ))),
+    }
+}
+
+impl ScalarUDFImpl for RegexpExtract {
+    fn name(&self) -> &str {
+        if self.all {
+            "regexp_extract_all"
+        } else {
+            "regexp_extract"
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, p] if is_string(s) && is_string(p) => Ok(vec![DataType::Utf8, DataType::Utf8]),
+            [s, p, g] if is_string(s) && is_string(p) && is_integer(g) => {
+                Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function {}: {arg_types:?}; expected (varchar, varchar [, bigint])",
+                self.name()
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.all {
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+        } else {
+            DataType::Utf8
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let (s, pattern) = match columns.as_slice() {
+            [s, p] | [s, p, _] => (strings(s)?, strings(p)?),
+            _ => return exec_err!("{} takes 2 or 3 arguments", self.name()),
+        };
+        let group = columns.get(2).map(longs).transpose()?;
+        let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
+        let mut patterns = Patterns { last: None };
+        // Each row's pattern and group; `None` when an argument is NULL.
+        let rows = (0..s.len()).map(|i| -> Result<Option<(Regex, usize)>> {
+            if s.is_null(i) || pattern.is_null(i) || group.as_ref().is_some_and(|g| g.is_null(i)) {
+                return Ok(None);
+            }
+            let regex = patterns.get(pattern.value(i))?.clone();
+            let g = group_of(&regex, group.as_ref().map_or(0, |g| g.value(i)))?;
+            Ok(Some((regex, g)))
+        });
+        if self.all {
+            let mut out = ListBuilder::new(StringBuilder::new());
+            for (i, row) in rows.enumerate() {
+                let Some((regex, g)) = row? else {
+                    out.append_null();
+                    continue;
+                };
+                for captures in regex.captures_iter(s.value(i)) {
+                    out.values()
+                        .append_option(captures.get(g).map(|m| m.as_str()));
+                }
+                out.append(true);
+            }
+            result(&args, Arc::new(out.finish()))
+        } else {
+            let mut out = StringBuilder::new();
+            for (i, row) in rows.enumerate() {
+                let found = row?.and_then(|(regex, g)| {
+                    regex
+                        .captures(s.value(i))
+                        .and_then(|captures| captures.get(g))
+                        .map(|m| m.as_str())
+                });
+                out.append_option(found);
+            }
+            result(&args, Arc::new(out.finish()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_checked_as_trino_checks_them() {
+        let regex = Regex::new(r"(\d+)([a-z]+)").expect("pattern");
+        assert_eq!(group_of(&regex, 0).ok(), Some(0));
+        assert_eq!(group_of(&regex, 2).ok(), Some(2));
+        let past = group_of(&regex, 3).expect_err("past the last group");
+        assert!(
+            past.to_string()
+                .contains("Pattern has 2 groups. Cannot access group 3")
+        );
+        assert!(group_of(&regex, -1).is_err());
+    }
+}
