@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, ListBuilder, StringBuilder};
+use datafusion::arrow::array::{
+    Array, AsArray, Int64Array, ListBuilder, StringArray, StringBuilder,
+};
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
@@ -54,6 +56,46 @@ impl Patterns {
             None => exec_err!("no pattern compiled"),
         }
     }
+}
+
+/// Every match of `regex` in `text` as Java's `Matcher.find` finds them (and so Trino): an
+/// empty match right after a non-empty one counts, which Rust's own iterator skips
+/// (`a*` in `abc` matches 4 times, not 3).
+fn matches<'t>(regex: &Regex, text: &'t str) -> Vec<regex::Captures<'t>> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at <= text.len() {
+        let Some(captures) = regex.captures_at(text, at) else {
+            break;
+        };
+        let Some(whole) = captures.get(0) else {
+            break;
+        };
+        at = if whole.is_empty() {
+            // Past the next character: an empty match is not found twice.
+            whole.end() + text[whole.end()..].chars().next().map_or(1, char::len_utf8)
+        } else {
+            whole.end()
+        };
+        found.push(captures);
+    }
+    found
+}
+
+/// Row `i`'s compiled pattern and group; `None` when an argument is NULL.
+fn row_pattern<'p>(
+    patterns: &'p mut Patterns,
+    s: &StringArray,
+    pattern: &StringArray,
+    group: Option<&Int64Array>,
+    i: usize,
+) -> Result<Option<(&'p Regex, usize)>> {
+    if s.is_null(i) || pattern.is_null(i) || group.is_some_and(|g| g.is_null(i)) {
+        return Ok(None);
+    }
+    let regex = patterns.get(pattern.value(i))?;
+    let g = group_of(regex, group.map_or(0, |g| g.value(i)))?;
+    Ok(Some((regex, g)))
 }
 
 /// The group a call asks for, checked against the pattern as Trino checks it.
@@ -113,23 +155,15 @@ impl ScalarUDFImpl for RegexpExtract {
         let group = columns.get(2).map(longs).transpose()?;
         let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
         let mut patterns = Patterns { last: None };
-        // Each row's pattern and group; `None` when an argument is NULL.
-        let rows = (0..s.len()).map(|i| -> Result<Option<(Regex, usize)>> {
-            if s.is_null(i) || pattern.is_null(i) || group.as_ref().is_some_and(|g| g.is_null(i)) {
-                return Ok(None);
-            }
-            let regex = patterns.get(pattern.value(i))?.clone();
-            let g = group_of(&regex, group.as_ref().map_or(0, |g| g.value(i)))?;
-            Ok(Some((regex, g)))
-        });
+        let group = group.as_ref();
         if self.all {
             let mut out = ListBuilder::new(StringBuilder::new());
-            for (i, row) in rows.enumerate() {
-                let Some((regex, g)) = row? else {
+            for i in 0..s.len() {
+                let Some((regex, g)) = row_pattern(&mut patterns, s, pattern, group, i)? else {
                     out.append_null();
                     continue;
                 };
-                for captures in regex.captures_iter(s.value(i)) {
+                for captures in matches(regex, s.value(i)) {
                     out.values()
                         .append_option(captures.get(g).map(|m| m.as_str()));
                 }
@@ -138,8 +172,9 @@ impl ScalarUDFImpl for RegexpExtract {
             result(&args, Arc::new(out.finish()))
         } else {
             let mut out = StringBuilder::new();
-            for (i, row) in rows.enumerate() {
-                let found = row?.and_then(|(regex, g)| {
+            for i in 0..s.len() {
+                let row = row_pattern(&mut patterns, s, pattern, group, i)?;
+                let found = row.and_then(|(regex, g)| {
                     regex
                         .captures(s.value(i))
                         .and_then(|captures| captures.get(g))
@@ -167,5 +202,21 @@ mod tests {
                 .contains("Pattern has 2 groups. Cannot access group 3")
         );
         assert!(group_of(&regex, -1).is_err());
+    }
+
+    #[test]
+    fn matches_are_found_as_java_finds_them() {
+        let texts = |pattern: &str, text: &str| -> Vec<String> {
+            let regex = Regex::new(pattern).expect("pattern");
+            matches(&regex, text)
+                .iter()
+                .filter_map(|c| c.get(0).map(|m| m.as_str().to_string()))
+                .collect()
+        };
+        assert_eq!(texts("a*", "abc"), vec!["a", "", "", ""]);
+        assert_eq!(texts("a*", "aab"), vec!["aa", "", ""]);
+        assert_eq!(texts(r"\d+", "1a 2b 14m"), vec!["1", "2", "14"]);
+        assert_eq!(texts("x*", "é"), vec!["", ""]);
+        assert_eq!(texts("^a", "aa"), vec!["a"]);
     }
 }

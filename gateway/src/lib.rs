@@ -6,6 +6,7 @@
 pub mod client_auth;
 pub mod config;
 pub mod error;
+pub mod executable;
 mod flight;
 mod http_server;
 pub mod local;

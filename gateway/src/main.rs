@@ -315,7 +315,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, St
                     None => format!("{} (catalog.db, warehouse/)", options.data_dir.display()),
                 },
                 port = addr.port(),
-                sqe = this_program(),
+                sqe = sqe_gateway::executable::this_program(),
                 trino = cluster
                     .coordinator
                     .trino_http_addr
@@ -367,24 +367,4 @@ async fn main() -> ExitCode {
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
     code
-}
-
-/// How to run this binary again from a shell: `sqe` when that is what PATH finds, else its
-/// path (a user who started it with `cargo run` has no `sqe` on PATH).
-fn this_program() -> String {
-    let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) else {
-        return "sqe".to_string();
-    };
-    let on_path = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path)
-            .any(|dir| std::fs::canonicalize(dir.join("sqe")).is_ok_and(|found| found == exe))
-    });
-    let path = exe.display().to_string();
-    if on_path {
-        "sqe".to_string()
-    } else if path.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
-        format!("'{}'", path.replace('\'', "'\\''"))
-    } else {
-        path
-    }
 }

@@ -275,6 +275,9 @@ fn referenced_tables(line: &str, defaults: &Defaults) -> Vec<(String, String, St
 
 /// How long a lookup may hold up the Tab key before completion goes without it.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
+/// After a lookup failed, how long completion goes without the server (one Tab asks for
+/// several lists; a server that is down should cost one timeout, not one per list).
+const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 /// Names read from the server's `system.jdbc` tables as completion needs them, kept until the
 /// next statement runs (which may have changed them).
@@ -282,6 +285,7 @@ pub struct ServerNames {
     connection: Connection,
     runtime: tokio::runtime::Handle,
     cache: parking_lot::Mutex<HashMap<Vec<String>, Vec<String>>>,
+    failed_at: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
 impl ServerNames {
@@ -290,6 +294,7 @@ impl ServerNames {
             connection,
             runtime,
             cache: parking_lot::Mutex::new(HashMap::new()),
+            failed_at: parking_lot::Mutex::new(None),
         }
     }
 
@@ -305,6 +310,13 @@ impl ServerNames {
         if let Some(names) = self.cache.lock().get(&key) {
             return names.clone();
         }
+        if self
+            .failed_at
+            .lock()
+            .is_some_and(|at| at.elapsed() < RETRY_AFTER)
+        {
+            return Vec::new();
+        }
         let mut connection = self.connection.clone();
         let read = self.runtime.block_on(async move {
             tokio::time::timeout(LOOKUP_TIMEOUT, connection.strings(&sql)).await
@@ -315,7 +327,10 @@ impl ServerNames {
                 names
             }
             // Completion is a convenience: a slow or failing server means no candidates.
-            _ => Vec::new(),
+            _ => {
+                *self.failed_at.lock() = Some(std::time::Instant::now());
+                Vec::new()
+            }
         }
     }
 }

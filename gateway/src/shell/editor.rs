@@ -19,6 +19,8 @@ use super::input::{is_blank, split_statements};
 pub(super) struct SqlHelper {
     pub(super) names: ServerNames,
     pub(super) defaults: Defaults,
+    /// Whether a statement must read as SQL before Enter sends it (`--no-validate`).
+    pub(super) validate: bool,
     /// Colours are drawn only on a terminal that wants them (`NO_COLOR` unset).
     pub(super) colour: bool,
 }
@@ -55,16 +57,16 @@ impl Highlighter for SqlHelper {
 
 impl Validator for SqlHelper {
     fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
-        Ok(validate(ctx.input()))
+        Ok(validate(ctx.input(), self.validate))
     }
 }
 
 impl Helper for SqlHelper {}
 
 /// Whether Enter ends the input: a shell command or blank line at once, SQL once it ends with
-/// `;` outside literals and comments. A statement the parser rejects stays in the editor with
-/// the reason shown under it, to be mended.
-pub(super) fn validate(input: &str) -> ValidationResult {
+/// `;` outside literals and comments. With `check`, a statement the parser rejects stays in
+/// the editor with the reason shown under it, to be mended.
+pub(super) fn validate(input: &str, check: bool) -> ValidationResult {
     if is_blank(input) || (!input.contains('\n') && shell_command(input).is_some()) {
         return ValidationResult::Valid(None);
     }
@@ -72,7 +74,7 @@ pub(super) fn validate(input: &str) -> ValidationResult {
     if statements.is_empty() || !is_blank(&rest) {
         return ValidationResult::Incomplete;
     }
-    for statement in &statements {
+    for statement in statements.iter().filter(|_| check) {
         if shell_command(statement).is_some() {
             continue;
         }
@@ -96,7 +98,7 @@ mod tests {
     use super::*;
 
     fn verdict(input: &str) -> &'static str {
-        match validate(input) {
+        match validate(input, true) {
             ValidationResult::Valid(_) => "valid",
             ValidationResult::Incomplete => "incomplete",
             ValidationResult::Invalid(_) => "invalid",
@@ -119,9 +121,17 @@ mod tests {
 
     #[test]
     fn a_statement_that_does_not_parse_stays_with_its_reason() {
-        let ValidationResult::Invalid(Some(message)) = validate("SELECT 1\nFROM x WHERE;") else {
+        let ValidationResult::Invalid(Some(message)) = validate("SELECT 1\nFROM x WHERE;", true)
+        else {
             panic!("expected invalid");
         };
+        assert!(
+            matches!(
+                validate("SELECT 1\nFROM x WHERE;", false),
+                ValidationResult::Valid(_)
+            ),
+            "unchecked, a complete statement is sent"
+        );
         assert!(message.contains("SYNTAX_ERROR"), "{message}");
         assert!(message.contains('^'), "{message}");
         // Errors found only by planning (an unknown table) are the server's to answer.

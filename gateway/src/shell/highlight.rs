@@ -18,7 +18,7 @@ pub(super) fn highlight(line: &str) -> Option<String> {
     let tokens = Tokenizer::new(&GenericDialect {}, line)
         .tokenize_with_location()
         .ok()?;
-    let starts = LineStarts::new(line);
+    let mut starts = LineStarts::new(line);
     let mut out = String::with_capacity(line.len() * 2);
     let mut coloured = false;
     for (i, token) in tokens.iter().enumerate() {
@@ -60,34 +60,39 @@ fn colour(token: &Token) -> Option<&'static str> {
     }
 }
 
-/// Byte offsets of the tokenizer's 1-based line and (character) column positions.
+/// Byte offsets of the tokenizer's 1-based line and (character) column positions, found by
+/// walking forward: tokens come in order, so the whole line is walked once.
 struct LineStarts<'a> {
-    lines: Vec<&'a str>,
-    starts: Vec<usize>,
+    text: &'a str,
+    /// The byte offset, line and column reached so far.
+    at: (usize, u64, u64),
 }
 
 impl<'a> LineStarts<'a> {
     fn new(text: &'a str) -> Self {
-        let lines: Vec<&str> = text.split('\n').collect();
-        let mut starts = Vec::with_capacity(lines.len());
-        let mut offset = 0;
-        for line in &lines {
-            starts.push(offset);
-            offset += line.len() + 1;
+        Self {
+            text,
+            at: (0, 1, 1),
         }
-        Self { lines, starts }
     }
 
-    fn offset(&self, line: u64, column: u64) -> Option<usize> {
-        let index = usize::try_from(line.checked_sub(1)?).ok()?;
-        let text = self.lines.get(index)?;
-        let column = usize::try_from(column.checked_sub(1)?).ok()?;
-        let within = match text.char_indices().nth(column) {
-            Some((at, _)) => at,
-            None if column == text.chars().count() => text.len(),
-            None => return None,
-        };
-        Some(self.starts[index] + within)
+    fn offset(&mut self, line: u64, column: u64) -> Option<usize> {
+        let (mut offset, mut l, mut c) = self.at;
+        if (line, column) < (l, c) {
+            return None;
+        }
+        let mut chars = self.text.get(offset..)?.chars();
+        while (l, c) < (line, column) {
+            let ch = chars.next()?;
+            offset += ch.len_utf8();
+            if ch == '\n' {
+                (l, c) = (l + 1, 1);
+            } else {
+                c += 1;
+            }
+        }
+        self.at = (offset, l, c);
+        Some(offset)
     }
 }
 

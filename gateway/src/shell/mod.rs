@@ -85,6 +85,10 @@ pub struct ShellArgs {
     /// Results of -e, -f and piped input are never cut.
     #[arg(long, default_value_t = 1000)]
     pub max_rows: u64,
+    /// Send statements without checking them first (Enter otherwise keeps a statement this
+    /// shell's parser rejects in the editor; a newer server may read more).
+    #[arg(long)]
+    pub no_validate: bool,
     /// Never draw the progress line (it is drawn only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -169,6 +173,7 @@ pub struct Shell {
     /// Whether the line after a result shows its size and time (`\timing`).
     timing: bool,
     max_rows: u64,
+    validate: bool,
     catalog: Option<String>,
     schema: Option<String>,
 }
@@ -188,6 +193,7 @@ impl Shell {
             interactive: false,
             timing: true,
             max_rows: args.max_rows,
+            validate: !args.no_validate,
             catalog: args.catalog.clone(),
             schema: args.schema.clone(),
         })
@@ -204,7 +210,7 @@ impl Shell {
                 Ok(Next::Continue) => {}
                 Ok(Next::Quit) => break,
                 Err(e) => {
-                    eprintln!("{}", describe(&e, Some(&statement)));
+                    eprintln!("{}", describe(&e, as_sql(&statement)));
                     return exit_code(&e);
                 }
             }
@@ -239,6 +245,7 @@ impl Shell {
         editor.set_helper(Some(SqlHelper {
             names: ServerNames::new(self.connection.clone(), tokio::runtime::Handle::current()),
             defaults: self.defaults(),
+            validate: self.validate,
             colour: std::env::var_os("NO_COLOR").is_none()
                 && std::env::var("TERM").is_ok_and(|term| term != "dumb"),
         }));
@@ -285,7 +292,7 @@ impl Shell {
                 match self.run_statement(&statement).await {
                     Ok(Next::Continue) => {}
                     Ok(Next::Quit) => quit = true,
-                    Err(e) => eprintln!("{}", describe(&e, Some(&statement))),
+                    Err(e) => eprintln!("{}", describe(&e, as_sql(&statement))),
                 }
             }
             if quit {
@@ -402,15 +409,9 @@ impl Shell {
         progress.clear();
         match outcome {
             Ok(Streamed::Whole) => Ok(()),
+            // Counting stopped, or the reader left (`q` in the pager, `| head`): the server
+            // stops the statement on every worker; the shell goes on either way.
             Ok(Streamed::Stopped) => {
-                // The server stops the statement on every worker; the shell goes on either way.
-                let _ = self.connection.cancel(&info).await;
-                Ok(())
-            }
-            // The pager was left before the end (`q` in less): the rest is not wanted.
-            Err(ShellError::Output(e))
-                if self.interactive && e.kind() == std::io::ErrorKind::BrokenPipe =>
-            {
                 let _ = self.connection.cancel(&info).await;
                 Ok(())
             }
@@ -464,11 +465,14 @@ impl Shell {
         } else {
             None
         });
-        let paging = screen.paging();
-        let mut writer = ResultWriter::new(self.format, BufWriter::new(screen));
-        let limit = (self.interactive && self.max_rows > 0).then_some(self.max_rows);
+        let (paging, left) = (screen.paging(), screen.left());
+        let mut writer = Some(ResultWriter::new(self.format, BufWriter::new(screen)));
+        // Only a person reading a terminal gets a cut result; a redirect gets all of it.
+        let limit = (self.interactive && self.max_rows > 0 && std::io::stdout().is_terminal())
+            .then_some(self.max_rows);
         let mut shown: u64 = 0;
         let mut counting_stopped = false;
+        let mut schema = None;
         loop {
             let counting = limit.is_some_and(|limit| shown >= limit);
             tokio::select! {
@@ -476,16 +480,32 @@ impl Shell {
                     None => break,
                     Some(batch) => {
                         let batch = batch.map_err(flight_error)?;
+                        schema.get_or_insert_with(|| batch.schema());
                         progress.add(batch.num_rows(), batch.get_array_memory_size());
                         let room = limit.map_or(u64::MAX, |limit| limit - shown);
                         let take = room.min(batch.num_rows() as u64);
-                        if take > 0 {
+                        if let Some(out) = writer.as_mut().filter(|_| take > 0) {
                             progress.clear();
-                            writer.write(&batch.slice(0, take as usize))?;
+                            let slice = batch.slice(0, take as usize);
+                            let written = tokio::task::block_in_place(|| out.write(&slice));
+                            if left.load(std::sync::atomic::Ordering::Relaxed) {
+                                return Ok(Streamed::Stopped);
+                            }
+                            written?;
                             shown += take;
                             if paging.load(std::sync::atomic::Ordering::Relaxed) {
                                 progress.disable();
                             }
+                        }
+                        if limit.is_some_and(|limit| shown >= limit)
+                            && let Some(out) = writer.take()
+                        {
+                            // The rows shown are shown now (and the pager left) while the
+                            // rest is counted.
+                            if close_output(out, &batch.schema(), &left)? {
+                                return Ok(Streamed::Stopped);
+                            }
+                            progress.resume();
                         }
                     }
                 },
@@ -501,15 +521,14 @@ impl Shell {
             }
         }
         progress.clear();
-        let schema = stream
-            .schema()
-            .cloned()
-            .unwrap_or_else(|| std::sync::Arc::new(arrow::datatypes::Schema::empty()));
-        let out = writer.finish(&schema)?;
-        let screen = out
-            .into_inner()
-            .map_err(|e| ShellError::Output(e.into_error()))?;
-        screen.close().map_err(ShellError::Output)?;
+        if let Some(out) = writer.take() {
+            let schema = schema
+                .or_else(|| stream.schema().cloned())
+                .unwrap_or_else(|| std::sync::Arc::new(arrow::datatypes::Schema::empty()));
+            if close_output(out, &schema, &left)? {
+                return Ok(Streamed::Stopped);
+            }
+        }
         if self.interactive {
             let total = progress.rows();
             let rows = if counting_stopped {
@@ -543,6 +562,27 @@ impl Shell {
         } else {
             Streamed::Whole
         })
+    }
+}
+
+/// Ends a result's output: what is held back is written and the pager waited for. Whether
+/// the reader left before the end (the pager quit, or stdout closed).
+fn close_output(
+    writer: ResultWriter<BufWriter<Screen>>,
+    schema: &arrow::datatypes::SchemaRef,
+    left: &std::sync::atomic::AtomicBool,
+) -> Result<bool> {
+    let closed = tokio::task::block_in_place(|| {
+        let out = writer.finish(schema)?;
+        let screen = out
+            .into_inner()
+            .map_err(|e| ShellError::Output(e.into_error()))?;
+        screen.close().map_err(ShellError::Output)
+    });
+    match closed {
+        _ if left.load(std::sync::atomic::Ordering::Relaxed) => Ok(true),
+        Ok(()) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -591,6 +631,12 @@ pub fn describe(error: &ShellError, statement: Option<&str>) -> String {
         ShellError::Cancelled => "Query cancelled".to_string(),
         other => format!("Error: {other}"),
     }
+}
+
+/// The statement as the server read it, for pointing at an error's position: a shell command
+/// was sent as other text (`\d t` as `SHOW COLUMNS FROM t`), so there is nothing to point at.
+fn as_sql(statement: &str) -> Option<&str> {
+    shell_command(statement).is_none().then_some(statement)
 }
 
 /// The statement's lines up to `at`, and a caret under its column (tabs kept, so that it lines

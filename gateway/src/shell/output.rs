@@ -177,7 +177,7 @@ fn nested_as_text(batch: &RecordBatch) -> Result<RecordBatch> {
     if !batch.columns().iter().any(|c| c.data_type().is_nested()) {
         return Ok(batch.clone());
     }
-    let options = FormatOptions::default();
+    let options = display_options();
     let mut fields = Vec::with_capacity(batch.num_columns());
     let mut columns = Vec::with_capacity(batch.num_columns());
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {

@@ -29,6 +29,7 @@ pub(super) struct Screen {
     pager: Option<String>,
     running: Option<(Child, ChildStdin)>,
     started: Arc<AtomicBool>,
+    left: Arc<AtomicBool>,
     stdout: io::Stdout,
 }
 
@@ -39,6 +40,7 @@ impl Screen {
             pager: pager.filter(|_| io::stdout().is_terminal()),
             running: None,
             started: Arc::new(AtomicBool::new(false)),
+            left: Arc::new(AtomicBool::new(false)),
             stdout: io::stdout(),
         }
     }
@@ -46,6 +48,12 @@ impl Screen {
     /// Set once a pager owns the terminal (so nothing else should draw on it).
     pub(super) fn paging(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.started)
+    }
+
+    /// Set once the reader has gone (the pager quit early, stdout closed): writing more is
+    /// pointless, and the error a writer makes of it is not the statement's failure.
+    pub(super) fn left(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.left)
     }
 
     /// Ends the result: the pager reads the rest and the shell waits until it is left.
@@ -90,14 +98,27 @@ impl Screen {
 
 impl Write for Screen {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out()?.write(buf)
+        let written = self.out()?.write(buf);
+        self.note_gone(written)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match &mut self.running {
+        let flushed = match &mut self.running {
             Some((_, stdin)) => stdin.flush(),
             None => self.stdout.flush(),
+        };
+        self.note_gone(flushed)
+    }
+}
+
+impl Screen {
+    fn note_gone<T>(&self, outcome: io::Result<T>) -> io::Result<T> {
+        if let Err(e) = &outcome
+            && e.kind() == io::ErrorKind::BrokenPipe
+        {
+            self.left.store(true, Ordering::Relaxed);
         }
+        outcome
     }
 }
 

@@ -8,6 +8,7 @@ const REDRAW: Duration = Duration::from_millis(100);
 
 pub struct Progress {
     enabled: bool,
+    wanted: bool,
     started: Instant,
     rows: u64,
     bytes: u64,
@@ -20,6 +21,7 @@ impl Progress {
     pub fn new(enabled: bool) -> Self {
         Self {
             enabled,
+            wanted: enabled,
             started: Instant::now(),
             rows: 0,
             bytes: 0,
@@ -63,6 +65,11 @@ impl Progress {
     pub fn disable(&mut self) {
         self.clear();
         self.enabled = false;
+    }
+
+    /// Draws the line again, if it was wanted (the pager has left the terminal).
+    pub fn resume(&mut self) {
+        self.enabled = self.wanted;
     }
 
     /// Erases the line, before results or messages are written.

@@ -181,8 +181,9 @@ async fn failures_exit_non_zero_with_the_server_code_and_stop_the_script() -> Te
     .await?;
     assert_eq!(missing.code, Some(1));
     assert!(
-        missing.stderr.contains("Query failed (SCHEMA_NOT_FOUND)")
-            || missing.stderr.contains("Query failed (TABLE_NOT_FOUND)"),
+        missing
+            .stderr
+            .contains("Query failed (SCHEMA_NOT_FOUND): Schema 'iceberg.nowhere' does not exist"),
         "{}",
         missing.stderr
     );
