@@ -8,6 +8,7 @@
 //! engine's dialect, and need nothing here.
 
 mod args;
+mod arrays;
 mod bounded;
 mod datetime;
 mod error;
@@ -38,6 +39,8 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(strings::HammingDistance::new())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::all())),
+        Arc::new(ScalarUDF::new_from_impl(arrays::Slice::new())),
+        Arc::new(ScalarUDF::new_from_impl(arrays::Sequence::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),

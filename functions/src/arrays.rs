@@ -1,0 +1,256 @@
+//! `slice` and `sequence`, which DataFusion spells differently or lacks, with Trino's bounds
+//! and refusals.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Int64Builder, ListArray, ListBuilder, MutableArrayData, make_array,
+};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::args::{arrays, is_integer, longs, result};
+use crate::error::invalid_argument;
+
+/// Trino's cap on the entries `sequence` makes.
+const MAX_SEQUENCE: i64 = 10_000;
+
+/// `slice(array, start, length)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Slice {
+    signature: Signature,
+}
+
+impl Slice {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The element range `[from, to)` (0-based) of an array of `size` that `slice` takes: from
+/// `start` (1-based, negative from the end) for `length` elements.
+fn slice_range(size: i64, start: i64, length: i64) -> Result<(i64, i64)> {
+    if length < 0 {
+        return Err(invalid_argument(
+            "length must be greater than or equal to 0",
+        ));
+    }
+    if start == 0 {
+        return Err(invalid_argument("SQL array indices start at 1"));
+    }
+    let from = if start < 0 { size + start + 1 } else { start };
+    let to = from.saturating_add(length).min(size + 1);
+    if from < 1 || from >= to {
+        return Ok((0, 0));
+    }
+    Ok((from - 1, to - 1))
+}
+
+impl ScalarUDFImpl for Slice {
+    fn name(&self) -> &str {
+        "slice"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [list @ DataType::List(_), s, l] if is_integer(s) && is_integer(l) => {
+                Ok(vec![list.clone(), DataType::Int64, DataType::Int64])
+            }
+            [DataType::Null, s, l] if is_integer(s) && is_integer(l) => Ok(vec![
+                DataType::List(Arc::new(Field::new("item", DataType::Null, true))),
+                DataType::Int64,
+                DataType::Int64,
+            ]),
+            _ => plan_err!(
+                "Unexpected parameters to function slice: {arg_types:?}; expected (array(T), bigint, bigint)"
+            ),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first() {
+            Some(list) => Ok(list.clone()),
+            None => plan_err!("slice takes an array"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [list, start, length] = columns.as_slice() else {
+            return exec_err!("slice takes 3 arguments");
+        };
+        let (start, length) = (longs(start)?, longs(length)?);
+        let Some(list) = list.as_list_opt::<i32>() else {
+            return exec_err!("slice takes an array, not {}", list.data_type());
+        };
+        let values = list.values().to_data();
+        let mut taken = MutableArrayData::new(vec![&values], true, values.len());
+        let mut offsets = Vec::with_capacity(list.len() + 1);
+        offsets.push(0i32);
+        let mut nulls = Vec::with_capacity(list.len());
+        for i in 0..list.len() {
+            let valid = !(list.is_null(i) || start.is_null(i) || length.is_null(i));
+            if valid {
+                let (begin, end) = (list.value_offsets()[i], list.value_offsets()[i + 1]);
+                let (from, to) =
+                    slice_range(i64::from(end - begin), start.value(i), length.value(i))?;
+                let (from, to) = (usize::try_from(from), usize::try_from(to));
+                let (Ok(from), Ok(to)) = (from, to) else {
+                    return exec_err!("slice bounds out of range");
+                };
+                let begin = begin as usize;
+                taken.extend(0, begin + from, begin + to);
+            }
+            let Some(last) = offsets.last().copied() else {
+                return exec_err!("no offsets");
+            };
+            let added = taken.len() as i32 - last;
+            offsets.push(last + added);
+            nulls.push(valid);
+        }
+        let Some(field) = (match list.data_type() {
+            DataType::List(field) => Some(field.clone()),
+            _ => None,
+        }) else {
+            return exec_err!("slice takes an array");
+        };
+        let sliced = ListArray::try_new(
+            field,
+            OffsetBuffer::new(offsets.into()),
+            make_array(taken.freeze()),
+            Some(nulls.into()),
+        )?;
+        result(&args, Arc::new(sliced) as ArrayRef)
+    }
+}
+
+/// `sequence(start, stop [, step])` of integers.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Sequence {
+    signature: Signature,
+}
+
+impl Sequence {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The integers from `start` to `stop` (both included) by `step` (default 1 upwards, -1
+/// downwards), refused as Trino refuses them.
+fn sequence(start: i64, stop: i64, step: Option<i64>) -> Result<Vec<i64>> {
+    let step = step.unwrap_or(if start <= stop { 1 } else { -1 });
+    if step == 0 {
+        return Err(invalid_argument("step must not be zero"));
+    }
+    if (step > 0 && stop < start) || (step < 0 && stop > start) {
+        return Err(invalid_argument(
+            "sequence stop value should be greater than or equal to start value if step is \
+             greater than zero otherwise stop should be less than or equal to start",
+        ));
+    }
+    let entries = (i128::from(stop) - i128::from(start)) / i128::from(step) + 1;
+    if entries > i128::from(MAX_SEQUENCE) {
+        return Err(invalid_argument(format!(
+            "result of sequence function must not have more than {MAX_SEQUENCE} entries"
+        )));
+    }
+    Ok((0..entries as i64).map(|k| start + k * step).collect())
+}
+
+impl ScalarUDFImpl for Sequence {
+    fn name(&self) -> &str {
+        "sequence"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if (2..=3).contains(&arg_types.len()) && arg_types.iter().all(is_integer) {
+            return Ok(vec![DataType::Int64; arg_types.len()]);
+        }
+        plan_err!(
+            "Unexpected parameters to function sequence: {arg_types:?}; expected (bigint, bigint [, bigint]) (dates and timestamps are not supported yet)"
+        )
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Int64,
+            true,
+        ))))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let integers = columns.iter().map(longs).collect::<Result<Vec<_>>>()?;
+        let (start, stop) = match integers.as_slice() {
+            [start, stop] | [start, stop, _] => (start, stop),
+            _ => return exec_err!("sequence takes 2 or 3 arguments"),
+        };
+        let step = integers.get(2);
+        let mut out = ListBuilder::new(Int64Builder::new());
+        for i in 0..start.len() {
+            if start.is_null(i) || stop.is_null(i) || step.is_some_and(|s| s.is_null(i)) {
+                out.append_null();
+                continue;
+            }
+            let values = sequence(start.value(i), stop.value(i), step.map(|s| s.value(i)))?;
+            out.values().append_slice(&values);
+            out.append(true);
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_ranges_follow_trino() {
+        assert_eq!(slice_range(4, 2, 2).ok(), Some((1, 3)));
+        assert_eq!(slice_range(4, -2, 2).ok(), Some((2, 4)));
+        assert_eq!(slice_range(4, -2, 5).ok(), Some((2, 4)));
+        assert_eq!(slice_range(4, 3, 10).ok(), Some((2, 4)));
+        assert_eq!(slice_range(4, 5, 1).ok(), Some((0, 0)));
+        assert_eq!(slice_range(4, -5, 2).ok(), Some((0, 0)));
+        assert_eq!(slice_range(4, 1, 0).ok(), Some((0, 0)));
+        assert_eq!(slice_range(0, 1, 1).ok(), Some((0, 0)));
+        assert_eq!(slice_range(4, 1, i64::MAX).ok(), Some((0, 4)));
+        assert!(slice_range(4, 0, 1).is_err());
+        assert!(slice_range(4, 1, -1).is_err());
+    }
+
+    #[test]
+    fn sequences_follow_trino() {
+        assert_eq!(sequence(1, 5, None).ok(), Some(vec![1, 2, 3, 4, 5]));
+        assert_eq!(sequence(5, 1, None).ok(), Some(vec![5, 4, 3, 2, 1]));
+        assert_eq!(sequence(1, 10, Some(3)).ok(), Some(vec![1, 4, 7, 10]));
+        assert_eq!(sequence(-2, 2, Some(2)).ok(), Some(vec![-2, 0, 2]));
+        assert_eq!(sequence(3, 3, Some(-1)).ok(), Some(vec![3]));
+        assert!(sequence(1, 5, Some(0)).is_err());
+        assert!(sequence(1, 5, Some(-1)).is_err());
+        assert!(sequence(0, 10_000, None).is_err());
+        assert_eq!(
+            sequence(1, 10_000, None).map(|v| v.len()).ok(),
+            Some(10_000)
+        );
+        assert!(sequence(i64::MIN, i64::MAX, None).is_err());
+    }
+}
