@@ -227,8 +227,9 @@ fn parenthesize_values(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 break;
             }
             match &t.token {
-                Token::LParen => depth += 1,
-                Token::RParen => depth = depth.saturating_sub(1),
+                // An array's brackets hold commas of their own too (`VALUES ARRAY[1, 2]`).
+                Token::LParen | Token::LBracket => depth += 1,
+                Token::RParen | Token::RBracket => depth = depth.saturating_sub(1),
                 Token::Comma if depth == 0 => {
                     out.push(TokenWithSpan::new(Token::RParen, t.span));
                     out.push(t.clone());
@@ -299,6 +300,10 @@ mod tests {
         assert_eq!(
             sql_of("VALUES (1, 'a'), (2, 'b')"),
             "VALUES (CAST(1 AS INTEGER), 'a'), (CAST(2 AS INTEGER), 'b')"
+        );
+        assert_eq!(
+            sql_of("SELECT x FROM (VALUES ARRAY[1, 2], NULL) AS t(x)"),
+            "SELECT x FROM (VALUES (ARRAY[CAST(1 AS INTEGER), CAST(2 AS INTEGER)]), (NULL)) AS t (x)"
         );
     }
 

@@ -71,7 +71,9 @@ pub(super) fn validate(input: &str, check: bool) -> ValidationResult {
         return ValidationResult::Valid(None);
     }
     let (statements, rest) = split_statements(input);
-    if statements.is_empty() || !is_blank(&rest) {
+    // A shell command may end the input without `;` (`SELECT 1; \dt`).
+    let finished = is_blank(&rest) || shell_command(&rest).is_some();
+    if statements.is_empty() || !finished {
         return ValidationResult::Incomplete;
     }
     for statement in statements.iter().filter(|_| check) {
@@ -117,6 +119,9 @@ mod tests {
         assert_eq!(verdict("USE tpch;"), "valid");
         assert_eq!(verdict(""), "valid");
         assert_eq!(verdict("SHOW TABLES FROM tpch;"), "valid");
+        assert_eq!(verdict("SELECT 1; \\dt"), "valid");
+        assert_eq!(verdict("SELECT 1; USE tpch"), "valid");
+        assert_eq!(verdict("SELECT 1; SELECT 2"), "incomplete");
     }
 
     #[test]
