@@ -36,15 +36,30 @@ pub fn parse(sql: &str) -> Result<Parsed> {
     Ok(Parsed { statement, labels })
 }
 
-/// Whether `sql` reads as one statement, checked as the servers read it before planning (SQE's
-/// own statements, then Trino's SQL): what a client can check without a session or catalog.
-pub fn check_syntax(sql: &str) -> Result<()> {
+/// A statement as the servers read it before planning.
+#[derive(Debug, Clone)]
+pub enum Read {
+    /// One of the statements SQE answers itself (`SHOW ...`, `USE`, `SET SESSION`, ...).
+    Client(super::statements::ClientStatement),
+    /// Trino's SQL, parsed for DataFusion's planner.
+    Sql(Parsed),
+}
+
+/// Reads one statement: SQE's own statements first, then Trino's SQL (with its niladic
+/// functions, `current_schema`, written as calls).
+pub fn read(sql: &str) -> Result<Read> {
     let tokens = super::statements::tokenize(sql)?;
     let rewritten = super::statements::niladic_calls(&tokens);
-    if super::statements::recognize_tokens(tokens)?.is_some() {
-        return Ok(());
+    match super::statements::recognize_tokens(tokens)? {
+        Some(statement) => Ok(Read::Client(statement)),
+        None => parse(rewritten.as_deref().unwrap_or(sql)).map(Read::Sql),
     }
-    parse(rewritten.as_deref().unwrap_or(sql)).map(|_| ())
+}
+
+/// Whether `sql` reads as one statement, checked as the servers read it before planning: what
+/// a client can check without a session or catalog.
+pub fn check_syntax(sql: &str) -> Result<()> {
+    read(sql).map(|_| ())
 }
 
 fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {

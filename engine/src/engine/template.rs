@@ -15,8 +15,8 @@ use super::{
     Action, Engine, Prepared, ResultCacheUse, SessionSettings, StatementKind, explain_schema,
 };
 use crate::cache::{CacheUse, Decision, consider};
-use crate::dialect::parse::{Label, parse};
-use crate::dialect::statements::{ClientStatement, niladic_calls, recognize_tokens, tokenize};
+use crate::dialect::parse::{Label, Read, read};
+use crate::dialect::statements::ClientStatement;
 use crate::error::{Error, ErrorCode, Result};
 
 /// A parsed and logically planned statement, possibly with `$1`, `$2`, ... parameters.
@@ -288,18 +288,16 @@ impl Engine {
         sql: &str,
     ) -> Result<StatementTemplate> {
         self.refresh_names(false).await?;
-        let tokens = tokenize(sql)?;
-        let rewritten = niladic_calls(&tokens);
-        let sql = rewritten.as_deref().unwrap_or(sql);
+        let read = tracing::info_span!("parse").in_scope(|| read(sql))?;
         let mut call = None;
         let mut labels = None;
-        let (state, logical, properties) = match recognize_tokens(tokens)? {
-            Some(ClientStatement::Show(show)) => {
+        let (state, logical, properties) = match read {
+            Read::Client(ClientStatement::Show(show)) => {
                 let state = self.session_state_with(session, false)?;
                 let logical = self.show_plan(&state, session, show).await?;
                 (state, logical, TableProperties::default())
             }
-            Some(ClientStatement::KillQuery { query_id, message }) => {
+            Read::Client(ClientStatement::KillQuery { query_id, message }) => {
                 call = Some(Call::KillQuery {
                     query_id,
                     message,
@@ -312,22 +310,17 @@ impl Engine {
                 });
                 (state, nothing, TableProperties::default())
             }
-            Some(other) => {
+            Read::Client(other) => {
                 return Err(Error::NotSupported(format!(
                     "{}: a Trino session statement, answered by the Trino endpoint only",
                     other.name()
                 )));
             }
-            None => {
+            Read::Sql(parsed) => {
                 let mut state = self.session_state(session)?;
-                let (statement, properties) =
-                    tracing::info_span!("parse").in_scope(|| -> Result<_> {
-                        let parsed = parse(sql)?;
-                        labels = parsed.labels;
-                        let mut statement = parsed.statement;
-                        let properties = take_table_properties(&mut statement)?;
-                        Ok((statement, properties))
-                    })?;
+                labels = parsed.labels;
+                let mut statement = parsed.statement;
+                let properties = take_table_properties(&mut statement)?;
                 if let Some(change) = self.plan_table_change(&state, &statement).await? {
                     call = Some(Call::ChangeTable(change));
                 }

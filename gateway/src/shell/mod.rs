@@ -407,21 +407,12 @@ impl Shell {
             .stream_results(&info, &mut progress, &mut ticker, &mut ctrl_c)
             .await;
         progress.clear();
-        match outcome {
-            Ok(Streamed::Whole) => Ok(()),
-            // Counting stopped, or the reader left (`q` in the pager, `| head`): the server
-            // stops the statement on every worker; the shell goes on either way.
-            Ok(Streamed::Stopped) => {
-                let _ = self.connection.cancel(&info).await;
-                Ok(())
-            }
-            Err(e) => {
-                if matches!(e, ShellError::Cancelled) {
-                    let _ = self.connection.cancel(&info).await;
-                }
-                Err(e)
-            }
+        // Ctrl-C, counting stopped, or the reader left (`q` in the pager, `| head`): the server
+        // stops the statement on every worker; the shell goes on either way.
+        if matches!(outcome, Ok(Streamed::Stopped) | Err(ShellError::Cancelled)) {
+            let _ = self.connection.cancel(&info).await;
         }
+        outcome.map(|_| ())
     }
 
     /// Fetches and writes the results of a planned statement.
@@ -472,7 +463,6 @@ impl Shell {
             .then_some(self.max_rows);
         let mut shown: u64 = 0;
         let mut counting_stopped = false;
-        let mut schema = None;
         loop {
             let counting = limit.is_some_and(|limit| shown >= limit);
             tokio::select! {
@@ -480,7 +470,6 @@ impl Shell {
                     None => break,
                     Some(batch) => {
                         let batch = batch.map_err(flight_error)?;
-                        schema.get_or_insert_with(|| batch.schema());
                         progress.add(batch.num_rows(), batch.get_array_memory_size());
                         let room = limit.map_or(u64::MAX, |limit| limit - shown);
                         let take = room.min(batch.num_rows() as u64);
@@ -522,8 +511,9 @@ impl Shell {
         }
         progress.clear();
         if let Some(out) = writer.take() {
-            let schema = schema
-                .or_else(|| stream.schema().cloned())
+            let schema = stream
+                .schema()
+                .cloned()
                 .unwrap_or_else(|| std::sync::Arc::new(arrow::datatypes::Schema::empty()));
             if close_output(out, &schema, &left)? {
                 return Ok(Streamed::Stopped);
@@ -662,8 +652,6 @@ fn exit_code(error: &ShellError) -> ExitCode {
     match error {
         // As shells report an interrupted command.
         ShellError::Cancelled => ExitCode::from(130),
-        // Output closed early (`sqe shell -e ... | head`) is not a failure of the statement.
-        ShellError::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     }
 }

@@ -67,8 +67,18 @@ impl Screen {
                 drop(stdin);
                 tokio::task::block_in_place(|| child.wait()).map(|_| ())
             }
-            None => self.stdout.flush(),
+            None => self.flush(),
         }
+    }
+
+    /// `outcome` of a write, noting a reader who has gone.
+    fn note_gone<T>(&self, outcome: io::Result<T>) -> io::Result<T> {
+        if let Err(e) = &outcome
+            && e.kind() == io::ErrorKind::BrokenPipe
+        {
+            self.left.store(true, Ordering::Relaxed);
+        }
+        outcome
     }
 
     fn out(&mut self) -> io::Result<&mut dyn Write> {
@@ -108,17 +118,6 @@ impl Write for Screen {
             None => self.stdout.flush(),
         };
         self.note_gone(flushed)
-    }
-}
-
-impl Screen {
-    fn note_gone<T>(&self, outcome: io::Result<T>) -> io::Result<T> {
-        if let Err(e) = &outcome
-            && e.kind() == io::ErrorKind::BrokenPipe
-        {
-            self.left.store(true, Ordering::Relaxed);
-        }
-        outcome
     }
 }
 

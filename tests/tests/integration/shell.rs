@@ -397,3 +397,32 @@ async fn local_prints_commands_that_run_as_printed() -> TestResult {
     assert!(local.terminate(std::time::Duration::from_secs(20)));
     Ok(())
 }
+
+/// `sqe shell -e ... | head`: the reader closing stdout early ends an endless statement, and
+/// the shell exits as a success (the statement did not fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn closing_stdout_early_stops_the_statement_and_succeeds() -> TestResult {
+    use tokio::io::AsyncBufReadExt;
+    let cluster = TestCluster::start(1, 0.01).await?;
+    let mut child = tokio::process::Command::new(sqe_binary())
+        .args(["shell", "--port", &port(&cluster).to_string()])
+        .args(["--output-format", "csv", "-e"])
+        .arg("SELECT a.l_orderkey FROM tpch.lineitem a CROSS JOIN tpch.lineitem b")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    assert_eq!(lines.next_line().await?.as_deref(), Some("l_orderkey"));
+    drop(lines);
+    let ran = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await??;
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    cluster.stop().await;
+    Ok(())
+}
