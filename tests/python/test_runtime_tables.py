@@ -226,6 +226,74 @@ class RuntimeTables(unittest.TestCase):
         self.assertEqual(rows("SELECT count(*) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "bob"), [[0]])
         self.assertEqual(rows("SELECT count(*) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "ann"), [[tasks]])
 
+    def test_the_trino_client_sees_progress_rise_during_a_long_query(self):
+        """Splits are the tasks' partitions on the workers; the client's stats report them."""
+        cur = cursor()
+        samples, runtime = [], []
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                stats = cur.stats
+                if stats and stats.get("state") == "RUNNING":
+                    samples.append(dict(stats))
+                    if cur.query_id and not runtime:
+                        found = rows(
+                            "SELECT total_splits, completed_splits, progress_percentage "
+                            "FROM system.runtime.queries WHERE query_id = ?",
+                            [cur.query_id],
+                        )
+                        if found and found[0][2] is not None and found[0][2] > 0:
+                            tasks = rows(
+                                "SELECT DISTINCT state FROM system.runtime.tasks WHERE query_id = ?",
+                                [cur.query_id],
+                            )
+                            runtime.append((found[0], {t[0] for t in tasks}))
+                done.wait(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            cur.execute(
+                "SELECT count(*) FROM lineitem a JOIN lineitem b ON a.l_linenumber = b.l_linenumber "
+                "WHERE a.l_orderkey < 30000"
+            )
+            self.assertEqual(len(cur.fetchall()), 1)
+        finally:
+            done.set()
+            watcher.join(10)
+        final = cur.stats
+        percentages = [s["progressPercentage"] for s in samples if s["progressPercentage"] is not None]
+        self.assertTrue(percentages, f"no progress reported while running: {samples[-3:]}")
+        self.assertEqual(percentages, sorted(percentages), "progress never goes back")
+        self.assertTrue(any(0 < p < 100 for p in percentages), percentages)
+        running = samples[-1]
+        self.assertGreater(running["totalSplits"], 0)
+        self.assertEqual(
+            running["queuedSplits"] + running["runningSplits"] + running["completedSplits"],
+            running["totalSplits"],
+        )
+
+        def stage_splits(stage):
+            return stage["totalSplits"] + sum(stage_splits(s) for s in stage["subStages"])
+
+        self.assertTrue(running["rootStage"]["subStages"], "the distributed stages under the coordinator's")
+        self.assertEqual(stage_splits(running["rootStage"]), running["totalSplits"])
+        self.assertEqual(final["progressPercentage"], 100.0)
+        self.assertEqual(final["completedSplits"], final["totalSplits"])
+        # system.runtime showed the same progress while the query ran.
+        self.assertTrue(runtime, "system.runtime.queries reported no progress while the query ran")
+        (total, completed, percentage), task_states = runtime[0]
+        self.assertGreater(total, 0)
+        self.assertLessEqual(completed, total)
+        self.assertTrue(0 < percentage <= 100, percentage)
+        self.assertTrue(task_states <= {"PLANNED", "RUNNING", "FINISHED"}, task_states)
+        finished = rows(
+            "SELECT total_splits, completed_splits, progress_percentage FROM system.runtime.queries WHERE query_id = ?",
+            [cur.query_id],
+        )
+        self.assertEqual(finished, [[final["totalSplits"], final["totalSplits"], 100.0]])
+
     def assert_killed(self, thread, failure, query_id, message):
         """The client's thread ended with one error; the history says who killed it and why."""
         thread.join(60)

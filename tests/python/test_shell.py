@@ -131,10 +131,11 @@ def main():
     shell.expect_exact(PROMPT)
     shell.send("\\maxrows 1000\r")
 
-    # A long query shows progress and Ctrl-C cancels it, not the shell.
+    # A long query shows progress (a bar with the server's percentage of completed splits)
+    # and Ctrl-C cancels it, not the shell.
     shell.send("SELECT count(*) FROM lineitem a CROSS JOIN lineitem b;\r")
     shell.expect(r"(PLANNING|RUNNING) \d+\.\d+s")
-    shell.expect(r"RUNNING \d+\.\d+s")
+    shell.expect(r"RUNNING \[[=> ]{20}\] +\d+%  \d+\.\d+s")
     shell.sendintr()
     shell.expect_exact("Query cancelled")
     shell.expect_exact(PROMPT)

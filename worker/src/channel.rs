@@ -8,9 +8,10 @@ use parking_lot::Mutex;
 use async_trait::async_trait;
 use datafusion::error::DataFusionError;
 use datafusion_distributed::{
-    BoxCloneSyncChannel, ChannelResolver, WorkerServiceClient, create_worker_client,
+    BoxCloneSyncChannel, ChannelResolver, ObservabilityServiceClient, WorkerServiceClient,
+    create_worker_client,
 };
-use sqe_layers::WorkerChannelStack;
+use sqe_layers::{LayeredChannel, WorkerChannelStack};
 use url::Url;
 
 /// Resolves worker URLs to clients whose channel is the full [`WorkerChannelStack`] (trace,
@@ -23,6 +24,7 @@ use url::Url;
 pub struct SqeChannelResolver {
     stack: WorkerChannelStack,
     clients: Arc<Mutex<HashMap<Url, WorkerServiceClient<BoxCloneSyncChannel>>>>,
+    observability: Arc<Mutex<HashMap<Url, ObservabilityServiceClient<LayeredChannel>>>>,
 }
 
 impl std::fmt::Debug for SqeChannelResolver {
@@ -38,6 +40,7 @@ impl SqeChannelResolver {
         Self {
             stack,
             clients: Arc::default(),
+            observability: Arc::default(),
         }
     }
 
@@ -50,7 +53,40 @@ impl SqeChannelResolver {
         &self,
         url: &Url,
     ) -> Result<WorkerServiceClient<BoxCloneSyncChannel>, DataFusionError> {
-        let mut clients = self.clients.lock();
+        self.cached(&self.clients, url, create_worker_client)
+    }
+
+    /// What `url` reports of the tasks it holds (datafusion-distributed's observability
+    /// service), through the same layers.
+    pub async fn task_progress(
+        &self,
+        url: &Url,
+    ) -> Result<datafusion_distributed::GetTaskProgressResponse, tonic::Status> {
+        let mut client = self
+            .observability_client(url)
+            .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
+        Ok(client
+            .get_task_progress(datafusion_distributed::GetTaskProgressRequest {})
+            .await?
+            .into_inner())
+    }
+
+    /// The cached client of `url`'s observability service, built on first use.
+    fn observability_client(
+        &self,
+        url: &Url,
+    ) -> Result<ObservabilityServiceClient<LayeredChannel>, DataFusionError> {
+        self.cached(&self.observability, url, ObservabilityServiceClient::new)
+    }
+
+    /// The client in `cache` for `url`, else one `build` makes over a new layered channel.
+    fn cached<C: Clone>(
+        &self,
+        cache: &Mutex<HashMap<Url, C>>,
+        url: &Url,
+        build: impl FnOnce(LayeredChannel) -> C,
+    ) -> Result<C, DataFusionError> {
+        let mut clients = cache.lock();
         if let Some(client) = clients.get(url) {
             return Ok(client.clone());
         }
@@ -58,7 +94,7 @@ impl SqeChannelResolver {
             .stack
             .channel(url.as_str())
             .map_err(|e| DataFusionError::Configuration(e.to_string()))?;
-        let client = create_worker_client(channel);
+        let client = build(channel);
         clients.insert(url.clone(), client.clone());
         Ok(client)
     }

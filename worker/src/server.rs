@@ -132,6 +132,16 @@ pub fn build_worker(
     Ok((worker, stats))
 }
 
+/// A worker keeps no list of its peers: the observability service's cluster listing is empty
+/// (the coordinator's `system.runtime.nodes` is where the cluster is listed).
+struct NoPeers;
+
+impl datafusion_distributed::WorkerResolver for NoPeers {
+    fn get_urls(&self) -> Result<Vec<url::Url>, DataFusionError> {
+        Ok(Vec::new())
+    }
+}
+
 /// Serves `worker` on `listener` (over TLS when configured) behind the server-side layers
 /// (trace context, token check, then the count of running task streams in `stats`) until
 /// `shutdown` completes.
@@ -159,6 +169,8 @@ pub async fn serve(
                     stats.plan_channels.clone(),
                 )),
         )
+        // Task progress for the coordinator, behind the same token check.
+        .add_service(worker.with_observability_service(Arc::new(NoPeers)))
         .add_service(worker.into_worker_server())
         .serve_with_incoming_shutdown(sqe_layers::serve::incoming(listener), shutdown)
         .await

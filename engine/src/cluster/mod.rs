@@ -1,6 +1,7 @@
 //! The coordinator's view of its workers: the pool planning routes tasks to, the control plane
 //! that keeps it current, and the routing of each stage's tasks.
 
+mod progress;
 mod registry;
 mod tasks;
 mod workers;
@@ -9,6 +10,10 @@ use std::sync::Arc;
 
 use datafusion_distributed::ChannelResolver;
 
+pub use progress::{
+    ProgressPoller, QueryProgress, StageProgress, TaskProgressReport, TaskProgressSource,
+    TaskSplits,
+};
 pub use registry::Registry;
 pub use tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};
 pub use workers::{

@@ -21,6 +21,9 @@ use datafusion_distributed::{
     rewrite_distributed_plan_with_metrics,
 };
 use url::Url;
+use uuid::Uuid;
+
+use super::progress::{QueryProgress, StageProgress, TaskProgressReport, TaskSplits};
 
 /// How long a finished query waits for its workers' task metrics.
 const METRICS_WAIT: Duration = Duration::from_secs(5);
@@ -72,9 +75,34 @@ struct Ledger {
     routed: Vec<StageTasks>,
     plan: Option<Arc<dyn ExecutionPlan>>,
     metrics: HashMap<(usize, usize), TaskMetrics>,
+    /// The distributed query's id, as its workers key its tasks.
+    query_id: Option<Uuid>,
+    /// The stage each stage feeds, by stage number (`None`: the coordinator's).
+    parents: HashMap<usize, Option<usize>>,
+    /// Partitions each task of a stage runs, by stage number, from the plan.
+    partitions: HashMap<usize, u64>,
+    /// The furthest each task (stage, task) has been seen to get on its worker.
+    samples: HashMap<(usize, usize), TaskSplits>,
+    /// Answers in a row a task never seen was missing from, by (stage, task).
+    misses: HashMap<(usize, usize), u32>,
+    /// The highest progress reported so far: what a client sees never goes back.
+    reported_percentage: f64,
     /// Bytes read by scans on the coordinator (a plan that did not run distributed, or
     /// the coordinator's own stage); `None` until the metrics are read.
     coordinator_bytes_scanned: Option<u64>,
+}
+
+impl Ledger {
+    /// Every routed task as (stage, task, worker).
+    fn routed_tasks(&self) -> impl Iterator<Item = (usize, usize, &Url)> {
+        self.routed.iter().flat_map(|stage| {
+            stage
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(task, worker)| (stage.stage, task, worker))
+        })
+    }
 }
 
 /// The stages and tasks of one statement's plan (none when it runs on the coordinator alone),
@@ -92,12 +120,15 @@ impl TaskLedger {
     /// Learns the stages of `plan` (none unless it is a `DistributedExec`) before it runs.
     pub fn set_plan(&self, plan: &Arc<dyn ExecutionPlan>) {
         let mut stages = StageWalk::default();
-        stages.visit(plan);
+        stages.visit(plan, None);
         {
             let mut ledger = self.inner.lock();
             ledger.stage_of_head = stages.heads;
             ledger.stage_order = stages.pre_order;
             ledger.routing_order = stages.post_order;
+            ledger.query_id = stages.query_id;
+            ledger.partitions = stages.partitions;
+            ledger.parents = stages.parents;
             ledger.plan = Some(Arc::clone(plan));
         }
     }
@@ -121,6 +152,94 @@ impl TaskLedger {
         }
     }
 
+    /// The distributed query's id and the workers its routed tasks run on, while it has any.
+    pub(super) fn distributed_workers(&self) -> Option<(Uuid, Vec<Url>)> {
+        let ledger = self.inner.lock();
+        let query_id = ledger.query_id?;
+        let mut workers: Vec<Url> = ledger
+            .routed
+            .iter()
+            .flat_map(|s| s.workers.iter().cloned())
+            .collect();
+        workers.sort();
+        workers.dedup();
+        (!workers.is_empty()).then_some((query_id, workers))
+    }
+
+    /// Takes in what `worker` reported of the tasks it holds now. A task it ran that is no
+    /// longer there has finished (a worker drops a task once its last partition is read).
+    pub(super) fn observe(&self, worker: &Url, reports: &[TaskProgressReport]) {
+        let mut ledger = self.inner.lock();
+        let Some(query_id) = ledger.query_id else {
+            return;
+        };
+        let mine: Vec<(usize, usize)> = ledger
+            .routed_tasks()
+            .filter(|(_, _, w)| *w == worker)
+            .map(|(stage, task, _)| (stage, task))
+            .collect();
+        for key in mine {
+            let report = reports
+                .iter()
+                .find(|r| r.query_id == query_id && (r.stage, r.task) == key);
+            let planned = ledger.partitions.get(&key.0).copied().unwrap_or(1);
+            match (report, ledger.samples.get_mut(&key)) {
+                (Some(report), Some(sample)) => sample.update(report),
+                (Some(report), None) => {
+                    ledger.samples.insert(key, TaskSplits::from(report));
+                }
+                (None, Some(sample)) => sample.finish(),
+                (None, None) => {
+                    // Every task's plan is sent when the query starts: one missing from two
+                    // answers in a row finished between polls (a plan still on its way is
+                    // missing from one at most).
+                    let misses = ledger.misses.entry(key).or_default();
+                    *misses += 1;
+                    if *misses >= 2 {
+                        ledger.samples.insert(key, TaskSplits::finished(planned));
+                    }
+                }
+            }
+        }
+    }
+
+    /// How far the query's distributed stages have got.
+    pub fn progress(&self) -> QueryProgress {
+        let mut ledger = self.inner.lock();
+        let mut stages: Vec<StageProgress> = ledger
+            .routed
+            .iter()
+            .map(|routed| {
+                let planned = ledger.partitions.get(&routed.stage).copied().unwrap_or(1);
+                let mut stage = StageProgress {
+                    stage: routed.stage,
+                    parent: ledger.parents.get(&routed.stage).copied().flatten(),
+                    tasks: routed.workers.len(),
+                    ..StageProgress::default()
+                };
+                for task in 0..routed.workers.len() {
+                    match ledger.samples.get(&(routed.stage, task)) {
+                        Some(sample) => stage.add_task(sample),
+                        None => stage.add_unseen_task(planned),
+                    }
+                }
+                stage
+            })
+            .collect();
+        stages.sort_by_key(|s| s.stage);
+        let mut progress = QueryProgress {
+            stages,
+            tasks: ledger.samples.clone(),
+            percentage: 0.0,
+        };
+        let percentage = progress
+            .computed_percentage()
+            .max(ledger.reported_percentage);
+        ledger.reported_percentage = percentage;
+        progress.percentage = percentage;
+        progress
+    }
+
     /// How many tasks have been routed so far.
     pub fn task_count(&self) -> usize {
         self.inner
@@ -135,19 +254,12 @@ impl TaskLedger {
     pub fn tasks(&self) -> Vec<TaskRow> {
         let ledger = self.inner.lock();
         let mut rows: Vec<TaskRow> = ledger
-            .routed
-            .iter()
-            .flat_map(|stage| {
-                stage
-                    .workers
-                    .iter()
-                    .enumerate()
-                    .map(|(task, worker)| TaskRow {
-                        stage: stage.stage,
-                        task,
-                        worker: worker.clone(),
-                        metrics: ledger.metrics.get(&(stage.stage, task)).copied(),
-                    })
+            .routed_tasks()
+            .map(|(stage, task, worker)| TaskRow {
+                stage,
+                task,
+                worker: worker.clone(),
+                metrics: ledger.metrics.get(&(stage, task)).copied(),
             })
             .collect();
         rows.sort_by_key(|r| (r.stage, r.task));
@@ -229,15 +341,23 @@ fn scanned_bytes(plan: &Arc<dyn ExecutionPlan>) -> u64 {
 /// The stages of a plan about to run, found through its network boundaries.
 #[derive(Default)]
 struct StageWalk {
+    query_id: Option<Uuid>,
+    parents: HashMap<usize, Option<usize>>,
+    partitions: HashMap<usize, u64>,
     heads: HashMap<usize, usize>,
     pre_order: Vec<usize>,
     post_order: Vec<usize>,
 }
 
 impl StageWalk {
-    fn visit(&mut self, node: &Arc<dyn ExecutionPlan>) {
+    /// Visits `node`, which runs in stage `within` (`None`: the coordinator's head stage).
+    fn visit(&mut self, node: &Arc<dyn ExecutionPlan>, within: Option<usize>) {
         let stage = match node.as_network_boundary().map(|b| b.input_stage()) {
             Some(Stage::Local(stage)) => {
+                self.query_id = Some(stage.query_id);
+                self.parents.insert(stage.num, within);
+                let partitions = stage.plan.properties().partitioning.partition_count();
+                self.partitions.insert(stage.num, partitions as u64);
                 self.heads.insert(address(&stage.plan), stage.num);
                 self.pre_order.push(stage.num);
                 Some(stage.num)
@@ -245,7 +365,7 @@ impl StageWalk {
             _ => None,
         };
         for child in node.children() {
-            self.visit(child);
+            self.visit(child, stage.or(within));
         }
         if let Some(stage) = stage {
             self.post_order.push(stage);
@@ -368,5 +488,98 @@ impl TaskEstimator for TaskRouter {
             ledger.record_routing(routing.plan, &workers);
         }
         Ok(Some(workers))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(port: u16) -> Url {
+        Url::parse(&format!("http://127.0.0.1:{port}")).expect("a test URL")
+    }
+
+    /// Two stages of two tasks of 4 partitions, spread over two workers.
+    fn ledger(query_id: Uuid) -> TaskLedger {
+        let ledger = TaskLedger::default();
+        {
+            let mut inner = ledger.inner.lock();
+            inner.query_id = Some(query_id);
+            inner.partitions = HashMap::from([(1, 4), (2, 4)]);
+            inner.parents = HashMap::from([(1, Some(2)), (2, None)]);
+            inner.routed = vec![
+                StageTasks {
+                    stage: 1,
+                    workers: vec![url(1), url(2)],
+                },
+                StageTasks {
+                    stage: 2,
+                    workers: vec![url(2), url(1)],
+                },
+            ];
+        }
+        ledger
+    }
+
+    fn report(query_id: Uuid, stage: usize, task: usize, completed: u64) -> TaskProgressReport {
+        TaskProgressReport {
+            query_id,
+            stage,
+            task,
+            total_partitions: 4,
+            completed_partitions: completed,
+            output_rows: completed * 100,
+        }
+    }
+
+    #[test]
+    fn progress_counts_reported_missing_and_finished_tasks() {
+        let id = Uuid::new_v4();
+        let other = Uuid::new_v4();
+        let ledger = ledger(id);
+        assert_eq!(
+            ledger.distributed_workers(),
+            Some((id, vec![url(1), url(2)]))
+        );
+        let progress = ledger.progress();
+        assert_eq!(
+            (progress.total_splits(), progress.queued_splits()),
+            (16, 16)
+        );
+        assert_eq!(progress.percentage, 0.0);
+
+        // Worker 1 holds stage 1 task 0 and stage 2 task 1; another query's task is ignored.
+        ledger.observe(
+            &url(1),
+            &[
+                report(id, 1, 0, 2),
+                report(id, 2, 1, 0),
+                report(other, 1, 1, 4),
+            ],
+        );
+        // Worker 2 lists neither of its tasks (stage 1 task 1 finished before it was seen).
+        ledger.observe(&url(2), &[]);
+        let progress = ledger.progress();
+        assert_eq!(progress.completed_splits(), 2);
+        assert_eq!(progress.queued_splits(), 8, "missing once is not finished");
+
+        ledger.observe(&url(2), &[report(id, 2, 0, 1)]);
+        let progress = ledger.progress();
+        assert_eq!(progress.completed_splits(), 2 + 4 + 1);
+        assert_eq!(progress.queued_splits(), 0);
+        assert_eq!(progress.stages[0].finished_tasks, 1);
+
+        // Stage 1 task 0 is gone from worker 1: finished; its stage is done.
+        ledger.observe(&url(1), &[report(id, 2, 1, 3)]);
+        let progress = ledger.progress();
+        assert!(progress.stages[0].done());
+        assert_eq!(progress.stages[0].parent, Some(2));
+        assert_eq!(progress.stages[1].completed_splits, 4);
+        assert_eq!(progress.completed_splits(), 12);
+        assert!((progress.percentage - 75.0).abs() < 1e-9);
+
+        // A late, lower answer does not move anything back.
+        ledger.observe(&url(1), &[report(id, 2, 1, 1)]);
+        assert!((ledger.progress().percentage - 75.0).abs() < 1e-9);
     }
 }

@@ -461,6 +461,16 @@ impl Engine {
         self.runtime.memory_pool.reserved()
     }
 
+    /// Keeps the progress of running distributed queries current, asking their workers
+    /// through `source` every `interval`.
+    pub fn watch_task_progress(
+        &self,
+        source: Arc<dyn crate::cluster::TaskProgressSource>,
+        interval: Duration,
+    ) {
+        crate::cluster::ProgressPoller::new(&self.history, source).spawn(interval);
+    }
+
     pub fn history(&self) -> &Arc<QueryHistory> {
         &self.history
     }

@@ -3,17 +3,19 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    TimestampMillisecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::error::{DataFusionError, Result as DfResult};
 
-/// The column types metadata tables use: Trino's `varchar`, `bigint`, `boolean` and
-/// `timestamp(3) with time zone` (in UTC).
+/// The column types metadata tables use: Trino's `varchar`, `bigint`, `double`, `boolean`
+/// and `timestamp(3) with time zone` (in UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Text,
     Int,
+    Double,
     Bool,
     Time,
 }
@@ -38,6 +40,7 @@ impl TableSpec {
                 let data_type = match kind {
                     Kind::Text => DataType::Utf8,
                     Kind::Int => DataType::Int64,
+                    Kind::Double => DataType::Float64,
                     Kind::Bool => DataType::Boolean,
                     Kind::Time => utc_millis(),
                 };
@@ -49,10 +52,11 @@ impl TableSpec {
 }
 
 /// One value of a metadata row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Cell {
     Text(Option<String>),
     Int(Option<i64>),
+    Double(Option<f64>),
     Bool(Option<bool>),
     /// Milliseconds since the epoch.
     Time(Option<i64>),
@@ -94,6 +98,12 @@ impl From<Option<i64>> for Cell {
     }
 }
 
+impl From<Option<f64>> for Cell {
+    fn from(v: Option<f64>) -> Self {
+        Cell::Double(v)
+    }
+}
+
 impl From<bool> for Cell {
     fn from(v: bool) -> Self {
         Cell::Bool(Some(v))
@@ -117,7 +127,7 @@ pub(super) fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<Record
             .map(|row| row.get(i).cloned().unwrap_or(NULL))
             .map(|c| match c {
                 // Any null fits any column: reduce nulls to one shape.
-                Cell::Int(None) | Cell::Bool(None) | Cell::Time(None) => NULL,
+                Cell::Int(None) | Cell::Double(None) | Cell::Bool(None) | Cell::Time(None) => NULL,
                 c => c,
             });
         let column: ArrayRef = match field.data_type() {
@@ -139,6 +149,15 @@ pub(super) fn batch(schema: &SchemaRef, rows: Vec<Vec<Cell>>) -> DfResult<Record
                         _ => Err(mismatch(field.name())),
                     })
                     .collect::<DfResult<Int64Array>>()?,
+            ),
+            DataType::Float64 => Arc::new(
+                cells
+                    .map(|c| match c {
+                        Cell::Double(v) => Ok(v),
+                        Cell::Text(None) => Ok(None),
+                        _ => Err(mismatch(field.name())),
+                    })
+                    .collect::<DfResult<Float64Array>>()?,
             ),
             DataType::Boolean => Arc::new(
                 cells
@@ -169,18 +188,29 @@ mod tests {
 
     const SPEC: TableSpec = TableSpec {
         name: "t",
-        columns: &[("a", Kind::Text), ("b", Kind::Int), ("c", Kind::Bool)],
+        columns: &[
+            ("a", Kind::Text),
+            ("b", Kind::Int),
+            ("c", Kind::Bool),
+            ("d", Kind::Double),
+        ],
     };
 
     #[test]
     fn cells_become_typed_columns() -> DfResult<()> {
         let rows = vec![
-            vec![Cell::from("x"), Cell::from(1), Cell::from(true)],
-            vec![NULL, NULL, NULL],
+            vec![
+                Cell::from("x"),
+                Cell::from(1),
+                Cell::from(true),
+                Cell::from(Some(0.5)),
+            ],
+            vec![NULL, NULL, NULL, Cell::from(None::<f64>)],
         ];
         let batch = batch(&SPEC.schema(), rows)?;
         assert_eq!(batch.num_rows(), 2);
         assert_eq!(batch.column(1).null_count(), 1);
+        assert_eq!(batch.column(3).null_count(), 1);
         assert!(super::batch(&SPEC.schema(), vec![vec![Cell::from(1)]]).is_err());
         Ok(())
     }

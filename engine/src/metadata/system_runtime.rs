@@ -6,10 +6,10 @@ use datafusion::catalog::TableProvider;
 
 use super::rows::{Cell, Kind, NULL, TableSpec};
 use super::{Filters, MetadataTable};
-use crate::cluster::WorkerPool;
+use crate::cluster::{QueryProgress, TaskRow, WorkerPool};
 use crate::history::{QueryHistory, QueryRecord, QueryState};
 
-use Kind::{Bool as B, Int as I, Text as T, Time as TS};
+use Kind::{Bool as B, Double as D, Int as I, Text as T, Time as TS};
 
 /// What `system.runtime` reads: the coordinator itself, its workers and its query history.
 #[derive(Debug, Clone)]
@@ -61,6 +61,9 @@ const QUERIES: TableSpec = TableSpec {
         ("bytes_scanned", I),
         ("peak_memory_bytes", I),
         ("distributed_tasks", I),
+        ("total_splits", I),
+        ("completed_splits", I),
+        ("progress_percentage", D),
         ("result_cache", T),
         ("error_code", T),
         ("error_message", T),
@@ -77,6 +80,8 @@ const TASKS: TableSpec = TableSpec {
         ("node_id", T),
         ("worker_uri", T),
         ("state", T),
+        ("total_splits", I),
+        ("completed_splits", I),
         ("elapsed_ms", I),
         ("cpu_ms", I),
         ("input_rows", I),
@@ -160,6 +165,20 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
         .map(|record| {
             let q = record.snapshot();
             let tasks = record.tasks().map(|t| t.task_count() as i64);
+            let progress = record.tasks().map(|t| t.progress()).unwrap_or_default();
+            let finished = q.state == QueryState::Finished;
+            let total = as_i64(progress.total_splits());
+            let completed = if finished {
+                total
+            } else {
+                as_i64(progress.completed_splits())
+            };
+            // Measured only where there are splits; a finished query is wholly done.
+            let percentage = if finished {
+                Some(100.0)
+            } else {
+                (total > 0).then_some(progress.percentage)
+            };
             vec![
                 Cell::from(q.id),
                 Cell::from(q.state.name()),
@@ -179,6 +198,9 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
                 Cell::from(q.bytes_scanned.map(as_i64)),
                 Cell::from(q.peak_memory_bytes.map(as_i64)),
                 Cell::from(tasks.unwrap_or(0)),
+                Cell::from(total),
+                Cell::from(completed),
+                Cell::from(percentage),
                 Cell::from(q.cache.map(|c| c.name().to_string())),
                 Cell::from(q.error_code.map(str::to_string)),
                 Cell::from(q.error_message),
@@ -195,15 +217,19 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
             continue;
         };
         let q = record.snapshot();
+        let progress = ledger.progress();
         for task in ledger.tasks() {
             let metrics = task.metrics;
+            let (state, total, completed) = task_state(&q.state, &progress, &task);
             rows.push(vec![
                 Cell::from(q.id.clone()),
                 Cell::from(task.stage as i64),
                 Cell::from(task.task as i64),
                 Cell::from(view.workers.node_id_of(&task.worker)),
                 Cell::from(uri(&task.worker)),
-                Cell::from(q.state.name()),
+                Cell::from(state),
+                Cell::from(total),
+                Cell::from(completed),
                 Cell::from(q.execution_ms),
                 Cell::from(metrics.map(|m| as_i64(m.cpu_ms))),
                 Cell::from(metrics.map(|m| as_i64(m.input_rows))),
@@ -213,6 +239,33 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
         }
     }
     rows
+}
+
+/// A task's state and its (total, completed) splits: its query's once that has ended, else
+/// what its worker last reported (`PLANNED` until it has).
+fn task_state(
+    query: &QueryState,
+    progress: &QueryProgress,
+    task: &TaskRow,
+) -> (&'static str, Option<i64>, Option<i64>) {
+    let splits = progress.task(task.stage, task.task);
+    match (query, splits) {
+        (QueryState::Finished, Some(s)) => {
+            ("FINISHED", Some(as_i64(s.total)), Some(as_i64(s.total)))
+        }
+        (QueryState::Running, Some(s)) if s.finished => {
+            ("FINISHED", Some(as_i64(s.total)), Some(as_i64(s.total)))
+        }
+        (QueryState::Running, Some(s)) => {
+            ("RUNNING", Some(as_i64(s.total)), Some(as_i64(s.completed)))
+        }
+        (QueryState::Running, None) => ("PLANNED", None, None),
+        (state, s) => (
+            state.name(),
+            s.map(|s| as_i64(s.total)),
+            s.map(|s| as_i64(s.completed)),
+        ),
+    }
 }
 
 /// The tables of `system.runtime`.

@@ -13,6 +13,8 @@ pub(crate) const SET_SESSION_OPTIONS: &str = "SetSessionOptions";
 pub(crate) const GET_SESSION_OPTIONS: &str = "GetSessionOptions";
 pub(crate) const CLOSE_SESSION: &str = "CloseSession";
 pub(crate) const CANCEL_FLIGHT_INFO: &str = "CancelFlightInfo";
+/// SQE's own action: how far a statement streaming to its caller has got.
+pub(crate) const QUERY_PROGRESS: &str = "sqe.QueryProgress";
 
 /// The cookie that names a Flight session.
 pub(crate) const SESSION_COOKIE: &str = "arrow_flight_session_id";

@@ -43,8 +43,8 @@ use super::auth::{Credentials, credentials};
 use super::metadata::{self, foreign_keys_schema, primary_keys_schema, sql_info, xdbc_types};
 use super::protocol::{
     self, CANCEL_FLIGHT_INFO, CLOSE_SESSION, CloseSessionResult, CloseSessionStatus,
-    GET_SESSION_OPTIONS, GetSessionOptionsResult, SESSION_COOKIE, SET_SESSION_OPTIONS,
-    SessionOptionValue, SetSessionOptionsError, SetSessionOptionsErrorValue,
+    GET_SESSION_OPTIONS, GetSessionOptionsResult, QUERY_PROGRESS, SESSION_COOKIE,
+    SET_SESSION_OPTIONS, SessionOptionValue, SetSessionOptionsError, SetSessionOptionsErrorValue,
     SetSessionOptionsRequest, SetSessionOptionsResult, handle_bytes, parse_handle, session_key,
     session_option_value::OptionValue,
 };
@@ -447,10 +447,10 @@ impl FlightSqlService for SqeFlightSqlService {
             Work::Run(handle) => *handle,
             Work::Ran(batch) => return Ok(Response::new(batch_stream(batch.schema(), batch))),
         };
-        let canceller = handle
-            .canceller()
+        let running = self
+            .statements
+            .start(id, principal, &handle)
             .ok_or_else(|| Status::internal("the statement has already run"))?;
-        let running = self.statements.start(id, canceller);
         let span = rpc_span(&handle, "DoGet");
         let output = handle.run().instrument(span).await?;
         let schema = Arc::clone(&output.described.schema);
@@ -896,7 +896,8 @@ impl FlightSqlService for SqeFlightSqlService {
     ) -> Result<Response<<Self as FlightService>::DoActionStream>, Status> {
         let key = session_key(request.metadata(), request.remote_addr());
         let cookie = protocol::session_cookie(request.metadata());
-        let user = principal(&request).user;
+        let caller = principal(&request);
+        let user = caller.user.clone();
         let action = request.into_inner();
         let (result, new_cookie): (arrow_flight::Result, Option<String>) =
             match action.r#type.as_str() {
@@ -1009,6 +1010,16 @@ impl FlightSqlService for SqeFlightSqlService {
                         None,
                     )
                 }
+                QUERY_PROGRESS => {
+                    let info = FlightInfo::decode(action.body.as_ref())
+                        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+                    let record = ticket_handle(&info)
+                        .and_then(|id| self.statements.running_record(&id, &caller))
+                        .ok_or_else(|| {
+                            Status::not_found("no statement of yours streams under this ticket")
+                        })?;
+                    (query_progress(&record), None)
+                }
                 other => return Err(Status::unimplemented(format!("unknown action {other}"))),
             };
         let mut response = Response::new(
@@ -1034,10 +1045,30 @@ impl FlightSqlService for SqeFlightSqlService {
             action(GET_SESSION_OPTIONS, "Get session options"),
             action(CLOSE_SESSION, "Close the session"),
             action(CANCEL_FLIGHT_INFO, "Cancel a running query"),
+            action(
+                QUERY_PROGRESS,
+                "Progress of a streaming statement (body: its FlightInfo; result: JSON)",
+            ),
         ])
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+/// A streaming statement's progress as JSON: its state, completed and total splits and the
+/// percentage (`null` when nothing is measured: no distributed stages).
+fn query_progress(record: &sqe_engine::history::QueryRecord) -> arrow_flight::Result {
+    let progress = record.tasks().map(|t| t.progress()).unwrap_or_default();
+    let percentage = (progress.total_splits() > 0).then_some(progress.percentage);
+    let body = serde_json::json!({
+        "state": record.state().name(),
+        "progressPercentage": percentage,
+        "totalSplits": progress.total_splits(),
+        "completedSplits": progress.completed_splits(),
+    });
+    arrow_flight::Result {
+        body: body.to_string().into(),
+    }
 }
 
 fn error_value(value: SetSessionOptionsErrorValue) -> SetSessionOptionsError {

@@ -10,7 +10,7 @@ use datafusion::common::ScalarValue;
 use parking_lot::Mutex;
 use sqe_engine::engine::StatementTemplate;
 use sqe_engine::expiring::{Expire, ExpiringMap, QuotaExceeded};
-use sqe_engine::history::CancelReason;
+use sqe_engine::history::{CancelReason, QueryRecord};
 use sqe_engine::queries::{Canceller, QueryHandle};
 use uuid::Uuid;
 
@@ -65,7 +65,14 @@ type Ticketed = Arc<Mutex<Option<Planned>>>;
 pub(super) struct Statements {
     planned: ExpiringMap<Uuid, Ticketed>,
     prepared: ExpiringMap<Uuid, PreparedStatement>,
-    running: Mutex<HashMap<Uuid, Canceller>>,
+    running: Mutex<HashMap<Uuid, Running>>,
+}
+
+/// A statement whose DoGet streams now.
+struct Running {
+    canceller: Canceller,
+    principal: Principal,
+    record: Option<Arc<QueryRecord>>,
 }
 
 impl Default for Statements {
@@ -185,17 +192,38 @@ impl Statements {
 
     /// Registers statement `id` as running until the guard is dropped; [`Self::cancel`] stops
     /// it through `canceller`.
-    pub(super) fn start(self: &Arc<Self>, id: Uuid, canceller: Canceller) -> RunningGuard {
-        self.running.lock().insert(id, canceller);
-        RunningGuard {
+    pub(super) fn start(
+        self: &Arc<Self>,
+        id: Uuid,
+        principal: Principal,
+        handle: &QueryHandle,
+    ) -> Option<RunningGuard> {
+        let running = Running {
+            canceller: handle.canceller()?,
+            principal,
+            record: handle.record(),
+        };
+        self.running.lock().insert(id, running);
+        Some(RunningGuard {
             statements: Arc::clone(self),
             id,
-        }
+        })
+    }
+
+    /// The history record of statement `id`, while it streams, for its principal only.
+    pub(super) fn running_record(
+        &self,
+        id: &Uuid,
+        principal: &Principal,
+    ) -> Option<Arc<QueryRecord>> {
+        let running = self.running.lock();
+        let statement = running.get(id).filter(|r| &r.principal == principal)?;
+        statement.record.clone()
     }
 
     /// Stops statement `id` if it runs, or drops it if it waits for its DoGet.
     pub(super) fn cancel(&self, id: &Uuid) -> Cancelled {
-        let running = self.running.lock().get(id).cloned();
+        let running = self.running.lock().get(id).map(|r| r.canceller.clone());
         if let Some(canceller) = running {
             canceller.cancel(CancelReason::Client);
             return Cancelled::Yes;

@@ -24,6 +24,7 @@ use tower::Layer;
 use url::Url;
 
 use super::observability::serve_observability;
+use super::task_progress::WorkerTaskProgress;
 use super::{bind, build_version};
 use crate::client_auth::ClientAuth;
 use crate::config::{CoordinatorConfig, CoordinatorSection, WorkerVersionPolicy};
@@ -33,6 +34,10 @@ use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
 use crate::trino::{TrinoEndpoint, trino_router};
 use axum::serve::ListenerExt;
+
+/// How often the workers of running distributed queries are asked for their tasks' progress:
+/// one call per busy worker serves all its queries; clients see it in their next page.
+const TASK_PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 
 /// A running coordinator.
 pub struct RunningCoordinator {
@@ -148,7 +153,9 @@ pub async fn start_coordinator_on(
     };
     let settings = engine_settings(config, storage_props, client_uri, table_locations);
     let peer_calls = PeerCalls::of(channels.stack());
+    let progress_source = Arc::new(WorkerTaskProgress(channels.clone()));
     let engine = Engine::new(settings, catalog, Arc::clone(&workers), Arc::new(channels)).await?;
+    engine.watch_task_progress(progress_source, TASK_PROGRESS_INTERVAL);
     // A Trino transaction goes when its client does (as its queries do).
     let client_timeout = Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1));
     let queries = Queries::new(

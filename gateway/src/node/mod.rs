@@ -3,6 +3,7 @@
 
 mod coordinator;
 mod observability;
+mod task_progress;
 mod worker;
 
 pub use coordinator::{

@@ -20,9 +20,9 @@ use uuid::Uuid;
 
 use super::error::{Result, ShellError};
 use crate::flight::protocol::{
-    CANCEL_FLIGHT_INFO, GET_SESSION_OPTIONS, GetSessionOptionsResult, SESSION_COOKIE,
-    SET_SESSION_OPTIONS, SessionOptionValue, SetSessionOptionsRequest, SetSessionOptionsResult,
-    parse_update_type, session_option_value::OptionValue,
+    CANCEL_FLIGHT_INFO, GET_SESSION_OPTIONS, GetSessionOptionsResult, QUERY_PROGRESS,
+    SESSION_COOKIE, SET_SESSION_OPTIONS, SessionOptionValue, SetSessionOptionsRequest,
+    SetSessionOptionsResult, parse_update_type, session_option_value::OptionValue,
 };
 
 /// Where the coordinator is and how to reach it.
@@ -246,6 +246,18 @@ impl Connection {
         let result = CancelFlightInfoResult::decode(result.body)
             .map_err(|e| ShellError::Connect(format!("bad cancel result: {e}")))?;
         Ok(result.status() == CancelStatus::Cancelled)
+    }
+
+    /// How far a streaming statement has got, in percent; `None` while nothing is measured
+    /// (planning, or a plan without distributed stages).
+    pub async fn progress(&mut self, info: &FlightInfo) -> Result<Option<f64>> {
+        let mut results = self.action(QUERY_PROGRESS, info.encode_to_vec()).await?;
+        let Some(result) = results.try_next().await.map_err(|s| status_error(&s))? else {
+            return Ok(None);
+        };
+        let progress: serde_json::Value = serde_json::from_slice(&result.body)
+            .map_err(|e| ShellError::Connect(format!("bad progress result: {e}")))?;
+        Ok(progress["progressPercentage"].as_f64())
     }
 
     /// The session's catalog and schema, as the server resolves unqualified names.

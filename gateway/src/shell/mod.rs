@@ -25,6 +25,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// How often the progress line asks the server how far the statement has got.
+const PROGRESS_POLL: Duration = Duration::from_millis(500);
+
 use arrow::array::{Array, UInt64Array};
 use arrow_flight::decode::FlightRecordBatchStream;
 use futures::StreamExt;
@@ -415,6 +418,36 @@ impl Shell {
         outcome.map(|_| ())
     }
 
+    /// The server's progress of a streaming statement, asked for every [`PROGRESS_POLL`] in
+    /// a task of its own that ends with the receiver. Only when the line is drawn.
+    fn watch_progress(
+        &self,
+        info: &arrow_flight::FlightInfo,
+    ) -> tokio::sync::watch::Receiver<Option<f64>> {
+        let (sender, receiver) = tokio::sync::watch::channel(None);
+        if !self.progress {
+            return receiver;
+        }
+        let mut connection = self.connection.clone();
+        let info = info.clone();
+        sqe_layers::task::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = sender.closed() => return,
+                    _ = tokio::time::sleep(PROGRESS_POLL) => {}
+                }
+                // Not streaming yet or any more, or a server without progress: the line goes
+                // on without, until the statement ends.
+                if let Ok(Some(p)) = connection.progress(&info).await
+                    && sender.send(Some(p)).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        receiver
+    }
+
     /// Fetches and writes the results of a planned statement.
     async fn stream_results(
         &mut self,
@@ -426,10 +459,16 @@ impl Shell {
         let mut fetcher = self.connection.clone();
         let fetch = fetcher.fetch(info);
         tokio::pin!(fetch);
+        let mut percentages = self.watch_progress(info);
         let result = loop {
             tokio::select! {
                 result = &mut fetch => break result?,
-                _ = ticker.tick() => progress.tick("RUNNING"),
+                _ = ticker.tick() => {
+                    if let Some(p) = *percentages.borrow_and_update() {
+                        progress.set_percentage(p);
+                    }
+                    progress.tick("RUNNING");
+                }
                 _ = &mut *ctrl_c => return Err(ShellError::Cancelled),
             }
         };
@@ -498,7 +537,12 @@ impl Shell {
                         }
                     }
                 },
-                _ = ticker.tick() => progress.tick(if counting { "COUNTING" } else { "RUNNING" }),
+                _ = ticker.tick() => {
+                    if let Some(p) = *percentages.borrow_and_update() {
+                        progress.set_percentage(p);
+                    }
+                    progress.tick(if counting { "COUNTING" } else { "RUNNING" });
+                }
                 // Past the limit Ctrl-C only stops the counting; the rows shown stay.
                 _ = &mut *ctrl_c => {
                     if !counting {

@@ -3,6 +3,9 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+/// Cells of the progress bar.
+const BAR_WIDTH: usize = 20;
+
 /// Redraws at most this often.
 const REDRAW: Duration = Duration::from_millis(100);
 
@@ -14,6 +17,8 @@ pub struct Progress {
     bytes: u64,
     last_draw: Option<Instant>,
     shown: bool,
+    /// The server's latest percentage for the statement, once it measures one.
+    percentage: Option<f64>,
 }
 
 impl Progress {
@@ -27,6 +32,7 @@ impl Progress {
             bytes: 0,
             last_draw: None,
             shown: false,
+            percentage: None,
         }
     }
 
@@ -45,6 +51,12 @@ impl Progress {
     pub fn add(&mut self, rows: usize, bytes: usize) {
         self.rows += rows as u64;
         self.bytes += bytes as u64;
+    }
+
+    /// The server's latest progress; it never goes back on the line.
+    pub fn set_percentage(&mut self, percentage: f64) {
+        let percentage = percentage.clamp(0.0, 100.0);
+        self.percentage = Some(self.percentage.map_or(percentage, |p| p.max(percentage)));
     }
 
     /// Redraws the line if it is due.
@@ -90,13 +102,28 @@ impl Progress {
         } else {
             0.0
         };
+        let bar = self.percentage.map(bar).unwrap_or_default();
         format!(
-            "{state} {seconds:.1}s  {} rows  {}  ({} rows/s)",
+            "{state} {bar}{seconds:.1}s  {} rows  {}  ({} rows/s)",
             thousands(self.rows),
             human_bytes(self.bytes),
             thousands(rate as u64),
         )
     }
+}
+
+/// `[=====>        ] 42% `: a bar of [`BAR_WIDTH`] cells for `percentage`.
+fn bar(percentage: f64) -> String {
+    let filled = ((percentage / 100.0) * BAR_WIDTH as f64).floor() as usize;
+    let filled = filled.min(BAR_WIDTH);
+    let head = if filled < BAR_WIDTH { ">" } else { "" };
+    let rest = BAR_WIDTH - filled - head.len();
+    format!(
+        "[{}{head}{}] {:>3.0}%  ",
+        "=".repeat(filled),
+        " ".repeat(rest),
+        percentage.floor()
+    )
 }
 
 /// `1234567` as `1,234,567`.
@@ -151,5 +178,25 @@ mod tests {
         let line = progress.line("RUNNING");
         assert!(line.starts_with("RUNNING "), "{line}");
         assert!(line.contains("2,000 rows  2.0 KiB"), "{line}");
+    }
+
+    #[test]
+    fn the_bar_shows_the_servers_percentage_and_never_goes_back() {
+        let mut progress = Progress::new(false);
+        assert!(
+            !progress.line("RUNNING").contains('%'),
+            "nothing measured yet"
+        );
+        progress.set_percentage(42.5);
+        let line = progress.line("RUNNING");
+        assert!(
+            line.starts_with("RUNNING [========>           ]  42%"),
+            "{line}"
+        );
+        progress.set_percentage(10.0);
+        assert!(progress.line("RUNNING").contains(" 42%"));
+        progress.set_percentage(100.0);
+        let line = progress.line("RUNNING");
+        assert!(line.contains("[====================] 100%"), "{line}");
     }
 }

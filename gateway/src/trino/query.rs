@@ -252,6 +252,11 @@ impl TrinoQuery {
     }
 
     /// How long it waited for its slot (so far, if it still waits).
+    /// How far its distributed stages have got; `None` before it runs.
+    pub(crate) fn progress(&self) -> Option<sqe_engine::cluster::QueryProgress> {
+        self.record.tasks().map(|ledger| ledger.progress())
+    }
+
     pub(crate) fn queued_for(&self) -> Duration {
         self.record.queued_for()
     }

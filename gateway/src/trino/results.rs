@@ -3,6 +3,8 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use sqe_engine::cluster::{QueryProgress, StageProgress};
+
 use crate::trino::errors::trino_error;
 use crate::trino::query::{Page, QueryState, TrinoQuery};
 
@@ -28,6 +30,95 @@ struct Envelope<'a> {
     update_type: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     update_count: Option<u64>,
+}
+
+/// A query's splits (its tasks' partitions), all completed once its last page is served.
+struct Splits {
+    total: u64,
+    queued: u64,
+    running: u64,
+    completed: u64,
+}
+
+impl Splits {
+    fn of(progress: &QueryProgress, more: bool) -> Self {
+        let total = progress.total_splits();
+        if more {
+            Self {
+                total,
+                queued: progress.queued_splits(),
+                running: progress.running_splits(),
+                completed: progress.completed_splits(),
+            }
+        } else {
+            Self {
+                total,
+                queued: 0,
+                running: 0,
+                completed: total,
+            }
+        }
+    }
+}
+
+/// Trino's `rootStage`: the coordinator's stage, with the distributed stages it reads below.
+fn root_stage(state: &str, more: bool, progress: &QueryProgress, rows: u64, elapsed: u64) -> Value {
+    fn stage_json(stage: &StageProgress, progress: &QueryProgress, more: bool) -> Value {
+        let done = !more || stage.done();
+        let (queued, running, completed) = if done {
+            (0, 0, stage.total_splits)
+        } else {
+            (
+                stage.queued_splits,
+                stage.running_splits,
+                stage.completed_splits,
+            )
+        };
+        json!({
+            "stageId": stage.stage.to_string(),
+            "state": if done { "FINISHED" } else { "RUNNING" },
+            "done": done,
+            "nodes": stage.tasks,
+            "totalSplits": stage.total_splits,
+            "queuedSplits": queued,
+            "runningSplits": running,
+            "completedSplits": completed,
+            "cpuTimeMillis": 0,
+            "wallTimeMillis": 0,
+            "processedRows": stage.output_rows,
+            "processedBytes": 0,
+            "physicalInputBytes": 0,
+            "failedTasks": 0,
+            "coordinatorOnly": false,
+            "subStages": sub_stages(Some(stage.stage), progress, more),
+        })
+    }
+    fn sub_stages(parent: Option<usize>, progress: &QueryProgress, more: bool) -> Vec<Value> {
+        progress
+            .stages
+            .iter()
+            .filter(|s| s.parent == parent)
+            .map(|s| stage_json(s, progress, more))
+            .collect()
+    }
+    json!({
+        "stageId": "0",
+        "state": state,
+        "done": !more,
+        "nodes": 1,
+        "totalSplits": 0,
+        "queuedSplits": 0,
+        "runningSplits": 0,
+        "completedSplits": 0,
+        "cpuTimeMillis": 0,
+        "wallTimeMillis": elapsed,
+        "processedRows": rows,
+        "processedBytes": 0,
+        "physicalInputBytes": 0,
+        "failedTasks": 0,
+        "coordinatorOnly": true,
+        "subStages": sub_stages(None, progress, more),
+    })
 }
 
 /// The JSON body of `page`, whose token is `token`.
@@ -60,17 +151,33 @@ pub(crate) fn render(
     });
     let elapsed = query.created.elapsed().as_millis() as u64;
     let state = page.state.as_str();
+    let progress = query.progress().unwrap_or_default();
+    let splits = Splits::of(&progress, page.more);
+    let total = splits.total.max(1) as f64;
+    let (progress_percentage, running_percentage) = if !page.more {
+        (json!(100.0), json!(0.0))
+    } else if progress.stages.is_empty() {
+        // Nothing to measure (planning, or a plan the coordinator runs alone): Trino's
+        // clients then show no bar rather than a made-up one.
+        (Value::Null, Value::Null)
+    } else {
+        (
+            json!(progress.percentage),
+            json!(100.0 * splits.running as f64 / total),
+        )
+    };
     let stats = json!({
         "state": state,
         "queued": page.state == QueryState::Queued,
         "scheduled": !matches!(page.state, QueryState::Queued | QueryState::Planning),
-        "progressPercentage": if page.more { Value::Null } else { json!(100.0) },
-        "runningPercentage": if page.more { json!(100.0) } else { json!(0.0) },
+        "progressPercentage": progress_percentage,
+        "runningPercentage": running_percentage,
         "nodes": nodes,
-        "totalSplits": 0,
-        "queuedSplits": 0,
-        "runningSplits": 0,
-        "completedSplits": 0,
+        "totalSplits": splits.total,
+        "queuedSplits": splits.queued,
+        "runningSplits": splits.running,
+        "completedSplits": splits.completed,
+        "rootStage": root_stage(state, page.more, &progress, page.rows, elapsed),
         "planningTimeMillis": 0,
         "analysisTimeMillis": 0,
         "cpuTimeMillis": 0,
