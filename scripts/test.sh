@@ -33,6 +33,13 @@ if [[ ! -x .venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; th
   echo "$wanted" > "$stamp"
 fi
 
+step "Chromium and ChromeDriver for the web UI's browser test (Debian's packages)"
+if [[ ! -x /usr/bin/chromium || ! -x /usr/bin/chromedriver ]]; then
+  sudo=$([[ $(id -u) -eq 0 ]] || echo sudo)
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+fi
+
 step "the REST catalog + S3 stack (scripts/stack.sh; installed once, cached)"
 # A stack of the suite's own, on ports of its own, stopped when the suite ends.
 export SQE_STACK_DIR=${SQE_TEST_STACK_DIR:-$(mktemp -d /tmp/sqe-test-stack.XXXXXX)}

@@ -319,6 +319,9 @@ pub struct CoordinatorSection {
     pub trino_allowed_hosts: Vec<String>,
     /// Compress Trino-port answers (gzip) for clients whose `Accept-Encoding` asks.
     pub trino_compression: bool,
+    /// Where the web UI links a query's trace: a URL with `{trace_id}` in it (Grafana's
+    /// Tempo explore view, say); unset, the UI shows the trace id without a link.
+    pub ui_trace_url: Option<String>,
 }
 
 impl Default for CoordinatorSection {
@@ -363,6 +366,7 @@ impl Default for CoordinatorSection {
             trino_request_timeout_secs: 300,
             trino_allowed_hosts: Vec::new(),
             trino_compression: true,
+            ui_trace_url: None,
         }
     }
 }

@@ -17,3 +17,4 @@ pub mod telemetry;
 mod tls_listener;
 pub mod tpch;
 mod trino;
+mod ui;

@@ -70,6 +70,22 @@ impl TestCluster {
         Ok(Self { cluster, dir })
     }
 
+    /// Two workers over TPC-H SF 0.01, 512 MiB each, with `admin` as the one administrator
+    /// (no client authentication: users are who they say).
+    pub async fn two_workers_with_admin() -> Result<Self, StartError> {
+        Self::start_with(LocalOptions {
+            workers: 2,
+            scale_factor: 0.01,
+            worker_memory_limit: Some(512 * 1024 * 1024),
+            client_auth: sqe_gateway::config::ClientAuthConfig {
+                admin_users: vec!["admin".into()],
+                ..Default::default()
+            },
+            ..Self::options()
+        })
+        .await
+    }
+
     /// One worker, no data, and password authentication with one user.
     pub async fn with_password_user(user: &str, password: &str) -> Result<Self, StartError> {
         let hash = bcrypt::hash(password, 4).map_err(|e| StartError::System(e.to_string()))?;

@@ -12,7 +12,7 @@ use datafusion_distributed::ChannelResolver;
 
 pub use progress::{
     ProgressPoller, QueryProgress, StageProgress, TaskProgressReport, TaskProgressSource,
-    TaskSplits,
+    TaskSplits, task_state,
 };
 pub use registry::Registry;
 pub use tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};

@@ -172,6 +172,22 @@ impl QueryProgress {
     }
 }
 
+/// A task's state and its (total, completed) splits, given its query's state and what its
+/// worker reported: the query's state once that has ended (a finished query's tasks all
+/// completed), else `PLANNED` until its worker lists it, `RUNNING`, then `FINISHED`.
+pub fn task_state(
+    query: QueryState,
+    splits: Option<&TaskSplits>,
+) -> (&'static str, Option<(u64, u64)>) {
+    match (query, splits) {
+        (QueryState::Finished, Some(s)) => ("FINISHED", Some((s.total, s.total))),
+        (QueryState::Running, Some(s)) if s.finished => ("FINISHED", Some((s.total, s.total))),
+        (QueryState::Running, Some(s)) => ("RUNNING", Some((s.total, s.completed))),
+        (QueryState::Running, None) => ("PLANNED", None),
+        (state, s) => (state.name(), s.map(|s| (s.total, s.completed))),
+    }
+}
+
 /// Asks the workers of running distributed queries how far their tasks have got, every
 /// `interval`, until the history it serves is dropped.
 pub struct ProgressPoller {

@@ -483,6 +483,11 @@ impl Engine {
         self.provider.catalog()
     }
 
+    /// How this coordinator names itself in `system.runtime.nodes`.
+    pub fn node(&self) -> &crate::metadata::NodeIdentity {
+        &self.settings.node
+    }
+
     pub fn catalog_name(&self) -> &str {
         &self.settings.catalog_name
     }

@@ -459,6 +459,23 @@ impl QueryHistory {
         records.iter().rev().cloned().collect()
     }
 
+    /// Tasks of running queries routed to each worker, by URL.
+    pub fn running_tasks_per_worker(&self) -> std::collections::HashMap<url::Url, usize> {
+        let mut counts = std::collections::HashMap::new();
+        for record in self.records() {
+            if record.state() != QueryState::Running {
+                continue;
+            }
+            let Some(ledger) = record.tasks() else {
+                continue;
+            };
+            for task in ledger.tasks() {
+                *counts.entry(task.worker).or_insert(0) += 1;
+            }
+        }
+        counts
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<QueryRecord>> {
         self.records.lock().iter().find(|r| r.id == id).cloned()
     }

@@ -6,7 +6,7 @@ use datafusion::catalog::TableProvider;
 
 use super::rows::{Cell, Kind, NULL, TableSpec};
 use super::{Filters, MetadataTable};
-use crate::cluster::{QueryProgress, TaskRow, WorkerPool};
+use crate::cluster::{WorkerPool, task_state};
 use crate::history::{QueryHistory, QueryRecord, QueryState};
 
 use Kind::{Bool as B, Double as D, Int as I, Text as T, Time as TS};
@@ -111,23 +111,6 @@ fn records(view: &RuntimeView, filters: &Filters) -> Vec<Arc<QueryRecord>> {
     records.into_iter().filter(|r| viewer.sees(r)).collect()
 }
 
-/// Tasks of running queries routed to each worker, by URL.
-fn running_tasks(view: &RuntimeView) -> std::collections::HashMap<url::Url, i64> {
-    let mut counts = std::collections::HashMap::new();
-    for record in view.history.records() {
-        let Some(ledger) = record.tasks() else {
-            continue;
-        };
-        if record.state() != QueryState::Running {
-            continue;
-        }
-        for task in ledger.tasks() {
-            *counts.entry(task.worker).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
 fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
     let coordinator = &view.coordinator;
     let mut rows = vec![vec![
@@ -139,7 +122,7 @@ fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
         NULL,
         Cell::from(0),
     ]];
-    let running = running_tasks(view);
+    let running = view.history.running_tasks_per_worker();
     let missed = view.workers.missed_heartbeats();
     for worker in view.workers.statuses() {
         let state = worker.state(missed).name();
@@ -153,7 +136,7 @@ fn node_rows(view: &RuntimeView) -> Vec<Vec<Cell>> {
             Cell::from(false),
             Cell::from(state),
             Cell::from(last_seen),
-            Cell::from(running.get(&worker.url).copied().unwrap_or(0)),
+            Cell::from(running.get(&worker.url).copied().unwrap_or(0) as i64),
         ]);
     }
     rows
@@ -220,7 +203,9 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
         let progress = ledger.progress();
         for task in ledger.tasks() {
             let metrics = task.metrics;
-            let (state, total, completed) = task_state(&q.state, &progress, &task);
+            let (state, splits) = task_state(q.state, progress.task(task.stage, task.task));
+            let total = splits.map(|(total, _)| as_i64(total));
+            let completed = splits.map(|(_, completed)| as_i64(completed));
             rows.push(vec![
                 Cell::from(q.id.clone()),
                 Cell::from(task.stage as i64),
@@ -239,33 +224,6 @@ fn task_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
         }
     }
     rows
-}
-
-/// A task's state and its (total, completed) splits: its query's once that has ended, else
-/// what its worker last reported (`PLANNED` until it has).
-fn task_state(
-    query: &QueryState,
-    progress: &QueryProgress,
-    task: &TaskRow,
-) -> (&'static str, Option<i64>, Option<i64>) {
-    let splits = progress.task(task.stage, task.task);
-    match (query, splits) {
-        (QueryState::Finished, Some(s)) => {
-            ("FINISHED", Some(as_i64(s.total)), Some(as_i64(s.total)))
-        }
-        (QueryState::Running, Some(s)) if s.finished => {
-            ("FINISHED", Some(as_i64(s.total)), Some(as_i64(s.total)))
-        }
-        (QueryState::Running, Some(s)) => {
-            ("RUNNING", Some(as_i64(s.total)), Some(as_i64(s.completed)))
-        }
-        (QueryState::Running, None) => ("PLANNED", None, None),
-        (state, s) => (
-            state.name(),
-            s.map(|s| as_i64(s.total)),
-            s.map(|s| as_i64(s.completed)),
-        ),
-    }
 }
 
 /// The tables of `system.runtime`.

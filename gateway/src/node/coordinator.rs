@@ -33,6 +33,7 @@ use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
 use crate::trino::{TrinoEndpoint, trino_router};
+use crate::ui::{Ui, ui_router};
 use axum::serve::ListenerExt;
 
 /// How often the workers of running distributed queries are asked for their tasks' progress:
@@ -178,6 +179,12 @@ pub async fn start_coordinator_on(
         tls.flight,
     )?;
     if let Some(listener) = trino_listener {
+        let ui = Ui::new(
+            Arc::clone(&queries),
+            Arc::clone(&client_auth),
+            tls.trino.is_some(),
+            config.coordinator.ui_trace_url.clone(),
+        );
         let endpoint = TrinoEndpoint::new(
             Arc::clone(&queries),
             config.coordinator.environment.clone(),
@@ -185,7 +192,7 @@ pub async fn start_coordinator_on(
             client_auth,
             tls.trino.is_some(),
         );
-        let router = trino_router(endpoint);
+        let router = trino_router(endpoint).merge(ui_router(ui));
         let router = if config.coordinator.trino_compression {
             http_server::compressed(router)
         } else {

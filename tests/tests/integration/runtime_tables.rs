@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use sqe_gateway::config::ClientAuthConfig;
-use sqe_gateway::local::LocalOptions;
 use sqe_tests::cluster::TestCluster;
 use sqe_tests::python::run_python;
 
@@ -13,17 +11,7 @@ use crate::TestResult;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn runtime_tables_show_nodes_queries_and_tasks() -> TestResult {
-    let cluster = TestCluster::start_with(LocalOptions {
-        workers: 2,
-        scale_factor: 0.01,
-        worker_memory_limit: Some(512 * 1024 * 1024),
-        client_auth: ClientAuthConfig {
-            admin_users: vec!["admin".into()],
-            ..ClientAuthConfig::default()
-        },
-        ..TestCluster::options()
-    })
-    .await?;
+    let cluster = TestCluster::two_workers_with_admin().await?;
     let addr = cluster.trino_addr()?;
     let flight = format!("grpc://{}", cluster.cluster.coordinator.flight_sql_addr);
     run_python(
