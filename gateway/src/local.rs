@@ -173,6 +173,25 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         .data_dir
         .canonicalize()
         .map_err(|e| StartError::System(format!("{}: {e}", options.data_dir.display())))?;
+    // The ports asked for are taken first: a worker's port is any free one, which could be one
+    // of them.
+    let listener = bind(
+        "127.0.0.1",
+        options.flight_sql_port,
+        "Flight SQL (use --flight-sql-port)",
+    )
+    .await?;
+    let trino = match options.trino_http_port {
+        Some(port) => Some(
+            bind(
+                "127.0.0.1",
+                port,
+                "the Trino protocol (use --trino-http-port)",
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let secret = options.worker_secret.clone().unwrap_or_else(random_secret);
     let mut workers = Vec::with_capacity(options.workers);
     for i in 0..options.workers {
@@ -247,23 +266,6 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         storage,
         client_auth: options.client_auth.clone(),
         ..Default::default()
-    };
-    let listener = bind(
-        "127.0.0.1",
-        options.flight_sql_port,
-        "Flight SQL (use --flight-sql-port)",
-    )
-    .await?;
-    let trino = match options.trino_http_port {
-        Some(port) => Some(
-            bind(
-                "127.0.0.1",
-                port,
-                "the Trino protocol (use --trino-http-port)",
-            )
-            .await?,
-        ),
-        None => None,
     };
     // The sample data and the session's default schema exist before any client is served: the
     // ports are bound, but nothing answers on them until the coordinator starts.

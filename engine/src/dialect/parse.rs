@@ -6,7 +6,7 @@
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+use datafusion::sql::sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer, Word};
 
 use super::rewrite;
 pub use super::rewrite::Label;
@@ -45,14 +45,12 @@ pub enum Read {
     Sql(Parsed),
 }
 
-/// Reads one statement: SQE's own statements first, then Trino's SQL (with its niladic
-/// functions, `current_schema`, written as calls).
+/// Reads one statement: SQE's own statements first, then Trino's SQL.
 pub fn read(sql: &str) -> Result<Read> {
     let tokens = super::statements::tokenize(sql)?;
-    let rewritten = super::statements::niladic_calls(&tokens);
     match super::statements::recognize_tokens(tokens)? {
         Some(statement) => Ok(Read::Client(statement)),
-        None => parse(rewritten.as_deref().unwrap_or(sql)).map(Read::Sql),
+        None => parse(sql).map(Read::Sql),
     }
 }
 
@@ -70,8 +68,33 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
             location: None,
         })?;
     super::periods::fold_query_periods(demote_index_words(parenthesize_values(
-        rewrite_type_syntax(tokens),
+        rewrite_type_syntax(call_niladic_functions(tokens)),
     )))
+}
+
+/// Trino's niladic functions written without parentheses (`current_schema`), which the SQL
+/// parser would otherwise read as column names, become calls: `(` and `)` go in where the
+/// word ends, so that error positions stay those of the statement as written.
+fn call_niladic_functions(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    const NILADIC: &[&str] = &["current_schema"];
+    let significant = |t: &&TokenWithSpan| !matches!(t.token, Token::Whitespace(_));
+    let mut out = Vec::with_capacity(tokens.len());
+    for (i, token) in tokens.iter().enumerate() {
+        out.push(token.clone());
+        let niladic = matches!(&token.token, Token::Word(w)
+            if w.quote_style.is_none() && NILADIC.iter().any(|n| w.value.eq_ignore_ascii_case(n)));
+        if !niladic {
+            continue;
+        }
+        let next = tokens[i + 1..].iter().find(significant).map(|t| &t.token);
+        let prev = tokens[..i].iter().rev().find(significant).map(|t| &t.token);
+        if !matches!(next, Some(Token::LParen)) && !matches!(prev, Some(Token::Period)) {
+            let at = Span::new(token.span.end, token.span.end);
+            out.push(TokenWithSpan::new(Token::LParen, at));
+            out.push(TokenWithSpan::new(Token::RParen, at));
+        }
+    }
+    out
 }
 
 fn single(tokens: Vec<TokenWithSpan>) -> Result<DFStatement> {
@@ -357,5 +380,21 @@ mod tests {
             Some(crate::error::Location { line: 1, column: 1 })
         );
         assert!(check_syntax("SELECT 'open").is_err());
+    }
+
+    #[test]
+    fn niladic_functions_are_calls_and_errors_point_into_the_statement_as_written() {
+        let called = |sql: &str| match parse(sql) {
+            Ok(parsed) => parsed.statement.to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(
+            called("SELECT current_schema, current_timezone(), t.current_schema FROM t"),
+            "SELECT current_schema() AS _col0, current_timezone() AS _col1, t.current_schema FROM t"
+        );
+        let sql = "SELECT current_schema, current_schema, (1 FROM t";
+        let error = check_syntax(sql).expect_err("an unclosed parenthesis");
+        let column = sql.find("FROM").map(|i| i as u64 + 1);
+        assert_eq!(error.location().map(|l| l.column), column, "{error}");
     }
 }

@@ -552,37 +552,6 @@ fn check_parameter_count(expected: usize, found: usize) -> Result<()> {
     ))
 }
 
-/// Trino's niladic functions written without parentheses (`current_schema`), which the SQL
-/// parser would otherwise read as column names, rewritten as calls.
-pub fn niladic_calls(tokens: &[Token]) -> Option<String> {
-    const NILADIC: &[&str] = &["current_schema"];
-    let significant: Vec<usize> = tokens
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !matches!(t, Token::Whitespace(_)))
-        .map(|(i, _)| i)
-        .collect();
-    let mut rewrite = Vec::new();
-    for (k, &i) in significant.iter().enumerate() {
-        let niladic = matches!(&tokens[i], Token::Word(w)
-            if w.quote_style.is_none() && NILADIC.iter().any(|n| w.value.eq_ignore_ascii_case(n)));
-        if !niladic {
-            continue;
-        }
-        let next = significant.get(k + 1).map(|&j| &tokens[j]);
-        let prev = k.checked_sub(1).map(|p| &tokens[significant[p]]);
-        if !matches!(next, Some(Token::LParen)) && !matches!(prev, Some(Token::Period)) {
-            rewrite.push(i);
-        }
-    }
-    if rewrite.is_empty() {
-        return None;
-    }
-    Some(print(tokens, |i, token| {
-        rewrite.contains(&i).then(|| format!("{token}()"))
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -736,18 +705,6 @@ mod tests {
         );
         assert!(bind_parameters("SELECT ?", &values).is_err());
         assert_eq!(number_parameters("SELECT ?, ?")?, "SELECT $1, $2");
-        Ok(())
-    }
-
-    #[test]
-    fn niladic_functions_become_calls() -> Result<()> {
-        assert_eq!(
-            niladic_calls(&tokenize(
-                "SELECT current_schema, current_timezone(), t.current_schema"
-            )?),
-            Some("SELECT current_schema(), current_timezone(), t.current_schema".into())
-        );
-        assert_eq!(niladic_calls(&tokenize("SELECT 1")?), None);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use super::connection::Connection;
-use sqe_engine::dialect::quoting::{ident_if_needed, literal};
+use sqe_engine::dialect::quoting::{ident, ident_if_needed, literal};
 
 use super::input::unquote;
 
@@ -159,6 +159,8 @@ pub fn complete(
         None => (Vec::new(), word),
     };
     let start = pos - prefix.len();
+    // A name being typed in quotes is offered in quotes.
+    let quoted = prefix.starts_with('"');
     let wanted = prefix.trim_start_matches('"').to_lowercase();
     let (catalog, schema) = (defaults.catalog.as_str(), defaults.schema.as_str());
     let mut found = BTreeSet::new();
@@ -166,7 +168,13 @@ pub fn complete(
         found.extend(
             list.into_iter()
                 .filter(|name| name.to_lowercase().starts_with(&wanted))
-                .map(|name| ident_if_needed(&name)),
+                .map(|name| {
+                    if quoted {
+                        ident(&name)
+                    } else {
+                        ident_if_needed(&name)
+                    }
+                }),
         );
     };
     match qualifiers.as_slice() {
@@ -212,10 +220,13 @@ pub fn complete(
     (start, candidates)
 }
 
-/// Whether the text ends inside a string literal, a quoted name is fine, or a comment.
+/// Whether the text ends inside a string literal or a comment (inside a quoted name, names
+/// are offered).
 fn in_literal_or_comment(before: &str) -> bool {
-    match Tokenizer::new(&GenericDialect {}, before).tokenize() {
-        Err(_) => true,
+    let tokens = |text: &str| Tokenizer::new(&GenericDialect {}, text).tokenize();
+    match tokens(before) {
+        // Unterminated: a literal, unless closing a quoted name ends it.
+        Err(_) => tokens(&format!("{before}\"")).is_err(),
         Ok(tokens) => matches!(
             tokens.last(),
             Some(Token::Whitespace(Whitespace::SingleLineComment { .. }))
@@ -446,6 +457,12 @@ mod tests {
             complete_at_end("SELECT nation.n_nat").1,
             vec!["n_nationkey"]
         );
+        // Inside a quoted name not yet closed.
+        assert_eq!(
+            complete_at_end("SELECT * FROM iceberg.\"Sal"),
+            (22, vec!["\"Sales\"".to_string()])
+        );
+        assert_eq!(complete_at_end("SELECT * FROM \"nat").1, vec!["\"nation\""]);
     }
 
     #[test]

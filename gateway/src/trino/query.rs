@@ -257,6 +257,11 @@ impl TrinoQuery {
         self.record.tasks().map(|ledger| ledger.progress())
     }
 
+    /// Bytes its scans read, once its metrics are in (after it ended).
+    pub(crate) fn bytes_scanned(&self) -> Option<u64> {
+        self.record.snapshot().bytes_scanned
+    }
+
     pub(crate) fn queued_for(&self) -> Duration {
         self.record.queued_for()
     }

@@ -130,7 +130,13 @@ pub(super) fn query(
                 .iter()
                 .filter(|t| t.stage == stage.stage)
                 .map(|t| {
-                    let (state, splits) = task_state(q.state, progress.task(t.stage, t.task));
+                    let live = progress.task(t.stage, t.task);
+                    let (state, splits) = task_state(q.state, live);
+                    // Rows so far from its worker's progress until its final metrics are in.
+                    let output_rows = t
+                        .metrics
+                        .map(|m| m.output_rows)
+                        .or_else(|| live.map(|l| l.output_rows));
                     json!({
                         "task": t.task,
                         "nodeId": engine.workers().node_id_of(&t.worker),
@@ -140,7 +146,7 @@ pub(super) fn query(
                         "completedSplits": splits.map(|s| s.1),
                         "cpuMs": t.metrics.map(|m| m.cpu_ms),
                         "inputRows": t.metrics.map(|m| m.input_rows),
-                        "outputRows": t.metrics.map(|m| m.output_rows),
+                        "outputRows": output_rows,
                         "bytesScanned": t.metrics.map(|m| m.bytes_scanned),
                     })
                 })

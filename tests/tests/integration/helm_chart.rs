@@ -53,6 +53,15 @@ async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResu
     );
     assert_eq!(oauth2.scope.as_deref(), Some("PRINCIPAL_ROLE:ALL"));
     assert_eq!(coordinator.coordinator.metrics_port, 9464);
+    assert!(
+        coordinator
+            .coordinator
+            .ui_trace_url
+            .as_deref()
+            .is_some_and(|url| url.contains("{trace_id}")),
+        "the web UI's trace link: {:?}",
+        coordinator.coordinator.ui_trace_url
+    );
     assert!(!coordinator.coordinator.allow_unauthenticated_workers);
     assert_eq!(
         coordinator.worker_secret()?.as_deref(),
