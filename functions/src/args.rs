@@ -1,8 +1,10 @@
 //! What the functions share: their arguments as arrays, and the result's shape.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
@@ -56,4 +58,9 @@ pub(crate) fn all_text(function: &str, arg_types: &[DataType]) -> Result<Vec<Dat
 
 pub(crate) fn is_integer(t: &DataType) -> bool {
     t.is_integer() || *t == DataType::Null
+}
+
+/// `array(varchar)`: what `split` and the `regexp_*` functions that find many strings return.
+pub(crate) fn string_list() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
 }

@@ -1,5 +1,5 @@
-//! `slice` and `sequence`, which DataFusion spells differently or lacks, with Trino's bounds
-//! and refusals.
+//! `slice`, `sequence` and `ngrams`, which DataFusion spells differently or lacks, with
+//! Trino's bounds and refusals.
 
 use std::sync::Arc;
 
@@ -134,6 +134,109 @@ impl ScalarUDFImpl for Slice {
     }
 }
 
+/// `ngrams(array, n)`: every run of `n` adjacent elements, in order; an array of `n` or fewer
+/// elements is its one n-gram.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Ngrams {
+    signature: Signature,
+}
+
+impl Ngrams {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The element ranges `[from, to)` of the n-grams of an array of `size`.
+fn ngram_ranges(size: usize, n: i64) -> Result<Vec<(usize, usize)>> {
+    if n <= 0 {
+        return Err(invalid_argument("N must be positive"));
+    }
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    if size <= n {
+        return Ok(vec![(0, size)]);
+    }
+    Ok((0..=size - n).map(|from| (from, from + n)).collect())
+}
+
+impl ScalarUDFImpl for Ngrams {
+    fn name(&self) -> &str {
+        "ngrams"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [list @ DataType::List(_), n] if is_integer(n) => {
+                Ok(vec![list.clone(), DataType::Int64])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function ngrams: {arg_types:?}; expected (array(T), bigint)"
+            ),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first() {
+            Some(list @ DataType::List(_)) => Ok(DataType::List(Arc::new(Field::new(
+                "item",
+                list.clone(),
+                true,
+            )))),
+            _ => plan_err!("ngrams takes an array"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [list, n] = columns.as_slice() else {
+            return exec_err!("ngrams takes 2 arguments");
+        };
+        let n = longs(n)?;
+        let Some(list) = list.as_list_opt::<i32>() else {
+            return exec_err!("ngrams takes an array, not {}", list.data_type());
+        };
+        let DataType::List(element) = list.data_type() else {
+            return exec_err!("ngrams takes an array");
+        };
+        let values = list.values().to_data();
+        let mut taken = MutableArrayData::new(vec![&values], true, values.len());
+        let (mut gram_offsets, mut row_offsets) = (vec![0i32], vec![0i32]);
+        let mut nulls = Vec::with_capacity(list.len());
+        for i in 0..list.len() {
+            let valid = !(list.is_null(i) || n.is_null(i));
+            if valid {
+                let offsets = list.value_offsets();
+                let (begin, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+                for (from, to) in ngram_ranges(end - begin, n.value(i))? {
+                    taken.extend(0, begin + from, begin + to);
+                    gram_offsets.push(taken.len() as i32);
+                }
+            }
+            row_offsets.push(gram_offsets.len() as i32 - 1);
+            nulls.push(valid);
+        }
+        let grams = ListArray::try_new(
+            element.clone(),
+            OffsetBuffer::new(gram_offsets.into()),
+            make_array(taken.freeze()),
+            None,
+        )?;
+        let rows = ListArray::try_new(
+            Arc::new(Field::new("item", list.data_type().clone(), true)),
+            OffsetBuffer::new(row_offsets.into()),
+            Arc::new(grams),
+            Some(nulls.into()),
+        )?;
+        result(&args, Arc::new(rows) as ArrayRef)
+    }
+}
+
 /// `sequence(start, stop [, step])` of integers.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Sequence {
@@ -235,6 +338,17 @@ mod tests {
         assert_eq!(slice_range(4, 1, i64::MAX).ok(), Some((0, 4)));
         assert!(slice_range(4, 0, 1).is_err());
         assert!(slice_range(4, 1, -1).is_err());
+    }
+
+    #[test]
+    fn ngrams_follow_trino() -> Result<()> {
+        assert_eq!(ngram_ranges(4, 2)?, [(0, 2), (1, 3), (2, 4)]);
+        assert_eq!(ngram_ranges(4, 4)?, [(0, 4)]);
+        assert_eq!(ngram_ranges(4, 5)?, [(0, 4)]);
+        assert_eq!(ngram_ranges(0, 2)?, [(0, 0)]);
+        assert!(ngram_ranges(4, 0).is_err());
+        assert!(ngram_ranges(4, -1).is_err());
+        Ok(())
     }
 
     #[test]

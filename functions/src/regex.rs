@@ -1,19 +1,20 @@
-//! `regexp_extract` and `regexp_extract_all`, which DataFusion lacks: the first (or every)
-//! match of a pattern, or one capturing group of it, as Trino answers them.
+//! `regexp_extract`, `regexp_extract_all` and `regexp_split`, which DataFusion lacks: the
+//! first (or every) match of a pattern, or one capturing group of it, and the text between
+//! matches, as Trino answers them.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, AsArray, Int64Array, ListBuilder, StringArray, StringBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 use regex::Regex;
 
-use crate::args::{arrays, is_integer, is_string, longs, result, strings};
+use crate::args::{arrays, is_integer, is_string, longs, result, string_list, strings};
 use crate::error::invalid_argument;
 
 /// `regexp_extract(string, pattern [, group])` or, with `all`, `regexp_extract_all`.
@@ -140,7 +141,7 @@ impl ScalarUDFImpl for RegexpExtract {
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(if self.all {
-            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+            string_list()
         } else {
             DataType::Utf8
         })
@@ -187,6 +188,80 @@ impl ScalarUDFImpl for RegexpExtract {
     }
 }
 
+/// `regexp_split(string, pattern)`: the pieces between the matches (as Java finds them), the
+/// text after the last match included even when empty.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RegexpSplit {
+    signature: Signature,
+}
+
+impl RegexpSplit {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The pieces of `text` between the matches of `regex`.
+fn split_pieces<'t>(regex: &Regex, text: &'t str) -> Vec<&'t str> {
+    let mut pieces = Vec::new();
+    let mut last_end = 0;
+    for captures in matches(regex, text) {
+        if let Some(whole) = captures.get(0) {
+            pieces.push(&text[last_end..whole.start().max(last_end)]);
+            last_end = whole.end();
+        }
+    }
+    pieces.push(&text[last_end..]);
+    pieces
+}
+
+impl ScalarUDFImpl for RegexpSplit {
+    fn name(&self) -> &str {
+        "regexp_split"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, p] if is_string(s) && is_string(p) => Ok(vec![DataType::Utf8, DataType::Utf8]),
+            _ => plan_err!(
+                "Unexpected parameters to function regexp_split: {arg_types:?}; expected (varchar, varchar)"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(string_list())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [s, pattern] = columns.as_slice() else {
+            return exec_err!("regexp_split takes 2 arguments");
+        };
+        let (s, pattern) = (strings(s)?, strings(pattern)?);
+        let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
+        let mut patterns = Patterns { last: None };
+        let mut out = ListBuilder::new(StringBuilder::new());
+        for i in 0..s.len() {
+            let Some((regex, _)) = row_pattern(&mut patterns, s, pattern, None, i)? else {
+                out.append_null();
+                continue;
+            };
+            for piece in split_pieces(regex, s.value(i)) {
+                out.values().append_value(piece);
+            }
+            out.append(true);
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +293,21 @@ mod tests {
         assert_eq!(texts(r"\d+", "1a 2b 14m"), vec!["1", "2", "14"]);
         assert_eq!(texts("x*", "é"), vec!["", ""]);
         assert_eq!(texts("^a", "aa"), vec!["a"]);
+    }
+
+    #[test]
+    fn split_keeps_the_text_after_the_last_match() -> Result<()> {
+        let split = |text: &str, pattern: &str| -> Result<Vec<String>> {
+            let regex = Regex::new(pattern).map_err(|e| invalid_argument(e.to_string()))?;
+            Ok(split_pieces(&regex, text)
+                .into_iter()
+                .map(str::to_string)
+                .collect())
+        };
+        assert_eq!(split("1a 2b 14m", r"\s*[a-z]+\s*")?, ["1", "2", "14", ""]);
+        assert_eq!(split("a,b", ",")?, ["a", "b"]);
+        assert_eq!(split("abc", "x")?, ["abc"]);
+        assert_eq!(split("", ",")?, [""]);
+        Ok(())
     }
 }

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::args::{arrays, is_integer, is_string, longs, result, strings};
+use crate::args::{arrays, is_integer, is_string, longs, result, string_list, strings};
 use crate::error::invalid_argument;
 use datafusion::arrow::array::{Array, AsArray, Int64Builder, ListBuilder, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -230,11 +230,7 @@ impl ScalarUDFImpl for Split {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::List(Arc::new(Field::new(
-            "item",
-            DataType::Utf8,
-            true,
-        ))))
+        Ok(string_list())
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
