@@ -1,10 +1,11 @@
-//! `slice`, `sequence` and `ngrams`, which DataFusion spells differently or lacks, with
-//! Trino's bounds and refusals.
+//! `slice`, `sequence`, `ngrams` and `cardinality`, which DataFusion spells differently,
+//! answers differently or lacks, with Trino's bounds and refusals.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Builder, ListArray, ListBuilder, MutableArrayData, make_array,
+    Array, ArrayRef, AsArray, Int64Array, Int64Builder, ListArray, ListBuilder, MutableArrayData,
+    make_array,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field};
@@ -234,6 +235,81 @@ impl ScalarUDFImpl for Ngrams {
             Some(nulls.into()),
         )?;
         result(&args, Arc::new(rows) as ArrayRef)
+    }
+}
+
+/// `cardinality(x)`: an array's length or a map's number of entries, as a `bigint`. (DataFusion's
+/// own counts every element of nested arrays: 6 for `ARRAY[ARRAY[1,2,3], ARRAY[4,5,6]]`.)
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Cardinality {
+    signature: Signature,
+}
+
+impl Cardinality {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for Cardinality {
+    fn name(&self) -> &str {
+        "cardinality"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [t @ (DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..))]
+            | [t @ (DataType::Map(..) | DataType::Null)] => Ok(vec![t.clone()]),
+            _ => plan_err!(
+                "Unexpected parameters to function cardinality: {arg_types:?}; expected (array(T)) or (map(K,V))"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [x] = columns.as_slice() else {
+            return exec_err!("cardinality takes 1 argument");
+        };
+        let sizes: Vec<Option<i64>> = match x.data_type() {
+            DataType::List(_) => {
+                let list = x.as_list::<i32>();
+                (0..list.len())
+                    .map(|i| list.is_valid(i).then(|| i64::from(list.value_length(i))))
+                    .collect()
+            }
+            DataType::LargeList(_) => {
+                let list = x.as_list::<i64>();
+                (0..list.len())
+                    .map(|i| list.is_valid(i).then(|| list.value_length(i)))
+                    .collect()
+            }
+            DataType::FixedSizeList(_, size) => (0..x.len())
+                .map(|i| x.is_valid(i).then_some(i64::from(*size)))
+                .collect(),
+            DataType::Map(..) => {
+                let map = x.as_map();
+                let offsets = map.value_offsets();
+                (0..map.len())
+                    .map(|i| {
+                        map.is_valid(i)
+                            .then(|| i64::from(offsets[i + 1] - offsets[i]))
+                    })
+                    .collect()
+            }
+            _ => vec![None; x.len()],
+        };
+        result(&args, Arc::new(Int64Array::from(sizes)) as ArrayRef)
     }
 }
 

@@ -41,6 +41,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::all())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpSplit::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Ngrams::new())),
+        Arc::new(ScalarUDF::new_from_impl(arrays::Cardinality::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Slice::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Sequence::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),

@@ -72,7 +72,6 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("to_hex", 1, "upper(encode($1, 'hex'))"),
     ("from_hex", 1, "decode($1, 'hex')"),
     // Arrays (DataFusion counts in unsigned integers; Trino's position is 0 when absent).
-    ("cardinality", 1, "CAST(cardinality($1) AS BIGINT)"),
     (
         "array_position",
         2,
