@@ -162,6 +162,20 @@ impl QueryProgress {
         self.sum(|s| s.completed_splits)
     }
 
+    /// The percentage while there are splits to measure; `None` when nothing is measured (a
+    /// plan the coordinator runs alone, or one not yet routed).
+    pub fn measured_percentage(&self) -> Option<f64> {
+        (self.total_splits() > 0).then_some(self.percentage)
+    }
+
+    /// What a query in `state` shows: 100 once it has finished, else the measured percentage.
+    pub fn percentage_for(&self, state: QueryState) -> Option<f64> {
+        if state == QueryState::Finished {
+            return Some(100.0);
+        }
+        self.measured_percentage()
+    }
+
     /// Completed splits in percent of all; 0 for a query without distributed stages.
     pub(super) fn computed_percentage(&self) -> f64 {
         let total = self.total_splits();

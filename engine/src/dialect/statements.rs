@@ -223,7 +223,7 @@ impl Tokens {
         let Some(&from) = self.significant.get(self.at) else {
             return String::new();
         };
-        let text = print(&self.all[from..], |_, _| None);
+        let text = print(&self.all[from..], |_| None);
         text.trim().trim_end_matches(';').trim().to_string()
     }
 
@@ -492,7 +492,7 @@ pub fn bind_parameters(sql: &str, parameters: &[Expr]) -> Result<String> {
     let tokens = tokenize(sql)?;
     check_parameter_count(count_parameters(&tokens), parameters.len())?;
     let mut values = parameters.iter();
-    Ok(print(&tokens, |_, token| {
+    Ok(print(&tokens, |token| {
         is_parameter(token).then(|| {
             values
                 .next()
@@ -506,7 +506,7 @@ pub fn bind_parameters(sql: &str, parameters: &[Expr]) -> Result<String> {
 /// inferring their types.
 pub fn number_parameters(sql: &str) -> Result<String> {
     let mut n = 0;
-    Ok(print(&tokenize(sql)?, |_, token| {
+    Ok(print(&tokenize(sql)?, |token| {
         is_parameter(token).then(|| {
             n += 1;
             format!("${n}")
@@ -518,14 +518,14 @@ fn is_parameter(token: &Token) -> bool {
     matches!(token, Token::Placeholder(p) if p == "?")
 }
 
-/// The tokens printed back as SQL; `replace` gives another text for a token (by index).
-fn print(tokens: &[Token], mut replace: impl FnMut(usize, &Token) -> Option<String>) -> String {
+/// The tokens printed back as SQL; `replace` gives another text for a token.
+fn print(tokens: &[Token], mut replace: impl FnMut(&Token) -> Option<String>) -> String {
     let mut out = String::new();
-    for (i, token) in tokens.iter().enumerate() {
+    for token in tokens {
         if matches!(token, Token::EOF) {
             continue;
         }
-        match replace(i, token) {
+        match replace(token) {
             Some(text) => out.push_str(&text),
             None => out.push_str(&token.to_string()),
         }

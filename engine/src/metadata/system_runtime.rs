@@ -156,12 +156,7 @@ fn query_rows(view: &RuntimeView, filters: &Filters) -> Vec<Vec<Cell>> {
             } else {
                 as_i64(progress.completed_splits())
             };
-            // Measured only where there are splits; a finished query is wholly done.
-            let percentage = if finished {
-                Some(100.0)
-            } else {
-                (total > 0).then_some(progress.percentage)
-            };
+            let percentage = progress.percentage_for(q.state);
             vec![
                 Cell::from(q.id),
                 Cell::from(q.state.name()),

@@ -1059,10 +1059,9 @@ impl FlightSqlService for SqeFlightSqlService {
 /// percentage (`null` when nothing is measured: no distributed stages).
 fn query_progress(record: &sqe_engine::history::QueryRecord) -> arrow_flight::Result {
     let progress = record.tasks().map(|t| t.progress()).unwrap_or_default();
-    let percentage = (progress.total_splits() > 0).then_some(progress.percentage);
     let body = serde_json::json!({
         "state": record.state().name(),
-        "progressPercentage": percentage,
+        "progressPercentage": progress.measured_percentage(),
         "totalSplits": progress.total_splits(),
         "completedSplits": progress.completed_splits(),
     });

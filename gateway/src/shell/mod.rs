@@ -25,9 +25,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// How often the progress line asks the server how far the statement has got.
-const PROGRESS_POLL: Duration = Duration::from_millis(500);
-
 use arrow::array::{Array, UInt64Array};
 use arrow_flight::decode::FlightRecordBatchStream;
 use futures::StreamExt;
@@ -41,6 +38,9 @@ use input::{is_blank, split_statements};
 use output::{OutputFormat, ResultWriter};
 use pager::Screen;
 use progress::{Progress, human_bytes, thousands};
+
+/// How often the progress line asks the server how far the statement has got.
+const PROGRESS_POLL: Duration = Duration::from_millis(500);
 
 /// Connection and output options of `sqe shell`.
 #[derive(clap::Args, Debug, Clone)]
@@ -459,16 +459,11 @@ impl Shell {
         let mut fetcher = self.connection.clone();
         let fetch = fetcher.fetch(info);
         tokio::pin!(fetch);
-        let mut percentages = self.watch_progress(info);
+        progress.follow(self.watch_progress(info));
         let result = loop {
             tokio::select! {
                 result = &mut fetch => break result?,
-                _ = ticker.tick() => {
-                    if let Some(p) = *percentages.borrow_and_update() {
-                        progress.set_percentage(p);
-                    }
-                    progress.tick("RUNNING");
-                }
+                _ = ticker.tick() => progress.tick("RUNNING"),
                 _ = &mut *ctrl_c => return Err(ShellError::Cancelled),
             }
         };
@@ -537,12 +532,7 @@ impl Shell {
                         }
                     }
                 },
-                _ = ticker.tick() => {
-                    if let Some(p) = *percentages.borrow_and_update() {
-                        progress.set_percentage(p);
-                    }
-                    progress.tick(if counting { "COUNTING" } else { "RUNNING" });
-                }
+                _ = ticker.tick() => progress.tick(if counting { "COUNTING" } else { "RUNNING" }),
                 // Past the limit Ctrl-C only stops the counting; the rows shown stay.
                 _ = &mut *ctrl_c => {
                     if !counting {

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
+
 /// Cells of the progress bar.
 const BAR_WIDTH: usize = 20;
 
@@ -19,6 +21,8 @@ pub struct Progress {
     shown: bool,
     /// The server's latest percentage for the statement, once it measures one.
     percentage: Option<f64>,
+    /// Where the server's percentages arrive, while a statement streams.
+    percentages: Option<watch::Receiver<Option<f64>>>,
 }
 
 impl Progress {
@@ -33,6 +37,7 @@ impl Progress {
             last_draw: None,
             shown: false,
             percentage: None,
+            percentages: None,
         }
     }
 
@@ -59,8 +64,20 @@ impl Progress {
         self.percentage = Some(self.percentage.map_or(percentage, |p| p.max(percentage)));
     }
 
+    /// Shows the percentages that arrive on `percentages` from now on.
+    pub fn follow(&mut self, percentages: watch::Receiver<Option<f64>>) {
+        self.percentages = Some(percentages);
+    }
+
     /// Redraws the line if it is due.
     pub fn tick(&mut self, state: &str) {
+        if let Some(p) = self
+            .percentages
+            .as_mut()
+            .and_then(|percentages| *percentages.borrow_and_update())
+        {
+            self.set_percentage(p);
+        }
         if !self.enabled || self.last_draw.is_some_and(|t| t.elapsed() < REDRAW) {
             return;
         }

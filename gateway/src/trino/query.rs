@@ -251,7 +251,6 @@ impl TrinoQuery {
         self.canceller.is_cancelled()
     }
 
-    /// How long it waited for its slot (so far, if it still waits).
     /// How far its distributed stages have got; `None` before it runs.
     pub(crate) fn progress(&self) -> Option<sqe_engine::cluster::QueryProgress> {
         self.record.tasks().map(|ledger| ledger.progress())
@@ -262,6 +261,7 @@ impl TrinoQuery {
         self.record.snapshot().bytes_scanned
     }
 
+    /// How long it waited for its slot (so far, if it still waits).
     pub(crate) fn queued_for(&self) -> Duration {
         self.record.queued_for()
     }

@@ -153,6 +153,7 @@ pub(crate) fn render(
     let state = page.state.as_str();
     let progress = query.progress().unwrap_or_default();
     let splits = Splits::of(&progress, page.more);
+    let bytes_scanned = query.bytes_scanned().unwrap_or(0);
     let total = splits.total.max(1) as f64;
     let (progress_percentage, running_percentage) = if !page.more {
         (json!(100.0), json!(0.0))
@@ -187,8 +188,8 @@ pub(crate) fn render(
         "finishingTimeMillis": 0,
         "physicalInputTimeMillis": 0,
         "processedRows": page.rows,
-        "processedBytes": query.bytes_scanned().unwrap_or(0),
-        "physicalInputBytes": query.bytes_scanned().unwrap_or(0),
+        "processedBytes": bytes_scanned,
+        "physicalInputBytes": bytes_scanned,
         "physicalWrittenBytes": 0,
         "internalNetworkInputBytes": 0,
         "peakMemoryBytes": 0,

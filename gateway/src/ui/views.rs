@@ -1,9 +1,9 @@
 //! The JSON the UI's pages show, read from the engine's history, task ledgers and worker pool.
 
 use serde_json::{Value, json};
-use sqe_engine::cluster::task_state;
+use sqe_engine::cluster::{QueryProgress, task_state};
 use sqe_engine::engine::Engine;
-use sqe_engine::history::{QueryRecord, QueryState, Viewer};
+use sqe_engine::history::{QueryRecord, QuerySnapshot, QueryState, Viewer};
 
 /// Most queries the list shows, newest first.
 const LIST_LIMIT: usize = 200;
@@ -12,28 +12,25 @@ const LIST_SQL_CHARS: usize = 300;
 /// The window rows/s is measured over.
 const RATE_WINDOW_SECS: i64 = 60;
 
-/// A query's progress in percent: 100 once finished, else the measured one (`None`: nothing
-/// measured, as for a plan the coordinator runs alone).
-fn percentage(record: &QueryRecord) -> Option<f64> {
-    if record.state() == QueryState::Finished {
-        return Some(100.0);
-    }
-    let progress = record.tasks()?.progress();
-    (progress.total_splits() > 0).then_some(progress.percentage)
+fn elapsed_ms(q: &QuerySnapshot) -> u64 {
+    let end = q.ended.unwrap_or_else(chrono::Utc::now);
+    (end - q.created).num_milliseconds().max(0) as u64
 }
 
-fn elapsed_ms(record: &QueryRecord) -> u64 {
-    let snapshot = record.snapshot();
-    let end = snapshot.ended.unwrap_or_else(chrono::Utc::now);
-    (end - snapshot.created).num_milliseconds().max(0) as u64
+/// How far a query's distributed stages have got (nothing measured without any).
+fn progress_of(record: &QueryRecord) -> QueryProgress {
+    record.tasks().map(|t| t.progress()).unwrap_or_default()
 }
 
 /// What the list and a query's page both show of a query; its SQL cut to `sql_chars`.
-fn summary(record: &QueryRecord, sql_chars: Option<usize>) -> serde_json::Map<String, Value> {
-    let q = record.snapshot();
-    let sql = match sql_chars {
+fn summary(
+    q: &QuerySnapshot,
+    progress: &QueryProgress,
+    sql_chars: Option<usize>,
+) -> serde_json::Map<String, Value> {
+    let sql: String = match sql_chars {
         Some(n) => q.start.sql.chars().take(n).collect(),
-        None => q.start.sql,
+        None => q.start.sql.clone(),
     };
     let fields = json!({
         "queryId": q.id,
@@ -43,9 +40,9 @@ fn summary(record: &QueryRecord, sql_chars: Option<usize>) -> serde_json::Map<St
         "endpoint": q.start.endpoint,
         "query": sql,
         "created": q.created.to_rfc3339(),
-        "elapsedMs": elapsed_ms(record),
+        "elapsedMs": elapsed_ms(q),
         "outputRows": q.output_rows,
-        "progressPercentage": percentage(record),
+        "progressPercentage": progress.percentage_for(q.state),
         "errorCode": q.error_code,
     });
     match fields {
@@ -107,7 +104,10 @@ pub(super) fn queries(engine: &Engine, viewer: &Viewer) -> Value {
     let rows: Vec<Value> = records
         .iter()
         .take(LIST_LIMIT)
-        .map(|record| Value::Object(summary(record, Some(LIST_SQL_CHARS))))
+        .map(|record| {
+            let q = record.snapshot();
+            Value::Object(summary(&q, &progress_of(record), Some(LIST_SQL_CHARS)))
+        })
         .collect();
     Value::Array(rows)
 }
@@ -120,7 +120,7 @@ pub(super) fn query(
     trace_url: Option<&str>,
 ) -> Value {
     let q = record.snapshot();
-    let progress = record.tasks().map(|t| t.progress()).unwrap_or_default();
+    let progress = progress_of(record);
     let tasks = record.tasks().map(|t| t.tasks()).unwrap_or_default();
     let stages: Vec<Value> = progress
         .stages
@@ -169,7 +169,7 @@ pub(super) fn query(
         .as_deref()
         .zip(trace_url)
         .map(|(id, url)| url.replace("{trace_id}", id));
-    let mut page = summary(record, None);
+    let mut page = summary(&q, &progress, None);
     let details = json!({
         "catalog": q.start.catalog,
         "schema": q.start.schema,
