@@ -21,7 +21,11 @@ pub async fn queries_in(warehouse: &Path, settings: EngineSettings) -> Result<Ar
         .map_err(|e| Error::Internal(format!("memory catalog: {e}")))?;
     let channels = Arc::new(DefaultChannelResolver::default());
     let workers = WorkerPool::new(Vec::new(), channels.clone(), PoolSettings::default());
-    let engine = Engine::new(settings, Arc::new(catalog), workers, channels).await?;
+    let catalog = crate::catalog::ConnectedCatalog {
+        catalog: Arc::new(catalog),
+        committer: Arc::new(sqe_iceberg::commit::NoCommits),
+    };
+    let engine = Engine::new(settings, catalog, workers, channels).await?;
     Ok(Queries::new(
         engine,
         Duration::from_secs(60),

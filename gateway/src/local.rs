@@ -282,7 +282,9 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
 /// TPC-H sample tables if they are missing; true if it generated tables.
 async fn prepare_catalog(config: &CoordinatorConfig, options: &LocalOptions) -> Result<bool> {
     let storage = config.storage.iceberg_props()?;
-    let catalog = connect_catalog(&config.catalog.settings(&config.auth)?, &storage).await?;
+    let catalog = connect_catalog(&config.catalog.settings(&config.auth)?, &storage)
+        .await?
+        .catalog;
     let default = NamespaceIdent::new(DEFAULT_SCHEMA.to_string());
     let exists = catalog.namespace_exists(&default).await;
     if !exists.map_err(sqe_engine::error::Error::from)? {

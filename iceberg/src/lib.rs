@@ -3,6 +3,8 @@
 //! - [`table::IcebergTableProvider`]: an Iceberg table in DataFusion (scan planning, inserts).
 //! - [`scan`]: the distributable scan node, its task splitting and filter conversion.
 //! - [`write`]: parallel Parquet writers and the single-snapshot commit.
+//! - [`delete`]: DELETE as position delete files and removed files, in one snapshot.
+//! - [`commit`]: SQE's own metadata commits, for the changes iceberg-rust cannot commit.
 //! - [`codec::SqeCodec`]: how SQE's nodes travel inside distributed plan fragments.
 //! - [`storage`]: Iceberg storage on `object_store` (local files, S3).
 //! - [`catalog_view`]: catalogs seen through a wrapper (commit listeners, token renewal).
@@ -12,6 +14,8 @@
 
 pub mod catalog_view;
 pub mod codec;
+pub mod commit;
+pub mod delete;
 pub mod error;
 pub mod scan;
 pub mod storage;

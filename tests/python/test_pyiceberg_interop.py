@@ -1,7 +1,8 @@
 """Tables written by another engine (pyiceberg) through the same REST catalog and S3 store read
 back through SQE exactly as pyiceberg reads them: partition transforms (identity, bucket, day,
 month, year), schema evolution by field id (a renamed and an added column), rows deleted by
-rewriting their files, and rows deleted by position-delete files (merge-on-read).
+rewriting their files, and rows deleted by position-delete files (merge-on-read); and SQE's own
+DELETEs on pyiceberg's tables read back in pyiceberg exactly as SQE reads them.
 
 Usage: test_pyiceberg_interop.py <trino host> <trino port> <namespace> <stack dir>
 The stack's settings come from <stack dir>/stack.env (scripts/stack.sh).
@@ -282,6 +283,54 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
             got, names = sqe(f"SELECT * FROM travel FOR VERSION AS OF {snapshot.snapshot_id} ORDER BY id")
             self.assertEqual(names, columns, snapshot.snapshot_id)
             self.assertEqual([list(r) for r in got], as_rows(expected, columns), snapshot.snapshot_id)
+
+    def test_sqe_deletes_read_back_in_pyiceberg(self):
+        """SQE's DELETEs on a table pyiceberg wrote: pyiceberg reads exactly SQE's rows after
+        each, through the same REST catalog (SQE's own commit) and store."""
+        spec = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category"))
+        table = CATALOG.create_table(f"{NAMESPACE}.sqedel", schema=SCHEMA, partition_spec=spec)
+        table.append(rows(1, 30))
+        table.append(rows(31, 60))
+        live = {r[0]: r for r in as_rows(table.scan().to_arrow(), ["id", "ts", "category", "amount"])}
+
+        def delete(sql, doomed):
+            (count,), = sqe(sql)[0]
+            self.assertEqual(count, len(doomed), sql)
+            for i in doomed:
+                del live[i]
+            got = self.check_same("sqedel", ["id", "ts", "category", "amount"])
+            self.assertEqual([r[0] for r in got], sorted(live), sql)
+            return CATALOG.load_table(f"{NAMESPACE}.sqedel").current_snapshot().summary
+
+        # A whole partition: its files are removed, no delete file is written.
+        summary = delete("DELETE FROM sqedel WHERE category = 'a'", [i for i in live if live[i][2] == "a"])
+        self.assertEqual(summary.operation, Operation.DELETE)
+        self.assertIn("deleted-data-files", summary.additional_properties)
+        self.assertNotIn("added-delete-files", summary.additional_properties)
+        # Some rows of several files: position delete files pyiceberg applies.
+        doomed = [i for i in live if i % 4 == 0]
+        summary = delete("DELETE FROM sqedel WHERE id % 4 = 0", doomed)
+        self.assertEqual(summary["added-position-deletes"], str(len(doomed)))
+        # A subquery, and rows deleted before not counted again; NULL categories stay.
+        doomed = [i for i in live if live[i][3] > 60.0 and live[i][2] is not None]
+        delete(
+            "DELETE FROM sqedel WHERE id IN (SELECT id FROM sqedel WHERE amount > 60.0) AND category IS NOT NULL",
+            doomed,
+        )
+        delete("DELETE FROM sqedel", list(live))
+
+    def test_format_1_tables_lose_whole_files_only(self):
+        table = CATALOG.create_table(f"{NAMESPACE}.sqedel1", schema=SCHEMA, properties={"format-version": "1"})
+        table.append(rows(1, 10))
+        with self.assertRaises(trino.exceptions.TrinoUserError) as refused:
+            sqe("DELETE FROM sqedel1 WHERE id = 1")
+        self.assertEqual(refused.exception.error_name, "NOT_SUPPORTED")
+        self.check_same("sqedel1", ["id", "ts", "category", "amount"])
+        (count,), = sqe("DELETE FROM sqedel1 WHERE id > 0")[0]
+        self.assertEqual(count, 10)
+        table = CATALOG.load_table(f"{NAMESPACE}.sqedel1")
+        self.assertEqual(table.scan().to_arrow().num_rows, 0)
+        self.assertEqual(table.current_snapshot().summary["deleted-data-files"], "1")
 
     def test_month_and_year_partitions(self):
         for name, transform in (("monthly", MonthTransform()), ("yearly", YearTransform())):

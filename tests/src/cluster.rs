@@ -177,6 +177,15 @@ impl TestCluster {
         self.engine().catalog().load_table(&ident).await
     }
 
+    /// The error code a statement fails with; an error if it succeeds.
+    pub async fn error_code(&self, sql: &str) -> Result<sqe_engine::ErrorCode, String> {
+        self.sql(sql)
+            .await
+            .err()
+            .map(|e| e.code())
+            .ok_or_else(|| format!("{sql} succeeded"))
+    }
+
     /// Runs a query and returns its rows.
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, Error> {
         Ok(self.sql(sql).await?.rows())

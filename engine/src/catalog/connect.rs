@@ -10,6 +10,9 @@ use iceberg_catalog_rest::{RestCatalog, RestCatalogBuilder};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
 use sqe_iceberg::storage::ObjectStoreStorageFactory;
 
+use sqe_iceberg::commit::CommitUpdates;
+
+use super::commit::{RestCommitter, SqlCommitter};
 use super::locations::TableLocations;
 use super::renewal::RenewOnUnauthorized;
 use super::settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
@@ -26,13 +29,20 @@ pub fn default_warehouse_layout(data_dir: &Path) -> (String, String) {
     (uri, warehouse)
 }
 
+/// An opened catalog, and how SQE commits its own metadata changes to it.
+#[derive(Debug, Clone)]
+pub struct ConnectedCatalog {
+    pub catalog: Arc<dyn Catalog>,
+    pub committer: Arc<dyn CommitUpdates>,
+}
+
 /// Opens the catalog and checks that it answers, so a wrong URL or a stopped server is a
 /// start-up error naming the catalog rather than a failure of the first query.
 pub async fn connect_catalog(
     config: &CatalogSettings,
     storage_props: &HashMap<String, String>,
-) -> Result<Arc<dyn Catalog>> {
-    let catalog: Arc<dyn Catalog> = match config.kind {
+) -> Result<ConnectedCatalog> {
+    let (catalog, committer): (Arc<dyn Catalog>, Arc<dyn CommitUpdates>) = match config.kind {
         CatalogKind::Sql => {
             let uri = config
                 .uri
@@ -56,7 +66,9 @@ pub async fn connect_catalog(
                 .load(config.name.clone(), HashMap::new())
                 .await
                 .map_err(|e| Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}")))?;
-            Arc::new(catalog)
+            let catalog: Arc<dyn Catalog> = Arc::new(catalog);
+            let committer = SqlCommitter::connect(&uri, &config.name, Arc::clone(&catalog)).await?;
+            (catalog, Arc::new(committer))
         }
         CatalogKind::Rest => {
             let url = config.catalog_url.clone().ok_or_else(|| {
@@ -96,6 +108,8 @@ pub async fn connect_catalog(
                 .map_err(|e| {
                     Error::Catalog(format!("REST catalog at {url} is unreachable: {e}"))
                 })?;
+            let committer = RestCommitter::new(config, oauth2.clone())
+                .map_err(|e| Error::Catalog(format!("REST catalog at {url}: {e}")))?;
             let rest = Arc::new(catalog);
             let catalog: Arc<dyn Catalog> = match &oauth2 {
                 Some(oauth2) => {
@@ -104,17 +118,18 @@ pub async fn connect_catalog(
                 }
                 None => rest,
             };
-            if config.vended_credentials {
+            let catalog: Arc<dyn Catalog> = if config.vended_credentials {
                 let vendor = CredentialVendor::new(config, oauth2)
                     .map_err(|e| Error::Catalog(format!("REST catalog at {url}: {e}")))?;
                 Arc::new(VendedCredentialsCatalog::new(catalog, vendor))
             } else {
                 catalog
-            }
+            };
+            (catalog, Arc::new(committer))
         }
     };
     match tokio::time::timeout(CATALOG_PROBE_TIMEOUT, catalog.list_namespaces(None)).await {
-        Ok(Ok(_)) => Ok(catalog),
+        Ok(Ok(_)) => Ok(ConnectedCatalog { catalog, committer }),
         Ok(Err(e)) => Err(Error::Catalog(format!(
             "catalog '{}' is unreachable: {e}",
             config.name
@@ -232,7 +247,7 @@ mod tests {
             warehouse: Some(warehouse),
             ..Default::default()
         };
-        let catalog = connect_catalog(&config, &HashMap::new()).await?;
+        let catalog = connect_catalog(&config, &HashMap::new()).await?.catalog;
         assert!(catalog.list_namespaces(None).await?.is_empty());
         Ok(())
     }

@@ -1,16 +1,18 @@
 //! Iceberg catalogs: opening them from configuration, and showing them to DataFusion.
 
 mod addressed;
+mod commit;
 mod connect;
 mod locations;
 mod metadata_tables;
 mod provider;
 mod renewal;
+mod rest_http;
 mod settings;
 mod vended;
 
 pub use addressed::{Addressed, MetadataTable};
-pub use connect::{connect_catalog, default_warehouse_layout, table_locations};
+pub use connect::{ConnectedCatalog, connect_catalog, default_warehouse_layout, table_locations};
 pub use locations::{TableLocations, check_new_name};
 pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};
 pub use settings::{CatalogKind, CatalogSettings, OAuth2Credentials};

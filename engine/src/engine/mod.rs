@@ -2,6 +2,7 @@
 //! are reachable.
 
 mod alter;
+mod delete;
 mod ingest;
 mod reload;
 mod show;
@@ -171,6 +172,8 @@ pub enum StatementKind {
     DropSchema,
     AlterTable,
     Comment,
+    Delete,
+    Truncate,
     /// A procedure: `CALL system.runtime.kill_query(...)`.
     Call,
 }
@@ -189,6 +192,8 @@ impl StatementKind {
             StatementKind::DropSchema => Some("DROP SCHEMA"),
             StatementKind::AlterTable => Some("ALTER TABLE"),
             StatementKind::Comment => Some("COMMENT"),
+            StatementKind::Delete => Some("DELETE"),
+            StatementKind::Truncate => Some("TRUNCATE TABLE"),
             StatementKind::Call => Some("CALL"),
         }
     }
@@ -252,6 +257,7 @@ enum Action {
         task_ctx: Arc<TaskContext>,
     },
     ChangeTable(alter::TableChange),
+    Delete(Box<delete::DeletePlan>),
     /// Rows the result cache had.
     Cached(CachedResult),
     /// `kill_query`, on behalf of `user`.
@@ -348,6 +354,8 @@ pub struct Engine {
     cache: Arc<ResultCache>,
     /// Commits through this coordinator.
     commits: Arc<Commits>,
+    /// SQE's own metadata commits (DELETE).
+    committer: Arc<dyn sqe_iceberg::commit::CommitUpdates>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -372,7 +380,10 @@ impl StatementKind {
 
     /// Whether the statement writes rows and reports how many.
     pub fn writes_rows(self) -> bool {
-        matches!(self, StatementKind::Insert | StatementKind::CreateTableAs)
+        matches!(
+            self,
+            StatementKind::Insert | StatementKind::CreateTableAs | StatementKind::Delete
+        )
     }
 
     /// The one-row result of a DDL or DML statement, in [`Self::command_schema`].
@@ -390,7 +401,7 @@ impl StatementKind {
 impl Engine {
     pub async fn new(
         settings: EngineSettings,
-        catalog: Arc<dyn Catalog>,
+        catalog: crate::catalog::ConnectedCatalog,
         workers: Arc<WorkerPool>,
         channels: Channels,
     ) -> Result<Arc<Self>> {
@@ -405,6 +416,7 @@ impl Engine {
         let commits = Arc::new(Commits::new(vec![
             Arc::clone(&cache) as Arc<dyn sqe_iceberg::write::CommitListener>
         ]));
+        let crate::catalog::ConnectedCatalog { catalog, committer } = catalog;
         let provider = Arc::new(IcebergCatalogProvider::new(
             catalog,
             settings.storage_props.clone(),
@@ -445,6 +457,7 @@ impl Engine {
             router: Arc::new(TaskRouter::default()),
             cache,
             commits,
+            committer,
         }))
     }
 
@@ -821,6 +834,20 @@ impl Engine {
                     cache: ResultCacheUse::default(),
                 })
             }
+            LogicalPlan::Dml(
+                dml @ DmlStatement {
+                    op: WriteOp::Delete | WriteOp::Truncate,
+                    ..
+                },
+            ) => {
+                let kind = if dml.op == WriteOp::Truncate {
+                    StatementKind::Truncate
+                } else {
+                    StatementKind::Delete
+                };
+                let plan = self.plan_delete(&state, dml).await?;
+                Ok(command(kind, Action::Delete(Box::new(plan))))
+            }
             LogicalPlan::Dml(dml) => {
                 Err(Error::NotSupported(format!("{} on Iceberg tables", dml.op)))
             }
@@ -1001,6 +1028,12 @@ impl Engine {
                 self.alter_table(change).await?;
                 Outcome::Updated { rows: None }
             }
+            Action::Delete(plan) => {
+                let rows = self.delete_rows(*plan, cancel).await?;
+                Outcome::Updated {
+                    rows: (kind == StatementKind::Delete).then_some(rows),
+                }
+            }
             Action::ExplainAnalyze { plan, task_ctx } => {
                 let rows: u64 = self
                     .query_runtime
@@ -1024,7 +1057,11 @@ impl Engine {
         };
         if !matches!(
             kind,
-            StatementKind::Query | StatementKind::Insert | StatementKind::Call
+            StatementKind::Query
+                | StatementKind::Insert
+                | StatementKind::Delete
+                | StatementKind::Truncate
+                | StatementKind::Call
         ) {
             // The statement is done; a failed refresh must not report it as failed.
             if let Err(e) = self.refresh_names(true).await {

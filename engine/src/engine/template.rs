@@ -232,6 +232,14 @@ pub(super) fn statement_kind(logical: &LogicalPlan) -> StatementKind {
             op: WriteOp::Insert(_),
             ..
         }) => StatementKind::Insert,
+        LogicalPlan::Dml(DmlStatement {
+            op: WriteOp::Delete,
+            ..
+        }) => StatementKind::Delete,
+        LogicalPlan::Dml(DmlStatement {
+            op: WriteOp::Truncate,
+            ..
+        }) => StatementKind::Truncate,
         _ => StatementKind::Query,
     }
 }

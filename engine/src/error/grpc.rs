@@ -37,6 +37,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::TableAlreadyExists
         | ErrorCode::ColumnAlreadyExists => Code::AlreadyExists,
         ErrorCode::SchemaNotEmpty | ErrorCode::ConfigurationInvalid => Code::FailedPrecondition,
+        ErrorCode::IcebergCommitError => Code::Aborted,
         ErrorCode::NotSupported => Code::Unimplemented,
         ErrorCode::UserCanceled | ErrorCode::AdministrativelyKilled => Code::Cancelled,
         ErrorCode::PermissionDenied => Code::PermissionDenied,

@@ -137,6 +137,8 @@ pub enum ErrorCode {
     ExceededTimeLimit,
     /// The Iceberg catalog failed or could not be reached.
     CatalogUnavailable,
+    /// A commit lost to another writer's (Trino's Iceberg connector's name).
+    IcebergCommitError,
     /// A worker running part of the query could not be reached.
     RemoteHostGone,
     /// A cap on what one caller may hold or do (sessions, statements, logins) was reached.
@@ -188,6 +190,7 @@ impl ErrorCode {
             ErrorCode::ExceededGlobalMemoryLimit => "EXCEEDED_GLOBAL_MEMORY_LIMIT",
             ErrorCode::ExceededTimeLimit => "EXCEEDED_TIME_LIMIT",
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
+            ErrorCode::IcebergCommitError => "ICEBERG_COMMIT_ERROR",
             ErrorCode::RemoteHostGone => "REMOTE_HOST_GONE",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
             ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
@@ -203,7 +206,7 @@ impl ErrorCode {
             | ErrorCode::ExceededTimeLimit
             | ErrorCode::GenericInsufficientResources
             | ErrorCode::QueryQueueFull => ErrorKind::InsufficientResources,
-            ErrorCode::CatalogUnavailable => ErrorKind::External,
+            ErrorCode::CatalogUnavailable | ErrorCode::IcebergCommitError => ErrorKind::External,
             ErrorCode::GenericUserError
             | ErrorCode::SyntaxError
             | ErrorCode::UserCanceled

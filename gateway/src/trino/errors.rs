@@ -82,6 +82,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::ExceededGlobalMemoryLimit => (131073, RESOURCES),
         ErrorCode::QueryQueueFull => (131074, RESOURCES),
         ErrorCode::ExceededTimeLimit => (131075, RESOURCES),
+        ErrorCode::IcebergCommitError => (ICEBERG_CODES + 12, TrinoErrorType::External),
         ErrorCode::CatalogUnavailable => (ICEBERG_CODES + 13, TrinoErrorType::External),
     };
     // A caller who did not authenticate is denied, in Trino's words.

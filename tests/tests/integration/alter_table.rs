@@ -16,15 +16,6 @@ async fn rows(cluster: &TestCluster, sql: &str) -> Result<String, String> {
         .map_err(|e| format!("{sql}: {e}"))
 }
 
-async fn code_of(cluster: &TestCluster, sql: &str) -> Result<ErrorCode, String> {
-    cluster
-        .sql(sql)
-        .await
-        .err()
-        .map(|e| e.code())
-        .ok_or_else(|| format!("{sql} succeeded"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
     let cluster = TestCluster::start(1, 0.0).await?;
@@ -55,7 +46,9 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
          +----+------+-------+"
     );
     assert_eq!(
-        code_of(&cluster, "ALTER TABLE al.t ADD COLUMN score double").await?,
+        cluster
+            .error_code("ALTER TABLE al.t ADD COLUMN score double")
+            .await?,
         ErrorCode::ColumnAlreadyExists
     );
     cluster
@@ -64,7 +57,9 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
 
     cluster.sql("ALTER TABLE al.t DROP COLUMN name").await?;
     assert_eq!(
-        code_of(&cluster, "ALTER TABLE al.t DROP COLUMN name").await?,
+        cluster
+            .error_code("ALTER TABLE al.t DROP COLUMN name")
+            .await?,
         ErrorCode::ColumnNotFound
     );
     cluster
@@ -103,22 +98,28 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
         "+---+\n| n |\n+---+\n| 2 |\n+---+"
     );
     assert_eq!(
-        code_of(&cluster, "SELECT * FROM al.t").await?,
+        cluster.error_code("SELECT * FROM al.t").await?,
         ErrorCode::TableNotFound
     );
     assert_eq!(
-        code_of(&cluster, "ALTER TABLE al.missing ADD COLUMN x integer").await?,
+        cluster
+            .error_code("ALTER TABLE al.missing ADD COLUMN x integer")
+            .await?,
         ErrorCode::TableNotFound
     );
     cluster
         .sql("ALTER TABLE IF EXISTS al.missing ADD COLUMN x integer")
         .await?;
     assert_eq!(
-        code_of(&cluster, "ALTER TABLE al.u RENAME COLUMN id TO k").await?,
+        cluster
+            .error_code("ALTER TABLE al.u RENAME COLUMN id TO k")
+            .await?,
         ErrorCode::NotSupported
     );
     assert_eq!(
-        code_of(&cluster, "CREATE TABLE al.\"v$snapshots\" (x integer)").await?,
+        cluster
+            .error_code("CREATE TABLE al.\"v$snapshots\" (x integer)")
+            .await?,
         ErrorCode::NotSupported
     );
 
@@ -155,11 +156,15 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
         "+---------+\n| comment |\n+---------+\n|         |\n+---------+"
     );
     assert_eq!(
-        code_of(&cluster, "COMMENT ON COLUMN al.u.id IS 'key'").await?,
+        cluster
+            .error_code("COMMENT ON COLUMN al.u.id IS 'key'")
+            .await?,
         ErrorCode::NotSupported
     );
     assert_eq!(
-        code_of(&cluster, "COMMENT ON TABLE al.missing IS 'x'").await?,
+        cluster
+            .error_code("COMMENT ON TABLE al.missing IS 'x'")
+            .await?,
         ErrorCode::TableNotFound
     );
     cluster.stop().await;

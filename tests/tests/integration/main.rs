@@ -7,6 +7,7 @@ mod admission;
 mod alter_table;
 mod cluster_tls;
 mod config_errors;
+mod deletes;
 mod distributed;
 mod flight_sql;
 mod flood_memory;

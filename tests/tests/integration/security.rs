@@ -140,7 +140,8 @@ async fn local_storage_never_leaves_the_warehouse() -> TestResult {
         },
         &std::collections::HashMap::new(),
     )
-    .await?;
+    .await?
+    .catalog;
     let outside = data.join("registered-outside");
     let schema = Schema::builder()
         .with_fields(vec![

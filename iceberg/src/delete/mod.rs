@@ -1,0 +1,551 @@
+//! DELETE as Trino's Iceberg connector does it: a data file all of whose live rows go is
+//! removed from the table (metadata only); from any other, the rows go by a position delete
+//! file (merge-on-read, format 2). One `delete` snapshot holds it all, committed only if the
+//! table is still at the snapshot the statement read.
+
+mod deleted;
+mod files;
+pub mod positions;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use datafusion::arrow::array::{Array, Int64Array, RecordBatch, StringArray};
+use futures::TryStreamExt;
+use iceberg::spec::{
+    DataFile, FormatVersion, MAIN_BRANCH, ManifestContentType, ManifestFile, ManifestListWriter,
+    ManifestStatus, ManifestWriterBuilder, Operation, Snapshot, SnapshotReference,
+    SnapshotRetention, Summary,
+};
+use iceberg::table::Table;
+use iceberg::{Error, ErrorKind, Result, TableRequirement, TableUpdate};
+
+use crate::commit::CommitUpdates;
+pub use positions::{FILE_COLUMN, POS_COLUMN, RowPositionsProvider};
+
+/// The rows a DELETE selected: positions by data file.
+#[derive(Debug, Default)]
+pub struct SelectedRows {
+    by_file: BTreeMap<String, Vec<i64>>,
+}
+
+impl SelectedRows {
+    /// Adds the rows of a batch with [`FILE_COLUMN`] and [`POS_COLUMN`].
+    pub fn add(&mut self, batch: &RecordBatch) -> Result<()> {
+        let column = |name: &str| {
+            batch.column_by_name(name).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Unexpected,
+                    format!("no column {name} in the rows"),
+                )
+            })
+        };
+        let files = column(FILE_COLUMN)?
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| Error::new(ErrorKind::Unexpected, "file column is not a string"))?;
+        let positions = column(POS_COLUMN)?
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .ok_or_else(|| Error::new(ErrorKind::Unexpected, "position column is not bigint"))?;
+        for row in 0..batch.num_rows() {
+            if files.is_valid(row) && positions.is_valid(row) {
+                self.by_file
+                    .entry(files.value(row).to_string())
+                    .or_default()
+                    .push(positions.value(row));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a DELETE's commit failed, as far as the files it wrote are concerned.
+#[derive(Debug)]
+pub enum DeleteError {
+    /// Certainly not applied: its files were deleted again.
+    NotApplied(Error),
+    /// The catalog may have applied it: its files stay.
+    Unknown(Error),
+}
+
+impl DeleteError {
+    pub fn into_inner(self) -> Error {
+        match self {
+            DeleteError::NotApplied(e) | DeleteError::Unknown(e) => e,
+        }
+    }
+}
+
+/// What a DELETE did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    /// Rows deleted (the statement's update count).
+    pub rows: u64,
+    /// The snapshot committed; `None` when no row matched.
+    pub snapshot_id: Option<i64>,
+}
+
+/// Deletes `selected` from `table` (as loaded when the statement was planned, at
+/// `snapshot_id`) in one snapshot committed through `committer`.
+pub async fn commit_deletes(
+    table: &Table,
+    snapshot_id: i64,
+    mut selected: SelectedRows,
+    committer: &dyn CommitUpdates,
+) -> std::result::Result<Deleted, DeleteError> {
+    for positions in selected.by_file.values_mut() {
+        positions.sort_unstable();
+        positions.dedup();
+    }
+    let rows = selected.by_file.values().map(|p| p.len() as u64).sum();
+    if rows == 0 {
+        return Ok(Deleted {
+            rows,
+            snapshot_id: None,
+        });
+    }
+    let mut producer = DeleteProducer::new(table, snapshot_id).map_err(DeleteError::NotApplied)?;
+    let prepared = producer.prepare(&selected).await;
+    let result = match prepared {
+        Ok(commit) => committer
+            .commit_updates(table.identifier(), commit.requirements, commit.updates)
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::CatalogCommitConflicts
+                | ErrorKind::TableNotFound
+                | ErrorKind::DataInvalid
+                | ErrorKind::FeatureUnsupported => DeleteError::NotApplied(e),
+                _ => DeleteError::Unknown(e),
+            }),
+        Err(e) => Err(DeleteError::NotApplied(e)),
+    };
+    match result {
+        Ok(()) => Ok(Deleted {
+            rows,
+            snapshot_id: Some(producer.snapshot_id),
+        }),
+        Err(DeleteError::NotApplied(e)) => {
+            producer.delete_written().await;
+            Err(DeleteError::NotApplied(e))
+        }
+        Err(unknown) => {
+            tracing::warn!(table = %table.identifier(), "DELETE commit outcome unknown; keeping its files");
+            Err(unknown)
+        }
+    }
+}
+
+/// A live data file of the snapshot a DELETE read, and where its entry is.
+struct LiveFile {
+    data_file: DataFile,
+    spec_id: i32,
+    manifest: usize,
+    /// Rows not yet deleted.
+    live_rows: u64,
+}
+
+struct PreparedCommit {
+    requirements: Vec<TableRequirement>,
+    updates: Vec<TableUpdate>,
+}
+
+/// Builds the files of one delete snapshot, remembering them so a failed commit can remove
+/// them again.
+struct DeleteProducer<'a> {
+    table: &'a Table,
+    parent: i64,
+    snapshot_id: i64,
+    sequence_number: i64,
+    format: FormatVersion,
+    written: Vec<String>,
+}
+
+impl<'a> DeleteProducer<'a> {
+    fn new(table: &'a Table, parent: i64) -> Result<Self> {
+        let metadata = table.metadata();
+        let format = metadata.format_version();
+        if format > FormatVersion::V2 {
+            return Err(Error::new(
+                ErrorKind::FeatureUnsupported,
+                format!("DELETE on Iceberg format version {format} tables"),
+            ));
+        }
+        let snapshot_id = loop {
+            let id = rand::random_range(1..i64::MAX);
+            if metadata.snapshot_by_id(id).is_none() {
+                break id;
+            }
+        };
+        Ok(Self {
+            table,
+            parent,
+            snapshot_id,
+            sequence_number: metadata.next_sequence_number(),
+            format,
+            written: Vec::new(),
+        })
+    }
+
+    async fn prepare(&mut self, selected: &SelectedRows) -> Result<PreparedCommit> {
+        let metadata = self.table.metadata();
+        let io = self.table.file_io();
+        let parent = metadata.snapshot_by_id(self.parent).ok_or_else(|| {
+            Error::new(
+                ErrorKind::DataInvalid,
+                format!("snapshot {} is gone", self.parent),
+            )
+        })?;
+        let manifests = self
+            .table
+            .manifest_list_reader(parent)
+            .load()
+            .await?
+            .entries()
+            .to_vec();
+        let live = self.live_files(&manifests, selected).await?;
+
+        let mut removed: HashSet<&str> = HashSet::new();
+        let mut removed_by_manifest: HashMap<usize, Vec<&str>> = HashMap::new();
+        let mut delete_files: Vec<DataFile> = Vec::new();
+        let mut summary = Totals::default();
+        for (path, positions) in &selected.by_file {
+            let file = live.get(path.as_str()).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::DataInvalid,
+                    format!("{path} is not a live data file of snapshot {}", self.parent),
+                )
+            })?;
+            if positions.len() as u64 >= file.live_rows {
+                removed.insert(path.as_str());
+                removed_by_manifest
+                    .entry(file.manifest)
+                    .or_default()
+                    .push(path.as_str());
+                summary.removed_files += 1;
+                summary.removed_records += file.data_file.record_count();
+                summary.removed_bytes += file.data_file.file_size_in_bytes();
+                continue;
+            }
+            if self.format == FormatVersion::V1 {
+                return Err(Error::new(
+                    ErrorKind::FeatureUnsupported,
+                    format!(
+                        "deleting some rows of a data file needs Iceberg format version 2; {} is \
+                         version 1 (only whole files can be deleted from it)",
+                        self.table.identifier()
+                    ),
+                ));
+            }
+            let delete_file =
+                files::write_position_deletes(io, &file.data_file, file.spec_id, positions).await?;
+            self.written.push(delete_file.file_path().to_string());
+            summary.added_delete_files += 1;
+            summary.added_positions += delete_file.record_count();
+            summary.added_bytes += delete_file.file_size_in_bytes();
+            delete_files.push(delete_file);
+        }
+
+        let mut list: Vec<ManifestFile> = Vec::new();
+        for (index, manifest) in manifests.iter().enumerate() {
+            if removed_by_manifest.contains_key(&index) {
+                list.push(self.rewrite_manifest(manifest, &removed).await?);
+            } else {
+                list.push(manifest.clone());
+            }
+        }
+        list.extend(self.delete_manifests(delete_files, &live).await?);
+        let manifest_list = self.write_manifest_list(list).await?;
+
+        let snapshot = Snapshot::builder()
+            .with_snapshot_id(self.snapshot_id)
+            .with_parent_snapshot_id(Some(self.parent))
+            .with_sequence_number(self.sequence_number)
+            .with_timestamp_ms(now_millis())
+            .with_manifest_list(manifest_list)
+            .with_schema_id(metadata.current_schema_id())
+            .with_summary(Summary {
+                operation: Operation::Delete,
+                additional_properties: summary.properties(parent.summary()),
+            })
+            .build();
+        Ok(PreparedCommit {
+            requirements: vec![
+                TableRequirement::UuidMatch {
+                    uuid: metadata.uuid(),
+                },
+                TableRequirement::RefSnapshotIdMatch {
+                    r#ref: MAIN_BRANCH.to_string(),
+                    snapshot_id: Some(self.parent),
+                },
+            ],
+            updates: vec![
+                TableUpdate::AddSnapshot { snapshot },
+                TableUpdate::SetSnapshotRef {
+                    ref_name: MAIN_BRANCH.to_string(),
+                    reference: SnapshotReference::new(
+                        self.snapshot_id,
+                        SnapshotRetention::branch(None, None, None),
+                    ),
+                },
+            ],
+        })
+    }
+
+    /// The live data files `selected` names, with how many rows of each are not yet deleted.
+    async fn live_files(
+        &self,
+        manifests: &[ManifestFile],
+        selected: &SelectedRows,
+    ) -> Result<HashMap<String, LiveFile>> {
+        let io = self.table.file_io();
+        let mut live = HashMap::new();
+        for (index, manifest) in manifests.iter().enumerate() {
+            if manifest.content != ManifestContentType::Data {
+                continue;
+            }
+            for entry in manifest.load_manifest(io).await?.entries() {
+                if entry.is_alive() && selected.by_file.contains_key(entry.file_path()) {
+                    live.insert(
+                        entry.file_path().to_string(),
+                        LiveFile {
+                            data_file: entry.data_file().clone(),
+                            spec_id: manifest.partition_spec_id,
+                            manifest: index,
+                            live_rows: entry.data_file().record_count(),
+                        },
+                    );
+                }
+            }
+        }
+        // What earlier deletes removed, as the scan planner assigns them.
+        let tasks: Vec<_> = self
+            .table
+            .scan()
+            .snapshot_id(self.parent)
+            .select_empty()
+            .build()?
+            .plan_files()
+            .await?
+            .try_collect()
+            .await?;
+        let mut seen = HashSet::new();
+        for task in tasks {
+            if let Some(file) = live.get_mut(&task.data_file_path)
+                && seen.insert(task.data_file_path.clone())
+            {
+                let deleted =
+                    deleted::deleted_positions(io, &task.data_file_path, &task.deletes).await?;
+                file.live_rows = file.live_rows.saturating_sub(deleted.len() as u64);
+            }
+        }
+        Ok(live)
+    }
+
+    /// `manifest` again, with the `removed` files marked deleted and the rest kept.
+    async fn rewrite_manifest(
+        &mut self,
+        manifest: &ManifestFile,
+        removed: &HashSet<&str>,
+    ) -> Result<ManifestFile> {
+        let mut writer = self.manifest_writer(manifest.partition_spec_id, false)?;
+        for entry in manifest
+            .load_manifest(self.table.file_io())
+            .await?
+            .entries()
+        {
+            if !entry.is_alive() {
+                continue;
+            }
+            let sequence_number = entry.sequence_number().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::DataInvalid,
+                    "a live manifest entry without a sequence number",
+                )
+            })?;
+            let file_sequence_number = entry.file_sequence_number.or(Some(sequence_number));
+            let data_file = entry.data_file().clone();
+            if removed.contains(entry.file_path()) {
+                writer.add_delete_file(data_file, sequence_number, file_sequence_number)?;
+            } else {
+                let added_in = entry.snapshot_id().unwrap_or(self.parent);
+                writer.add_existing_file(
+                    data_file,
+                    added_in,
+                    sequence_number,
+                    file_sequence_number,
+                )?;
+            }
+            debug_assert!(matches!(
+                entry.status(),
+                ManifestStatus::Added | ManifestStatus::Existing
+            ));
+        }
+        writer.write_manifest_file().await
+    }
+
+    /// One delete manifest per partition spec for the new position delete files.
+    async fn delete_manifests(
+        &mut self,
+        delete_files: Vec<DataFile>,
+        live: &HashMap<String, LiveFile>,
+    ) -> Result<Vec<ManifestFile>> {
+        let mut by_spec: BTreeMap<i32, Vec<DataFile>> = BTreeMap::new();
+        for file in delete_files {
+            let spec_id = file
+                .referenced_data_file()
+                .and_then(|path| live.get(&path))
+                .map_or(0, |f| f.spec_id);
+            by_spec.entry(spec_id).or_default().push(file);
+        }
+        let mut manifests = Vec::new();
+        for (spec_id, files) in by_spec {
+            let mut writer = self.manifest_writer(spec_id, true)?;
+            for file in files {
+                writer.add_file(file, self.sequence_number)?;
+            }
+            manifests.push(writer.write_manifest_file().await?);
+        }
+        Ok(manifests)
+    }
+
+    fn manifest_writer(
+        &mut self,
+        spec_id: i32,
+        deletes: bool,
+    ) -> Result<iceberg::spec::ManifestWriter> {
+        let metadata = self.table.metadata();
+        let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
+            Error::new(
+                ErrorKind::DataInvalid,
+                format!("no partition spec {spec_id}"),
+            )
+        })?;
+        let location = format!(
+            "{}/metadata/{}-m{}.avro",
+            metadata.location().trim_end_matches('/'),
+            uuid::Uuid::now_v7(),
+            self.written.len()
+        );
+        let output = self.table.file_io().new_output(&location)?;
+        self.written.push(location);
+        let builder = ManifestWriterBuilder::new(
+            output,
+            Some(self.snapshot_id),
+            metadata.current_schema().clone(),
+            spec.as_ref().clone(),
+        );
+        Ok(match (self.format, deletes) {
+            (FormatVersion::V1, _) => builder.build_v1(),
+            (_, false) => builder.build_v2_data(),
+            (_, true) => builder.build_v2_deletes(),
+        })
+    }
+
+    async fn write_manifest_list(&mut self, manifests: Vec<ManifestFile>) -> Result<String> {
+        let location = format!(
+            "{}/metadata/snap-{}-1-{}.avro",
+            self.table.metadata().location().trim_end_matches('/'),
+            self.snapshot_id,
+            uuid::Uuid::now_v7()
+        );
+        let output = self.table.file_io().new_output(&location)?;
+        self.written.push(location.clone());
+        let writer = output.writer().await?;
+        let mut list = match self.format {
+            FormatVersion::V1 => {
+                ManifestListWriter::v1(writer, self.snapshot_id, Some(self.parent))
+            }
+            _ => ManifestListWriter::v2(
+                writer,
+                self.snapshot_id,
+                Some(self.parent),
+                self.sequence_number,
+            ),
+        };
+        list.add_manifests(manifests.into_iter())?;
+        list.close().await?;
+        Ok(location)
+    }
+
+    /// Best effort: files of a snapshot that was never committed are invisible either way.
+    async fn delete_written(&self) {
+        for location in &self.written {
+            if let Err(e) = self.table.file_io().delete(location).await {
+                tracing::warn!(%location, error = %e, "could not delete a file of an uncommitted DELETE");
+            }
+        }
+    }
+}
+
+/// The counts a delete snapshot's summary reports.
+#[derive(Default)]
+struct Totals {
+    removed_files: u64,
+    removed_records: u64,
+    removed_bytes: u64,
+    added_delete_files: u64,
+    added_positions: u64,
+    added_bytes: u64,
+}
+
+impl Totals {
+    /// The summary properties, with the table totals carried on from `parent`'s.
+    fn properties(&self, parent: &Summary) -> HashMap<String, String> {
+        let mut props = HashMap::new();
+        let mut set = |key: &str, value: u64| {
+            if value > 0 {
+                props.insert(key.to_string(), value.to_string());
+            }
+        };
+        set("deleted-data-files", self.removed_files);
+        set("deleted-records", self.removed_records);
+        set("removed-files-size", self.removed_bytes);
+        set("added-delete-files", self.added_delete_files);
+        set("added-position-delete-files", self.added_delete_files);
+        set("added-position-deletes", self.added_positions);
+        set("added-files-size", self.added_bytes);
+        let before = |key: &str| {
+            parent
+                .additional_properties
+                .get(key)
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        let totals = [
+            (
+                "total-data-files",
+                before("total-data-files").map(|n| n.saturating_sub(self.removed_files)),
+            ),
+            (
+                "total-records",
+                before("total-records").map(|n| n.saturating_sub(self.removed_records)),
+            ),
+            (
+                "total-files-size",
+                before("total-files-size")
+                    .map(|n| n.saturating_sub(self.removed_bytes) + self.added_bytes),
+            ),
+            (
+                "total-delete-files",
+                before("total-delete-files").map(|n| n + self.added_delete_files),
+            ),
+            (
+                "total-position-deletes",
+                before("total-position-deletes").map(|n| n + self.added_positions),
+            ),
+            ("total-equality-deletes", before("total-equality-deletes")),
+        ];
+        for (key, value) in totals {
+            if let Some(value) = value {
+                props.insert(key.to_string(), value.to_string());
+            }
+        }
+        props
+    }
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

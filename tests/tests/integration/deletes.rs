@@ -1,0 +1,279 @@
+//! DELETE and TRUNCATE on the embedded catalog: each statement removes exactly the rows its
+//! WHERE is true for (NULL keeps a row, subqueries count), as one `delete` snapshot of removed
+//! files and position delete files; a DELETE planned before another commit fails cleanly.
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::Int64Type;
+use sqe_engine::ErrorCode;
+use sqe_engine::engine::{Outcome, SessionSettings};
+use sqe_tests::cluster::{Collected, TestCluster};
+
+use crate::TestResult;
+
+fn ids(batches: &[RecordBatch]) -> Vec<i64> {
+    let mut ids: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| {
+            let column = b.column(0).as_primitive::<Int64Type>();
+            (0..column.len())
+                .filter(|i| column.is_valid(*i))
+                .map(|i| column.value(i))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+async fn remaining(cluster: &TestCluster, table: &str) -> Result<Vec<i64>, String> {
+    cluster
+        .query(&format!("SELECT id FROM {table}"))
+        .await
+        .map(|b| ids(&b))
+        .map_err(|e| e.to_string())
+}
+
+async fn deleted(cluster: &TestCluster, sql: &str) -> Result<u64, String> {
+    match cluster.sql(sql).await.map_err(|e| format!("{sql}: {e}"))? {
+        Collected::Updated(Some(rows)) => Ok(rows),
+        other => Err(format!("{sql}: {other:?}")),
+    }
+}
+
+/// The current snapshot's operation and summary.
+async fn last_snapshot(
+    cluster: &TestCluster,
+    table: &str,
+) -> Result<(String, std::collections::HashMap<String, String>), String> {
+    let table = cluster
+        .iceberg_table("del", table)
+        .await
+        .map_err(|e| e.to_string())?;
+    let snapshot = table
+        .metadata()
+        .current_snapshot()
+        .ok_or("no snapshot")?
+        .clone();
+    let summary = snapshot.summary();
+    Ok((
+        summary.operation.as_str().to_string(),
+        summary.additional_properties.clone(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_remove_exactly_the_rows_their_where_selects() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster
+        .sql("CREATE TABLE del.t (id bigint, grp varchar, v double)")
+        .await?;
+    // Three data files of ten rows; grp is NULL on every seventh row.
+    for file in 0..3 {
+        let values: Vec<String> = (1..=10)
+            .map(|i| {
+                let id = file * 10 + i;
+                let grp = if id % 7 == 0 {
+                    "NULL".to_string()
+                } else {
+                    format!("'g{}'", id % 3)
+                };
+                format!("({id}, {grp}, {id}.5)")
+            })
+            .collect();
+        cluster
+            .sql(&format!("INSERT INTO del.t VALUES {}", values.join(", ")))
+            .await?;
+    }
+    let mut expected: Vec<i64> = (1..=30).collect();
+    let group = |id: i64| (id % 7 != 0).then(|| format!("g{}", id % 3));
+
+    // Some rows of every file: position delete files; NULL grp is not 'g1', so it stays.
+    let in_g1 = expected
+        .iter()
+        .filter(|id| group(**id).as_deref() == Some("g1"))
+        .count();
+    assert_eq!(
+        deleted(&cluster, "DELETE FROM del.t WHERE grp = 'g1'").await?,
+        in_g1 as u64
+    );
+    expected.retain(|id| group(*id).as_deref() != Some("g1"));
+    assert_eq!(remaining(&cluster, "del.t").await?, expected);
+    let (operation, summary) = last_snapshot(&cluster, "t").await?;
+    assert_eq!(operation, "delete");
+    let in_g1 = in_g1.to_string();
+    assert_eq!(summary.get("added-position-deletes"), Some(&in_g1));
+    assert_eq!(
+        summary.get("added-delete-files").map(String::as_str),
+        Some("3")
+    );
+    assert_eq!(summary.get("deleted-data-files"), None);
+
+    // Every live row of the second file (ids 11..=20), some already deleted: the file goes
+    // (metadata only), and only the rows still there are counted.
+    let live_in_second = expected.iter().filter(|id| (11..=20).contains(*id)).count() as u64;
+    assert_eq!(
+        deleted(&cluster, "DELETE FROM del.t WHERE id BETWEEN 11 AND 20").await?,
+        live_in_second
+    );
+    expected.retain(|id| !(11..=20).contains(id));
+    assert_eq!(remaining(&cluster, "del.t").await?, expected);
+    let (_, summary) = last_snapshot(&cluster, "t").await?;
+    assert_eq!(
+        summary.get("deleted-data-files").map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        summary.get("deleted-records").map(String::as_str),
+        Some("10")
+    );
+    assert_eq!(summary.get("added-delete-files"), None);
+    assert_eq!(
+        summary.get("total-data-files").map(String::as_str),
+        Some("2")
+    );
+
+    // A subquery, over the same table, decides; rows deleted before are not counted again.
+    assert_eq!(
+        deleted(
+            &cluster,
+            "DELETE FROM del.t WHERE id IN (SELECT id + 1 FROM del.t WHERE v > 25) OR id = 1",
+        )
+        .await?,
+        {
+            let doomed: Vec<i64> = expected
+                .iter()
+                .filter(|id| {
+                    **id == 1 || (expected.contains(&(**id - 1)) && (**id - 1) as f64 + 0.5 > 25.0)
+                })
+                .copied()
+                .collect();
+            expected.retain(|id| !doomed.contains(id));
+            doomed.len() as u64
+        }
+    );
+    assert_eq!(remaining(&cluster, "del.t").await?, expected);
+
+    // NULL is not true: nothing goes, and nothing is committed.
+    let snapshots_before = cluster
+        .iceberg_table("del", "t")
+        .await?
+        .metadata()
+        .snapshots()
+        .count();
+    assert_eq!(
+        deleted(&cluster, "DELETE FROM del.t WHERE grp = NULL").await?,
+        0
+    );
+    assert_eq!(
+        cluster
+            .iceberg_table("del", "t")
+            .await?
+            .metadata()
+            .snapshots()
+            .count(),
+        snapshots_before
+    );
+    // Every earlier state is still there to travel to.
+    let first = cluster
+        .query("SELECT count(*) FROM del.t FOR VERSION AS OF 'main'")
+        .await?;
+    assert_eq!(
+        first[0].column(0).as_primitive::<Int64Type>().value(0),
+        expected.len() as i64
+    );
+
+    // DELETE without WHERE and TRUNCATE empty the table by removing its files.
+    assert_eq!(
+        deleted(&cluster, "DELETE FROM del.t").await?,
+        expected.len() as u64
+    );
+    assert_eq!(remaining(&cluster, "del.t").await?, Vec::<i64>::new());
+    cluster
+        .sql("INSERT INTO del.t VALUES (100, 'x', 1.0)")
+        .await?;
+    let truncated = cluster.sql("TRUNCATE TABLE del.t").await?;
+    assert!(
+        matches!(truncated, Collected::Updated(None)),
+        "{truncated:?}"
+    );
+    assert_eq!(remaining(&cluster, "del.t").await?, Vec::<i64>::new());
+    let (_, summary) = last_snapshot(&cluster, "t").await?;
+    assert_eq!(summary.get("total-records").map(String::as_str), Some("0"));
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_delete_planned_before_another_commit_fails_and_leaves_nothing() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster.sql("CREATE TABLE del.race (id bigint)").await?;
+    cluster
+        .sql("INSERT INTO del.race VALUES (1), (2), (3), (4)")
+        .await?;
+    let session = SessionSettings::default();
+    let engine = cluster.engine();
+    // Both planned against the same snapshot, as two clients at once would.
+    let first = engine
+        .prepare(&session, "DELETE FROM del.race WHERE id = 1")
+        .await?;
+    let second = engine
+        .prepare(&session, "DELETE FROM del.race WHERE id = 2")
+        .await?;
+    assert!(matches!(
+        engine.run(first).await?,
+        Outcome::Updated { rows: Some(1) }
+    ));
+    let lost = engine
+        .run(second)
+        .await
+        .err()
+        .ok_or("both DELETEs committed")?;
+    assert_eq!(lost.code(), ErrorCode::IcebergCommitError, "{lost}");
+    assert_eq!(remaining(&cluster, "del.race").await?, vec![2, 3, 4]);
+    // The loser's delete file and manifests were removed again: only the winner's remain.
+    let table = cluster.iceberg_table("del", "race").await?;
+    let location = table.metadata().location().trim_start_matches("file://");
+    let delete_files = sqe_tests::files_under(std::path::Path::new(location))
+        .into_iter()
+        .filter(|p| p.display().to_string().ends_with("-deletes.parquet"))
+        .count();
+    assert_eq!(delete_files, 1);
+    // Run again, it is planned on the new snapshot and succeeds.
+    assert_eq!(
+        deleted(&cluster, "DELETE FROM del.race WHERE id = 2").await?,
+        1
+    );
+    assert_eq!(remaining(&cluster, "del.race").await?, vec![3, 4]);
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn what_cannot_be_deleted_is_refused_with_trinos_codes() -> TestResult {
+    // (Format 1 tables, where only whole files can go, are tested with pyiceberg's: SQE
+    // creates format 2 only.)
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    assert_eq!(
+        cluster
+            .error_code("DELETE FROM tpch.tiny.nation WHERE nationkey = 1")
+            .await?,
+        ErrorCode::NotSupported
+    );
+    assert_eq!(
+        cluster
+            .error_code("DELETE FROM del.missing WHERE id = 1")
+            .await?,
+        ErrorCode::TableNotFound
+    );
+    // A table without a snapshot has nothing to delete.
+    cluster.sql("CREATE TABLE del.empty (id bigint)").await?;
+    assert_eq!(
+        deleted(&cluster, "DELETE FROM del.empty WHERE id = 1").await?,
+        0
+    );
+    cluster.stop().await;
+    Ok(())
+}
