@@ -285,7 +285,7 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
             self.assertEqual([list(r) for r in got], as_rows(expected, columns), snapshot.snapshot_id)
 
     def test_sqe_deletes_read_back_in_pyiceberg(self):
-        """SQE's DELETEs on a table pyiceberg wrote: pyiceberg reads exactly SQE's rows after
+        """SQE's DELETEs and UPDATEs on a table pyiceberg wrote: pyiceberg reads exactly SQE's rows after
         each, through the same REST catalog (SQE's own commit) and store."""
         spec = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category"))
         table = CATALOG.create_table(f"{NAMESPACE}.sqedel", schema=SCHEMA, partition_spec=spec)
@@ -317,6 +317,15 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
             "DELETE FROM sqedel WHERE id IN (SELECT id FROM sqedel WHERE amount > 60.0) AND category IS NOT NULL",
             doomed,
         )
+        # UPDATE: masked old versions, new rows in their (new) partitions, as pyiceberg reads them.
+        changed = [i for i in live if live[i][2] == "b"]
+        (count,), = sqe("UPDATE sqedel SET amount = amount + 1000, category = 'z' WHERE category = 'b'")[0]
+        self.assertEqual(count, len(changed))
+        for i in changed:
+            live[i] = [live[i][0], live[i][1], "z", live[i][3] + 1000]
+        got = self.check_same("sqedel", ["id", "ts", "category", "amount"])
+        self.assertEqual([list(r) for r in got], [list(live[i]) for i in sorted(live)])
+        self.assertEqual(CATALOG.load_table(f"{NAMESPACE}.sqedel").current_snapshot().summary.operation, Operation.OVERWRITE)
         delete("DELETE FROM sqedel", list(live))
 
     def test_format_1_tables_lose_whole_files_only(self):

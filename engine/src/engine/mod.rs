@@ -2,9 +2,9 @@
 //! are reachable.
 
 mod alter;
-mod delete;
 mod ingest;
 mod reload;
+mod row_changes;
 mod show;
 mod table_properties;
 mod template;
@@ -174,6 +174,7 @@ pub enum StatementKind {
     Comment,
     Delete,
     Truncate,
+    Update,
     /// A procedure: `CALL system.runtime.kill_query(...)`.
     Call,
 }
@@ -194,6 +195,7 @@ impl StatementKind {
             StatementKind::Comment => Some("COMMENT"),
             StatementKind::Delete => Some("DELETE"),
             StatementKind::Truncate => Some("TRUNCATE TABLE"),
+            StatementKind::Update => Some("UPDATE"),
             StatementKind::Call => Some("CALL"),
         }
     }
@@ -257,7 +259,7 @@ enum Action {
         task_ctx: Arc<TaskContext>,
     },
     ChangeTable(alter::TableChange),
-    Delete(Box<delete::DeletePlan>),
+    ChangeRows(Box<row_changes::RowChangePlan>),
     /// Rows the result cache had.
     Cached(CachedResult),
     /// `kill_query`, on behalf of `user`.
@@ -382,7 +384,10 @@ impl StatementKind {
     pub fn writes_rows(self) -> bool {
         matches!(
             self,
-            StatementKind::Insert | StatementKind::CreateTableAs | StatementKind::Delete
+            StatementKind::Insert
+                | StatementKind::CreateTableAs
+                | StatementKind::Delete
+                | StatementKind::Update
         )
     }
 
@@ -836,17 +841,17 @@ impl Engine {
             }
             LogicalPlan::Dml(
                 dml @ DmlStatement {
-                    op: WriteOp::Delete | WriteOp::Truncate,
+                    op: WriteOp::Delete | WriteOp::Truncate | WriteOp::Update,
                     ..
                 },
             ) => {
-                let kind = if dml.op == WriteOp::Truncate {
-                    StatementKind::Truncate
-                } else {
-                    StatementKind::Delete
+                let kind = match dml.op {
+                    WriteOp::Truncate => StatementKind::Truncate,
+                    WriteOp::Update => StatementKind::Update,
+                    _ => StatementKind::Delete,
                 };
-                let plan = self.plan_delete(&state, dml).await?;
-                Ok(command(kind, Action::Delete(Box::new(plan))))
+                let plan = self.plan_row_changes(&state, dml).await?;
+                Ok(command(kind, Action::ChangeRows(Box::new(plan))))
             }
             LogicalPlan::Dml(dml) => {
                 Err(Error::NotSupported(format!("{} on Iceberg tables", dml.op)))
@@ -1028,10 +1033,10 @@ impl Engine {
                 self.alter_table(change).await?;
                 Outcome::Updated { rows: None }
             }
-            Action::Delete(plan) => {
-                let rows = self.delete_rows(*plan, cancel).await?;
+            Action::ChangeRows(plan) => {
+                let rows = self.change_rows(*plan, cancel).await?;
                 Outcome::Updated {
-                    rows: (kind == StatementKind::Delete).then_some(rows),
+                    rows: (kind != StatementKind::Truncate).then_some(rows),
                 }
             }
             Action::ExplainAnalyze { plan, task_ctx } => {
@@ -1061,6 +1066,7 @@ impl Engine {
                 | StatementKind::Insert
                 | StatementKind::Delete
                 | StatementKind::Truncate
+                | StatementKind::Update
                 | StatementKind::Call
         ) {
             // The statement is done; a failed refresh must not report it as failed.

@@ -240,6 +240,10 @@ pub(super) fn statement_kind(logical: &LogicalPlan) -> StatementKind {
             op: WriteOp::Truncate,
             ..
         }) => StatementKind::Truncate,
+        LogicalPlan::Dml(DmlStatement {
+            op: WriteOp::Update,
+            ..
+        }) => StatementKind::Update,
         _ => StatementKind::Query,
     }
 }

@@ -1,7 +1,8 @@
-//! DELETE as Trino's Iceberg connector does it: a data file all of whose live rows go is
-//! removed from the table (metadata only); from any other, the rows go by a position delete
-//! file (merge-on-read, format 2). One `delete` snapshot holds it all, committed only if the
-//! table is still at the snapshot the statement read.
+//! DELETE and UPDATE as Trino's Iceberg connector does them: a data file all of whose live
+//! rows go is removed from the table (metadata only); from any other, the rows go by a position
+//! delete file (merge-on-read, format 2); an UPDATE adds the rows' new versions as data files.
+//! One snapshot (`delete`, or `overwrite` when it adds data) holds it all, committed only if
+//! the table is still at the snapshot the statement read.
 
 mod deleted;
 mod files;
@@ -60,7 +61,7 @@ impl SelectedRows {
     }
 }
 
-/// Why a DELETE's commit failed, as far as the files it wrote are concerned.
+/// Why a row-level change's commit failed, as far as the files it wrote are concerned.
 #[derive(Debug)]
 pub enum DeleteError {
     /// Certainly not applied: its files were deleted again.
@@ -77,36 +78,39 @@ impl DeleteError {
     }
 }
 
-/// What a DELETE did.
+/// What a row-level change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deleted {
-    /// Rows deleted (the statement's update count).
+pub struct Changed {
+    /// Rows deleted or updated (the statement's update count).
     pub rows: u64,
     /// The snapshot committed; `None` when no row matched.
     pub snapshot_id: Option<i64>,
 }
 
 /// Deletes `selected` from `table` (as loaded when the statement was planned, at
-/// `snapshot_id`) in one snapshot committed through `committer`.
-pub async fn commit_deletes(
+/// `snapshot_id`) and adds the data files `added` (written for the table, not yet visible),
+/// in one snapshot committed through `committer`. Files `added` are the caller's to delete if
+/// this fails; the files written here are deleted unless the outcome is unknown.
+pub async fn commit_row_changes(
     table: &Table,
     snapshot_id: i64,
     mut selected: SelectedRows,
+    added: Vec<DataFile>,
     committer: &dyn CommitUpdates,
-) -> std::result::Result<Deleted, DeleteError> {
+) -> std::result::Result<Changed, DeleteError> {
     for positions in selected.by_file.values_mut() {
         positions.sort_unstable();
         positions.dedup();
     }
     let rows = selected.by_file.values().map(|p| p.len() as u64).sum();
     if rows == 0 {
-        return Ok(Deleted {
+        return Ok(Changed {
             rows,
             snapshot_id: None,
         });
     }
     let mut producer = DeleteProducer::new(table, snapshot_id).map_err(DeleteError::NotApplied)?;
-    let prepared = producer.prepare(&selected).await;
+    let prepared = producer.prepare(&selected, added).await;
     let result = match prepared {
         Ok(commit) => committer
             .commit_updates(table.identifier(), commit.requirements, commit.updates)
@@ -121,7 +125,7 @@ pub async fn commit_deletes(
         Err(e) => Err(DeleteError::NotApplied(e)),
     };
     match result {
-        Ok(()) => Ok(Deleted {
+        Ok(()) => Ok(Changed {
             rows,
             snapshot_id: Some(producer.snapshot_id),
         }),
@@ -130,7 +134,7 @@ pub async fn commit_deletes(
             Err(DeleteError::NotApplied(e))
         }
         Err(unknown) => {
-            tracing::warn!(table = %table.identifier(), "DELETE commit outcome unknown; keeping its files");
+            tracing::warn!(table = %table.identifier(), "row-level commit outcome unknown; keeping its files");
             Err(unknown)
         }
     }
@@ -187,7 +191,11 @@ impl<'a> DeleteProducer<'a> {
         })
     }
 
-    async fn prepare(&mut self, selected: &SelectedRows) -> Result<PreparedCommit> {
+    async fn prepare(
+        &mut self,
+        selected: &SelectedRows,
+        added: Vec<DataFile>,
+    ) -> Result<PreparedCommit> {
         let metadata = self.table.metadata();
         let io = self.table.file_io();
         let parent = metadata.snapshot_by_id(self.parent).ok_or_else(|| {
@@ -255,6 +263,17 @@ impl<'a> DeleteProducer<'a> {
             }
         }
         list.extend(self.delete_manifests(delete_files, &live).await?);
+        let operation = if added.is_empty() {
+            Operation::Delete
+        } else {
+            for file in &added {
+                summary.added_data_files += 1;
+                summary.added_records += file.record_count();
+                summary.added_bytes += file.file_size_in_bytes();
+            }
+            list.push(self.data_manifest(added).await?);
+            Operation::Overwrite
+        };
         let manifest_list = self.write_manifest_list(list).await?;
 
         let snapshot = Snapshot::builder()
@@ -265,7 +284,7 @@ impl<'a> DeleteProducer<'a> {
             .with_manifest_list(manifest_list)
             .with_schema_id(metadata.current_schema_id())
             .with_summary(Summary {
-                operation: Operation::Delete,
+                operation,
                 additional_properties: summary.properties(parent.summary()),
             })
             .build();
@@ -384,6 +403,16 @@ impl<'a> DeleteProducer<'a> {
         writer.write_manifest_file().await
     }
 
+    /// A manifest of the new data files, which the writers partitioned by the default spec.
+    async fn data_manifest(&mut self, files: Vec<DataFile>) -> Result<ManifestFile> {
+        let spec_id = self.table.metadata().default_partition_spec_id();
+        let mut writer = self.manifest_writer(spec_id, false)?;
+        for file in files {
+            writer.add_file(file, self.sequence_number)?;
+        }
+        writer.write_manifest_file().await
+    }
+
     /// One delete manifest per partition spec for the new position delete files.
     async fn delete_manifests(
         &mut self,
@@ -486,6 +515,9 @@ struct Totals {
     removed_bytes: u64,
     added_delete_files: u64,
     added_positions: u64,
+    added_data_files: u64,
+    added_records: u64,
+    /// Of delete and data files.
     added_bytes: u64,
 }
 
@@ -504,6 +536,8 @@ impl Totals {
         set("added-delete-files", self.added_delete_files);
         set("added-position-delete-files", self.added_delete_files);
         set("added-position-deletes", self.added_positions);
+        set("added-data-files", self.added_data_files);
+        set("added-records", self.added_records);
         set("added-files-size", self.added_bytes);
         let before = |key: &str| {
             parent
@@ -514,11 +548,13 @@ impl Totals {
         let totals = [
             (
                 "total-data-files",
-                before("total-data-files").map(|n| n.saturating_sub(self.removed_files)),
+                before("total-data-files")
+                    .map(|n| n.saturating_sub(self.removed_files) + self.added_data_files),
             ),
             (
                 "total-records",
-                before("total-records").map(|n| n.saturating_sub(self.removed_records)),
+                before("total-records")
+                    .map(|n| n.saturating_sub(self.removed_records) + self.added_records),
             ),
             (
                 "total-files-size",

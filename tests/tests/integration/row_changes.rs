@@ -1,6 +1,7 @@
-//! DELETE and TRUNCATE on the embedded catalog: each statement removes exactly the rows its
-//! WHERE is true for (NULL keeps a row, subqueries count), as one `delete` snapshot of removed
-//! files and position delete files; a DELETE planned before another commit fails cleanly.
+//! DELETE, TRUNCATE and UPDATE on the embedded catalog: each statement changes exactly the rows
+//! its WHERE is true for (NULL keeps a row, subqueries count), as one snapshot of removed files,
+//! position delete files and (UPDATE) new data files; one planned before another commit fails
+//! cleanly.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
@@ -33,7 +34,7 @@ async fn remaining(cluster: &TestCluster, table: &str) -> Result<Vec<i64>, Strin
         .map_err(|e| e.to_string())
 }
 
-async fn deleted(cluster: &TestCluster, sql: &str) -> Result<u64, String> {
+async fn changed(cluster: &TestCluster, sql: &str) -> Result<u64, String> {
     match cluster.sql(sql).await.map_err(|e| format!("{sql}: {e}"))? {
         Collected::Updated(Some(rows)) => Ok(rows),
         other => Err(format!("{sql}: {other:?}")),
@@ -94,7 +95,7 @@ async fn deletes_remove_exactly_the_rows_their_where_selects() -> TestResult {
         .filter(|id| group(**id).as_deref() == Some("g1"))
         .count();
     assert_eq!(
-        deleted(&cluster, "DELETE FROM del.t WHERE grp = 'g1'").await?,
+        changed(&cluster, "DELETE FROM del.t WHERE grp = 'g1'").await?,
         in_g1 as u64
     );
     expected.retain(|id| group(*id).as_deref() != Some("g1"));
@@ -113,7 +114,7 @@ async fn deletes_remove_exactly_the_rows_their_where_selects() -> TestResult {
     // (metadata only), and only the rows still there are counted.
     let live_in_second = expected.iter().filter(|id| (11..=20).contains(*id)).count() as u64;
     assert_eq!(
-        deleted(&cluster, "DELETE FROM del.t WHERE id BETWEEN 11 AND 20").await?,
+        changed(&cluster, "DELETE FROM del.t WHERE id BETWEEN 11 AND 20").await?,
         live_in_second
     );
     expected.retain(|id| !(11..=20).contains(id));
@@ -135,7 +136,7 @@ async fn deletes_remove_exactly_the_rows_their_where_selects() -> TestResult {
 
     // A subquery, over the same table, decides; rows deleted before are not counted again.
     assert_eq!(
-        deleted(
+        changed(
             &cluster,
             "DELETE FROM del.t WHERE id IN (SELECT id + 1 FROM del.t WHERE v > 25) OR id = 1",
         )
@@ -162,7 +163,7 @@ async fn deletes_remove_exactly_the_rows_their_where_selects() -> TestResult {
         .snapshots()
         .count();
     assert_eq!(
-        deleted(&cluster, "DELETE FROM del.t WHERE grp = NULL").await?,
+        changed(&cluster, "DELETE FROM del.t WHERE grp = NULL").await?,
         0
     );
     assert_eq!(
@@ -185,7 +186,7 @@ async fn deletes_remove_exactly_the_rows_their_where_selects() -> TestResult {
 
     // DELETE without WHERE and TRUNCATE empty the table by removing its files.
     assert_eq!(
-        deleted(&cluster, "DELETE FROM del.t").await?,
+        changed(&cluster, "DELETE FROM del.t").await?,
         expected.len() as u64
     );
     assert_eq!(remaining(&cluster, "del.t").await?, Vec::<i64>::new());
@@ -242,7 +243,7 @@ async fn a_delete_planned_before_another_commit_fails_and_leaves_nothing() -> Te
     assert_eq!(delete_files, 1);
     // Run again, it is planned on the new snapshot and succeeds.
     assert_eq!(
-        deleted(&cluster, "DELETE FROM del.race WHERE id = 2").await?,
+        changed(&cluster, "DELETE FROM del.race WHERE id = 2").await?,
         1
     );
     assert_eq!(remaining(&cluster, "del.race").await?, vec![3, 4]);
@@ -271,9 +272,161 @@ async fn what_cannot_be_deleted_is_refused_with_trinos_codes() -> TestResult {
     // A table without a snapshot has nothing to delete.
     cluster.sql("CREATE TABLE del.empty (id bigint)").await?;
     assert_eq!(
-        deleted(&cluster, "DELETE FROM del.empty WHERE id = 1").await?,
+        changed(&cluster, "DELETE FROM del.empty WHERE id = 1").await?,
         0
     );
+    cluster.stop().await;
+    Ok(())
+}
+
+/// `(id, grp, v)` of every row, by id.
+async fn all_rows(
+    cluster: &TestCluster,
+    table: &str,
+) -> Result<Vec<(i64, Option<String>, f64)>, String> {
+    let batches = cluster
+        .query(&format!("SELECT id, grp, v FROM {table} ORDER BY id"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    for batch in &batches {
+        let id = batch.column(0).as_primitive::<Int64Type>();
+        let grp = datafusion::arrow::compute::cast(
+            batch.column(1),
+            &datafusion::arrow::datatypes::DataType::Utf8,
+        )
+        .map_err(|e| e.to_string())?;
+        let grp = grp.as_string::<i32>();
+        let v = batch
+            .column(2)
+            .as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+        for i in 0..batch.num_rows() {
+            rows.push((
+                id.value(i),
+                grp.is_valid(i).then(|| grp.value(i).to_string()),
+                v.value(i),
+            ));
+        }
+    }
+    Ok(rows)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn updates_rewrite_exactly_the_rows_their_where_selects() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster
+        .sql(
+            "CREATE TABLE del.u (id bigint, grp varchar, v double) \
+             WITH (partitioning = ARRAY['grp'])",
+        )
+        .await?;
+    let mut expected: Vec<(i64, Option<String>, f64)> = (1..=20)
+        .map(|id| {
+            let grp = (id % 5 != 0).then(|| format!("g{}", id % 2));
+            (id, grp, id as f64)
+        })
+        .collect();
+    for half in [1..=10, 11..=20] {
+        let values: Vec<String> = expected
+            .iter()
+            .filter(|(id, _, _)| half.contains(id))
+            .map(|(id, grp, v)| match grp {
+                Some(g) => format!("({id}, '{g}', {v})"),
+                None => format!("({id}, NULL, {v})"),
+            })
+            .collect();
+        cluster
+            .sql(&format!("INSERT INTO del.u VALUES {}", values.join(", ")))
+            .await?;
+    }
+
+    // Some rows of several files get new values; the rest keep theirs.
+    let doubled = expected.iter().filter(|(id, _, _)| id % 3 == 0).count() as u64;
+    assert_eq!(
+        changed(&cluster, "UPDATE del.u SET v = v * 2 WHERE id % 3 = 0").await?,
+        doubled
+    );
+    for row in &mut expected {
+        if row.0 % 3 == 0 {
+            row.2 *= 2.0;
+        }
+    }
+    assert_eq!(all_rows(&cluster, "del.u").await?, expected);
+    let (operation, summary) = last_snapshot(&cluster, "u").await?;
+    assert_eq!(operation, "overwrite");
+    let doubled_text = doubled.to_string();
+    assert_eq!(summary.get("added-records"), Some(&doubled_text));
+    assert_eq!(summary.get("added-position-deletes"), Some(&doubled_text));
+    // Iceberg's total counts the rows of data files: masked rows stay in it.
+    let total = (20 + doubled).to_string();
+    assert_eq!(summary.get("total-records"), Some(&total));
+
+    // A partition column: the rows move to their new partition; NULL groups are not 'g1'.
+    let moved = expected
+        .iter()
+        .filter(|(_, g, _)| g.as_deref() == Some("g1"))
+        .count() as u64;
+    assert_eq!(
+        changed(&cluster, "UPDATE del.u SET grp = 'moved' WHERE grp = 'g1'").await?,
+        moved
+    );
+    for row in &mut expected {
+        if row.1.as_deref() == Some("g1") {
+            row.1 = Some("moved".into());
+        }
+    }
+    assert_eq!(all_rows(&cluster, "del.u").await?, expected);
+    // Every row of the g1 partition changed: its files were removed, not masked.
+    let (_, summary) = last_snapshot(&cluster, "u").await?;
+    assert!(summary.contains_key("deleted-data-files"), "{summary:?}");
+
+    // A subquery decides, over the table itself.
+    let top = expected.iter().map(|r| r.2).fold(f64::MIN, f64::max);
+    assert_eq!(
+        changed(
+            &cluster,
+            "UPDATE del.u SET grp = NULL WHERE v = (SELECT max(v) FROM del.u)"
+        )
+        .await?,
+        expected.iter().filter(|r| r.2 == top).count() as u64
+    );
+    for row in &mut expected {
+        if row.2 == top {
+            row.1 = None;
+        }
+    }
+    assert_eq!(all_rows(&cluster, "del.u").await?, expected);
+
+    // Nothing matches: nothing is written or committed.
+    let snapshots = cluster
+        .iceberg_table("del", "u")
+        .await?
+        .metadata()
+        .snapshots()
+        .count();
+    assert_eq!(
+        changed(&cluster, "UPDATE del.u SET v = 0 WHERE id > 1000").await?,
+        0
+    );
+    assert_eq!(
+        cluster
+            .iceberg_table("del", "u")
+            .await?
+            .metadata()
+            .snapshots()
+            .count(),
+        snapshots
+    );
+
+    // A value the column cannot hold fails the statement and changes nothing.
+    assert!(
+        cluster
+            .sql("UPDATE del.u SET v = CAST('x' AS double) WHERE id = 1")
+            .await
+            .is_err()
+    );
+    assert_eq!(all_rows(&cluster, "del.u").await?, expected);
     cluster.stop().await;
     Ok(())
 }
