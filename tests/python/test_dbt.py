@@ -1,7 +1,9 @@
-"""A dbt project (tests/dbt: a seed, two table models, generic and singular tests) built
-against SQE with the dbt-trino adapter, twice: the second build rebuilds every table the way
-dbt-trino does (a new table, ALTER TABLE RENAME TO, DROP), and the tables' rows are checked
-through the Trino client. A test that must fail fails, so dbt's verdicts come from SQE's answers.
+"""A dbt project (tests/dbt: a seed, two table models, two incremental models, generic and
+singular tests) built against SQE with the dbt-trino adapter, twice: the second build rebuilds
+every table the way dbt-trino does (a new table, ALTER TABLE RENAME TO, DROP), and the tables'
+rows are checked through the Trino client. A test that must fail fails, so dbt's verdicts come
+from SQE's answers. The incremental models then take new and changed rows by MERGE and by
+DELETE + INSERT.
 
 Run by tests/tests/integration/trino_http.rs against a cluster it started:
     python test_dbt.py <host> <port>
@@ -78,7 +80,7 @@ class DbtProject(unittest.TestCase):
             self.assertEqual(
                 sorted(set(results.values())), ["pass", "success"], f"{attempt}: {results}"
             )
-            self.assertEqual(len(results), 8, results)
+            self.assertEqual(len(results), 10, results)
             self.assertEqual(
                 rows("SELECT id, name, age, city FROM adults ORDER BY id"),
                 [[1, "ann", 31, "oslo"], [3, "cid", 45, "oslo"], [4, "dee", 38, "lima"]],
@@ -89,11 +91,28 @@ class DbtProject(unittest.TestCase):
             )
         # No table dbt renamed or dropped on the way is left behind.
         tables = sorted(r[0] for r in rows(f"SHOW TABLES FROM {SCHEMA}"))
-        self.assertEqual(tables, ["adults", "cities", "people"])
+        self.assertEqual(tables, ["adults", "cities", "people", "people_merged", "people_replaced"])
 
         done, results = self.dbt("test", "--select", "tag:must_fail")
         self.assertNotEqual(done.returncode, 0, done.stdout)
         self.assertEqual(list(results.values()), ["fail"], results)
+
+    def test_incremental_models_take_new_and_changed_rows(self):
+        done, results = self.dbt("run", "--select", "tag:incremental", "--full-refresh", "--vars", "{upto: 2}")
+        self.assertEqual(done.returncode, 0, f"{done.stdout}\n{done.stderr}")
+        for model in ("people_merged", "people_replaced"):
+            self.assertEqual(rows(f"SELECT id, age FROM {model} ORDER BY id"), [[1, 31], [2, 27]], model)
+        # Rows 1 and 2 change, 3 and 4 are new: merged and replaced by their unique key.
+        done, results = self.dbt("run", "--select", "tag:incremental", "--vars", "{upto: 4, bump: 10}")
+        self.assertEqual(done.returncode, 0, f"{done.stdout}\n{done.stderr}")
+        self.assertEqual(sorted(set(results.values())), ["success"], results)
+        for model in ("people_merged", "people_replaced"):
+            self.assertEqual(
+                rows(f"SELECT id, name, age, city FROM {model} ORDER BY id"),
+                [[1, "ann", 41, "oslo"], [2, "bob", 37, "rome"], [3, "cid", 55, "oslo"], [4, "dee", 48, "lima"]],
+                model,
+            )
+        self.assertEqual(rows("SELECT operation FROM \"people_merged$snapshots\" ORDER BY committed_at DESC LIMIT 1"), [["overwrite"]])
 
 
 if __name__ == "__main__":

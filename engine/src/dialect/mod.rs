@@ -7,6 +7,7 @@ pub mod functions;
 mod intervals;
 mod joins;
 pub mod logical;
+pub mod merge;
 pub mod parse;
 mod periods;
 pub mod planner;

@@ -36,6 +36,21 @@ pub fn parse(sql: &str) -> Result<Parsed> {
     Ok(Parsed { statement, labels })
 }
 
+/// One statement with its names folded as [`parse`] folds them, nothing else rewritten: for
+/// statements SQE turns into others before they are rewritten (MERGE).
+pub(crate) fn raw_statement(sql: &str) -> Result<DFStatement> {
+    single(fold_names(tokenize(sql)?))
+}
+
+/// A statement built from [`raw_statement`]'s parts, rewritten for DataFusion as [`parse`]
+/// rewrites what it reads.
+pub(crate) fn rewritten(
+    mut statement: datafusion::sql::sqlparser::ast::Statement,
+) -> Result<DFStatement> {
+    rewrite::to_datafusion(&mut statement)?;
+    Ok(DFStatement::Statement(Box::new(statement)))
+}
+
 /// A statement as the servers read it before planning.
 #[derive(Debug, Clone)]
 pub enum Read {

@@ -175,6 +175,7 @@ pub enum StatementKind {
     Delete,
     Truncate,
     Update,
+    Merge,
     /// A procedure: `CALL system.runtime.kill_query(...)`.
     Call,
 }
@@ -196,6 +197,7 @@ impl StatementKind {
             StatementKind::Delete => Some("DELETE"),
             StatementKind::Truncate => Some("TRUNCATE TABLE"),
             StatementKind::Update => Some("UPDATE"),
+            StatementKind::Merge => Some("MERGE"),
             StatementKind::Call => Some("CALL"),
         }
     }
@@ -388,6 +390,7 @@ impl StatementKind {
                 | StatementKind::CreateTableAs
                 | StatementKind::Delete
                 | StatementKind::Update
+                | StatementKind::Merge
         )
     }
 
@@ -1067,6 +1070,7 @@ impl Engine {
                 | StatementKind::Delete
                 | StatementKind::Truncate
                 | StatementKind::Update
+                | StatementKind::Merge
                 | StatementKind::Call
         ) {
             // The statement is done; a failed refresh must not report it as failed.

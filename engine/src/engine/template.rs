@@ -54,6 +54,8 @@ enum Call {
     /// Not a procedure, but a change of a table DataFusion does not plan (ALTER TABLE,
     /// COMMENT ON).
     ChangeTable(super::alter::TableChange),
+    /// A MERGE (its text), planned when bound: it reads its tables then.
+    Merge(String),
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -216,6 +218,11 @@ fn explained(
     super::unknown_names::unknown_name(state, statement).unwrap_or(error)
 }
 
+fn is_merge(statement: &datafusion::sql::parser::Statement) -> bool {
+    matches!(statement, datafusion::sql::parser::Statement::Statement(s)
+        if matches!(s.as_ref(), datafusion::sql::sqlparser::ast::Statement::Merge(_)))
+}
+
 /// What a logical plan will do, before it is physically planned.
 pub(super) fn statement_kind(logical: &LogicalPlan) -> StatementKind {
     match logical {
@@ -335,6 +342,8 @@ impl Engine {
                 let properties = take_table_properties(&mut statement)?;
                 if let Some(change) = self.plan_table_change(&state, &statement).await? {
                     call = Some(Call::ChangeTable(change));
+                } else if is_merge(&statement) {
+                    call = Some(Call::Merge(sql.to_string()));
                 }
                 let logical = async {
                     if call.is_some() {
@@ -362,6 +371,7 @@ impl Engine {
         };
         let kind = match &call {
             Some(Call::ChangeTable(change)) => change.kind(),
+            Some(Call::Merge(_)) => StatementKind::Merge,
             Some(Call::KillQuery { .. }) => StatementKind::Call,
             None => statement_kind(&logical),
         };
@@ -457,6 +467,10 @@ impl Engine {
                     user: user.clone(),
                 },
                 Call::ChangeTable(change) => Action::ChangeTable(change.clone()),
+                Call::Merge(sql) => {
+                    let plan = self.plan_merge(&template.state, sql).await?;
+                    Action::ChangeRows(Box::new(plan))
+                }
             };
             return Ok(Prepared {
                 kind: template.kind,

@@ -24,7 +24,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::InvalidLiteral
         | ErrorCode::AmbiguousName
         | ErrorCode::InvalidParameterUsage
-        | ErrorCode::InvalidArguments => Code::InvalidArgument,
+        | ErrorCode::InvalidArguments
+        | ErrorCode::MergeTargetRowMultipleMatches => Code::InvalidArgument,
         ErrorCode::NotFound
         | ErrorCode::FunctionNotFound
         | ErrorCode::ProcedureNotFound

@@ -137,6 +137,8 @@ pub enum ErrorCode {
     ExceededTimeLimit,
     /// The Iceberg catalog failed or could not be reached.
     CatalogUnavailable,
+    /// A MERGE whose target row matched more than one source row.
+    MergeTargetRowMultipleMatches,
     /// A commit lost to another writer's (Trino's Iceberg connector's name).
     IcebergCommitError,
     /// A worker running part of the query could not be reached.
@@ -191,6 +193,7 @@ impl ErrorCode {
             ErrorCode::ExceededTimeLimit => "EXCEEDED_TIME_LIMIT",
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
             ErrorCode::IcebergCommitError => "ICEBERG_COMMIT_ERROR",
+            ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
             ErrorCode::RemoteHostGone => "REMOTE_HOST_GONE",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
             ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
@@ -240,7 +243,8 @@ impl ErrorCode {
             | ErrorCode::InvalidLiteral
             | ErrorCode::AmbiguousName
             | ErrorCode::InvalidParameterUsage
-            | ErrorCode::InvalidArguments => ErrorKind::User,
+            | ErrorCode::InvalidArguments
+            | ErrorCode::MergeTargetRowMultipleMatches => ErrorKind::User,
         }
     }
 }

@@ -59,6 +59,30 @@ impl SelectedRows {
         }
         Ok(())
     }
+
+    /// The rows selected, each counted once.
+    pub fn rows(&mut self) -> u64 {
+        self.normalize();
+        self.by_file.values().map(|p| p.len() as u64).sum()
+    }
+
+    /// Whether a row was selected more than once (a MERGE whose target row matched several
+    /// source rows).
+    pub fn has_repeats(&self) -> bool {
+        self.by_file.values().any(|positions| {
+            let mut sorted = positions.clone();
+            sorted.sort_unstable();
+            sorted.windows(2).any(|pair| pair[0] == pair[1])
+        })
+    }
+
+    fn normalize(&mut self) {
+        for positions in self.by_file.values_mut() {
+            positions.sort_unstable();
+            positions.dedup();
+        }
+        self.by_file.retain(|_, positions| !positions.is_empty());
+    }
 }
 
 /// Why a row-level change's commit failed, as far as the files it wrote are concerned.
@@ -78,36 +102,21 @@ impl DeleteError {
     }
 }
 
-/// What a row-level change did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Changed {
-    /// Rows deleted or updated (the statement's update count).
-    pub rows: u64,
-    /// The snapshot committed; `None` when no row matched.
-    pub snapshot_id: Option<i64>,
-}
-
 /// Deletes `selected` from `table` (as loaded when the statement was planned, at
-/// `snapshot_id`) and adds the data files `added` (written for the table, not yet visible),
-/// in one snapshot committed through `committer`. Files `added` are the caller's to delete if
+/// `snapshot_id`; `None`: it had no snapshot) and adds the data files `added` (written for
+/// the table, not yet visible), in one snapshot committed through `committer`; the snapshot's
+/// id, `None` when there was nothing to change. Files `added` are the caller's to delete if
 /// this fails; the files written here are deleted unless the outcome is unknown.
 pub async fn commit_row_changes(
     table: &Table,
-    snapshot_id: i64,
+    snapshot_id: Option<i64>,
     mut selected: SelectedRows,
     added: Vec<DataFile>,
     committer: &dyn CommitUpdates,
-) -> std::result::Result<Changed, DeleteError> {
-    for positions in selected.by_file.values_mut() {
-        positions.sort_unstable();
-        positions.dedup();
-    }
-    let rows = selected.by_file.values().map(|p| p.len() as u64).sum();
-    if rows == 0 {
-        return Ok(Changed {
-            rows,
-            snapshot_id: None,
-        });
+) -> std::result::Result<Option<i64>, DeleteError> {
+    selected.normalize();
+    if selected.by_file.is_empty() && added.is_empty() {
+        return Ok(None);
     }
     let mut producer = DeleteProducer::new(table, snapshot_id).map_err(DeleteError::NotApplied)?;
     let prepared = producer.prepare(&selected, added).await;
@@ -125,10 +134,7 @@ pub async fn commit_row_changes(
         Err(e) => Err(DeleteError::NotApplied(e)),
     };
     match result {
-        Ok(()) => Ok(Changed {
-            rows,
-            snapshot_id: Some(producer.snapshot_id),
-        }),
+        Ok(()) => Ok(Some(producer.snapshot_id)),
         Err(DeleteError::NotApplied(e)) => {
             producer.delete_written().await;
             Err(DeleteError::NotApplied(e))
@@ -158,7 +164,7 @@ struct PreparedCommit {
 /// them again.
 struct DeleteProducer<'a> {
     table: &'a Table,
-    parent: i64,
+    parent: Option<i64>,
     snapshot_id: i64,
     sequence_number: i64,
     format: FormatVersion,
@@ -166,7 +172,7 @@ struct DeleteProducer<'a> {
 }
 
 impl<'a> DeleteProducer<'a> {
-    fn new(table: &'a Table, parent: i64) -> Result<Self> {
+    fn new(table: &'a Table, parent: Option<i64>) -> Result<Self> {
         let metadata = table.metadata();
         let format = metadata.format_version();
         if format > FormatVersion::V2 {
@@ -198,19 +204,22 @@ impl<'a> DeleteProducer<'a> {
     ) -> Result<PreparedCommit> {
         let metadata = self.table.metadata();
         let io = self.table.file_io();
-        let parent = metadata.snapshot_by_id(self.parent).ok_or_else(|| {
-            Error::new(
-                ErrorKind::DataInvalid,
-                format!("snapshot {} is gone", self.parent),
-            )
-        })?;
-        let manifests = self
-            .table
-            .manifest_list_reader(parent)
-            .load()
-            .await?
-            .entries()
-            .to_vec();
+        let parent = match self.parent {
+            Some(id) => Some(metadata.snapshot_by_id(id).ok_or_else(|| {
+                Error::new(ErrorKind::DataInvalid, format!("snapshot {id} is gone"))
+            })?),
+            None => None,
+        };
+        let manifests = match parent {
+            Some(parent) => self
+                .table
+                .manifest_list_reader(parent)
+                .load()
+                .await?
+                .entries()
+                .to_vec(),
+            None => Vec::new(),
+        };
         let live = self.live_files(&manifests, selected).await?;
 
         let mut removed: HashSet<&str> = HashSet::new();
@@ -221,7 +230,10 @@ impl<'a> DeleteProducer<'a> {
             let file = live.get(path.as_str()).ok_or_else(|| {
                 Error::new(
                     ErrorKind::DataInvalid,
-                    format!("{path} is not a live data file of snapshot {}", self.parent),
+                    format!(
+                        "{path} is not a live data file of snapshot {:?}",
+                        self.parent
+                    ),
                 )
             })?;
             if positions.len() as u64 >= file.live_rows {
@@ -263,6 +275,7 @@ impl<'a> DeleteProducer<'a> {
             }
         }
         list.extend(self.delete_manifests(delete_files, &live).await?);
+        let removes = !selected.by_file.is_empty();
         let operation = if added.is_empty() {
             Operation::Delete
         } else {
@@ -272,20 +285,24 @@ impl<'a> DeleteProducer<'a> {
                 summary.added_bytes += file.file_size_in_bytes();
             }
             list.push(self.data_manifest(added).await?);
-            Operation::Overwrite
+            if removes {
+                Operation::Overwrite
+            } else {
+                Operation::Append
+            }
         };
         let manifest_list = self.write_manifest_list(list).await?;
 
         let snapshot = Snapshot::builder()
             .with_snapshot_id(self.snapshot_id)
-            .with_parent_snapshot_id(Some(self.parent))
+            .with_parent_snapshot_id(self.parent)
             .with_sequence_number(self.sequence_number)
             .with_timestamp_ms(now_millis())
             .with_manifest_list(manifest_list)
             .with_schema_id(metadata.current_schema_id())
             .with_summary(Summary {
                 operation,
-                additional_properties: summary.properties(parent.summary()),
+                additional_properties: summary.properties(parent.map(|p| p.summary())),
             })
             .build();
         Ok(PreparedCommit {
@@ -295,7 +312,7 @@ impl<'a> DeleteProducer<'a> {
                 },
                 TableRequirement::RefSnapshotIdMatch {
                     r#ref: MAIN_BRANCH.to_string(),
-                    snapshot_id: Some(self.parent),
+                    snapshot_id: self.parent,
                 },
             ],
             updates: vec![
@@ -337,11 +354,14 @@ impl<'a> DeleteProducer<'a> {
                 }
             }
         }
+        let Some(parent) = self.parent else {
+            return Ok(live);
+        };
         // What earlier deletes removed, as the scan planner assigns them.
         let tasks: Vec<_> = self
             .table
             .scan()
-            .snapshot_id(self.parent)
+            .snapshot_id(parent)
             .select_empty()
             .build()?
             .plan_files()
@@ -387,7 +407,10 @@ impl<'a> DeleteProducer<'a> {
             if removed.contains(entry.file_path()) {
                 writer.add_delete_file(data_file, sequence_number, file_sequence_number)?;
             } else {
-                let added_in = entry.snapshot_id().unwrap_or(self.parent);
+                let added_in = entry
+                    .snapshot_id()
+                    .or(self.parent)
+                    .ok_or_else(|| Error::new(ErrorKind::DataInvalid, "an entry of no snapshot"))?;
                 writer.add_existing_file(
                     data_file,
                     added_in,
@@ -482,15 +505,10 @@ impl<'a> DeleteProducer<'a> {
         self.written.push(location.clone());
         let writer = output.writer().await?;
         let mut list = match self.format {
-            FormatVersion::V1 => {
-                ManifestListWriter::v1(writer, self.snapshot_id, Some(self.parent))
+            FormatVersion::V1 => ManifestListWriter::v1(writer, self.snapshot_id, self.parent),
+            _ => {
+                ManifestListWriter::v2(writer, self.snapshot_id, self.parent, self.sequence_number)
             }
-            _ => ManifestListWriter::v2(
-                writer,
-                self.snapshot_id,
-                Some(self.parent),
-                self.sequence_number,
-            ),
         };
         list.add_manifests(manifests.into_iter())?;
         list.close().await?;
@@ -522,8 +540,9 @@ struct Totals {
 }
 
 impl Totals {
-    /// The summary properties, with the table totals carried on from `parent`'s.
-    fn properties(&self, parent: &Summary) -> HashMap<String, String> {
+    /// The summary properties, with the table totals carried on from `parent`'s (from zero
+    /// for a table's first snapshot).
+    fn properties(&self, parent: Option<&Summary>) -> HashMap<String, String> {
         let mut props = HashMap::new();
         let mut set = |key: &str, value: u64| {
             if value > 0 {
@@ -539,11 +558,12 @@ impl Totals {
         set("added-data-files", self.added_data_files);
         set("added-records", self.added_records);
         set("added-files-size", self.added_bytes);
-        let before = |key: &str| {
-            parent
+        let before = |key: &str| match parent {
+            Some(parent) => parent
                 .additional_properties
                 .get(key)
-                .and_then(|v| v.parse::<u64>().ok())
+                .and_then(|v| v.parse::<u64>().ok()),
+            None => Some(0),
         };
         let totals = [
             (

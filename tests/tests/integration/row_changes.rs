@@ -41,6 +41,51 @@ async fn changed(cluster: &TestCluster, sql: &str) -> Result<u64, String> {
     }
 }
 
+/// Plans `first` and `second` against the same snapshot, as two clients at once would, then
+/// runs them: the first changes one row, the second loses with `ICEBERG_COMMIT_ERROR`.
+async fn race(cluster: &TestCluster, first: &str, second: &str) -> Result<(), String> {
+    let session = SessionSettings::default();
+    let engine = cluster.engine();
+    let first = engine
+        .prepare(&session, first)
+        .await
+        .map_err(|e| e.to_string())?;
+    let second = engine
+        .prepare(&session, second)
+        .await
+        .map_err(|e| e.to_string())?;
+    let won = engine.run(first).await.map_err(|e| e.to_string())?;
+    if !matches!(won, Outcome::Updated { rows: Some(1) }) {
+        return Err("the first statement did not change one row".into());
+    }
+    let lost = engine
+        .run(second)
+        .await
+        .err()
+        .ok_or("both statements committed")?;
+    assert_eq!(lost.code(), ErrorCode::IcebergCommitError, "{lost}");
+    Ok(())
+}
+
+/// The data files and the position delete files under table `del.{table}`'s location.
+async fn parquet_files(cluster: &TestCluster, table: &str) -> Result<(usize, usize), String> {
+    let table = cluster
+        .iceberg_table("del", table)
+        .await
+        .map_err(|e| e.to_string())?;
+    let location = table.metadata().location().trim_start_matches("file://");
+    let files: Vec<String> = sqe_tests::files_under(std::path::Path::new(location))
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .filter(|p| p.ends_with(".parquet"))
+        .collect();
+    let deletes = files
+        .iter()
+        .filter(|p| p.ends_with("-deletes.parquet"))
+        .count();
+    Ok((files.len() - deletes, deletes))
+}
+
 /// The current snapshot's operation and summary.
 async fn last_snapshot(
     cluster: &TestCluster,
@@ -213,33 +258,15 @@ async fn a_delete_planned_before_another_commit_fails_and_leaves_nothing() -> Te
     cluster
         .sql("INSERT INTO del.race VALUES (1), (2), (3), (4)")
         .await?;
-    let session = SessionSettings::default();
-    let engine = cluster.engine();
-    // Both planned against the same snapshot, as two clients at once would.
-    let first = engine
-        .prepare(&session, "DELETE FROM del.race WHERE id = 1")
-        .await?;
-    let second = engine
-        .prepare(&session, "DELETE FROM del.race WHERE id = 2")
-        .await?;
-    assert!(matches!(
-        engine.run(first).await?,
-        Outcome::Updated { rows: Some(1) }
-    ));
-    let lost = engine
-        .run(second)
-        .await
-        .err()
-        .ok_or("both DELETEs committed")?;
-    assert_eq!(lost.code(), ErrorCode::IcebergCommitError, "{lost}");
+    race(
+        &cluster,
+        "DELETE FROM del.race WHERE id = 1",
+        "DELETE FROM del.race WHERE id = 2",
+    )
+    .await?;
     assert_eq!(remaining(&cluster, "del.race").await?, vec![2, 3, 4]);
     // The loser's delete file and manifests were removed again: only the winner's remain.
-    let table = cluster.iceberg_table("del", "race").await?;
-    let location = table.metadata().location().trim_start_matches("file://");
-    let delete_files = sqe_tests::files_under(std::path::Path::new(location))
-        .into_iter()
-        .filter(|p| p.display().to_string().ends_with("-deletes.parquet"))
-        .count();
+    let (_, delete_files) = parquet_files(&cluster, "race").await?;
     assert_eq!(delete_files, 1);
     // Run again, it is planned on the new snapshot and succeeds.
     assert_eq!(
@@ -427,6 +454,145 @@ async fn updates_rewrite_exactly_the_rows_their_where_selects() -> TestResult {
             .is_err()
     );
     assert_eq!(all_rows(&cluster, "del.u").await?, expected);
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn merges_apply_the_first_clause_that_holds_to_each_source_row() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster
+        .sql("CREATE TABLE del.m (id bigint, grp varchar, v double)")
+        .await?;
+    // A table with no snapshot yet: MERGE can only insert.
+    assert_eq!(
+        changed(
+            &cluster,
+            "MERGE INTO del.m USING (VALUES (1, 'a', 1.0), (2, 'b', 2.0), (3, 'a', 3.0), (4, 'b', 4.0)) \
+             AS s (id, grp, v) ON m.id = s.id \
+             WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.grp, s.v)",
+        )
+        .await?,
+        4
+    );
+    let (operation, _) = last_snapshot(&cluster, "m").await?;
+    assert_eq!(operation, "append");
+    let mut expected: Vec<(i64, Option<String>, f64)> = vec![
+        (1, Some("a".into()), 1.0),
+        (2, Some("b".into()), 2.0),
+        (3, Some("a".into()), 3.0),
+        (4, Some("b".into()), 4.0),
+    ];
+    assert_eq!(all_rows(&cluster, "del.m").await?, expected);
+
+    // Every clause kind, with conditions, clauses in order, an alias and qualified targets:
+    // 1 and 3 match (1 is deleted: its source row says so; 3 is updated), 2 and 4 stay, 5 is
+    // new and inserted with a column left out, 6 is new but no clause applies to it.
+    let applied = changed(
+        &cluster,
+        "MERGE INTO del.m AS t USING (VALUES (1, 'gone', 10.0), (3, 'x', 30.0), (5, 'new', 50.0), (6, 'skip', 60.0)) \
+         AS s (id, grp, v) ON t.id = s.id \
+         WHEN MATCHED AND s.grp = 'gone' THEN DELETE \
+         WHEN MATCHED THEN UPDATE SET t.v = s.v + t.v, grp = upper(s.grp) \
+         WHEN NOT MATCHED AND s.grp <> 'skip' THEN INSERT (id, v) VALUES (s.id, s.v)",
+    )
+    .await?;
+    assert_eq!(applied, 3, "a delete, an update and an insert");
+    expected.remove(0);
+    expected[1] = (3, Some("X".into()), 33.0);
+    expected.push((5, None, 50.0));
+    assert_eq!(all_rows(&cluster, "del.m").await?, expected);
+    let (operation, summary) = last_snapshot(&cluster, "m").await?;
+    assert_eq!(operation, "overwrite");
+    assert_eq!(summary.get("added-records").map(String::as_str), Some("2"));
+    assert_eq!(
+        summary.get("added-position-deletes").map(String::as_str),
+        Some("2")
+    );
+
+    // A target row two source rows match is refused, and nothing changes.
+    let snapshots = cluster
+        .iceberg_table("del", "m")
+        .await?
+        .metadata()
+        .snapshots()
+        .count();
+    assert_eq!(
+        cluster
+            .error_code(
+                "MERGE INTO del.m USING (VALUES (2), (2)) AS s (id) ON m.id = s.id \
+                 WHEN MATCHED THEN UPDATE SET v = 0",
+            )
+            .await?,
+        ErrorCode::MergeTargetRowMultipleMatches
+    );
+    assert_eq!(all_rows(&cluster, "del.m").await?, expected);
+    assert_eq!(
+        cluster
+            .iceberg_table("del", "m")
+            .await?
+            .metadata()
+            .snapshots()
+            .count(),
+        snapshots
+    );
+    // Two source rows for a target row that no clause acts on are fine (Trino checks the
+    // rows it changes).
+    assert_eq!(
+        changed(
+            &cluster,
+            "MERGE INTO del.m USING (VALUES (2), (2)) AS s (id) ON m.id = s.id \
+             WHEN MATCHED AND s.id > 100 THEN DELETE",
+        )
+        .await?,
+        0
+    );
+    assert_eq!(
+        cluster
+            .error_code(
+                "MERGE INTO del.m USING (VALUES (7)) AS s (id) ON m.id = s.id \
+                 WHEN MATCHED THEN UPDATE SET nope = 1",
+            )
+            .await?,
+        ErrorCode::ColumnNotFound
+    );
+    assert_eq!(
+        cluster
+            .error_code(
+                "MERGE INTO tpch.tiny.nation USING (VALUES (7)) AS s (id) ON nationkey = s.id \
+                 WHEN MATCHED THEN DELETE",
+            )
+            .await?,
+        ErrorCode::NotSupported
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_two_merges_planned_on_one_snapshot_the_second_fails_cleanly() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster
+        .sql("CREATE TABLE del.mm (id bigint, v bigint)")
+        .await?;
+    cluster
+        .sql("INSERT INTO del.mm VALUES (1, 0), (2, 0)")
+        .await?;
+    let merge = |add: i64| {
+        format!(
+            "MERGE INTO del.mm USING (VALUES (1)) AS s (id) ON mm.id = s.id \
+             WHEN MATCHED THEN UPDATE SET v = v + {add}"
+        )
+    };
+    race(&cluster, &merge(1), &merge(10)).await?;
+    // No lost update: the first's change is there, the second's is not.
+    let rows = cluster.query("SELECT v FROM del.mm WHERE id = 1").await?;
+    assert_eq!(ids(&rows), vec![1]);
+    // Its new data file was removed again: only the first MERGE's is there besides the INSERT's.
+    let (data_files, _) = parquet_files(&cluster, "mm").await?;
+    assert_eq!(data_files, 2);
     cluster.stop().await;
     Ok(())
 }
