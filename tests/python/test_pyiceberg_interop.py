@@ -2,7 +2,8 @@
 back through SQE exactly as pyiceberg reads them: partition transforms (identity, bucket, day,
 month, year), schema evolution by field id (a renamed and an added column), rows deleted by
 rewriting their files, and rows deleted by position-delete files (merge-on-read); and SQE's own
-DELETEs on pyiceberg's tables read back in pyiceberg exactly as SQE reads them.
+DELETEs, UPDATEs and schema changes on pyiceberg's tables read back in pyiceberg exactly as SQE
+reads them.
 
 Usage: test_pyiceberg_interop.py <trino host> <trino port> <namespace> <stack dir>
 The stack's settings come from <stack dir>/stack.env (scripts/stack.sh).
@@ -26,7 +27,7 @@ from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, MonthTransform, YearTransform
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
+from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
 
 HOST, PORT, NAMESPACE, STACK_DIR = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 
@@ -340,6 +341,27 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         table = CATALOG.load_table(f"{NAMESPACE}.sqedel1")
         self.assertEqual(table.scan().to_arrow().num_rows, 0)
         self.assertEqual(table.current_snapshot().summary["deleted-data-files"], "1")
+
+    def test_sqe_schema_changes_read_back_in_pyiceberg(self):
+        """SQE's RENAME COLUMN, SET DATA TYPE and COMMENT ON COLUMN are new schemas through the REST
+        catalog (SQE's own commit): pyiceberg reads the old rows under the new name and type."""
+        schema = Schema(
+            NestedField(1, "id", LongType(), required=True),
+            NestedField(2, "qty", IntegerType(), required=False),
+        )
+        table = CATALOG.create_table(f"{NAMESPACE}.evolved", schema=schema)
+        table.append(pa.table({"id": [1, 2], "qty": [10, None]}, schema=pa.schema(
+            [pa.field("id", pa.int64(), nullable=False), pa.field("qty", pa.int32())])))
+        sqe("ALTER TABLE evolved RENAME COLUMN qty TO quantity")
+        sqe("ALTER TABLE evolved ALTER COLUMN quantity SET DATA TYPE bigint")
+        sqe("COMMENT ON COLUMN evolved.quantity IS 'units'")
+        sqe("INSERT INTO evolved VALUES (3, 5000000000)")
+        table = CATALOG.load_table(f"{NAMESPACE}.evolved")
+        field = table.schema().find_field("quantity")
+        self.assertEqual((field.field_id, field.field_type, field.doc), (2, LongType(), "units"))
+        self.assertEqual(len(table.schemas()), 4)
+        got = self.check_same("evolved", ["id", "quantity"])
+        self.assertEqual([list(r) for r in got], [[1, 10], [2, None], [3, 5000000000]])
 
     def test_month_and_year_partitions(self):
         for name, transform in (("monthly", MonthTransform()), ("yearly", YearTransform())):

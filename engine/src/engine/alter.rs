@@ -1,19 +1,24 @@
-//! `ALTER TABLE`: `ADD COLUMN [IF NOT EXISTS]`, `DROP COLUMN [IF EXISTS]` (Iceberg schema
-//! evolution by field id: files written before read an added column as NULL and keep a dropped
-//! one unread) and `RENAME TO`; `COMMENT ON TABLE` (the `comment` table property, where Trino's
-//! Iceberg connector keeps it). The rest of Trino's ALTER TABLE (renaming or retyping a column,
-//! properties) and column comments are refused: iceberg-rust 0.10 has no public action for them.
+//! `ALTER TABLE`: `ADD COLUMN [IF NOT EXISTS]`, `DROP COLUMN [IF EXISTS]`, `RENAME COLUMN`,
+//! `ALTER COLUMN … SET DATA TYPE` (Iceberg schema evolution by field id: files written before
+//! read an added column as NULL, keep a dropped one unread, and are read with a renamed or
+//! widened column's new name and type) and `RENAME TO`; `COMMENT ON TABLE` (the `comment`
+//! table property, where Trino's Iceberg connector keeps it) and `COMMENT ON COLUMN` (the
+//! field's doc). Renames, retypes and column comments are new schemas committed by SQE's own
+//! commit (iceberg-rust 0.10 has no action for them), only while the schema is the one read.
+
+use std::sync::Arc;
 
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::planner::object_name_to_table_reference;
 use datafusion::sql::sqlparser::ast::{
-    AlterTable, AlterTableOperation, ColumnDef, CommentObject, ObjectName, RenameTableNameKind,
-    Statement,
+    AlterColumnOperation, AlterTable, AlterTableOperation, ColumnDef, CommentObject, ObjectName,
+    RenameTableNameKind, Statement,
 };
-use iceberg::TableIdent;
-use iceberg::spec::Type;
+use iceberg::spec::{NestedField, Schema, Type};
+use iceberg::table::Table;
 use iceberg::transaction::{AddColumn, ApplyTransactionAction, Transaction};
+use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
 use super::{Engine, StatementKind};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
@@ -41,6 +46,19 @@ enum Change {
     RenameTo(TableIdent),
     /// `COMMENT ON TABLE … IS 'text'`; `None`: `IS NULL`.
     Comment(Option<String>),
+    RenameColumn {
+        from: String,
+        to: String,
+    },
+    SetColumnType {
+        name: String,
+        field_type: Type,
+    },
+    /// `COMMENT ON COLUMN t.c IS 'text'`; `None`: `IS NULL`.
+    ColumnComment {
+        column: String,
+        comment: Option<String>,
+    },
 }
 
 /// The Iceberg table property Trino's Iceberg connector keeps a table's comment in.
@@ -50,7 +68,7 @@ impl TableChange {
     /// The statement it was planned from.
     pub(super) fn kind(&self) -> StatementKind {
         match self.change {
-            Change::Comment(_) => StatementKind::Comment,
+            Change::Comment(_) | Change::ColumnComment { .. } => StatementKind::Comment,
             _ => StatementKind::AlterTable,
         }
     }
@@ -133,9 +151,36 @@ impl Engine {
                 super::check_new_table_name(&to)?;
                 Change::RenameTo(to)
             }
+            AlterTableOperation::RenameColumn {
+                old_column_name,
+                new_column_name,
+            } => Change::RenameColumn {
+                from: old_column_name.value.to_lowercase(),
+                to: new_column_name.value.to_lowercase(),
+            },
+            AlterTableOperation::AlterColumn {
+                column_name,
+                op:
+                    AlterColumnOperation::SetDataType {
+                        data_type,
+                        using: None,
+                        ..
+                    },
+            } => {
+                let column = ColumnDef {
+                    name: column_name.clone(),
+                    data_type: data_type.clone(),
+                    options: vec![],
+                };
+                Change::SetColumnType {
+                    name: column_name.value.to_lowercase(),
+                    field_type: self.column_type(state, &column).await?,
+                }
+            }
             other => {
                 return Err(Error::NotSupported(format!(
-                    "ALTER TABLE {other}: SQE alters tables by ADD COLUMN, DROP COLUMN and RENAME TO"
+                    "ALTER TABLE {other}: SQE alters tables by ADD COLUMN, DROP COLUMN, RENAME COLUMN, \
+                     ALTER COLUMN … SET DATA TYPE and RENAME TO"
                 )));
             }
         };
@@ -146,7 +191,7 @@ impl Engine {
         })
     }
 
-    /// `COMMENT ON TABLE`, checked and resolved; column comments are refused.
+    /// `COMMENT ON TABLE` or `COMMENT ON COLUMN`, checked and resolved.
     fn plan_comment(
         &self,
         state: &SessionState,
@@ -155,16 +200,40 @@ impl Engine {
         comment: Option<&String>,
         if_exists: bool,
     ) -> Result<TableChange> {
-        if *object_type != CommentObject::Table {
-            return Err(Error::NotSupported(format!(
-                "COMMENT ON {object_type}: SQE keeps comments on tables only"
-            )));
+        match object_type {
+            CommentObject::Table => Ok(TableChange {
+                ident: self.table_ident(state, &table_reference(name)?)?,
+                if_exists,
+                change: Change::Comment(comment.cloned()),
+            }),
+            CommentObject::Column => {
+                let (column, table) = match name.0.split_last() {
+                    Some((column, table)) if !table.is_empty() => (column, table),
+                    _ => {
+                        return Err(Error::invalid(
+                            ErrorCode::SyntaxError,
+                            format!("COMMENT ON COLUMN {name}: name the column as table.column"),
+                        ));
+                    }
+                };
+                let column = column
+                    .as_ident()
+                    .map(|ident| ident.value.to_lowercase())
+                    .ok_or_else(|| Error::NotSupported(format!("COMMENT ON COLUMN {name}")))?;
+                Ok(TableChange {
+                    ident: self
+                        .table_ident(state, &table_reference(&ObjectName(table.to_vec()))?)?,
+                    if_exists,
+                    change: Change::ColumnComment {
+                        column,
+                        comment: comment.cloned(),
+                    },
+                })
+            }
+            other => Err(Error::NotSupported(format!(
+                "COMMENT ON {other}: SQE keeps comments on tables and columns"
+            ))),
         }
-        Ok(TableChange {
-            ident: self.table_ident(state, &table_reference(name)?)?,
-            if_exists,
-            change: Change::Comment(comment.cloned()),
-        })
     }
 
     /// The Iceberg type of a column definition, as CREATE TABLE would store it.
@@ -267,6 +336,40 @@ impl Engine {
                 };
                 action.apply(transaction)?
             }
+            Change::RenameColumn { from, to } => {
+                if schema.as_struct().field_by_name(&to).is_some() {
+                    return Err(Error::invalid(
+                        ErrorCode::ColumnAlreadyExists,
+                        format!("Column '{to}' already exists"),
+                    ));
+                }
+                let evolved = evolve_column(schema, &from, |field| field.name = to)?;
+                return self.commit_schema(&table, evolved).await;
+            }
+            Change::SetColumnType { name, field_type } => {
+                let evolved = evolve_column(schema, &name, |field| {
+                    *field.field_type = field_type.clone()
+                })?;
+                let before = schema
+                    .as_struct()
+                    .field_by_name(&name)
+                    .map(|f| (*f.field_type).clone());
+                if before.as_ref() == Some(&field_type) {
+                    return Ok(());
+                }
+                if !before.as_ref().is_some_and(|old| widens(old, &field_type)) {
+                    return Err(Error::NotSupported(format!(
+                        "Cannot change type of column '{name}' from {} to {field_type}: Iceberg widens \
+                         int to long, float to double and decimal(p, s) to decimal(p', s) with p' > p",
+                        before.map_or_else(String::new, |t| t.to_string())
+                    )));
+                }
+                return self.commit_schema(&table, evolved).await;
+            }
+            Change::ColumnComment { column, comment } => {
+                let evolved = evolve_column(schema, &column, |field| field.doc = comment)?;
+                return self.commit_schema(&table, evolved).await;
+            }
             Change::RenameTo(to) => {
                 if catalog.table_exists(&to).await? {
                     return Err(Error::already_exists(ObjectKind::Table, to.to_string()));
@@ -280,6 +383,76 @@ impl Engine {
         transaction.commit(catalog.as_ref()).await?;
         self.cache.invalidate_table(&ident);
         Ok(())
+    }
+}
+
+impl Engine {
+    /// Makes `schema` the table's current schema, if the one it was derived from still is.
+    async fn commit_schema(&self, table: &Table, schema: Schema) -> Result<()> {
+        let metadata = table.metadata();
+        let requirements = vec![
+            TableRequirement::UuidMatch {
+                uuid: metadata.uuid(),
+            },
+            TableRequirement::CurrentSchemaIdMatch {
+                current_schema_id: metadata.current_schema_id(),
+            },
+        ];
+        let updates = vec![
+            TableUpdate::AddSchema { schema },
+            TableUpdate::SetCurrentSchema { schema_id: -1 },
+        ];
+        let committed = self
+            .committer
+            .commit_updates(table.identifier(), requirements, updates)
+            .await;
+        self.cache.invalidate_table(table.identifier());
+        committed.map_err(|e| match e.kind() {
+            iceberg::ErrorKind::CatalogCommitConflicts => Error::invalid(
+                ErrorCode::IcebergCommitError,
+                format!(
+                    "Failed to commit the schema of {}: {e}; run the statement again",
+                    table.identifier()
+                ),
+            ),
+            _ => Error::from(e),
+        })
+    }
+}
+
+/// `schema` with its top-level column `name` changed by `change` (same field id).
+fn evolve_column(
+    schema: &Schema,
+    name: &str,
+    change: impl FnOnce(&mut NestedField),
+) -> Result<Schema> {
+    let fields = schema.as_struct().fields();
+    let index = fields
+        .iter()
+        .position(|f| f.name == name)
+        .ok_or_else(|| Error::not_found(ObjectKind::Column, name.to_string()))?;
+    let mut fields: Vec<NestedField> = fields.iter().map(|f| (**f).clone()).collect();
+    change(&mut fields[index]);
+    Ok(Schema::builder()
+        .with_schema_id(schema.schema_id())
+        .with_identifier_field_ids(schema.identifier_field_ids())
+        .with_fields(fields.into_iter().map(Arc::new))
+        .build()?)
+}
+
+/// Iceberg's type promotions.
+fn widens(from: &Type, to: &Type) -> bool {
+    use iceberg::spec::PrimitiveType as P;
+    match (from, to) {
+        (Type::Primitive(from), Type::Primitive(to)) => {
+            matches!((from, to), (P::Int, P::Long) | (P::Float, P::Double))
+                || matches!(
+                    (from, to),
+                    (P::Decimal { precision: p, scale: s }, P::Decimal { precision: p2, scale: s2 })
+                        if s == s2 && p2 > p
+                )
+        }
+        _ => false,
     }
 }
 

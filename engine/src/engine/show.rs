@@ -156,7 +156,7 @@ impl Engine {
                 let (c, s, t) = self.resolve_table(session, &table);
                 self.require_table(state, (&c, &s, &t)).await?;
                 format!(
-                    "SELECT column_name AS \"Column\", data_type AS \"Type\", '' AS \"Extra\", '' AS \"Comment\" \
+                    "SELECT column_name AS \"Column\", data_type AS \"Type\", '' AS \"Extra\", coalesce(comment, '') AS \"Comment\" \
                      FROM {}.{INFORMATION_SCHEMA}.columns WHERE table_schema = {} AND table_name = {} ORDER BY ordinal_position",
                     ident(&c),
                     literal(&s),
@@ -194,15 +194,24 @@ impl Engine {
         let columns: Vec<String> = arrow
             .fields()
             .iter()
-            .map(|f| {
+            .zip(schema.as_struct().fields())
+            .map(|(f, field)| {
                 let not_null = if f.is_nullable() { "" } else { " NOT NULL" };
+                let comment = field
+                    .doc
+                    .as_deref()
+                    .map_or_else(String::new, |doc| format!(" COMMENT {}", literal(doc)));
                 format!(
-                    "   {} {}{not_null}",
+                    "   {} {}{not_null}{comment}",
                     ident_if_needed(f.name()),
                     TrinoType::from_field(f)
                 )
             })
             .collect();
+        let table_comment = metadata
+            .properties()
+            .get(super::COMMENT_PROPERTY)
+            .map_or_else(String::new, |c| format!("COMMENT {}\n", literal(c)));
         let mut properties = vec![
             "   format = 'PARQUET'".to_string(),
             format!("   format_version = {}", metadata.format_version() as u8),
@@ -224,7 +233,7 @@ impl Engine {
             properties.insert(0, format!("   partitioning = ARRAY[{}]", fields.join(",")));
         }
         Ok(format!(
-            "CREATE TABLE {c}.{s}.{t} (\n{}\n)\nWITH (\n{}\n)",
+            "CREATE TABLE {c}.{s}.{t} (\n{}\n)\n{table_comment}WITH (\n{}\n)",
             columns.join(",\n"),
             properties.join(",\n")
         ))

@@ -117,8 +117,8 @@ pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<d
             let scope = scope(&c, &filters, "table_schema", Some("table_name"));
             async move {
                 let mut rows = Vec::new();
-                for (t, columns) in walk::table_schemas(&a, &scope).await? {
-                    for (i, field) in columns.fields().iter().enumerate() {
+                for (t, columns, comments) in walk::table_columns(&a, &scope).await? {
+                    for (i, (field, comment)) in columns.fields().iter().zip(comments).enumerate() {
                         rows.push(vec![
                             Cell::from(t.catalog.clone()),
                             Cell::from(t.schema.clone()),
@@ -128,7 +128,7 @@ pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<d
                             NULL,
                             Cell::from(if field.is_nullable() { "YES" } else { "NO" }),
                             Cell::from(TrinoType::from_field(field).to_string()),
-                            NULL,
+                            comment.map_or(NULL, Cell::from),
                             NULL,
                         ]);
                     }

@@ -398,8 +398,8 @@ pub(super) fn tables(
         COLUMNS.name,
         MetadataTable::over_catalogs(&COLUMNS, all.clone(), |a, filters| async move {
             let mut rows = Vec::new();
-            for (t, columns) in walk::table_schemas(&a, &jdbc_scope(&filters)).await? {
-                for (i, field) in columns.fields().iter().enumerate() {
+            for (t, columns, comments) in walk::table_columns(&a, &jdbc_scope(&filters)).await? {
+                for (i, (field, comment)) in columns.fields().iter().zip(comments).enumerate() {
                     let trino = TrinoType::from_field(field);
                     let (code, size, digits, radix) = jdbc_type(&trino);
                     let nullable = field.is_nullable();
@@ -415,7 +415,7 @@ pub(super) fn tables(
                         Cell::from(digits),
                         Cell::from(radix),
                         Cell::from(i64::from(nullable)),
-                        NULL,
+                        comment.map_or(NULL, Cell::from),
                         NULL,
                         NULL,
                         NULL,

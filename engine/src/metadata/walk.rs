@@ -109,14 +109,32 @@ pub(super) async fn table_providers(
     Ok(out)
 }
 
-/// Tables with their columns; a table dropped while listing is skipped.
-pub(super) async fn table_schemas(
+/// Tables with their columns and each column's comment (an Iceberg field's doc, set by
+/// `COMMENT ON COLUMN`; other tables' columns have none); a table dropped while listing is
+/// skipped.
+pub(super) async fn table_columns(
     all: &Weak<dyn CatalogProviderList>,
     scope: &Scope,
-) -> DfResult<Vec<(TableEntry, SchemaRef)>> {
+) -> DfResult<Vec<(TableEntry, SchemaRef, Vec<Option<String>>)>> {
     Ok(table_providers(all, scope)
         .await?
         .into_iter()
-        .map(|(entry, table)| (entry, table.schema()))
+        .map(|(entry, table)| {
+            let schema = table.schema();
+            let iceberg = table
+                .downcast_ref::<sqe_iceberg::table::IcebergTableProvider>()
+                .map(|p| p.table().metadata().current_schema().clone());
+            let comments = schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    iceberg
+                        .as_ref()
+                        .and_then(|s| s.as_struct().field_by_name(f.name()))
+                        .and_then(|field| field.doc.clone())
+                })
+                .collect();
+            (entry, schema, comments)
+        })
         .collect())
 }

@@ -1,6 +1,7 @@
 //! ALTER TABLE as Iceberg evolves a schema: by field id, so rows written before read an added
 //! column as NULL and a dropped-then-re-added column never brings its old values back; RENAME TO
-//! moves the table; what SQE cannot alter is refused with Trino's codes.
+//! moves the table; a renamed or widened column keeps its field id, so older files read under
+//! the new name and type; what SQE cannot alter is refused with Trino's codes.
 
 use sqe_engine::ErrorCode;
 use sqe_tests::cluster::{Collected, TestCluster};
@@ -112,7 +113,7 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
         .await?;
     assert_eq!(
         cluster
-            .error_code("ALTER TABLE al.u RENAME COLUMN id TO k")
+            .error_code("ALTER TABLE al.u ALTER COLUMN id SET DEFAULT 0")
             .await?,
         ErrorCode::NotSupported
     );
@@ -157,15 +158,172 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
     );
     assert_eq!(
         cluster
-            .error_code("COMMENT ON COLUMN al.u.id IS 'key'")
-            .await?,
-        ErrorCode::NotSupported
-    );
-    assert_eq!(
-        cluster
             .error_code("COMMENT ON TABLE al.missing IS 'x'")
             .await?,
         ErrorCode::TableNotFound
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn columns_rename_widen_and_take_comments_by_field_id() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA ev").await?;
+    cluster
+        .sql("CREATE TABLE ev.t (id integer, price decimal(5, 2), ratio real)")
+        .await?;
+    cluster
+        .sql("INSERT INTO ev.t VALUES (1, 12.50, 0.5)")
+        .await?;
+    let field_ids = |table: &iceberg::table::Table| -> Vec<(String, i32)> {
+        let schema = table.metadata().current_schema().clone();
+        schema
+            .as_struct()
+            .fields()
+            .iter()
+            .map(|f| (f.name.clone(), f.id))
+            .collect()
+    };
+    let before = field_ids(&cluster.iceberg_table("ev", "t").await?);
+
+    let renamed = cluster
+        .sql("ALTER TABLE ev.t RENAME COLUMN id TO key_id")
+        .await?;
+    assert!(matches!(renamed, Collected::Updated(None)), "{renamed:?}");
+    cluster
+        .sql("ALTER TABLE ev.t ALTER COLUMN key_id SET DATA TYPE bigint")
+        .await?;
+    cluster
+        .sql("ALTER TABLE ev.t ALTER COLUMN price SET DATA TYPE decimal(9, 2)")
+        .await?;
+    cluster
+        .sql("ALTER TABLE ev.t ALTER COLUMN ratio SET DATA TYPE double")
+        .await?;
+    let after = field_ids(&cluster.iceberg_table("ev", "t").await?);
+    assert_eq!(
+        after,
+        vec![
+            ("key_id".to_string(), before[0].1),
+            ("price".to_string(), before[1].1),
+            ("ratio".to_string(), before[2].1),
+        ]
+    );
+    // A value too wide for the old type fits the new one, beside the row written before.
+    cluster
+        .sql("INSERT INTO ev.t VALUES (5000000000, 1234567.89, 0.25)")
+        .await?;
+    assert_eq!(
+        rows(&cluster, "SELECT * FROM ev.t ORDER BY key_id").await?,
+        "+------------+------------+-------+\n\
+         | key_id     | price      | ratio |\n\
+         +------------+------------+-------+\n\
+         | 1          | 12.50      | 0.5   |\n\
+         | 5000000000 | 1234567.89 | 0.25  |\n\
+         +------------+------------+-------+"
+    );
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT column_name, data_type FROM information_schema.columns \
+             WHERE table_schema = 'ev' AND table_name = 't' ORDER BY ordinal_position"
+        )
+        .await?,
+        "+-------------+--------------+\n\
+         | column_name | data_type    |\n\
+         +-------------+--------------+\n\
+         | key_id      | bigint       |\n\
+         | price       | decimal(9,2) |\n\
+         | ratio       | double       |\n\
+         +-------------+--------------+"
+    );
+
+    // What Iceberg cannot promote, or names that clash, are refused and change nothing.
+    for (sql, code) in [
+        (
+            "ALTER TABLE ev.t ALTER COLUMN key_id SET DATA TYPE integer",
+            ErrorCode::NotSupported,
+        ),
+        (
+            "ALTER TABLE ev.t ALTER COLUMN price SET DATA TYPE decimal(9, 3)",
+            ErrorCode::NotSupported,
+        ),
+        (
+            "ALTER TABLE ev.t ALTER COLUMN ratio SET DATA TYPE varchar",
+            ErrorCode::NotSupported,
+        ),
+        (
+            "ALTER TABLE ev.t RENAME COLUMN price TO ratio",
+            ErrorCode::ColumnAlreadyExists,
+        ),
+        (
+            "ALTER TABLE ev.t RENAME COLUMN missing TO other",
+            ErrorCode::ColumnNotFound,
+        ),
+        (
+            "ALTER TABLE ev.missing RENAME COLUMN a TO b",
+            ErrorCode::TableNotFound,
+        ),
+        (
+            "COMMENT ON COLUMN ev.t.missing IS 'x'",
+            ErrorCode::ColumnNotFound,
+        ),
+    ] {
+        assert_eq!(cluster.error_code(sql).await?, code, "{sql}");
+    }
+    assert_eq!(field_ids(&cluster.iceberg_table("ev", "t").await?), after);
+
+    // Column comments: the field's doc, shown wherever Trino shows them.
+    let commented = cluster
+        .sql("COMMENT ON COLUMN ev.t.price IS 'in euros'")
+        .await?;
+    assert!(
+        matches!(commented, Collected::Updated(None)),
+        "{commented:?}"
+    );
+    let table = cluster.iceberg_table("ev", "t").await?;
+    let schema = table.metadata().current_schema().clone();
+    assert_eq!(
+        schema
+            .as_struct()
+            .field_by_name("price")
+            .and_then(|f| f.doc.as_deref()),
+        Some("in euros")
+    );
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT column_name, comment FROM information_schema.columns \
+             WHERE table_schema = 'ev' AND table_name = 't' ORDER BY ordinal_position"
+        )
+        .await?,
+        "+-------------+----------+\n\
+         | column_name | comment  |\n\
+         +-------------+----------+\n\
+         | key_id      |          |\n\
+         | price       | in euros |\n\
+         | ratio       |          |\n\
+         +-------------+----------+"
+    );
+    let show_columns = rows(&cluster, "SHOW COLUMNS FROM ev.t").await?;
+    assert!(
+        show_columns.contains("| price  | decimal(9,2) |       | in euros |"),
+        "{show_columns}"
+    );
+    let create = rows(&cluster, "SHOW CREATE TABLE ev.t").await?;
+    assert!(
+        create.contains("price decimal(9,2) COMMENT 'in euros'"),
+        "{create}"
+    );
+    cluster.sql("COMMENT ON COLUMN ev.t.price IS NULL").await?;
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT count(*) AS n FROM information_schema.columns \
+             WHERE table_schema = 'ev' AND table_name = 't' AND comment IS NOT NULL"
+        )
+        .await?,
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
     );
     cluster.stop().await;
     Ok(())
