@@ -86,7 +86,9 @@ def sqe(sql):
     try:
         cur = conn.cursor()
         cur.execute(sql)
-        return cur.fetchall(), [d[0] for d in cur.description]
+        rows = cur.fetchall()
+        # Statements without a result (ALTER TABLE, COMMENT) have no columns.
+        return rows, [d[0] for d in cur.description or []]
     finally:
         conn.close()
 
