@@ -24,6 +24,7 @@ pub async fn queries_in(warehouse: &Path, settings: EngineSettings) -> Result<Ar
     let catalog = crate::catalog::ConnectedCatalog {
         catalog: Arc::new(catalog),
         committer: Arc::new(sqe_iceberg::commit::NoCommits),
+        views: Arc::new(crate::catalog::NoViews),
     };
     let engine = Engine::new(settings, catalog, workers, channels).await?;
     Ok(Queries::new(

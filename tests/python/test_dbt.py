@@ -89,9 +89,13 @@ class DbtProject(unittest.TestCase):
                 rows("SELECT city, adults, mean_age FROM cities ORDER BY city"),
                 [["lima", 1, 38.0], ["oslo", 2, 38.0]],
             )
-        # No table dbt renamed or dropped on the way is left behind.
+        # No table or view dbt renamed or dropped on the way is left behind.
         tables = sorted(r[0] for r in rows(f"SHOW TABLES FROM {SCHEMA}"))
         self.assertEqual(tables, ["adults", "cities", "people", "people_merged", "people_replaced"])
+        self.assertEqual(
+            rows(f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{SCHEMA}' AND table_type = 'VIEW'"),
+            [["adults"]],
+        )
 
         done, results = self.dbt("test", "--select", "tag:must_fail")
         self.assertNotEqual(done.returncode, 0, done.stdout)

@@ -365,6 +365,28 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         got = self.check_same("evolved", ["id", "quantity"])
         self.assertEqual([list(r) for r in got], [[1, 10], [2, None], [3, 5000000000]])
 
+    def test_sqe_views_are_iceberg_views_in_the_rest_catalog(self):
+        """SQE's CREATE [OR REPLACE] VIEW and DROP VIEW through the REST catalog's view endpoints:
+        pyiceberg loads the view with SQE's SQL (dialect trino) and columns."""
+        sqe("CREATE TABLE viewed (id bigint, name varchar)")
+        sqe("INSERT INTO viewed VALUES (1, 'a'), (2, 'b')")
+        sqe("CREATE VIEW named_two COMMENT 'the second' AS SELECT name FROM viewed WHERE id = 2")
+        self.assertIn((NAMESPACE, "named_two"), [tuple(i) for i in CATALOG.list_views(NAMESPACE)])
+        view = CATALOG.load_view(f"{NAMESPACE}.named_two").metadata
+        version = next(v for v in view.versions if v.version_id == view.current_version_id)
+        (sql,) = version.representations
+        sql = sql.root  # pyiceberg wraps each kind of representation
+        self.assertEqual((sql.dialect, sql.sql), ("trino", "SELECT name FROM viewed WHERE id = 2"))
+        self.assertEqual(view.properties.get("comment"), "the second")
+        self.assertEqual(sqe("SELECT * FROM named_two")[0], [["b"]])
+        sqe("CREATE OR REPLACE VIEW named_two AS SELECT name, id FROM viewed WHERE id = 1")
+        self.assertEqual(sqe("SELECT * FROM named_two")[0], [["a", 1]])
+        view = CATALOG.load_view(f"{NAMESPACE}.named_two").metadata
+        self.assertEqual(len(view.versions), 2)
+        self.assertNotIn("comment", view.properties)
+        sqe("DROP VIEW named_two")
+        self.assertFalse(CATALOG.view_exists(f"{NAMESPACE}.named_two"))
+
     def test_month_and_year_partitions(self):
         for name, transform in (("monthly", MonthTransform()), ("yearly", YearTransform())):
             spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=transform, name=f"ts_{name}"))

@@ -17,6 +17,7 @@ use super::locations::TableLocations;
 use super::renewal::RenewOnUnauthorized;
 use super::settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
 use super::vended::{CredentialVendor, VendedCredentialsCatalog};
+use super::views::{RestViews, SqlViews, ViewCatalog};
 use crate::error::{Error, Result};
 
 /// How long start-up waits for a catalog to answer before reporting it unreachable.
@@ -34,6 +35,7 @@ pub fn default_warehouse_layout(data_dir: &Path) -> (String, String) {
 pub struct ConnectedCatalog {
     pub catalog: Arc<dyn Catalog>,
     pub committer: Arc<dyn CommitUpdates>,
+    pub views: Arc<dyn ViewCatalog>,
 }
 
 /// Opens the catalog and checks that it answers, so a wrong URL or a stopped server is a
@@ -42,7 +44,11 @@ pub async fn connect_catalog(
     config: &CatalogSettings,
     storage_props: &HashMap<String, String>,
 ) -> Result<ConnectedCatalog> {
-    let (catalog, committer): (Arc<dyn Catalog>, Arc<dyn CommitUpdates>) = match config.kind {
+    let (catalog, committer, views): (
+        Arc<dyn Catalog>,
+        Arc<dyn CommitUpdates>,
+        Arc<dyn ViewCatalog>,
+    ) = match config.kind {
         CatalogKind::Sql => {
             let uri = config
                 .uri
@@ -59,7 +65,7 @@ pub async fn connect_catalog(
                 })?;
             let catalog = SqlCatalogBuilder::default()
                 .uri(uri.clone())
-                .warehouse_location(warehouse)
+                .warehouse_location(warehouse.clone())
                 .sql_bind_style(SqlBindStyle::QMark)
                 .props(storage_props.clone())
                 .with_storage_factory(Arc::new(ObjectStoreStorageFactory))
@@ -68,7 +74,14 @@ pub async fn connect_catalog(
                 .map_err(|e| Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}")))?;
             let catalog: Arc<dyn Catalog> = Arc::new(catalog);
             let committer = SqlCommitter::connect(&uri, &config.name, Arc::clone(&catalog)).await?;
-            (catalog, Arc::new(committer))
+            let views = SqlViews::connect(
+                &uri,
+                &config.name,
+                &warehouse,
+                sqe_iceberg::storage::file_io_with_props(storage_props.clone()),
+            )
+            .await?;
+            (catalog, Arc::new(committer), Arc::new(views))
         }
         CatalogKind::Rest => {
             let url = config.catalog_url.clone().ok_or_else(|| {
@@ -110,6 +123,7 @@ pub async fn connect_catalog(
                 })?;
             let committer = RestCommitter::new(config, oauth2.clone())
                 .map_err(|e| Error::Catalog(format!("REST catalog at {url}: {e}")))?;
+            let views = RestViews::new(config, oauth2.clone())?;
             let rest = Arc::new(catalog);
             let catalog: Arc<dyn Catalog> = match &oauth2 {
                 Some(oauth2) => {
@@ -125,11 +139,15 @@ pub async fn connect_catalog(
             } else {
                 catalog
             };
-            (catalog, Arc::new(committer))
+            (catalog, Arc::new(committer), Arc::new(views))
         }
     };
     match tokio::time::timeout(CATALOG_PROBE_TIMEOUT, catalog.list_namespaces(None)).await {
-        Ok(Ok(_)) => Ok(ConnectedCatalog { catalog, committer }),
+        Ok(Ok(_)) => Ok(ConnectedCatalog {
+            catalog,
+            committer,
+            views,
+        }),
         Ok(Err(e)) => Err(Error::Catalog(format!(
             "catalog '{}' is unreachable: {e}",
             config.name

@@ -10,12 +10,14 @@ mod renewal;
 mod rest_http;
 mod settings;
 mod vended;
+mod views;
 
 pub use addressed::{Addressed, MetadataTable};
 pub use connect::{ConnectedCatalog, connect_catalog, default_warehouse_layout, table_locations};
 pub use locations::{TableLocations, check_new_name};
-pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider};
+pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider, ViewProvider};
 pub use settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
+pub use views::{NoViews, StoredView, TRINO_DIALECT, ViewCatalog, ViewDefinition};
 
 /// The schema a session uses when its client names none.
 pub const DEFAULT_SCHEMA: &str = "default";

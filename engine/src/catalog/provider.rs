@@ -1,4 +1,6 @@
-//! Iceberg namespaces as DataFusion schemas, Iceberg tables as DataFusion tables.
+//! Iceberg namespaces as DataFusion schemas, Iceberg tables as DataFusion tables, and views as
+//! tables that only describe themselves (a statement reads a view's query in its place: see
+//! `engine::views`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -6,14 +8,19 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use async_trait::async_trait;
-use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, Session, TableProvider};
+use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
 use iceberg::{Catalog, ErrorKind, NamespaceIdent, TableIdent};
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::write::CommitListener;
 
 use super::addressed::Addressed;
 use super::metadata_tables::{metadata_table, references};
+use super::views::{StoredView, ViewCatalog};
 use crate::error::{Error, ErrorCode, Result};
 
 /// DataFusion's catalog traits list schemas and tables synchronously while Iceberg catalogs
@@ -23,6 +30,7 @@ use crate::error::{Error, ErrorCode, Result};
 #[derive(Debug)]
 pub struct IcebergCatalogProvider {
     catalog: Arc<dyn Catalog>,
+    views: Arc<dyn ViewCatalog>,
     schemas: RwLock<BTreeMap<String, Arc<IcebergSchemaProvider>>>,
     static_props: Arc<HashMap<String, String>>,
     listener: Option<Arc<dyn CommitListener>>,
@@ -31,11 +39,13 @@ pub struct IcebergCatalogProvider {
 impl IcebergCatalogProvider {
     pub fn new(
         catalog: Arc<dyn Catalog>,
+        views: Arc<dyn ViewCatalog>,
         static_props: HashMap<String, String>,
         listener: Option<Arc<dyn CommitListener>>,
     ) -> Self {
         Self {
             catalog,
+            views,
             schemas: RwLock::new(BTreeMap::new()),
             static_props: Arc::new(static_props),
             listener,
@@ -46,7 +56,11 @@ impl IcebergCatalogProvider {
         &self.catalog
     }
 
-    /// Reloads namespace and table names from the catalog.
+    pub fn views(&self) -> &Arc<dyn ViewCatalog> {
+        &self.views
+    }
+
+    /// Reloads namespace, table and view names from the catalog.
     pub async fn refresh(&self) -> Result<()> {
         let namespaces = self.catalog.list_namespaces(None).await?;
         let mut fresh = BTreeMap::new();
@@ -57,11 +71,14 @@ impl IcebergCatalogProvider {
                 Err(e) if e.kind() == ErrorKind::NamespaceNotFound => continue,
                 Err(e) => return Err(e.into()),
             };
+            let views = self.views.list_views(&namespace).await?;
             let name = namespace.join(".");
             let schema = IcebergSchemaProvider {
                 catalog: Arc::clone(&self.catalog),
+                view_catalog: Arc::clone(&self.views),
                 namespace,
                 tables: tables.into_iter().map(|t| t.name().to_string()).collect(),
+                views,
                 static_props: Arc::clone(&self.static_props),
                 listener: self.listener.clone(),
             };
@@ -89,8 +106,11 @@ impl CatalogProvider for IcebergCatalogProvider {
 #[derive(Debug)]
 pub struct IcebergSchemaProvider {
     catalog: Arc<dyn Catalog>,
+    view_catalog: Arc<dyn ViewCatalog>,
     namespace: NamespaceIdent,
     tables: Vec<String>,
+    /// Views by name, as listed at the last refresh.
+    views: Vec<String>,
     static_props: Arc<HashMap<String, String>>,
     listener: Option<Arc<dyn CommitListener>>,
 }
@@ -99,20 +119,46 @@ impl IcebergSchemaProvider {
     pub fn namespace(&self) -> &NamespaceIdent {
         &self.namespace
     }
+
+    /// Whether `name` was a view at the last refresh.
+    pub fn is_view(&self, name: &str) -> bool {
+        self.views.iter().any(|v| v == name)
+    }
+
+    /// The view `name`, if it is one: a name listed as a table is not looked up.
+    pub async fn view(&self, name: &str) -> Result<Option<StoredView>> {
+        if self.tables.iter().any(|t| t == name) && !self.is_view(name) {
+            return Ok(None);
+        }
+        let ident = TableIdent::new(self.namespace.clone(), name.to_string());
+        self.view_catalog
+            .load_view(&ident)
+            .await?
+            .map(|metadata| StoredView::from_metadata(&metadata))
+            .transpose()
+    }
 }
 
 #[async_trait]
 impl SchemaProvider for IcebergSchemaProvider {
     fn table_names(&self) -> Vec<String> {
-        self.tables.clone()
+        self.tables.iter().chain(&self.views).cloned().collect()
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        let (name, addressed) = Addressed::parse(name);
-        let ident = TableIdent::new(self.namespace.clone(), name.to_string());
+        let (table_name, addressed) = Addressed::parse(name);
+        if self.is_view(name) {
+            return self.view_provider(name).await;
+        }
+        let ident = TableIdent::new(self.namespace.clone(), table_name.to_string());
         let table = match self.catalog.load_table(&ident).await {
             Ok(table) => table,
-            Err(e) if e.kind() == ErrorKind::TableNotFound => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::TableNotFound => {
+                return match addressed {
+                    Addressed::Current => self.view_provider(name).await,
+                    _ => Ok(None),
+                };
+            }
             Err(e) => return Err(sqe_iceberg::error::iceberg_to_df(e)),
         };
         let snapshot_id = match &addressed {
@@ -157,7 +203,66 @@ impl SchemaProvider for IcebergSchemaProvider {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.tables.iter().any(|t| t == name)
+        self.tables.iter().any(|t| t == name) || self.is_view(name)
+    }
+}
+
+impl IcebergSchemaProvider {
+    async fn view_provider(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let view = self
+            .view(name)
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let Some(view) = view else {
+            return Ok(None);
+        };
+        let schema = iceberg::arrow::schema_to_arrow_schema(&view.columns)
+            .map_err(sqe_iceberg::error::iceberg_to_df)?;
+        Ok(Some(Arc::new(ViewProvider {
+            schema: Arc::new(schema),
+            view,
+        })))
+    }
+}
+
+/// A view as DataFusion's catalog sees it: its columns and SQL, for metadata. Statements read
+/// the view's query in its place before planning, so a scan of it is never planned.
+#[derive(Debug)]
+pub struct ViewProvider {
+    schema: SchemaRef,
+    view: StoredView,
+}
+
+impl ViewProvider {
+    pub fn view(&self) -> &StoredView {
+        &self.view
+    }
+}
+
+#[async_trait]
+impl TableProvider for ViewProvider {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    fn get_table_definition(&self) -> Option<&str> {
+        Some(&self.view.sql)
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        _projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Err(DataFusionError::External(Box::new(Error::NotSupported(
+            "a view is read through its query; this statement cannot read it".into(),
+        ))))
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use iceberg::{Error, ErrorKind, Result, TableIdent};
+use iceberg::{Error, ErrorKind, NamespaceIdent, Result, TableIdent};
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -131,6 +131,17 @@ impl RestEndpoint {
         table: &TableIdent,
         tail: Option<&str>,
     ) -> Result<url::Url> {
+        let mut below = vec!["tables", table.name()];
+        below.extend(tail);
+        self.namespace_url(table.namespace(), &below).await
+    }
+
+    /// `{catalog_url}/v1/{prefix}/namespaces/{namespace}/{below…}`, each segment encoded.
+    pub(super) async fn namespace_url(
+        &self,
+        namespace: &NamespaceIdent,
+        below: &[&str],
+    ) -> Result<url::Url> {
         let prefix = self.prefix.get_or_try_init(|| self.fetch_prefix()).await?;
         let base = self.catalog_url.as_str().trim_end_matches('/');
         let base = match prefix.trim_matches('/') {
@@ -150,12 +161,8 @@ impl RestEndpoint {
             segments
                 .pop_if_empty()
                 .push("namespaces")
-                .push(&table.namespace().join("\u{1f}"))
-                .push("tables")
-                .push(table.name());
-            if let Some(tail) = tail {
-                segments.push(tail);
-            }
+                .push(&namespace.join("\u{1f}"))
+                .extend(below);
         }
         Ok(url)
     }

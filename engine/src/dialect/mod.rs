@@ -18,3 +18,4 @@ pub mod sql_types;
 pub mod statements;
 pub mod types;
 pub mod units;
+pub mod views;

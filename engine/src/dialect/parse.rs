@@ -83,7 +83,9 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
             location: None,
         })?;
     super::periods::fold_query_periods(demote_index_words(parenthesize_values(
-        rewrite_type_syntax(call_niladic_functions(tokens)),
+        rewrite_type_syntax(call_niladic_functions(
+            super::views::view_clauses_as_options(tokens),
+        )),
     )))
 }
 

@@ -99,6 +99,9 @@ pub enum Show {
     CreateTable {
         table: Vec<String>,
     },
+    CreateView {
+        view: Vec<String>,
+    },
     Functions {
         like: Option<String>,
     },
@@ -475,6 +478,10 @@ fn show(t: &mut Tokens) -> Result<Option<Show>> {
         Show::CreateTable {
             table: table_name(t)?,
         }
+    } else if t.keywords(&["CREATE", "VIEW"]) {
+        Show::CreateView {
+            view: table_name(t)?,
+        }
     } else if t.keyword("FUNCTIONS") {
         Show::Functions { like: t.like()? }
     } else if t.keyword("SESSION") {
@@ -688,6 +695,12 @@ mod tests {
             show("SHOW CREATE TABLE t"),
             Some(Show::CreateTable {
                 table: vec!["t".into()]
+            })
+        );
+        assert_eq!(
+            show("SHOW CREATE VIEW s.v"),
+            Some(Show::CreateView {
+                view: vec!["s".into(), "v".into()]
             })
         );
         assert!(recognize("SHOW TABLES FROM a.b.c").is_err());

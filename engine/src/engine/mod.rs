@@ -9,6 +9,7 @@ mod show;
 mod table_properties;
 mod template;
 mod unknown_names;
+mod views;
 
 pub use ingest::{IfExists, IfMissing, IngestTarget};
 pub use template::{OutputColumn, StatementTemplate};
@@ -176,6 +177,8 @@ pub enum StatementKind {
     Truncate,
     Update,
     Merge,
+    CreateView,
+    DropView,
     /// A procedure: `CALL system.runtime.kill_query(...)`.
     Call,
 }
@@ -198,6 +201,8 @@ impl StatementKind {
             StatementKind::Truncate => Some("TRUNCATE TABLE"),
             StatementKind::Update => Some("UPDATE"),
             StatementKind::Merge => Some("MERGE"),
+            StatementKind::CreateView => Some("CREATE VIEW"),
+            StatementKind::DropView => Some("DROP VIEW"),
             StatementKind::Call => Some("CALL"),
         }
     }
@@ -261,6 +266,7 @@ enum Action {
         task_ctx: Arc<TaskContext>,
     },
     ChangeTable(alter::TableChange),
+    ChangeView(views::ViewChange),
     ChangeRows(Box<row_changes::RowChangePlan>),
     /// Rows the result cache had.
     Cached(CachedResult),
@@ -424,9 +430,14 @@ impl Engine {
         let commits = Arc::new(Commits::new(vec![
             Arc::clone(&cache) as Arc<dyn sqe_iceberg::write::CommitListener>
         ]));
-        let crate::catalog::ConnectedCatalog { catalog, committer } = catalog;
+        let crate::catalog::ConnectedCatalog {
+            catalog,
+            committer,
+            views,
+        } = catalog;
         let provider = Arc::new(IcebergCatalogProvider::new(
             catalog,
+            views,
             settings.storage_props.clone(),
             Some(Arc::clone(&commits) as Arc<dyn sqe_iceberg::write::CommitListener>),
         ));
@@ -1036,6 +1047,10 @@ impl Engine {
                 self.alter_table(change).await?;
                 Outcome::Updated { rows: None }
             }
+            Action::ChangeView(change) => {
+                self.change_view(change).await?;
+                Outcome::Updated { rows: None }
+            }
             Action::ChangeRows(plan) => {
                 let rows = self.change_rows(*plan, cancel).await?;
                 Outcome::Updated {
@@ -1140,7 +1155,9 @@ impl Engine {
         let location = location
             .map(|l| self.settings.table_locations.check(&l))
             .transpose()?;
-        if self.catalog().table_exists(ident).await? {
+        if self.catalog().table_exists(ident).await?
+            || self.provider.views().load_view(ident).await?.is_some()
+        {
             return Err(Error::already_exists(ObjectKind::Table, ident.to_string()));
         }
         let creation = TableCreation::builder()
@@ -1226,15 +1243,21 @@ impl Engine {
             return Err(Error::not_found(ObjectKind::Schema, namespace.join(".")));
         }
         let tables = self.catalog().list_tables(namespace).await?;
-        if !tables.is_empty() && !cascade {
+        let views = self.provider.views().list_views(namespace).await?;
+        if !(cascade || tables.is_empty() && views.is_empty()) {
             return Err(Error::invalid(
                 ErrorCode::SchemaNotEmpty,
                 format!(
-                    "schema {} is not empty ({} tables); use DROP SCHEMA ... CASCADE",
+                    "schema {} is not empty ({} tables, {} views); use DROP SCHEMA ... CASCADE",
                     namespace.join("."),
-                    tables.len()
+                    tables.len(),
+                    views.len()
                 ),
             ));
+        }
+        for view in views {
+            let view = TableIdent::new(namespace.clone(), view);
+            self.provider.views().drop_view(&view).await?;
         }
         for table in &tables {
             self.catalog().purge_table(table).await?;

@@ -183,6 +183,8 @@ impl Engine {
         let planning = SessionStateBuilder::new_from_existing(state.clone())
             .with_catalog_list(Arc::new(catalogs))
             .build();
+        let mut query = query;
+        self.expand_views(state, &mut query).await?;
         let selected = planning.statement_to_plan(query).await?;
         let selected = crate::dialect::logical::to_trino(selected)?;
         // The rows written in the table's types, as INSERT converts them.

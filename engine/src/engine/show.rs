@@ -20,7 +20,7 @@ use super::{Engine, SessionSettings};
 use crate::dialect::quoting::{ident, ident_if_needed, literal};
 use crate::dialect::statements::Show;
 use crate::dialect::types::TrinoType;
-use crate::error::{Error, ObjectKind, Result};
+use crate::error::{Error, ErrorCode, ObjectKind, Result};
 use crate::metadata::{INFORMATION_SCHEMA, is_metadata};
 use crate::session_properties::{self, PROPERTIES};
 
@@ -168,10 +168,45 @@ impl Engine {
                 let text = self.create_table_text(state, (&c, &s, &t)).await?;
                 return single_text_column("Create Table", vec![text]);
             }
+            Show::CreateView { view } => {
+                let (c, s, v) = self.resolve_table(session, &view);
+                let text = self.create_view_text((&c, &s, &v)).await?;
+                return single_text_column("Create View", vec![text]);
+            }
             Show::Functions { like } => return functions_plan(state, like),
             Show::Session { like } => return self.session_plan(session, like),
         };
         Ok(state.create_logical_plan(&sql).await?)
+    }
+
+    /// `CREATE VIEW` text for a view: its query as it was written.
+    async fn create_view_text(&self, (c, s, v): (&str, &str, &str)) -> Result<String> {
+        let missing = || {
+            Error::invalid(
+                ErrorCode::TableNotFound,
+                format!("View '{c}.{s}.{v}' does not exist"),
+            )
+        };
+        if c != self.settings.catalog_name {
+            return Err(missing());
+        }
+        let schema = datafusion::catalog::CatalogProvider::schema(self.provider.as_ref(), s)
+            .ok_or_else(missing)?;
+        let schema = schema
+            .downcast_ref::<crate::catalog::IcebergSchemaProvider>()
+            .ok_or_else(missing)?;
+        let view = schema.view(v).await?.ok_or_else(missing)?;
+        let comment = view
+            .comment
+            .as_deref()
+            .map_or_else(String::new, |c| format!(" COMMENT {}", literal(c)));
+        Ok(format!(
+            "CREATE VIEW {}.{}.{}{comment} AS\n{}",
+            ident_if_needed(c),
+            ident_if_needed(s),
+            ident_if_needed(v),
+            view.sql
+        ))
     }
 
     /// `CREATE TABLE` text for an Iceberg table, in Trino's form.

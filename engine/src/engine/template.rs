@@ -56,6 +56,8 @@ enum Call {
     ChangeTable(super::alter::TableChange),
     /// A MERGE (its text), planned when bound: it reads its tables then.
     Merge(String),
+    /// CREATE VIEW, DROP VIEW.
+    ChangeView(super::views::ViewChange),
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -342,6 +344,11 @@ impl Engine {
                 let properties = take_table_properties(&mut statement)?;
                 if let Some(change) = self.plan_table_change(&state, &statement).await? {
                     call = Some(Call::ChangeTable(change));
+                } else if let Some(change) = self
+                    .plan_view_change(session, &state, &statement, sql)
+                    .await?
+                {
+                    call = Some(Call::ChangeView(change));
                 } else if is_merge(&statement) {
                     call = Some(Call::Merge(sql.to_string()));
                 }
@@ -355,6 +362,7 @@ impl Engine {
                         ));
                     }
                     self.refresh_if_schemas_unknown(&state, &statement).await?;
+                    self.expand_views(&state, &mut statement).await?;
                     if self.reads_metadata(&state, &statement)? {
                         // Metadata is computed on the coordinator.
                         state = self.session_state_with(session, false)?;
@@ -372,6 +380,7 @@ impl Engine {
         let kind = match &call {
             Some(Call::ChangeTable(change)) => change.kind(),
             Some(Call::Merge(_)) => StatementKind::Merge,
+            Some(Call::ChangeView(change)) => change.kind(),
             Some(Call::KillQuery { .. }) => StatementKind::Call,
             None => statement_kind(&logical),
         };
@@ -467,6 +476,7 @@ impl Engine {
                     user: user.clone(),
                 },
                 Call::ChangeTable(change) => Action::ChangeTable(change.clone()),
+                Call::ChangeView(change) => Action::ChangeView(change.clone()),
                 Call::Merge(sql) => {
                     let plan = self.plan_merge(&template.state, sql).await?;
                     Action::ChangeRows(Box::new(plan))

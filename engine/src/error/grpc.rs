@@ -25,7 +25,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::AmbiguousName
         | ErrorCode::InvalidParameterUsage
         | ErrorCode::InvalidArguments
-        | ErrorCode::MergeTargetRowMultipleMatches => Code::InvalidArgument,
+        | ErrorCode::MergeTargetRowMultipleMatches
+        | ErrorCode::InvalidView => Code::InvalidArgument,
         ErrorCode::NotFound
         | ErrorCode::FunctionNotFound
         | ErrorCode::ProcedureNotFound

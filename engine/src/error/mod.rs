@@ -139,6 +139,8 @@ pub enum ErrorCode {
     CatalogUnavailable,
     /// A MERGE whose target row matched more than one source row.
     MergeTargetRowMultipleMatches,
+    /// A view that cannot be read: its SQL no longer plans, or it reads itself.
+    InvalidView,
     /// A commit lost to another writer's (Trino's Iceberg connector's name).
     IcebergCommitError,
     /// A worker running part of the query could not be reached.
@@ -194,6 +196,7 @@ impl ErrorCode {
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
             ErrorCode::IcebergCommitError => "ICEBERG_COMMIT_ERROR",
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
+            ErrorCode::InvalidView => "INVALID_VIEW",
             ErrorCode::RemoteHostGone => "REMOTE_HOST_GONE",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
             ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
@@ -228,6 +231,7 @@ impl ErrorCode {
             | ErrorCode::UnknownTransaction
             | ErrorCode::NotInTransaction
             | ErrorCode::IncompatibleClient
+            | ErrorCode::InvalidView
             | ErrorCode::ProcedureNotFound
             | ErrorCode::SchemaNotEmpty
             | ErrorCode::AdministrativelyKilled

@@ -101,7 +101,7 @@ pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<d
                             Cell::from(t.catalog),
                             Cell::from(t.schema),
                             Cell::from(t.table),
-                            Cell::from("BASE TABLE"),
+                            Cell::from(if t.view { "VIEW" } else { "BASE TABLE" }),
                             NULL,
                         ]
                     })
@@ -138,7 +138,26 @@ pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<d
         }),
     );
 
-    // SQE has no views.
-    register(&VIEWS, MetadataTable::empty(&VIEWS));
+    let c = catalog.to_string();
+    register(
+        &VIEWS,
+        MetadataTable::over_catalogs(&VIEWS, all.clone(), move |a, filters| {
+            let scope = scope(&c, &filters, "table_schema", Some("table_name"));
+            async move {
+                let mut rows = Vec::new();
+                for (t, table) in walk::table_providers(&a, &scope).await? {
+                    if let Some(view) = table.downcast_ref::<crate::catalog::ViewProvider>() {
+                        rows.push(vec![
+                            Cell::from(t.catalog),
+                            Cell::from(t.schema),
+                            Cell::from(t.table),
+                            Cell::from(view.view().sql.clone()),
+                        ]);
+                    }
+                }
+                Ok(rows)
+            }
+        }),
+    );
     Arc::new(provider)
 }

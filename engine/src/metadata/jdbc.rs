@@ -378,7 +378,7 @@ pub(super) fn tables(
                         Cell::from(t.catalog),
                         Cell::from(t.schema),
                         Cell::from(t.table),
-                        Cell::from("TABLE"),
+                        Cell::from(if t.view { "VIEW" } else { "TABLE" }),
                     ];
                     row.resize(TABLES.columns.len(), NULL);
                     row

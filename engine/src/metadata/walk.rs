@@ -20,6 +20,8 @@ pub(super) struct TableEntry {
     pub catalog: String,
     pub schema: String,
     pub table: String,
+    /// Whether it is a view (else a table).
+    pub view: bool,
 }
 
 fn upgrade(all: &Weak<dyn CatalogProviderList>) -> DfResult<Arc<dyn CatalogProviderList>> {
@@ -74,11 +76,13 @@ pub(super) fn tables(
         let Some(provider) = list.catalog(&catalog).and_then(|c| c.schema(&schema)) else {
             continue;
         };
+        let iceberg = provider.downcast_ref::<crate::catalog::IcebergSchemaProvider>();
         for table in sorted(provider.table_names()) {
             if scope.table.as_ref().is_none_or(|want| *want == table) {
                 out.push(TableEntry {
                     catalog: catalog.clone(),
                     schema: schema.clone(),
+                    view: iceberg.is_some_and(|s| s.is_view(&table)),
                     table,
                 });
             }

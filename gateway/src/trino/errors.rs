@@ -51,6 +51,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::InvalidFunctionArgument => (7, USER),
         ErrorCode::DivisionByZero => (8, USER),
         ErrorCode::InvalidCastArgument => (9, USER),
+        ErrorCode::InvalidView => (11, USER),
         ErrorCode::AlreadyExists => (12, USER),
         ErrorCode::NotSupported => (13, USER),
         ErrorCode::InvalidSessionProperty => (14, USER),

@@ -1,1 +1,3 @@
+-- dbt's default materialization in Trino: CREATE OR REPLACE VIEW … SECURITY DEFINER AS …
+{{ config(materialized='view') }}
 select id, name, age, city from {{ ref('people') }} where age > 30

@@ -27,6 +27,7 @@ mod tpch_catalog;
 mod trino_cancel;
 mod trino_http;
 mod types;
+mod views;
 mod web_ui;
 mod worker_channel;
 mod writes;
