@@ -329,6 +329,18 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         got = self.check_same("sqedel", ["id", "ts", "category", "amount"])
         self.assertEqual([list(r) for r in got], [list(live[i]) for i in sorted(live)])
         self.assertEqual(CATALOG.load_table(f"{NAMESPACE}.sqedel").current_snapshot().summary.operation, Operation.OVERWRITE)
+        # "$files" and "$manifests" list what pyiceberg's inspection lists: data and delete files.
+        inspect = CATALOG.load_table(f"{NAMESPACE}.sqedel").inspect
+        theirs = sorted(
+            (r["content"], r["file_path"], r["record_count"], r["file_size_in_bytes"])
+            for r in inspect.files().to_pylist()
+        )
+        ours, _ = sqe('SELECT content, file_path, record_count, file_size_in_bytes FROM "sqedel$files"')
+        self.assertEqual(sorted(tuple(r) for r in ours), theirs)
+        self.assertIn(1, {r[0] for r in theirs})
+        theirs = sorted((r["path"], r["length"], r["added_snapshot_id"]) for r in inspect.manifests().to_pylist())
+        ours, _ = sqe('SELECT path, length, added_snapshot_id FROM "sqedel$manifests"')
+        self.assertEqual(sorted(tuple(r) for r in ours), theirs)
         delete("DELETE FROM sqedel", list(live))
 
     def test_format_1_tables_lose_whole_files_only(self):

@@ -10,6 +10,8 @@ pub enum MetadataTable {
     History,
     Properties,
     Refs,
+    Files,
+    Manifests,
 }
 
 impl MetadataTable {
@@ -19,6 +21,8 @@ impl MetadataTable {
             "history" => Self::History,
             "properties" => Self::Properties,
             "refs" => Self::Refs,
+            "files" => Self::Files,
+            "manifests" => Self::Manifests,
             _ => return None,
         })
     }
@@ -55,6 +59,8 @@ impl Addressed {
                     MetadataTable::History => "history",
                     MetadataTable::Properties => "properties",
                     MetadataTable::Refs => "refs",
+                    MetadataTable::Files => "files",
+                    MetadataTable::Manifests => "manifests",
                 };
                 format!("{table}${suffix}")
             }
@@ -108,6 +114,8 @@ mod tests {
             Addressed::Metadata(MetadataTable::History),
             Addressed::Metadata(MetadataTable::Properties),
             Addressed::Metadata(MetadataTable::Refs),
+            Addressed::Metadata(MetadataTable::Files),
+            Addressed::Metadata(MetadataTable::Manifests),
         ] {
             let name = addressed.name_for("orders");
             assert_eq!(Addressed::parse(&name), ("orders", addressed), "{name}");

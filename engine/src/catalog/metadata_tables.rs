@@ -1,5 +1,6 @@
-//! Trino's Iceberg metadata tables, read from the table's metadata when the statement is
-//! planned: `$snapshots`, `$history`, `$properties`, `$refs`, with Trino's columns.
+//! Trino's Iceberg metadata tables, read when the statement is planned, with Trino's columns:
+//! `$snapshots`, `$history`, `$properties`, `$refs` from the table's metadata, `$files` and
+//! `$manifests` from its current snapshot's manifests ([`super::manifest_tables`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -12,20 +13,24 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
 use iceberg::spec::TableMetadata;
+use iceberg::table::Table;
 
 use super::MetadataTable;
 use crate::error::{Error, Result};
 
-/// `kind` of the table whose metadata is `metadata`, as rows.
-pub(super) fn metadata_table(
-    metadata: &TableMetadata,
+/// `kind` of `table`, as rows.
+pub(super) async fn metadata_table(
+    table: &Table,
     kind: MetadataTable,
 ) -> Result<Arc<dyn TableProvider>> {
+    let metadata = table.metadata();
     let batch = match kind {
         MetadataTable::Snapshots => snapshots(metadata)?,
         MetadataTable::History => history(metadata)?,
         MetadataTable::Properties => properties(metadata)?,
         MetadataTable::Refs => refs(metadata)?,
+        MetadataTable::Files => super::manifest_tables::files(table).await?,
+        MetadataTable::Manifests => super::manifest_tables::manifests(table).await?,
     };
     Ok(Arc::new(MemTable::try_new(
         batch.schema(),

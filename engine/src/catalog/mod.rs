@@ -4,6 +4,7 @@ mod addressed;
 mod commit;
 mod connect;
 mod locations;
+mod manifest_tables;
 mod metadata_tables;
 mod provider;
 mod renewal;

@@ -164,7 +164,8 @@ impl SchemaProvider for IcebergSchemaProvider {
         let snapshot_id = match &addressed {
             Addressed::Current => None,
             Addressed::Metadata(kind) => {
-                return metadata_table(table.metadata(), *kind)
+                return metadata_table(&table, *kind)
+                    .await
                     .map(Some)
                     .map_err(|e| DataFusionError::External(Box::new(e)));
             }

@@ -1,6 +1,7 @@
 //! Time travel and metadata tables: every snapshot a sequence of writes made is readable
 //! again, by id and by instant, with the rows it had; `$snapshots`, `$history`, `$properties`
-//! and `$refs` say what the table's metadata says.
+//! and `$refs` say what the table's metadata says, `$files` and `$manifests` what its current
+//! snapshot's manifests hold.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
@@ -174,6 +175,102 @@ async fn every_snapshot_reads_back_by_id_and_by_instant() -> TestResult {
         .ok_or("wrote into a past snapshot")?;
     assert_eq!(refused.code(), ErrorCode::NotSupported, "{refused}");
     assert_eq!(count_and_max(&cluster, "tt.t").await?, (3, 3));
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn files_and_manifests_are_the_current_snapshots() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA fm").await?;
+    cluster
+        .sql("CREATE TABLE fm.t (id bigint, name varchar) WITH (format_version = 2)")
+        .await?;
+    let empty = cluster.query("SELECT count(*) FROM fm.\"t$files\"").await?;
+    assert_eq!(longs(&empty, 0), [Some(0)]);
+    cluster
+        .sql("INSERT INTO fm.t VALUES (1, 'a'), (2, 'b')")
+        .await?;
+    cluster.sql("INSERT INTO fm.t VALUES (3, NULL)").await?;
+    cluster.sql("DELETE FROM fm.t WHERE id = 1").await?;
+
+    // The referee: the totals the writers put in the snapshot's summary.
+    let table = cluster.iceberg_table("fm", "t").await?;
+    let snapshot = table
+        .metadata()
+        .current_snapshot()
+        .ok_or("no snapshot")?
+        .clone();
+    let total = |key: &str| -> Result<i64, String> {
+        snapshot
+            .summary()
+            .additional_properties
+            .get(key)
+            .ok_or(format!("no {key}"))?
+            .parse::<i64>()
+            .map_err(|e| e.to_string())
+    };
+    let data = cluster
+        .query(
+            "SELECT count(*), sum(record_count), sum(file_size_in_bytes) FROM fm.\"t$files\" \
+             WHERE content = 0 AND file_format = 'PARQUET'",
+        )
+        .await?;
+    assert_eq!(
+        [longs(&data, 0)[0], longs(&data, 1)[0]],
+        [
+            Some(total("total-data-files")?),
+            Some(total("total-records")?)
+        ]
+    );
+    let deletes = cluster
+        .query("SELECT count(*), sum(record_count) FROM fm.\"t$files\" WHERE content = 1")
+        .await?;
+    assert_eq!(
+        [longs(&deletes, 0)[0], longs(&deletes, 1)[0]],
+        [
+            Some(total("total-delete-files")?),
+            Some(total("total-position-deletes")?)
+        ]
+    );
+    assert_eq!(longs(&deletes, 0)[0], Some(1));
+    let sizes = cluster
+        .query("SELECT sum(file_size_in_bytes) FROM fm.\"t$files\"")
+        .await?;
+    assert_eq!(longs(&sizes, 0)[0], Some(total("total-files-size")?));
+    // Each data file's counts by field id: the one NULL name is in one file's null counts.
+    let nulls = cluster
+        .query(
+            "SELECT count(*) FROM fm.\"t$files\" \
+             WHERE content = 0 AND cardinality(null_value_counts) = 2",
+        )
+        .await?;
+    assert_eq!(longs(&nulls, 0)[0], Some(total("total-data-files")?));
+
+    // Manifests: those of the current snapshot's list, counting every live file.
+    let manifest_list = table.manifest_list_reader(&snapshot).load().await?;
+    let manifests = cluster
+        .query(
+            "SELECT count(*), \
+             sum(coalesce(added_data_files_count, 0) + coalesce(existing_data_files_count, 0)) \
+             FROM fm.\"t$manifests\"",
+        )
+        .await?;
+    assert_eq!(
+        longs(&manifests, 0)[0],
+        Some(manifest_list.entries().len() as i64)
+    );
+    assert_eq!(
+        longs(&manifests, 1)[0],
+        Some(total("total-data-files")? + total("total-delete-files")?)
+    );
+    let paths = cluster
+        .query("SELECT count(*) FROM fm.\"t$manifests\" WHERE path LIKE '%.avro' AND length > 0")
+        .await?;
+    assert_eq!(
+        longs(&paths, 0)[0],
+        Some(manifest_list.entries().len() as i64)
+    );
     cluster.stop().await;
     Ok(())
 }

@@ -1,0 +1,190 @@
+//! Trino's `$files` and `$manifests` of an Iceberg table: what its current snapshot's
+//! manifest list and manifests hold, read when the statement is planned. Columns Trino derives
+//! from values (`partition`, `lower_bounds`, `upper_bounds`, `readable_metrics`,
+//! `partition_summaries`) and `key_metadata` are not shown yet.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder, MapBuilder,
+    RecordBatch, StringArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use iceberg::spec::{DataFile, ManifestFile};
+use iceberg::table::Table;
+
+use crate::error::Result;
+
+/// The current snapshot's manifests; none before the first write.
+async fn current_manifests(table: &Table) -> Result<Vec<ManifestFile>> {
+    let Some(snapshot) = table.metadata().current_snapshot() else {
+        return Ok(Vec::new());
+    };
+    Ok(table
+        .manifest_list_reader(snapshot)
+        .load()
+        .await?
+        .entries()
+        .to_vec())
+}
+
+/// `map(integer, bigint)` of per-column counts, by field id.
+fn counts(files: &[DataFile], of: impl Fn(&DataFile) -> &HashMap<i32, u64>) -> Result<ArrayRef> {
+    let mut map = MapBuilder::new(None, Int32Builder::new(), Int64Builder::new());
+    for file in files {
+        let sorted: BTreeMap<_, _> = of(file).iter().collect();
+        for (id, count) in sorted {
+            map.keys().append_value(*id);
+            map.values()
+                .append_value(i64::try_from(*count).unwrap_or(i64::MAX));
+        }
+        map.append(true)?;
+    }
+    Ok(Arc::new(map.finish()))
+}
+
+fn bigint(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// Every live data and delete file of the current snapshot.
+pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
+    let mut files: Vec<DataFile> = Vec::new();
+    // The spec a file was written with is its manifest's.
+    let mut spec_ids: Vec<i32> = Vec::new();
+    for manifest in current_manifests(table).await? {
+        for entry in manifest.load_manifest(table.file_io()).await?.entries() {
+            if entry.is_alive() {
+                files.push(entry.data_file().clone());
+                spec_ids.push(manifest.partition_spec_id);
+            }
+        }
+    }
+    let mut split_offsets = ListBuilder::new(Int64Builder::new());
+    let mut equality_ids = ListBuilder::new(Int32Builder::new());
+    for file in &files {
+        match file.split_offsets() {
+            Some(offsets) => {
+                split_offsets.values().append_slice(offsets);
+                split_offsets.append(true);
+            }
+            None => split_offsets.append(false),
+        }
+        match file.equality_ids() {
+            Some(ids) => {
+                equality_ids.values().append_slice(&ids);
+                equality_ids.append(true);
+            }
+            None => equality_ids.append(false),
+        }
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter_values(
+            files.iter().map(|f| f.content_type() as i32),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            files.iter().map(DataFile::file_path),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            files
+                .iter()
+                .map(|f| f.file_format().to_string().to_uppercase()),
+        )),
+        Arc::new(Int32Array::from(spec_ids)),
+        Arc::new(Int64Array::from_iter_values(
+            files.iter().map(|f| bigint(f.record_count())),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            files.iter().map(|f| bigint(f.file_size_in_bytes())),
+        )),
+        counts(&files, DataFile::column_sizes)?,
+        counts(&files, DataFile::value_counts)?,
+        counts(&files, DataFile::null_value_counts)?,
+        counts(&files, DataFile::nan_value_counts)?,
+        Arc::new(split_offsets.finish()),
+        Arc::new(equality_ids.finish()),
+        Arc::new(Int32Array::from_iter(
+            files.iter().map(DataFile::sort_order_id),
+        )),
+    ];
+    let fields: Vec<Field> = [
+        ("content", DataType::Int32, false),
+        ("file_path", DataType::Utf8, false),
+        ("file_format", DataType::Utf8, false),
+        ("spec_id", DataType::Int32, false),
+        ("record_count", DataType::Int64, false),
+        ("file_size_in_bytes", DataType::Int64, false),
+    ]
+    .into_iter()
+    .map(|(name, data_type, nullable)| Field::new(name, data_type, nullable))
+    .chain(
+        [
+            "column_sizes",
+            "value_counts",
+            "null_value_counts",
+            "nan_value_counts",
+            "split_offsets",
+            "equality_ids",
+            "sort_order_id",
+        ]
+        .into_iter()
+        .zip(&columns[6..])
+        .map(|(name, column)| Field::new(name, column.data_type().clone(), true)),
+    )
+    .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+/// The current snapshot's manifests, data and delete, with their counts.
+pub(super) async fn manifests(table: &Table) -> Result<RecordBatch> {
+    let manifests = current_manifests(table).await?;
+    let count = |of: fn(&ManifestFile) -> Option<u32>| -> ArrayRef {
+        Arc::new(Int32Array::from_iter(
+            manifests
+                .iter()
+                .map(|m| of(m).map(|n| i32::try_from(n).unwrap_or(i32::MAX))),
+        ))
+    };
+    let rows = |of: fn(&ManifestFile) -> Option<u64>| -> ArrayRef {
+        Arc::new(Int64Array::from_iter(
+            manifests.iter().map(|m| of(m).map(bigint)),
+        ))
+    };
+    let schema = Schema::new(vec![
+        Field::new("path", DataType::Utf8, false),
+        Field::new("length", DataType::Int64, false),
+        Field::new("partition_spec_id", DataType::Int32, false),
+        Field::new("added_snapshot_id", DataType::Int64, false),
+        Field::new("added_data_files_count", DataType::Int32, true),
+        Field::new("added_rows_count", DataType::Int64, true),
+        Field::new("existing_data_files_count", DataType::Int32, true),
+        Field::new("existing_rows_count", DataType::Int64, true),
+        Field::new("deleted_data_files_count", DataType::Int32, true),
+        Field::new("deleted_rows_count", DataType::Int64, true),
+    ]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            manifests.iter().map(|m| m.manifest_path.as_str()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            manifests.iter().map(|m| m.manifest_length),
+        )),
+        Arc::new(Int32Array::from_iter_values(
+            manifests.iter().map(|m| m.partition_spec_id),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            manifests.iter().map(|m| m.added_snapshot_id),
+        )),
+        count(|m| m.added_files_count),
+        rows(|m| m.added_rows_count),
+        count(|m| m.existing_files_count),
+        rows(|m| m.existing_rows_count),
+        count(|m| m.deleted_files_count),
+        rows(|m| m.deleted_rows_count),
+    ];
+    Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
+}
