@@ -377,6 +377,26 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         got = self.check_same("evolved", ["id", "quantity"])
         self.assertEqual([list(r) for r in got], [[1, 10], [2, None], [3, 5000000000]])
 
+    def test_sqe_upgrades_the_format_and_evolves_partitioning(self):
+        """SET PROPERTIES format_version = 2, partitioning = ARRAY[...] on a format 1 table pyiceberg
+        wrote: one commit; rows written after go by the new spec, and part of a file can be deleted."""
+        table = CATALOG.create_table(f"{NAMESPACE}.evolving", schema=SCHEMA, properties={"format-version": "1"})
+        table.append(rows(1, 20))
+        sqe("ALTER TABLE evolving SET PROPERTIES format_version = 2, partitioning = ARRAY['category', 'bucket(id, 2)']")
+        table = CATALOG.load_table(f"{NAMESPACE}.evolving")
+        self.assertEqual(table.format_version, 2)
+        self.assertEqual(
+            [(f.name, str(f.transform)) for f in table.spec().fields],
+            [("category", "identity"), ("id_bucket", "bucket[2]")],
+        )
+        sqe("INSERT INTO evolving SELECT id + 100, ts, category, amount FROM evolving")
+        (count,), = sqe("DELETE FROM evolving WHERE id % 3 = 0")[0]
+        self.assertEqual(count, 13)
+        got = self.check_same("evolving", ["id", "ts", "category", "amount"])
+        self.assertEqual(len(got), 27)
+        specs = {r["spec_id"] for r in CATALOG.load_table(f"{NAMESPACE}.evolving").inspect.files().to_pylist()}
+        self.assertEqual(specs, {0, table.spec().spec_id})
+
     def test_sqe_views_are_iceberg_views_in_the_rest_catalog(self):
         """SQE's CREATE [OR REPLACE] VIEW and DROP VIEW through the REST catalog's view endpoints:
         pyiceberg loads the view with SQE's SQL (dialect trino) and columns."""

@@ -84,7 +84,7 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
         })?;
     super::periods::fold_query_periods(demote_index_words(parenthesize_values(
         rewrite_type_syntax(call_niladic_functions(
-            super::views::view_clauses_as_options(tokens),
+            super::views::view_clauses_as_options(set_properties_as_options(tokens)),
         )),
     )))
 }
@@ -129,6 +129,42 @@ fn single(tokens: Vec<TokenWithSpan>) -> Result<DFStatement> {
         message: "the statement is empty".into(),
         location: None,
     })
+}
+
+/// Trino's `ALTER TABLE t SET PROPERTIES a = x, b = y` in the form the parser reads, Hive's
+/// `SET TBLPROPERTIES (a = x, b = y)`.
+fn set_properties_as_options(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let words: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let is = |i: usize, word: &str| {
+        matches!(&tokens[i].token, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+    };
+    if !(words.len() > 4 && is(words[0], "ALTER") && is(words[1], "TABLE")) {
+        return tokens;
+    }
+    let Some(at) = words
+        .windows(2)
+        .find(|pair| is(pair[0], "SET") && is(pair[1], "PROPERTIES"))
+        .map(|pair| pair[1])
+    else {
+        return tokens;
+    };
+    let span = tokens[at].span;
+    tokens[at] = TokenWithSpan::new(Token::make_keyword("TBLPROPERTIES"), span);
+    // The properties run to the statement's end (before a final `;`).
+    let Some(&last) = words
+        .iter()
+        .rev()
+        .find(|&&i| !matches!(tokens[i].token, Token::SemiColon | Token::EOF))
+    else {
+        return tokens;
+    };
+    let last_span = tokens[last].span;
+    tokens.insert(last + 1, TokenWithSpan::new(Token::RParen, last_span));
+    tokens.insert(at + 1, TokenWithSpan::new(Token::LParen, span));
+    tokens
 }
 
 /// Trino matches names case-insensitively, quoted or not: quoted names are folded to lower
@@ -315,6 +351,21 @@ mod tests {
             Ok(parsed) => parsed.statement.to_string(),
             Err(e) => format!("error: {e}"),
         }
+    }
+
+    #[test]
+    fn set_properties_reads_as_table_options() {
+        assert_eq!(
+            sql_of(
+                "alter table s.t set properties partitioning = ARRAY['a', 'day(b)'], format_version = 2;"
+            ),
+            "ALTER TABLE s.t SET TBLPROPERTIES(partitioning = ARRAY['a', 'day(b)'], format_version = 2)"
+        );
+        // Only ALTER TABLE's SET PROPERTIES.
+        assert_eq!(
+            sql_of("SELECT properties FROM t"),
+            "SELECT properties FROM t"
+        );
     }
 
     #[test]

@@ -11,15 +11,17 @@ use std::sync::Arc;
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::planner::object_name_to_table_reference;
+use datafusion::sql::sqlparser::ast::SqlOption;
 use datafusion::sql::sqlparser::ast::{
     AlterColumnOperation, AlterTable, AlterTableOperation, ColumnDef, CommentObject, ObjectName,
     RenameTableNameKind, Statement,
 };
-use iceberg::spec::{NestedField, Schema, Type};
+use iceberg::spec::{FormatVersion, NestedField, Schema, Type, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::transaction::{AddColumn, ApplyTransactionAction, Transaction};
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
+use super::table_properties::{PropertyValues, partition_spec};
 use super::{Engine, StatementKind};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
@@ -59,6 +61,8 @@ enum Change {
         column: String,
         comment: Option<String>,
     },
+    /// `SET PROPERTIES partitioning = ARRAY[…], format_version = 2`.
+    SetProperties(PropertyChanges),
 }
 
 /// The Iceberg table property Trino's Iceberg connector keeps a table's comment in.
@@ -177,10 +181,13 @@ impl Engine {
                     field_type: self.column_type(state, &column).await?,
                 }
             }
+            AlterTableOperation::SetTblProperties { table_properties } => {
+                Change::SetProperties(property_changes(table_properties)?)
+            }
             other => {
                 return Err(Error::NotSupported(format!(
                     "ALTER TABLE {other}: SQE alters tables by ADD COLUMN, DROP COLUMN, RENAME COLUMN, \
-                     ALTER COLUMN … SET DATA TYPE and RENAME TO"
+                     ALTER COLUMN … SET DATA TYPE, SET PROPERTIES and RENAME TO"
                 )));
             }
         };
@@ -366,6 +373,9 @@ impl Engine {
                 }
                 return self.commit_schema(&table, evolved).await;
             }
+            Change::SetProperties(changes) => {
+                return self.set_properties(&table, changes).await;
+            }
             Change::ColumnComment { column, comment } => {
                 let evolved = evolve_column(schema, &column, |field| field.doc = comment)?;
                 return self.commit_schema(&table, evolved).await;
@@ -389,19 +399,32 @@ impl Engine {
 impl Engine {
     /// Makes `schema` the table's current schema, if the one it was derived from still is.
     async fn commit_schema(&self, table: &Table, schema: Schema) -> Result<()> {
-        let metadata = table.metadata();
-        let requirements = vec![
-            TableRequirement::UuidMatch {
-                uuid: metadata.uuid(),
-            },
-            TableRequirement::CurrentSchemaIdMatch {
-                current_schema_id: metadata.current_schema_id(),
-            },
-        ];
+        let requirements = vec![TableRequirement::CurrentSchemaIdMatch {
+            current_schema_id: table.metadata().current_schema_id(),
+        }];
         let updates = vec![
             TableUpdate::AddSchema { schema },
             TableUpdate::SetCurrentSchema { schema_id: -1 },
         ];
+        self.commit_metadata(table, requirements, updates, "schema")
+            .await
+    }
+
+    /// Applies `updates` to the table's metadata if it is still the table read and every
+    /// requirement holds; `what` names the change in a conflict's message.
+    async fn commit_metadata(
+        &self,
+        table: &Table,
+        mut requirements: Vec<TableRequirement>,
+        updates: Vec<TableUpdate>,
+        what: &str,
+    ) -> Result<()> {
+        requirements.insert(
+            0,
+            TableRequirement::UuidMatch {
+                uuid: table.metadata().uuid(),
+            },
+        );
         let committed = self
             .committer
             .commit_updates(table.identifier(), requirements, updates)
@@ -411,13 +434,81 @@ impl Engine {
             iceberg::ErrorKind::CatalogCommitConflicts => Error::invalid(
                 ErrorCode::IcebergCommitError,
                 format!(
-                    "Failed to commit the schema of {}: {e}; run the statement again",
+                    "Failed to commit the {what} of {}: {e}; run the statement again",
                     table.identifier()
                 ),
             ),
             _ => Error::from(e),
         })
     }
+}
+
+impl Engine {
+    /// A new default partition spec (files written before keep theirs) and a format upgrade,
+    /// in one commit.
+    async fn set_properties(&self, table: &Table, changes: PropertyChanges) -> Result<()> {
+        let metadata = table.metadata();
+        let mut requirements = Vec::new();
+        let mut updates = Vec::new();
+        if let Some(version) = changes.format_version {
+            let current = metadata.format_version();
+            match (current, version) {
+                (FormatVersion::V1, 2) => updates.push(TableUpdate::UpgradeFormatVersion {
+                    format_version: FormatVersion::V2,
+                }),
+                (FormatVersion::V2, 2) => {}
+                _ => {
+                    return Err(Error::NotSupported(format!(
+                        "format_version = {version} on a format {} table: SQE upgrades format 1 to 2",
+                        current as u8
+                    )));
+                }
+            }
+        }
+        if let Some(fields) = changes.partitioning {
+            let spec = partition_spec(metadata.current_schema(), &fields)?
+                .unwrap_or_else(|| UnboundPartitionSpec::builder().build());
+            requirements.push(TableRequirement::DefaultSpecIdMatch {
+                default_spec_id: metadata.default_partition_spec_id(),
+            });
+            requirements.push(TableRequirement::CurrentSchemaIdMatch {
+                current_schema_id: metadata.current_schema_id(),
+            });
+            updates.push(TableUpdate::AddSpec { spec });
+            updates.push(TableUpdate::SetDefaultSpec { spec_id: -1 });
+        }
+        if updates.is_empty() {
+            return Ok(());
+        }
+        self.commit_metadata(table, requirements, updates, "properties")
+            .await
+    }
+}
+
+/// What `SET PROPERTIES` changes: of the properties CREATE TABLE takes, those a table can
+/// change.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PropertyChanges {
+    partitioning: Option<Vec<String>>,
+    format_version: Option<u8>,
+}
+
+fn property_changes(options: &[SqlOption]) -> Result<PropertyChanges> {
+    let given = PropertyValues::read(options)?;
+    for (name, set) in [
+        ("location", given.location.is_some()),
+        ("format", given.format.is_some()),
+    ] {
+        if set {
+            return Err(Error::NotSupported(format!(
+                "changing the table property '{name}'"
+            )));
+        }
+    }
+    Ok(PropertyChanges {
+        partitioning: given.partitioning,
+        format_version: given.format_version,
+    })
 }
 
 /// `schema` with its top-level column `name` changed by `change` (same field id).

@@ -72,46 +72,75 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
             return Ok(TableProperties::default());
         }
     };
-    let mut properties = TableProperties::default();
-    for option in options {
-        let SqlOption::KeyValue { key, value } = option else {
-            return Err(Error::invalid(
-                ErrorCode::InvalidTableProperty,
-                format!("unsupported table option {option}"),
-            ));
-        };
-        match key.value.to_ascii_lowercase().as_str() {
-            "partitioning" => properties.partitioning = string_array(&value, "partitioning")?,
-            "location" => properties.location = Some(string(&value, "location")?),
-            // Accepted as SHOW CREATE TABLE prints them, so its text creates the table again.
-            "format" => {
-                let format = string(&value, "format")?;
-                if !format.eq_ignore_ascii_case("PARQUET") {
-                    return Err(Error::NotSupported(format!(
-                        "table format '{format}': SQE writes PARQUET"
-                    )));
-                }
-            }
-            "format_version" => {
-                if value.to_string() != "2" {
-                    return Err(Error::NotSupported(format!(
-                        "format_version = {value}: SQE creates Iceberg v2 tables"
-                    )));
-                }
-            }
-            other => {
-                let supported: Vec<&str> = TABLE_PROPERTIES.iter().map(|p| p.name).collect();
+    let given = PropertyValues::read(&options)?;
+    // `format` and `format_version` are accepted as SHOW CREATE TABLE prints them, so its text
+    // creates the table again.
+    if let Some(format) = &given.format
+        && !format.eq_ignore_ascii_case("PARQUET")
+    {
+        return Err(Error::NotSupported(format!(
+            "table format '{format}': SQE writes PARQUET"
+        )));
+    }
+    if let Some(version) = given.format_version
+        && version != 2
+    {
+        return Err(Error::NotSupported(format!(
+            "format_version = {version}: SQE creates Iceberg v2 tables"
+        )));
+    }
+    Ok(TableProperties {
+        partitioning: given.partitioning.unwrap_or_default(),
+        location: given.location,
+    })
+}
+
+/// The table properties a statement gives (CREATE TABLE's `WITH`, ALTER TABLE's
+/// `SET PROPERTIES`), read and type-checked; each statement decides which it takes.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PropertyValues {
+    pub partitioning: Option<Vec<String>>,
+    pub location: Option<String>,
+    pub format: Option<String>,
+    pub format_version: Option<u8>,
+}
+
+impl PropertyValues {
+    pub(super) fn read(options: &[SqlOption]) -> Result<Self> {
+        let mut given = Self::default();
+        for option in options {
+            let SqlOption::KeyValue { key, value } = option else {
                 return Err(Error::invalid(
                     ErrorCode::InvalidTableProperty,
-                    format!(
-                        "unknown table property '{other}' (supported: {})",
-                        supported.join(", ")
-                    ),
+                    format!("unsupported table option {option}"),
                 ));
+            };
+            match key.value.to_ascii_lowercase().as_str() {
+                "partitioning" => given.partitioning = Some(string_array(value, "partitioning")?),
+                "location" => given.location = Some(string(value, "location")?),
+                "format" => given.format = Some(string(value, "format")?),
+                "format_version" => {
+                    given.format_version = Some(value.to_string().parse().map_err(|_| {
+                        Error::invalid(
+                            ErrorCode::InvalidTableProperty,
+                            format!("format_version takes 1 or 2, got {value}"),
+                        )
+                    })?);
+                }
+                other => {
+                    let supported: Vec<&str> = TABLE_PROPERTIES.iter().map(|p| p.name).collect();
+                    return Err(Error::invalid(
+                        ErrorCode::InvalidTableProperty,
+                        format!(
+                            "unknown table property '{other}' (supported: {})",
+                            supported.join(", ")
+                        ),
+                    ));
+                }
             }
         }
+        Ok(given)
     }
-    Ok(properties)
 }
 
 fn string(value: &Expr, property: &str) -> Result<String> {

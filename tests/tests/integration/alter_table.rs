@@ -328,3 +328,111 @@ async fn columns_rename_widen_and_take_comments_by_field_id() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn partitioning_evolves_and_older_files_keep_their_spec() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA pe").await?;
+    cluster
+        .sql(
+            "CREATE TABLE pe.t (id bigint, region varchar, day date) \
+             WITH (partitioning = ARRAY['region'])",
+        )
+        .await?;
+    cluster
+        .sql("INSERT INTO pe.t VALUES (1, 'eu', DATE '2026-01-05'), (2, 'us', DATE '2026-02-07')")
+        .await?;
+    let changed = cluster
+        .sql("ALTER TABLE pe.t SET PROPERTIES partitioning = ARRAY['month(day)', 'bucket(id, 4)']")
+        .await?;
+    assert!(matches!(changed, Collected::Updated(None)), "{changed:?}");
+    cluster
+        .sql("INSERT INTO pe.t VALUES (3, 'eu', DATE '2026-01-20'), (4, 'us', DATE '2026-03-01')")
+        .await?;
+    let table = cluster.iceberg_table("pe", "t").await?;
+    let spec = table.metadata().default_partition_spec();
+    let fields: Vec<String> = spec
+        .fields()
+        .iter()
+        .map(|f| format!("{}:{}", f.name, f.transform))
+        .collect();
+    assert_eq!(fields, ["day_month:month", "id_bucket:bucket[4]"]);
+    // Files written before keep the spec they were written with.
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT spec_id, sum(record_count) AS n FROM pe.\"t$files\" GROUP BY spec_id ORDER BY spec_id"
+        )
+        .await?,
+        format!(
+            "+---------+---+\n| spec_id | n |\n+---------+---+\n| 0       | 2 |\n| {} | 2 |\n+---------+---+",
+            format_args!("{:<7}", spec.spec_id())
+        )
+    );
+    // Filters on either spec's columns read both kinds of files right, and so do deletes.
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT id FROM pe.t WHERE region = 'eu' ORDER BY id"
+        )
+        .await?,
+        "+----+\n| id |\n+----+\n| 1  |\n| 3  |\n+----+"
+    );
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT id FROM pe.t WHERE day < DATE '2026-02-01' ORDER BY id"
+        )
+        .await?,
+        "+----+\n| id |\n+----+\n| 1  |\n| 3  |\n+----+"
+    );
+    cluster.sql("DELETE FROM pe.t WHERE id IN (2, 3)").await?;
+    assert_eq!(
+        rows(&cluster, "SELECT id FROM pe.t ORDER BY id").await?,
+        "+----+\n| id |\n+----+\n| 1  |\n| 4  |\n+----+"
+    );
+    let create = rows(&cluster, "SHOW CREATE TABLE pe.t").await?;
+    assert!(
+        create.contains("partitioning = ARRAY['month(day)','bucket(id, 4)']"),
+        "{create}"
+    );
+    // Back to unpartitioned.
+    cluster
+        .sql("ALTER TABLE pe.t SET PROPERTIES partitioning = ARRAY[]")
+        .await?;
+    let table = cluster.iceberg_table("pe", "t").await?;
+    assert!(
+        table
+            .metadata()
+            .default_partition_spec()
+            .fields()
+            .is_empty()
+    );
+
+    for (sql, code) in [
+        (
+            "ALTER TABLE pe.t SET PROPERTIES partitioning = ARRAY['nope']",
+            ErrorCode::InvalidTableProperty,
+        ),
+        (
+            "ALTER TABLE pe.t SET PROPERTIES colour = 'red'",
+            ErrorCode::InvalidTableProperty,
+        ),
+        (
+            "ALTER TABLE pe.t SET PROPERTIES location = 'file:///elsewhere'",
+            ErrorCode::NotSupported,
+        ),
+        (
+            "ALTER TABLE pe.t SET PROPERTIES format_version = 1",
+            ErrorCode::NotSupported,
+        ),
+        (
+            "ALTER TABLE pe.missing SET PROPERTIES partitioning = ARRAY[]",
+            ErrorCode::TableNotFound,
+        ),
+    ] {
+        assert_eq!(cluster.error_code(sql).await?, code, "{sql}");
+    }
+    cluster.stop().await;
+    Ok(())
+}
