@@ -71,7 +71,14 @@ impl IcebergCatalogProvider {
                 Err(e) if e.kind() == ErrorKind::NamespaceNotFound => continue,
                 Err(e) => return Err(e.into()),
             };
-            let views = self.views.list_views(&namespace).await?;
+            // Views are extra: a catalog that will not list them still serves its tables.
+            let views = match self.views.list_views(&namespace).await {
+                Ok(views) => views,
+                Err(e) => {
+                    tracing::warn!(namespace = %namespace.join("."), error = %e, "views not listed");
+                    Vec::new()
+                }
+            };
             let name = namespace.join(".");
             let schema = IcebergSchemaProvider {
                 catalog: Arc::clone(&self.catalog),

@@ -456,7 +456,7 @@ impl Engine {
                 (FormatVersion::V1, 2) => updates.push(TableUpdate::UpgradeFormatVersion {
                     format_version: FormatVersion::V2,
                 }),
-                (FormatVersion::V2, 2) => {}
+                (FormatVersion::V1, 1) | (FormatVersion::V2, 2) => {}
                 _ => {
                     return Err(Error::NotSupported(format!(
                         "format_version = {version} on a format {} table: SQE upgrades format 1 to 2",

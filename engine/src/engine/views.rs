@@ -21,12 +21,17 @@ use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
 
 use super::{Engine, SessionSettings, StatementKind};
-use crate::catalog::{IcebergSchemaProvider, StoredView, ViewDefinition};
+use crate::catalog::{IcebergSchemaProvider, StoredView, TRINO_DIALECT, ViewDefinition};
+use crate::dialect::parse::Label;
+use crate::dialect::quoting;
 use crate::dialect::views::{view_options, view_query_text};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
 /// How deep views may read views.
 const MAX_VIEW_DEPTH: usize = 32;
+/// How many view references one statement may read, counting those inside views (a view
+/// reading another twice doubles it).
+const MAX_VIEW_EXPANSIONS: usize = 1_000;
 
 /// A planned CREATE VIEW or DROP VIEW.
 #[derive(Debug, Clone)]
@@ -196,6 +201,7 @@ impl Engine {
                 let targets = write_targets(statement);
                 self.expand_in(statement.as_mut(), &defaults, &targets, &[])
                     .await
+                    .map(|_| ())
             }
             DFStatement::Explain(explain) => {
                 Box::pin(self.expand_views(state, &mut explain.statement)).await
@@ -205,26 +211,29 @@ impl Engine {
     }
 
     /// Reads the views `node` names; `targets` are names it writes (left as they are) and
-    /// `within` the views being read around it.
+    /// `within` the views being read around it. Returns how many view references it expanded,
+    /// counting those inside the views.
     fn expand_in<'a, N: VisitMut + Visit + Send>(
         &'a self,
         node: &'a mut N,
         defaults: &'a Defaults,
         targets: &'a [ObjectName],
         within: &'a [TableIdent],
-    ) -> BoxFuture<'a, Result<()>> {
+    ) -> BoxFuture<'a, Result<usize>> {
         Box::pin(async move {
-            let mut found = Relations {
-                targets,
-                depth: 0,
-                names: Vec::new(),
-                ctes: HashSet::new(),
+            let names = {
+                let mut found = Relations {
+                    targets,
+                    depth: 0,
+                    ctes: CteScope::default(),
+                    names: Vec::new(),
+                };
+                let _ = Visit::visit(node, &mut found);
+                found.names
             };
-            let _ = Visit::visit(node, &mut found);
-            let Relations { names, ctes, .. } = found;
-            let mut views: HashMap<ObjectName, (TableIdent, Query, Vec<String>)> = HashMap::new();
+            let mut views: HashMap<ObjectName, ExpandedView> = HashMap::new();
             for name in names {
-                if views.contains_key(&name) || is_cte(&name, &ctes) {
+                if views.contains_key(&name) {
                     continue;
                 }
                 let Some((ident, view)) = self.view_named(&name, defaults).await? else {
@@ -253,7 +262,8 @@ impl Engine {
                 qualify(&mut query, &view_defaults);
                 let mut inner = within.to_vec();
                 inner.push(ident.clone());
-                self.expand_in(&mut query, &view_defaults, &[], &inner)
+                let expansions = self
+                    .expand_in(&mut query, &view_defaults, &[], &inner)
                     .await?;
                 let columns = view
                     .columns
@@ -262,19 +272,38 @@ impl Engine {
                     .iter()
                     .map(|f| f.name.clone())
                     .collect();
-                views.insert(name, (ident, query, columns));
-            }
-            if !views.is_empty() {
-                let _ = VisitMut::visit(
-                    node,
-                    &mut ReadViews {
-                        targets,
-                        depth: 0,
-                        views: &views,
+                views.insert(
+                    name,
+                    ExpandedView {
+                        ident,
+                        query,
+                        columns,
+                        expansions,
                     },
                 );
             }
-            Ok(())
+            if views.is_empty() {
+                return Ok(0);
+            }
+            let mut read = ReadViews {
+                targets,
+                depth: 0,
+                ctes: CteScope::default(),
+                views: &views,
+                expansions: 0,
+            };
+            let _ = VisitMut::visit(node, &mut read);
+            if read.expansions > MAX_VIEW_EXPANSIONS {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidView,
+                    format!(
+                        "the statement reads views {} times over (views reading views); at most \
+                         {MAX_VIEW_EXPANSIONS} are read",
+                        read.expansions
+                    ),
+                ));
+            }
+            Ok(read.expansions)
         })
     }
 
@@ -318,7 +347,9 @@ fn table_reference(name: &ObjectName) -> Result<datafusion::sql::TableReference>
     Ok(object_name_to_table_reference(name.clone(), true)?)
 }
 
-/// The view's stored SQL as a query, read as a statement would be.
+/// The view's stored SQL as a query, read as a statement would be. A query whose columns
+/// include a `*` reads the stored columns by name, so a table changed under the view fails
+/// the read (`COLUMN_NOT_FOUND`) instead of showing another column under a stored name.
 fn view_query(ident: &TableIdent, view: &StoredView) -> Result<Query> {
     let invalid = |why: String| {
         Error::invalid(
@@ -326,14 +357,41 @@ fn view_query(ident: &TableIdent, view: &StoredView) -> Result<Query> {
             format!("View '{ident}' is stale or in invalid state: {why}"),
         )
     };
-    let parsed = crate::dialect::parse::parse(&view.sql).map_err(|e| invalid(e.to_string()))?;
-    match parsed.statement {
-        DFStatement::Statement(statement) => match *statement {
-            Statement::Query(query) => Ok(*query),
-            other => Err(invalid(format!("its SQL is not a query: {other}"))),
-        },
-        other => Err(invalid(format!("its SQL is not a query: {other}"))),
+    if !view.dialect.eq_ignore_ascii_case(TRINO_DIALECT) {
+        return Err(Error::NotSupported(format!(
+            "view {ident} has SQL in dialect {} only; SQE reads {TRINO_DIALECT}",
+            view.dialect
+        )));
     }
+    let as_query = |sql: &str| -> Result<(Query, Option<Vec<Label>>)> {
+        let parsed = crate::dialect::parse::parse(sql).map_err(|e| invalid(e.to_string()))?;
+        match parsed.statement {
+            DFStatement::Statement(statement) => match *statement {
+                Statement::Query(query) => Ok((*query, parsed.labels)),
+                other => Err(invalid(format!("its SQL is not a query: {other}"))),
+            },
+            other => Err(invalid(format!("its SQL is not a query: {other}"))),
+        }
+    };
+    let (query, labels) = as_query(&view.sql)?;
+    let labels = labels.unwrap_or_default();
+    if !labels.contains(&Label::Expand) || labels.contains(&Label::Position) {
+        return Ok(query);
+    }
+    let columns: Vec<String> = view
+        .columns
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| quoting::ident(&f.name))
+        .collect();
+    let by_name = format!(
+        "SELECT {} FROM (\n{}\n) AS {}",
+        columns.join(", "),
+        view.sql,
+        quoting::ident(ident.name())
+    );
+    Ok(as_query(&by_name)?.0)
 }
 
 /// The tables a DELETE, UPDATE or MERGE changes: those names are the statement's target,
@@ -355,11 +413,54 @@ fn write_targets(statement: &Statement) -> Vec<ObjectName> {
     }
 }
 
-fn is_cte(name: &ObjectName, ctes: &HashSet<String>) -> bool {
-    match name.0.as_slice() {
-        [ObjectNamePart::Identifier(ident)] => ctes.contains(&ident.value.to_lowercase()),
-        _ => false,
+/// Which one-part names are CTEs where a visitor is: as DataFusion plans `WITH`, a CTE is
+/// seen by the CTEs after it and by its query's body, not by its own body (unless `RECURSIVE`),
+/// and by every query nested in those.
+#[derive(Default)]
+struct CteScope {
+    visible: Vec<HashSet<String>>,
+    /// What each CTE body (by address) sees, set when its query is entered.
+    bodies: HashMap<usize, HashSet<String>>,
+}
+
+impl CteScope {
+    fn enter(&mut self, query: &Query) {
+        let base = self
+            .bodies
+            .remove(&address(query))
+            .unwrap_or_else(|| self.visible.last().cloned().unwrap_or_default());
+        let mut all = base.clone();
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                let name = cte.alias.name.value.to_lowercase();
+                let mut seen = all.clone();
+                if with.recursive {
+                    seen.insert(name.clone());
+                }
+                self.bodies.insert(address(&cte.query), seen);
+                all.insert(name);
+            }
+        }
+        self.visible.push(all);
     }
+
+    fn exit(&mut self) {
+        self.visible.pop();
+    }
+
+    fn hides(&self, name: &ObjectName) -> bool {
+        match name.0.as_slice() {
+            [ObjectNamePart::Identifier(ident)] => self
+                .visible
+                .last()
+                .is_some_and(|names| names.contains(&ident.value.to_lowercase())),
+            _ => false,
+        }
+    }
+}
+
+fn address(query: &Query) -> usize {
+    std::ptr::from_ref(query) as usize
 }
 
 /// Whether a table factor is one the statement writes: a target name outside any query.
@@ -367,12 +468,12 @@ fn is_target(targets: &[ObjectName], depth: usize, name: &ObjectName) -> bool {
     depth == 0 && targets.contains(name)
 }
 
-/// The relations a statement names, and the names its CTEs define.
+/// The relations a statement reads that may be views.
 struct Relations<'a> {
     targets: &'a [ObjectName],
     depth: usize,
+    ctes: CteScope,
     names: Vec<ObjectName>,
-    ctes: HashSet<String>,
 }
 
 impl Visitor for Relations<'_> {
@@ -380,16 +481,13 @@ impl Visitor for Relations<'_> {
 
     fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
         self.depth += 1;
-        if let Some(with) = &query.with {
-            for cte in &with.cte_tables {
-                self.ctes.insert(cte.alias.name.value.to_lowercase());
-            }
-        }
+        self.ctes.enter(query);
         ControlFlow::Continue(())
     }
 
     fn post_visit_query(&mut self, _query: &Query) -> ControlFlow<()> {
         self.depth -= 1;
+        self.ctes.exit();
         ControlFlow::Continue(())
     }
 
@@ -398,6 +496,7 @@ impl Visitor for Relations<'_> {
             name, args: None, ..
         } = factor
             && !is_target(self.targets, self.depth, name)
+            && !self.ctes.hides(name)
         {
             self.names.push(name.clone());
         }
@@ -405,23 +504,36 @@ impl Visitor for Relations<'_> {
     }
 }
 
+/// A view read by a statement: its query, ready to stand in its place.
+struct ExpandedView {
+    ident: TableIdent,
+    query: Query,
+    columns: Vec<String>,
+    /// View references inside it.
+    expansions: usize,
+}
+
 /// Puts each view's query in place of its name.
 struct ReadViews<'a> {
     targets: &'a [ObjectName],
     depth: usize,
-    views: &'a HashMap<ObjectName, (TableIdent, Query, Vec<String>)>,
+    ctes: CteScope,
+    views: &'a HashMap<ObjectName, ExpandedView>,
+    expansions: usize,
 }
 
 impl VisitorMut for ReadViews<'_> {
     type Break = ();
 
-    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         self.depth += 1;
+        self.ctes.enter(query);
         ControlFlow::Continue(())
     }
 
     fn post_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
         self.depth -= 1;
+        self.ctes.exit();
         ControlFlow::Continue(())
     }
 
@@ -435,28 +547,33 @@ impl VisitorMut for ReadViews<'_> {
         else {
             return ControlFlow::Continue(());
         };
-        if is_target(self.targets, self.depth, name) {
+        if is_target(self.targets, self.depth, name) || self.ctes.hides(name) {
             return ControlFlow::Continue(());
         }
-        let Some((ident, query, columns)) = self.views.get(name) else {
+        let Some(view) = self.views.get(name) else {
             return ControlFlow::Continue(());
         };
+        self.expansions = self.expansions.saturating_add(1 + view.expansions);
+        if self.expansions > MAX_VIEW_EXPANSIONS {
+            // Copying more would only use memory: the statement is refused.
+            return ControlFlow::Break(());
+        }
         let alias = match alias.take() {
             Some(alias) if !alias.columns.is_empty() => alias,
             Some(alias) => TableAlias {
-                columns: alias_columns(columns),
+                columns: alias_columns(&view.columns),
                 ..alias
             },
             None => TableAlias {
                 explicit: true,
-                name: Ident::with_quote('"', ident.name()),
-                columns: alias_columns(columns),
+                name: Ident::with_quote('"', view.ident.name()),
+                columns: alias_columns(&view.columns),
                 at: None,
             },
         };
         *factor = TableFactor::Derived {
             lateral: false,
-            subquery: Box::new(query.clone()),
+            subquery: Box::new(view.query.clone()),
             alias: Some(alias),
             sample: None,
         };
@@ -479,15 +596,26 @@ fn alias_columns(columns: &[String]) -> Vec<TableAliasColumnDef> {
 fn qualify(query: &mut Query, defaults: &Defaults) {
     struct Qualify<'a> {
         defaults: &'a Defaults,
-        ctes: HashSet<String>,
+        ctes: CteScope,
     }
     impl VisitorMut for Qualify<'_> {
         type Break = ();
+
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            self.ctes.enter(query);
+            ControlFlow::Continue(())
+        }
+
+        fn post_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+            self.ctes.exit();
+            ControlFlow::Continue(())
+        }
+
         fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
             if let TableFactor::Table {
                 name, args: None, ..
             } = factor
-                && !is_cte(name, &self.ctes)
+                && !self.ctes.hides(name)
             {
                 let part = |value: &str| ObjectNamePart::Identifier(Ident::with_quote('"', value));
                 let mut parts = name.0.clone();
@@ -502,21 +630,92 @@ fn qualify(query: &mut Query, defaults: &Defaults) {
             ControlFlow::Continue(())
         }
     }
-    let mut ctes = HashSet::new();
-    let _ = query.visit(&mut CteNames(&mut ctes));
-    let _ = query.visit(&mut Qualify { defaults, ctes });
+    let _ = VisitMut::visit(
+        query,
+        &mut Qualify {
+            defaults,
+            ctes: CteScope::default(),
+        },
+    );
 }
 
-struct CteNames<'a>(&'a mut HashSet<String>);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iceberg::spec::{NestedField, PrimitiveType, Schema as IcebergSchema, Type};
 
-impl VisitorMut for CteNames<'_> {
-    type Break = ();
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if let Some(with) = &query.with {
-            for cte in &with.cte_tables {
-                self.0.insert(cte.alias.name.value.to_lowercase());
-            }
-        }
-        ControlFlow::Continue(())
+    fn stored(sql: &str, dialect: &str, columns: &[&str]) -> Result<StoredView> {
+        let fields = columns
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                NestedField::optional(i as i32 + 1, *name, Type::Primitive(PrimitiveType::Long))
+                    .into()
+            })
+            .collect::<Vec<_>>();
+        Ok(StoredView {
+            sql: sql.to_string(),
+            dialect: dialect.to_string(),
+            default_catalog: None,
+            default_namespace: NamespaceIdent::new("s".into()),
+            columns: IcebergSchema::builder().with_fields(fields).build()?,
+            comment: None,
+        })
+    }
+
+    fn ident() -> TableIdent {
+        TableIdent::new(NamespaceIdent::new("s".into()), "v".into())
+    }
+
+    #[test]
+    fn only_trino_sql_is_read() -> Result<()> {
+        let spark = stored("SELECT a FROM t", "spark", &["a"])?;
+        assert!(matches!(
+            view_query(&ident(), &spark),
+            Err(Error::NotSupported(_))
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn a_star_reads_the_stored_columns_by_name() -> Result<()> {
+        let star = view_query(&ident(), &stored("SELECT * FROM t", "trino", &["a", "b"])?)?;
+        assert_eq!(
+            star.to_string(),
+            "SELECT \"a\", \"b\" FROM (SELECT * FROM t) AS \"v\""
+        );
+        // Named columns cannot drift: the query is read as it is.
+        let named = view_query(
+            &ident(),
+            &stored("SELECT a, b FROM t", "trino", &["a", "b"])?,
+        )?;
+        assert_eq!(named.to_string(), "SELECT a, b FROM t");
+        Ok(())
+    }
+
+    #[test]
+    fn ctes_hide_names_only_where_they_are_seen() -> Result<()> {
+        let sql = "WITH o AS (SELECT * FROM o), p AS (SELECT * FROM o) \
+                   SELECT * FROM o JOIN p ON true JOIN (SELECT * FROM p) AS q ON true";
+        let DFStatement::Statement(statement) = crate::dialect::parse::parse(sql)?.statement else {
+            return Err(Error::Internal("not a statement".into()));
+        };
+        let Statement::Query(mut query) = *statement else {
+            return Err(Error::Internal("not a query".into()));
+        };
+        qualify(
+            &mut query,
+            &Defaults {
+                catalog: "c".into(),
+                schema: "s".into(),
+            },
+        );
+        // Only the first CTE's own `o` is a table; every other name is a CTE where it is read.
+        assert_eq!(
+            query.to_string(),
+            "WITH o AS (SELECT * FROM \"c\".\"s\".o), p AS (SELECT * FROM o) \
+             SELECT * FROM o JOIN p ON true JOIN (SELECT * FROM p) AS q ON true"
+        );
+        Ok(())
     }
 }

@@ -42,23 +42,25 @@ async fn in_session(
     }
 }
 
+/// `vw.orders` with three rows, and a table of the same name in the reader's default schema
+/// with another row: a view must not read it.
+async fn orders(cluster: &TestCluster) -> Result<(), sqe_engine::Error> {
+    cluster.sql("CREATE SCHEMA vw").await?;
+    for sql in [
+        "CREATE TABLE vw.orders (id bigint, region varchar, amount double)",
+        "INSERT INTO vw.orders VALUES (1, 'eu', 5.0), (2, 'us', 20.0), (3, 'eu', 30.0)",
+        "CREATE TABLE orders (id bigint, region varchar, amount double)",
+        "INSERT INTO orders VALUES (99, 'xx', 1000.0)",
+    ] {
+        cluster.sql(sql).await?;
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn views_are_read_as_their_query_where_they_were_written() -> TestResult {
     let cluster = TestCluster::start(2, 0.0).await?;
-    cluster.sql("CREATE SCHEMA vw").await?;
-    cluster
-        .sql("CREATE TABLE vw.orders (id bigint, region varchar, amount double)")
-        .await?;
-    cluster
-        .sql("INSERT INTO vw.orders VALUES (1, 'eu', 5.0), (2, 'us', 20.0), (3, 'eu', 30.0)")
-        .await?;
-    // A table of the same name in the reader's schema: the view must not read it.
-    cluster
-        .sql("CREATE TABLE orders (id bigint, region varchar, amount double)")
-        .await?;
-    cluster
-        .sql("INSERT INTO orders VALUES (99, 'xx', 1000.0)")
-        .await?;
+    orders(&cluster).await?;
 
     let sql = "CREATE VIEW big COMMENT 'orders over 10' SECURITY DEFINER AS\n  SELECT id, amount * 2 AS doubled, upper(region) FROM orders WHERE amount > 10";
     in_session(&cluster, "vw", None, sql).await?;
@@ -266,6 +268,77 @@ async fn views_are_read_as_their_query_where_they_were_written() -> TestResult {
         cluster.error_code("SELECT * FROM vw.big").await?,
         ErrorCode::SchemaNotFound
     );
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn views_read_what_they_were_written_to_read_or_fail() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    orders(&cluster).await?;
+    // A view's CTE named like a table reads that table of the view's schema in its own
+    // definition, whoever reads the view.
+    in_session(
+        &cluster,
+        "vw",
+        None,
+        "CREATE VIEW open AS WITH orders AS (SELECT * FROM orders WHERE amount > 10) \
+         SELECT count(*) AS n FROM orders",
+    )
+    .await?;
+    assert_eq!(
+        rows(&cluster, "SELECT n FROM vw.open").await?,
+        "+---+\n| n |\n+---+\n| 2 |\n+---+"
+    );
+
+    // A view of `*` reads its columns by name: a table changed under it fails the read
+    // rather than show another column under a stored name.
+    cluster
+        .sql("CREATE TABLE vw.wide (a bigint, b varchar)")
+        .await?;
+    cluster.sql("INSERT INTO vw.wide VALUES (1, 'x')").await?;
+    cluster
+        .sql("CREATE VIEW vw.star AS SELECT * FROM vw.wide")
+        .await?;
+    assert_eq!(
+        rows(&cluster, "SELECT a, b FROM vw.star").await?,
+        "+---+---+\n| a | b |\n+---+---+\n| 1 | x |\n+---+---+"
+    );
+    cluster.sql("ALTER TABLE vw.wide DROP COLUMN b").await?;
+    cluster
+        .sql("ALTER TABLE vw.wide ADD COLUMN c varchar")
+        .await?;
+    cluster.sql("INSERT INTO vw.wide VALUES (2, 'y')").await?;
+    assert_eq!(
+        cluster.error_code("SELECT b FROM vw.star").await?,
+        ErrorCode::ColumnNotFound
+    );
+
+    // Views reading views many times over are refused before they are copied out: ten
+    // references a level, 1,110 three levels up.
+    in_session(&cluster, "vw", None, "CREATE VIEW x0 AS SELECT 1 AS n").await?;
+    let ten = |view: &str| vec![format!("SELECT n FROM {view}"); 10].join(" UNION ALL ");
+    for level in 1..=2 {
+        let below = format!("x{}", level - 1);
+        in_session(
+            &cluster,
+            "vw",
+            None,
+            &format!("CREATE VIEW x{level} AS {}", ten(&below)),
+        )
+        .await?;
+    }
+    assert_eq!(
+        rows(&cluster, "SELECT count(*) AS c FROM vw.x2").await?,
+        "+-----+\n| c   |\n+-----+\n| 100 |\n+-----+"
+    );
+    assert_eq!(
+        cluster
+            .error_code(&format!("CREATE VIEW vw.x3 AS {}", ten("vw.x2")))
+            .await?,
+        ErrorCode::InvalidView
+    );
+
     cluster.stop().await;
     Ok(())
 }

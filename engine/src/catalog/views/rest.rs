@@ -1,7 +1,8 @@
 //! Views through a REST catalog's view endpoints (`/namespaces/{ns}/views[/{view}]`): create,
 //! load, list, drop, and a replace as the spec's view commit (a new schema and version made
-//! current, only while the view is the one read). A catalog without those endpoints lists no
-//! views.
+//! current, only while the view has the UUID read: the spec has no requirement on a view's
+//! version, so of two replaces at once the later wins, where the embedded catalog fails one).
+//! A catalog without those endpoints lists no views.
 
 use async_trait::async_trait;
 use iceberg::spec::{Schema, ViewMetadata, ViewVersion};
