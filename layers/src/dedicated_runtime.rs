@@ -5,6 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::runtime::{Handle, Runtime};
 
+/// The stack of every runtime thread SQE starts. Planning and running a statement recurse as
+/// deep as the statement nests (a long `UNION ALL` chain, nested subqueries), and a thread that
+/// runs out of stack aborts the whole process; tokio's 2 MiB default is reached by a 100-way
+/// `UNION ALL` in a debug build. Untouched stack is only reserved, not used.
+pub const THREAD_STACK_BYTES: usize = 64 * 1024 * 1024;
+
 /// A multi-thread runtime whose threads are named `<prefix><n>`.
 #[derive(Debug)]
 pub struct DedicatedRuntime {
@@ -18,6 +24,7 @@ impl DedicatedRuntime {
         let prefix = prefix.to_string();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads.max(1))
+            .thread_stack_size(THREAD_STACK_BYTES)
             .thread_name_fn(move || format!("{prefix}{}", counter.fetch_add(1, Ordering::Relaxed)))
             .enable_all()
             .build()?;

@@ -120,6 +120,18 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     let lines = sql(cwd, flight, "SELECT count(*) AS n FROM tpch.tiny.lineitem")?;
     assert!(lines.contains("| 60175 |"), "{lines}");
 
+    // A statement that nests deep (a 300-way UNION ALL) is planned and run, and the
+    // coordinator is still there after it: a thread out of stack would abort the process.
+    let union = vec!["SELECT 1 AS n"; 300].join(" UNION ALL ");
+    let counted = sql(
+        cwd,
+        flight,
+        &format!("SELECT count(*) AS c FROM ({union}) AS u"),
+    )?;
+    assert!(counted.contains("| 300 |"), "{counted}");
+    let after = sql(cwd, flight, "SELECT count(*) AS n FROM demo.nation")?;
+    assert!(after.contains("| 25 |"), "{after}");
+
     // The data is in the shared warehouse under the working directory.
     assert!(
         cwd.join("sqe-cluster/warehouse/demo/numbers/metadata")
