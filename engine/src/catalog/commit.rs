@@ -35,25 +35,24 @@ impl std::fmt::Debug for SqlCommitter {
 }
 
 impl SqlCommitter {
-    /// For the SQL catalog `catalog` opened at `uri` under the name `catalog_name`.
-    pub(super) async fn connect(
-        uri: &str,
-        catalog_name: &str,
-        catalog: Arc<dyn Catalog>,
-    ) -> crate::error::Result<Self> {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect(uri)
-            .await
-            .map_err(|e| {
-                crate::error::Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}"))
-            })?;
-        Ok(Self {
+    /// For the SQL catalog `catalog` whose database `pool` reaches, named `catalog_name`.
+    pub(super) fn new(pool: SqlitePool, catalog_name: &str, catalog: Arc<dyn Catalog>) -> Self {
+        Self {
             pool,
             catalog_name: catalog_name.to_string(),
             catalog,
-        })
+        }
     }
+}
+
+/// SQE's own connections to the SQL catalog's database (its commits and views), beside
+/// iceberg-catalog-sql's.
+pub(super) async fn sql_catalog_pool(uri: &str) -> crate::error::Result<SqlitePool> {
+    SqlitePoolOptions::new()
+        .max_connections(2)
+        .connect(uri)
+        .await
+        .map_err(|e| crate::error::Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}")))
 }
 
 #[async_trait]

@@ -12,7 +12,7 @@ use sqe_iceberg::storage::ObjectStoreStorageFactory;
 
 use sqe_iceberg::commit::CommitUpdates;
 
-use super::commit::{RestCommitter, SqlCommitter};
+use super::commit::{RestCommitter, SqlCommitter, sql_catalog_pool};
 use super::locations::TableLocations;
 use super::renewal::RenewOnUnauthorized;
 use super::settings::{CatalogKind, CatalogSettings, OAuth2Credentials};
@@ -73,14 +73,14 @@ pub async fn connect_catalog(
                 .await
                 .map_err(|e| Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}")))?;
             let catalog: Arc<dyn Catalog> = Arc::new(catalog);
-            let committer = SqlCommitter::connect(&uri, &config.name, Arc::clone(&catalog)).await?;
-            let views = SqlViews::connect(
-                &uri,
+            let pool = sql_catalog_pool(&uri).await?;
+            let committer = SqlCommitter::new(pool.clone(), &config.name, Arc::clone(&catalog));
+            let views = SqlViews::new(
+                pool,
                 &config.name,
                 &warehouse,
                 sqe_iceberg::storage::file_io_with_props(storage_props.clone()),
-            )
-            .await?;
+            );
             (catalog, Arc::new(committer), Arc::new(views))
         }
         CatalogKind::Rest => {

@@ -547,6 +547,6 @@ fn widens(from: &Type, to: &Type) -> bool {
     }
 }
 
-fn table_reference(name: &ObjectName) -> Result<datafusion::sql::TableReference> {
+pub(super) fn table_reference(name: &ObjectName) -> Result<datafusion::sql::TableReference> {
     Ok(object_name_to_table_reference(name.clone(), true)?)
 }

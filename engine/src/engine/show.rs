@@ -181,21 +181,12 @@ impl Engine {
 
     /// `CREATE VIEW` text for a view: its query as it was written.
     async fn create_view_text(&self, (c, s, v): (&str, &str, &str)) -> Result<String> {
-        let missing = || {
+        let (_, view) = self.stored_view(c, s, v).await?.ok_or_else(|| {
             Error::invalid(
                 ErrorCode::TableNotFound,
                 format!("View '{c}.{s}.{v}' does not exist"),
             )
-        };
-        if c != self.settings.catalog_name {
-            return Err(missing());
-        }
-        let schema = datafusion::catalog::CatalogProvider::schema(self.provider.as_ref(), s)
-            .ok_or_else(missing)?;
-        let schema = schema
-            .downcast_ref::<crate::catalog::IcebergSchemaProvider>()
-            .ok_or_else(missing)?;
-        let view = schema.view(v).await?.ok_or_else(missing)?;
+        })?;
         let comment = view
             .comment
             .as_deref()

@@ -20,6 +20,7 @@ use futures::future::BoxFuture;
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
 
+use super::alter::table_reference;
 use super::{Engine, SessionSettings, StatementKind};
 use crate::catalog::{IcebergSchemaProvider, StoredView, TRINO_DIALECT, ViewDefinition};
 use crate::dialect::parse::Label;
@@ -317,20 +318,31 @@ impl Engine {
             return Ok(None);
         };
         let resolved = reference.resolve(&defaults.catalog, &defaults.schema);
-        if *resolved.catalog != *self.settings.catalog_name {
+        self.stored_view(&resolved.catalog, &resolved.schema, &resolved.table)
+            .await
+    }
+
+    /// The view `catalog.schema.name`, if there is one in SQE's Iceberg catalog.
+    pub(super) async fn stored_view(
+        &self,
+        catalog: &str,
+        schema: &str,
+        name: &str,
+    ) -> Result<Option<(TableIdent, StoredView)>> {
+        if catalog != self.settings.catalog_name {
             return Ok(None);
         }
         let Some(schema) =
-            datafusion::catalog::CatalogProvider::schema(self.provider.as_ref(), &resolved.schema)
+            datafusion::catalog::CatalogProvider::schema(self.provider.as_ref(), schema)
         else {
             return Ok(None);
         };
         let Some(schema) = schema.downcast_ref::<IcebergSchemaProvider>() else {
             return Ok(None);
         };
-        Ok(schema.view(&resolved.table).await?.map(|view| {
+        Ok(schema.view(name).await?.map(|view| {
             (
-                TableIdent::new(schema.namespace().clone(), resolved.table.to_string()),
+                TableIdent::new(schema.namespace().clone(), name.to_string()),
                 view,
             )
         }))
@@ -341,10 +353,6 @@ impl Engine {
 struct Defaults {
     catalog: String,
     schema: String,
-}
-
-fn table_reference(name: &ObjectName) -> Result<datafusion::sql::TableReference> {
-    Ok(object_name_to_table_reference(name.clone(), true)?)
 }
 
 /// The view's stored SQL as a query, read as a statement would be. A query whose columns

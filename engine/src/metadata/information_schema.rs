@@ -145,7 +145,7 @@ pub(super) fn schema(catalog: &str, all: Weak<dyn CatalogProviderList>) -> Arc<d
             let scope = scope(&c, &filters, "table_schema", Some("table_name"));
             async move {
                 let mut rows = Vec::new();
-                for (t, table) in walk::table_providers(&a, &scope).await? {
+                for (t, table) in walk::view_providers(&a, &scope).await? {
                     if let Some(view) = table.downcast_ref::<crate::catalog::ViewProvider>() {
                         rows.push(vec![
                             Cell::from(t.catalog),

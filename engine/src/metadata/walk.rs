@@ -96,7 +96,23 @@ pub(super) async fn table_providers(
     all: &Weak<dyn CatalogProviderList>,
     scope: &Scope,
 ) -> DfResult<Vec<(TableEntry, Arc<dyn TableProvider>)>> {
-    let entries = tables(all, scope)?;
+    providers(all, tables(all, scope)?).await
+}
+
+/// Views with their providers (tables are not loaded).
+pub(super) async fn view_providers(
+    all: &Weak<dyn CatalogProviderList>,
+    scope: &Scope,
+) -> DfResult<Vec<(TableEntry, Arc<dyn TableProvider>)>> {
+    let views = tables(all, scope)?.into_iter().filter(|t| t.view).collect();
+    providers(all, views).await
+}
+
+/// The providers of `entries`; one dropped while listing is skipped.
+async fn providers(
+    all: &Weak<dyn CatalogProviderList>,
+    entries: Vec<TableEntry>,
+) -> DfResult<Vec<(TableEntry, Arc<dyn TableProvider>)>> {
     let list = upgrade(all)?;
     let mut out = Vec::with_capacity(entries.len());
     for entry in entries {

@@ -10,7 +10,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{ViewFormatVersion, ViewMetadata, ViewMetadataBuilder};
 use iceberg::{MetadataLocation, NamespaceIdent, TableIdent};
 use sqlx::Row;
-use sqlx::sqlite::{SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::SqlitePool;
 
 use super::{ViewCatalog, ViewDefinition};
 use crate::error::{Error, ObjectKind, Result};
@@ -36,23 +36,18 @@ fn catalog_error(e: sqlx::Error) -> Error {
 }
 
 impl SqlViews {
-    pub(in crate::catalog) async fn connect(
-        uri: &str,
+    pub(in crate::catalog) fn new(
+        pool: SqlitePool,
         catalog_name: &str,
         warehouse: &str,
         file_io: FileIO,
-    ) -> Result<Self> {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect(uri)
-            .await
-            .map_err(|e| Error::Catalog(format!("cannot open SQL catalog at {uri}: {e}")))?;
-        Ok(Self {
+    ) -> Self {
+        Self {
             pool,
             catalog_name: catalog_name.to_string(),
             warehouse: warehouse.trim_end_matches('/').to_string(),
             file_io,
-        })
+        }
     }
 
     /// The view's metadata location, and whether the name is a view (else a table).
