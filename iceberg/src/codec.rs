@@ -10,17 +10,23 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 use datafusion_proto::protobuf;
+use iceberg::TableIdent;
 use iceberg::expr::BoundPredicate;
 use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
-use iceberg::spec::{DataFileFormat, Literal, NameMapping, PartitionSpec, Schema, Struct, Type};
+use iceberg::spec::{
+    DataFileFormat, Literal, NameMapping, PartitionSpec, Schema, Struct, TableMetadata, Type,
+};
+use iceberg::table::Table;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TableError;
 use crate::scan::{IcebergScanExec, ScanIo};
 use crate::storage::{file_io_with_props, overlay_table_props};
+use crate::write::DataFileWriteExec;
 
 const ICEBERG_SCAN: &str = "sqe.iceberg_scan.v1";
+const DATA_FILE_WRITE: &str = "sqe.data_file_write.v1";
 
 /// Encodes and decodes SQE's own execution plan nodes.
 ///
@@ -58,6 +64,16 @@ struct ScanPayload {
     specs: BTreeMap<i32, PartitionSpec>,
     name_mapping: Option<NameMapping>,
     partitions: Vec<Vec<TaskWire>>,
+}
+
+/// The table a [`DataFileWriteExec`] writes to: all a writer reads of it is its metadata
+/// (location, schema, partition spec, write properties).
+#[derive(Serialize, Deserialize)]
+struct WritePayload {
+    table: TableIdent,
+    metadata: TableMetadata,
+    metadata_location: Option<String>,
+    plan_props: HashMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -104,6 +120,14 @@ impl PhysicalExtensionCodec for SqeCodec {
                     .map_err(|e| codec_err(format!("bad IcebergScanExec payload: {e}")))?;
                 Ok(Arc::new(self.decode_scan(Arc::new(schema), payload)?))
             }
+            DATA_FILE_WRITE => {
+                let [input] = inputs else {
+                    return Err(codec_err("DataFileWriteExec takes one input"));
+                };
+                let payload: WritePayload = serde_json::from_slice(&node.payload)
+                    .map_err(|e| codec_err(format!("bad DataFileWriteExec payload: {e}")))?;
+                Ok(Arc::new(self.decode_write(Arc::clone(input), payload)?))
+            }
             other => Err(codec_err(format!(
                 "unknown SQE plan node '{other}': coordinator and worker versions differ?"
             ))),
@@ -111,6 +135,24 @@ impl PhysicalExtensionCodec for SqeCodec {
     }
 
     fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>) -> Result<()> {
+        if let Some(write) = node.downcast_ref::<DataFileWriteExec>() {
+            let table = write.table();
+            let payload = WritePayload {
+                table: table.identifier().clone(),
+                metadata: table.metadata().clone(),
+                metadata_location: table.metadata_location().map(str::to_string),
+                plan_props: write.plan_props().clone(),
+            };
+            let proto = SqeNodeProto {
+                kind: DATA_FILE_WRITE.to_string(),
+                schema: None,
+                payload: serde_json::to_vec(&payload)
+                    .map_err(|e| codec_err(format!("cannot encode DataFileWriteExec: {e}")))?,
+            };
+            return proto
+                .encode(buf)
+                .map_err(|e| codec_err(format!("cannot encode DataFileWriteExec: {e}")));
+        }
         let Some(scan) = node.downcast_ref::<IcebergScanExec>() else {
             return Err(codec_err(format!(
                 "{} runs on the coordinator only and cannot be sent to a worker",
@@ -187,6 +229,31 @@ fn encode_scan(scan: &IcebergScanExec) -> Result<ScanPayload> {
 }
 
 impl SqeCodec {
+    fn decode_write(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        payload: WritePayload,
+    ) -> Result<DataFileWriteExec> {
+        let props = overlay_table_props(self.storage_props.clone(), &payload.plan_props);
+        let mut table = Table::builder()
+            .identifier(payload.table)
+            .metadata(payload.metadata)
+            .file_io(file_io_with_props(props))
+            // A writer never commits: it has no catalog.
+            .readonly(true)
+            .runtime(
+                iceberg::Runtime::try_current()
+                    .map_err(|e| codec_err(format!("DataFileWriteExec outside a runtime: {e}")))?,
+            );
+        if let Some(location) = payload.metadata_location {
+            table = table.metadata_location(location);
+        }
+        let table = table
+            .build()
+            .map_err(|e| codec_err(format!("DataFileWriteExec table: {e}")))?;
+        Ok(DataFileWriteExec::new(input, table, payload.plan_props))
+    }
+
     fn decode_scan(
         &self,
         schema: Arc<ArrowSchema>,

@@ -87,25 +87,6 @@ impl IcebergTableProvider {
         &self.table
     }
 
-    /// Properties of this table's FileIO that the process's own configuration lacks (for REST
-    /// catalogs: the credentials vended with the table), and the local root. Workers need these
-    /// to read its files.
-    fn plan_props(&self) -> HashMap<String, String> {
-        self.table
-            .file_io()
-            .config()
-            .props()
-            .iter()
-            // The local root goes with every plan: workers confine local files as the
-            // coordinator does.
-            .filter(|(k, v)| {
-                k.as_str() == crate::storage::LOCAL_ROOT_PROP
-                    || self.static_props.get(*k) != Some(*v)
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-
     /// Plans the files to read for a projection and filters (manifest and partition pruning).
     /// Iceberg plans against the schema of the snapshot it reads; the table's current schema
     /// can be newer (a column added or dropped since the last write), so the snapshot is
@@ -163,6 +144,27 @@ impl IcebergTableProvider {
     }
 }
 
+/// Properties of `table`'s FileIO that the process's own configuration (`static_props`) lacks
+/// (for REST catalogs: the credentials vended with the table), and the local root. Workers need
+/// these to read and write its files.
+pub fn plan_props(
+    table: &Table,
+    static_props: &HashMap<String, String>,
+) -> HashMap<String, String> {
+    table
+        .file_io()
+        .config()
+        .props()
+        .iter()
+        // The local root goes with every plan: workers confine local files as the
+        // coordinator does.
+        .filter(|(k, v)| {
+            k.as_str() == crate::storage::LOCAL_ROOT_PROP || static_props.get(*k) != Some(*v)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// `f` of the Iceberg table provider behind a logical plan's table source, if it is one.
 pub fn with_iceberg_provider<R>(
     source: &Arc<dyn TableSource>,
@@ -212,7 +214,7 @@ impl TableProvider for IcebergTableProvider {
         let tasks = self.plan_files(&columns, filters).await?;
         let io = ScanIo {
             file_io: self.table.file_io().clone(),
-            plan_props: self.plan_props(),
+            plan_props: plan_props(&self.table, &self.static_props),
         };
         Ok(Arc::new(IcebergScanExec::new(
             self.table.identifier().to_string(),
@@ -272,6 +274,7 @@ impl TableProvider for IcebergTableProvider {
             Arc::clone(&self.catalog),
             self.table.clone(),
             self.listener.clone(),
+            plan_props(&self.table, &self.static_props),
         )))
     }
 }

@@ -1,6 +1,7 @@
 //! Bulk loads (Flight SQL `CommandStatementIngest`): a stream of batches into an Iceberg table
 //! as one snapshot.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -123,6 +124,8 @@ impl Engine {
             Arc::clone(self.catalog()),
             table,
             None,
+            // Run here, never shipped: no properties need to travel.
+            HashMap::new(),
         ));
         count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
     }

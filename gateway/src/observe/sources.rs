@@ -71,6 +71,32 @@ fn peer_metrics(text: &mut Exposition, verifier: Option<&VerifierStats>, peers: 
     }
 }
 
+/// Data files this process wrote (both roles write: workers an INSERT's rows, the
+/// coordinator what stays on it, such as UPDATE's new rows and ingests).
+fn write_metrics(text: &mut Exposition) {
+    let written = &sqe_iceberg::write::WRITTEN;
+    text.singles(&[
+        (
+            "sqe_data_files_written_total",
+            "counter",
+            "Iceberg data files this process wrote (committed or not).",
+            written.files() as f64,
+        ),
+        (
+            "sqe_data_rows_written_total",
+            "counter",
+            "Rows this process wrote into Iceberg data files.",
+            written.rows() as f64,
+        ),
+        (
+            "sqe_data_bytes_written_total",
+            "counter",
+            "Bytes of Iceberg data files this process wrote.",
+            written.bytes() as f64,
+        ),
+    ]);
+}
+
 /// What a process's worker channels report: retries and RPC outcomes.
 pub(crate) struct PeerCalls {
     pub retry: Arc<RetryStats>,
@@ -255,6 +281,7 @@ impl Observed for CoordinatorObserved {
             ),
         ]);
         peer_metrics(&mut text, self.verifier.as_deref(), &self.peers);
+        write_metrics(&mut text);
         text.finish()
     }
 
@@ -323,6 +350,7 @@ impl Observed for WorkerObserved {
             ]);
         }
         peer_metrics(&mut text, self.verifier.as_deref(), &self.peers);
+        write_metrics(&mut text);
         text.finish()
     }
 

@@ -1,5 +1,6 @@
 //! Generating TPC-H tables (with `sqe_tpch`'s generator) straight into Iceberg tables.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
@@ -69,6 +70,8 @@ async fn write_new_table(
         Arc::clone(catalog),
         table,
         None,
+        // Run here, never shipped: no properties need to travel.
+        HashMap::new(),
     ));
     let written = async {
         execute_stream(write, Arc::new(TaskContext::default()))?

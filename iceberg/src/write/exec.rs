@@ -1,5 +1,6 @@
-//! `IcebergWriteExec`: INSERT / CREATE TABLE AS on the coordinator.
+//! `IcebergWriteExec`: the commit of INSERT / CREATE TABLE AS, on the coordinator.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,23 +9,24 @@ use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::Distribution;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
 };
-use futures::stream;
+use futures::{StreamExt, stream};
 use iceberg::spec::DataFile;
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{Catalog, ErrorKind, TableIdent};
 use tokio::runtime::Handle;
-use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::attempts::CommitAttempts;
-use super::files::{CreatedFiles, WrittenFiles, write_partition};
+use super::data_files::{DataFileWriteExec, UncommittedFiles, delete_files, read_data_files};
 use crate::error::iceberg_to_df;
 
 /// Told about every successful commit (the result cache drops what read the table).
@@ -36,13 +38,14 @@ pub trait CommitListener: fmt::Debug + Send + Sync {
     fn conflicted(&self, _table: &TableIdent, _conflicts: u32) {}
 }
 
-/// Writes its input into new data files of one Iceberg table, one concurrent writer per input
-/// partition, then commits them all as a single append snapshot. If any partition fails, or the
-/// commit fails, nothing is committed and the files already written are deleted: readers never
-/// see part of a statement. Produces one row: the number of rows written (`count`).
+/// Commits the data files a [`DataFileWriteExec`] below it wrote (on the workers, in a
+/// distributed plan; only the files' metadata comes here) as a single append snapshot. If any
+/// partition fails, or the commit fails, nothing is committed and the files are deleted:
+/// readers never see part of a statement. Produces one row: the number of rows written
+/// (`count`).
 ///
 /// This node holds a catalog handle and runs in the coordinator's head stage; the codec refuses
-/// to ship it to a worker. Its input (the SELECT) is distributed as usual.
+/// to ship it to a worker.
 pub struct IcebergWriteExec {
     input: Arc<dyn ExecutionPlan>,
     catalog: Arc<dyn Catalog>,
@@ -62,8 +65,25 @@ impl std::fmt::Debug for IcebergWriteExec {
 }
 
 impl IcebergWriteExec {
+    /// Writes `input` into `table`: data files written by a [`DataFileWriteExec`] per input
+    /// partition (wherever the input runs), gathered here and committed. `plan_props` are the
+    /// storage properties a worker needs beyond its own to write the table's files.
     pub fn new(
         input: Arc<dyn ExecutionPlan>,
+        catalog: Arc<dyn Catalog>,
+        table: Table,
+        listener: Option<Arc<dyn CommitListener>>,
+        plan_props: HashMap<String, String>,
+    ) -> Self {
+        let written = Arc::new(DataFileWriteExec::new(input, table.clone(), plan_props));
+        let gathered = Arc::new(CoalescePartitionsExec::new(written));
+        Self::committing(gathered, catalog, table, listener)
+    }
+
+    /// Commits what `written` (a plan yielding [`DataFileWriteExec`]'s rows in one
+    /// partition) names.
+    fn committing(
+        written: Arc<dyn ExecutionPlan>,
         catalog: Arc<dyn Catalog>,
         table: Table,
         listener: Option<Arc<dyn CommitListener>>,
@@ -76,7 +96,7 @@ impl IcebergWriteExec {
             Boundedness::Bounded,
         ));
         Self {
-            input,
+            input: written,
             catalog,
             table,
             listener,
@@ -112,8 +132,8 @@ impl ExecutionPlan for IcebergWriteExec {
         vec![&self.input]
     }
 
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![true]
+    fn required_input_distribution(&self) -> Vec<Distribution> {
+        vec![Distribution::SinglePartition]
     }
 
     fn with_new_children(
@@ -124,7 +144,7 @@ impl ExecutionPlan for IcebergWriteExec {
             .pop()
             .filter(|_| children.is_empty())
             .ok_or_else(|| DataFusionError::Internal("IcebergWriteExec takes one input".into()))?;
-        Ok(Arc::new(Self::new(
+        Ok(Arc::new(Self::committing(
             input,
             Arc::clone(&self.catalog),
             self.table.clone(),
@@ -143,32 +163,50 @@ impl ExecutionPlan for IcebergWriteExec {
             )));
         }
         let partitions = self.input.output_partitioning().partition_count();
-        let inputs = (0..partitions)
-            .map(|p| self.input.execute(p, Arc::clone(&context)))
-            .collect::<Result<Vec<_>>>()?;
+        if partitions != 1 {
+            return Err(DataFusionError::Internal(format!(
+                "IcebergWriteExec gathers one partition of written files, not {partitions}"
+            )));
+        }
+        let mut written = self.input.execute(0, context)?;
         let table = self.table.clone();
         let catalog = Arc::clone(&self.catalog);
         let listener = self.listener.clone();
         let write = async move {
-            let statement_id = uuid::Uuid::now_v7();
-            let mut files = StatementFiles::new(table.clone());
-            let written = match files.write(inputs, statement_id).await {
-                Ok(written) => written,
-                Err(e) => {
-                    files.delete().await;
-                    return Err(e);
+            // The files that reached here; those of writers still running are theirs to
+            // delete if the stream is dropped.
+            let received = UncommittedFiles::new(table.clone());
+            let mut data_files = Vec::new();
+            while let Some(batch) = written.next().await {
+                match batch.and_then(|batch| read_data_files(&table, &batch)) {
+                    Ok(files) => {
+                        for file in &files {
+                            received.created().add(file.file_path());
+                        }
+                        data_files.extend(files);
+                    }
+                    Err(e) => {
+                        drop(written);
+                        received.delete().await;
+                        return Err(e);
+                    }
                 }
-            };
+            }
             // Cancelling stops at the commit: once started it runs to its end in a task of its
             // own, which also deletes the files if it did not apply.
-            let created = files.hand_over();
+            received.hand_over();
+            let rows: u64 = data_files.iter().map(DataFile::record_count).sum();
             let committing = async move {
+                let locations: Vec<String> = data_files
+                    .iter()
+                    .map(|f| f.file_path().to_string())
+                    .collect();
                 let committed =
-                    commit(&table, catalog.as_ref(), written.files, listener.as_deref()).await;
+                    commit(&table, catalog.as_ref(), data_files, listener.as_deref()).await;
                 match committed {
                     Ok(()) => Ok(()),
                     Err(CommitError::NotApplied(e)) => {
-                        delete_files(&table, &created.locations()).await;
+                        delete_files(&table, &locations).await;
                         Err(e)
                     }
                     Err(CommitError::Unknown(e)) => {
@@ -187,7 +225,6 @@ impl ExecutionPlan for IcebergWriteExec {
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(iceberg_to_df)?;
-            let rows = written.rows;
             Ok(RecordBatch::try_new(
                 count_schema(),
                 vec![Arc::new(UInt64Array::from(vec![rows]))],
@@ -197,108 +234,6 @@ impl ExecutionPlan for IcebergWriteExec {
             count_schema(),
             stream::once(write),
         )))
-    }
-}
-
-/// The data files of one statement until its commit takes them over. Dropped before that (the
-/// query was cancelled or failed mid-write), it stops the writers still running and then, in a
-/// task of its own, deletes every file they created: a cancelled statement leaves nothing.
-struct StatementFiles {
-    table: Table,
-    created: CreatedFiles,
-    writers: JoinSet<Result<WrittenFiles>>,
-    handed_over: bool,
-}
-
-impl StatementFiles {
-    fn new(table: Table) -> Self {
-        Self {
-            table,
-            created: CreatedFiles::default(),
-            writers: JoinSet::new(),
-            handed_over: false,
-        }
-    }
-
-    /// Writes every input partition concurrently, one writer each.
-    async fn write(
-        &mut self,
-        inputs: Vec<SendableRecordBatchStream>,
-        statement_id: uuid::Uuid,
-    ) -> Result<WrittenFiles> {
-        for (i, input) in inputs.into_iter().enumerate() {
-            let table = self.table.clone();
-            let created = self.created.clone();
-            self.writers.spawn(
-                async move {
-                    write_partition(&table, input, format!("{statement_id}-{i:04}"), created).await
-                }
-                .in_current_span(),
-            );
-        }
-        join_writers(&mut self.writers).await
-    }
-
-    /// Deletes what the writers created (once they have all stopped).
-    async fn delete(mut self) {
-        let (writers, created) = self.take();
-        discard(writers, self.table.clone(), created).await;
-    }
-
-    /// The files, for the commit: from now on it decides what becomes of them.
-    fn hand_over(mut self) -> CreatedFiles {
-        self.take().1
-    }
-
-    /// The writers and their files, for whoever ends them: the drop then does nothing.
-    fn take(&mut self) -> (JoinSet<Result<WrittenFiles>>, CreatedFiles) {
-        self.handed_over = true;
-        (std::mem::take(&mut self.writers), self.created.clone())
-    }
-}
-
-/// Stops the writers still running, then deletes every file they created.
-async fn discard(mut writers: JoinSet<Result<WrittenFiles>>, table: Table, created: CreatedFiles) {
-    writers.abort_all();
-    while writers.join_next().await.is_some() {}
-    delete_files(&table, &created.locations()).await;
-}
-
-impl Drop for StatementFiles {
-    fn drop(&mut self) {
-        if self.handed_over {
-            return;
-        }
-        let Ok(runtime) = Handle::try_current() else {
-            tracing::warn!(table = %self.table.identifier(), "dropped outside a runtime: uncommitted data files stay");
-            return;
-        };
-        let (writers, created) = self.take();
-        runtime.spawn(discard(writers, self.table.clone(), created).in_current_span());
-    }
-}
-
-async fn join_writers(writers: &mut JoinSet<Result<WrittenFiles>>) -> Result<WrittenFiles> {
-    let mut all = WrittenFiles::default();
-    let mut failure = None;
-    while let Some(joined) = writers.join_next().await {
-        let error = match joined {
-            Ok(Ok(written)) => {
-                all.rows += written.rows;
-                all.files.extend(written.files);
-                continue;
-            }
-            Ok(Err(e)) => e,
-            // Cancelled because an earlier writer failed: that failure is already recorded.
-            Err(e) if e.is_cancelled() && failure.is_some() => continue,
-            Err(e) => DataFusionError::External(Box::new(e)),
-        };
-        failure.get_or_insert(error);
-        writers.abort_all();
-    }
-    match failure {
-        Some(err) => Err(err),
-        None => Ok(all),
     }
 }
 
@@ -377,15 +312,6 @@ async fn commit(
         listener.committed(table.identifier(), snapshot_id);
     }
     Ok(())
-}
-
-/// Best effort: uncommitted files are invisible either way; this only gives the space back.
-async fn delete_files(table: &Table, locations: &[String]) {
-    for location in locations {
-        if let Err(e) = table.file_io().delete(location).await {
-            tracing::warn!(%location, error = %e, "could not delete an uncommitted data file");
-        }
-    }
 }
 
 #[cfg(test)]

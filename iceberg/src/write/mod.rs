@@ -1,10 +1,13 @@
-//! Writing Iceberg tables: Parquet data files written in parallel, one atomic snapshot commit.
+//! Writing Iceberg tables: Parquet data files written in parallel where the rows are (on the
+//! workers), one atomic snapshot commit on the coordinator.
 
 mod attempts;
+mod data_files;
 mod exec;
 mod files;
 #[cfg(test)]
 mod racing;
 
+pub use data_files::{DATA_FILE_COLUMN, DataFileWriteExec};
 pub use exec::{CommitListener, IcebergWriteExec};
-pub use files::{CreatedFiles, WrittenFiles, write_partition};
+pub use files::{CreatedFiles, WRITTEN, WriteTotals, WrittenFiles, write_partition};

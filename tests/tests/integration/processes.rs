@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sqe_tests::metrics::{sample, scrape};
 use sqe_tests::process::{SqeProcess, free_port, shell};
 
 use crate::TestResult;
@@ -30,10 +31,16 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     // its comments say.
     let (flight, trino) = (free_port()?, free_port()?);
     let worker_ports = [free_port()?, free_port()?];
+    // Each process's /metrics, in the order coordinator, worker-1, worker-2.
+    let metrics_ports = [free_port()?, free_port()?, free_port()?];
     let coordinator_url = format!("http://127.0.0.1:{flight}");
     let mut workers = Vec::new();
-    for (name, port) in ["worker-1", "worker-2"].into_iter().zip(worker_ports) {
-        let port_text = port.to_string();
+    for ((name, port), metrics) in ["worker-1", "worker-2"]
+        .into_iter()
+        .zip(worker_ports)
+        .zip(&metrics_ports[1..])
+    {
+        let (port_text, metrics_text) = (port.to_string(), metrics.to_string());
         let mut worker = SqeProcess::spawn(
             name,
             &["worker", "--config", &example(&format!("{name}.toml"))],
@@ -41,6 +48,7 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
             &[
                 ("SQE_WORKER__FLIGHT_PORT", &port_text),
                 ("SQE_WORKER__COORDINATOR_URL", &coordinator_url),
+                ("SQE_WORKER__METRICS_PORT", &metrics_text),
             ],
         )?;
         worker.wait_for_port(SocketAddr::from(([127, 0, 0, 1], port)), startup)?;
@@ -50,7 +58,11 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
         "[\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]",
         worker_ports[0], worker_ports[1]
     );
-    let (flight_text, trino_text) = (flight.to_string(), trino.to_string());
+    let (flight_text, trino_text, metrics_text) = (
+        flight.to_string(),
+        trino.to_string(),
+        metrics_ports[0].to_string(),
+    );
     // Tiny tables: one scan task per byte, so that even they spread over both workers.
     let mut coordinator = SqeProcess::spawn(
         "coordinator",
@@ -61,6 +73,7 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
             ("SQE_COORDINATOR__FLIGHT_SQL_PORT", &flight_text),
             ("SQE_COORDINATOR__TRINO_HTTP_PORT", &trino_text),
             ("SQE_COORDINATOR__WORKER_URLS", &worker_urls),
+            ("SQE_COORDINATOR__METRICS_PORT", &metrics_text),
         ],
     )?;
     coordinator.wait_for_port(SocketAddr::from(([127, 0, 0, 1], flight)), startup)?;
@@ -120,6 +133,31 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
     let lines = sql(cwd, flight, "SELECT count(*) AS n FROM tpch.tiny.lineitem")?;
     assert!(lines.contains("| 60175 |"), "{lines}");
 
+    // A CTAS writes its data files on the workers, each its share of the rows (the two files
+    // of demo.numbers are read by a task each); only the files' metadata reaches the
+    // coordinator, which writes none of it.
+    let before = rows_written(&metrics_ports)?;
+    let copied = sql(
+        cwd,
+        flight,
+        "CREATE TABLE demo.numbers_copy AS SELECT * FROM demo.numbers",
+    )?;
+    assert!(copied.contains("CREATE TABLE: 40,000 rows"), "{copied}");
+    let after = rows_written(&metrics_ports)?;
+    let written: Vec<f64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(written[0], 0.0, "the coordinator wrote rows: {written:?}");
+    assert!(
+        written[1] > 0.0 && written[2] > 0.0,
+        "both workers write: {written:?}"
+    );
+    assert_eq!(written[1] + written[2], 40000.0, "{written:?}");
+    let same = sql(
+        cwd,
+        flight,
+        "SELECT count(*) AS n FROM (SELECT * FROM demo.numbers_copy EXCEPT ALL SELECT * FROM demo.numbers) AS d",
+    )?;
+    assert!(same.contains("| 0 |"), "{same}");
+
     // A statement that nests deep (a 300-way UNION ALL) is planned and run, and the
     // coordinator is still there after it: a thread out of stack would abort the process.
     let union = vec!["SELECT 1 AS n"; 300].join(" UNION ALL ");
@@ -144,6 +182,23 @@ fn example_cluster_runs_as_separate_processes() -> TestResult {
         worker.stop_cleanly()?;
     }
     Ok(())
+}
+
+/// `sqe_data_rows_written_total` of each process whose /metrics listens on `ports`.
+fn rows_written(ports: &[u16]) -> Result<Vec<f64>, Box<dyn std::error::Error + Send + Sync>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let client = reqwest::Client::new();
+    ports
+        .iter()
+        .map(|port| {
+            let text =
+                runtime.block_on(scrape(&client, SocketAddr::from(([127, 0, 0, 1], *port))))?;
+            sample(&text, "sqe_data_rows_written_total")
+                .ok_or_else(|| format!("no rows written in the metrics of :{port}").into())
+        })
+        .collect()
 }
 
 /// Seed 004 on real processes: 1 coordinator and registering workers, driven by the Trino

@@ -323,3 +323,79 @@ async fn a_schema_made_outside_sqe_is_visible_to_the_next_statement() -> TestRes
     assert!(render(&rows).contains("| 0 |"), "{}", render(&rows));
     Ok(())
 }
+
+/// An INSERT's rows are written where they are produced: each worker's task writes its own
+/// data files and sends on only their metadata; the coordinator commits them as one snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inserts_write_their_files_on_the_workers() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.lines (k BIGINT, q DECIMAL(15,2), flag VARCHAR)")
+        .await?;
+    let insert =
+        "INSERT INTO demo.lines SELECT l_orderkey, l_quantity, l_returnflag FROM tpch.lineitem";
+    let plan = render(&cluster.query(&format!("EXPLAIN {insert}")).await?);
+    // The head stage commits; the writers are in the stage the workers run, two tasks of it.
+    let (head, stages) = plan
+        .split_once("Stage 1 ── Tasks: t0:")
+        .ok_or_else(|| format!("no worker stage in {plan}"))?;
+    assert!(
+        head.contains("IcebergWriteExec: table=demo.lines"),
+        "{plan}"
+    );
+    assert!(!head.contains("DataFileWriteExec"), "{plan}");
+    assert!(
+        stages.contains("DataFileWriteExec: table=demo.lines"),
+        "{plan}"
+    );
+    assert!(
+        stages.lines().next().is_some_and(|l| l.contains(" t1:")),
+        "the writing stage runs on both workers: {plan}"
+    );
+
+    let analyzed = render(&cluster.query(&format!("EXPLAIN ANALYZE {insert}")).await?);
+    let (_, stage) = analyzed
+        .split_once("DataFileWriteExec: table=demo.lines, metrics=[")
+        .ok_or_else(|| format!("no writer metrics in {analyzed}"))?;
+    assert!(stage.contains("rows_written=60.17 K"), "{analyzed}");
+    let inserted = cluster.sql(insert).await?;
+    assert!(
+        matches!(inserted, Collected::Updated(Some(60175))),
+        "{inserted:?}"
+    );
+
+    // Twice the lineitem rows (EXPLAIN ANALYZE ran it too), in two snapshots, read back whole.
+    let counted = cluster
+        .query("SELECT count(*) AS n, sum(k) AS keys, sum(q) AS quantity FROM demo.lines")
+        .await?;
+    let expected = cluster
+        .query(
+            "SELECT 2 * count(*) AS n, 2 * sum(l_orderkey) AS keys, 2 * sum(l_quantity) AS quantity \
+             FROM tpch.lineitem",
+        )
+        .await?;
+    assert_eq!(render(&counted), render(&expected));
+    assert_eq!(snapshots(&cluster, &ident("demo", "lines")).await?.1, 2);
+    let table = cluster
+        .engine()
+        .catalog()
+        .load_table(&ident("demo", "lines"))
+        .await?;
+    let summary = &table
+        .metadata()
+        .current_snapshot()
+        .ok_or("no snapshot")?
+        .summary()
+        .additional_properties;
+    let added: u32 = summary
+        .get("added-data-files")
+        .ok_or("no added-data-files")?
+        .parse()?;
+    assert!(
+        added >= 2,
+        "one file per writing partition at least: {summary:?}"
+    );
+    cluster.stop().await;
+    Ok(())
+}
