@@ -70,6 +70,11 @@ pub(crate) const TASK_CONCURRENCY: &str = "task_concurrency";
 pub(crate) const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
 pub(crate) const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
 pub(crate) const QUERY_PRIORITY: &str = "query_priority";
+pub(crate) const EXPIRE_SNAPSHOTS_MIN_RETENTION: &str = "expire_snapshots_min_retention";
+pub(crate) const REMOVE_ORPHAN_FILES_MIN_RETENTION: &str = "remove_orphan_files_min_retention";
+
+/// Trino's default for both minimum retentions: a week.
+const DEFAULT_MIN_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 
 /// Every property, in the order `SHOW SESSION` lists them (by name).
 pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
@@ -77,6 +82,11 @@ pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
         name: DISTRIBUTED_EXECUTION,
         property_type: PropertyType::Boolean,
         description: "Split queries into stages and tasks run by the workers; false runs them on the coordinator alone",
+    },
+    PropertyDefinition {
+        name: EXPIRE_SNAPSHOTS_MIN_RETENTION,
+        property_type: PropertyType::Varchar,
+        description: "Minimal retention period for expire_snapshots (its retention_threshold may not be shorter)",
     },
     PropertyDefinition {
         name: JOIN_DISTRIBUTION_TYPE,
@@ -92,6 +102,11 @@ pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
         name: QUERY_PRIORITY,
         property_type: PropertyType::Integer,
         description: "The priority of queries. Larger numbers are higher priority: a queued query is admitted before every queued query of lower priority",
+    },
+    PropertyDefinition {
+        name: REMOVE_ORPHAN_FILES_MIN_RETENTION,
+        property_type: PropertyType::Varchar,
+        description: "Minimal retention period for remove_orphan_files (its retention_threshold may not be shorter)",
     },
     PropertyDefinition {
         name: TASK_CONCURRENCY,
@@ -112,6 +127,8 @@ pub struct SessionProperties {
     pub join_distribution_type: Option<JoinDistribution>,
     pub distributed_execution: Option<bool>,
     pub query_priority: Option<i32>,
+    pub expire_snapshots_min_retention: Option<Duration>,
+    pub remove_orphan_files_min_retention: Option<Duration>,
     /// Each set property's value as the client wrote it: what Trino keeps, sends back in
     /// `X-Trino-Set-Session` and shows in `SHOW SESSION` (`10m`, not `10.00m`).
     written: BTreeMap<String, String>,
@@ -200,6 +217,19 @@ impl SessionProperties {
                 };
                 self.distributed_execution = Some(on);
             }
+            EXPIRE_SNAPSHOTS_MIN_RETENTION | REMOVE_ORPHAN_FILES_MIN_RETENTION => {
+                let time = parse_duration(value).ok_or_else(|| {
+                    invalid(
+                        name,
+                        format!("'{value}' is not a duration such as 7d or 1h"),
+                    )
+                })?;
+                if definition.name == EXPIRE_SNAPSHOTS_MIN_RETENTION {
+                    self.expire_snapshots_min_retention = Some(time);
+                } else {
+                    self.remove_orphan_files_min_retention = Some(time);
+                }
+            }
             QUERY_PRIORITY => {
                 let priority: i32 = value
                     .parse()
@@ -230,8 +260,26 @@ impl SessionProperties {
             JOIN_DISTRIBUTION_TYPE => self.join_distribution().name().to_string(),
             DISTRIBUTED_EXECUTION => self.distributed_execution.unwrap_or(true).to_string(),
             QUERY_PRIORITY => self.priority().to_string(),
+            EXPIRE_SNAPSHOTS_MIN_RETENTION => {
+                format_duration(self.expire_snapshots_min_retention())
+            }
+            REMOVE_ORPHAN_FILES_MIN_RETENTION => {
+                format_duration(self.remove_orphan_files_min_retention())
+            }
             _ => return None,
         })
+    }
+
+    /// The shortest `retention_threshold` `expire_snapshots` takes.
+    pub fn expire_snapshots_min_retention(&self) -> Duration {
+        self.expire_snapshots_min_retention
+            .unwrap_or(DEFAULT_MIN_RETENTION)
+    }
+
+    /// The shortest `retention_threshold` `remove_orphan_files` takes.
+    pub fn remove_orphan_files_min_retention(&self) -> Duration {
+        self.remove_orphan_files_min_retention
+            .unwrap_or(DEFAULT_MIN_RETENTION)
     }
 
     /// Trino's default priority is 1.

@@ -4,6 +4,7 @@
 //! - [`scan`]: the distributable scan node, its task splitting and filter conversion.
 //! - [`write`]: parallel Parquet writers and the single-snapshot commit.
 //! - [`delete`]: DELETE as position delete files and removed files, in one snapshot.
+//! - [`maintenance`]: expiring snapshots and removing orphan files.
 //! - [`commit`]: SQE's own metadata commits, for the changes iceberg-rust cannot commit.
 //! - [`codec::SqeCodec`]: how SQE's nodes travel inside distributed plan fragments.
 //! - [`storage`]: Iceberg storage on `object_store` (local files, S3).
@@ -17,6 +18,7 @@ pub mod codec;
 pub mod commit;
 pub mod delete;
 pub mod error;
+pub mod maintenance;
 pub mod scan;
 pub mod storage;
 pub mod table;

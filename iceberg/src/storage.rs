@@ -70,6 +70,54 @@ pub fn file_io_with_props(props: HashMap<String, String>) -> FileIO {
         .build()
 }
 
+/// A file found by [`list_files`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFile {
+    /// Its location, spelled from the listed directory's location on.
+    pub location: String,
+    /// Its key in its store: what [`object_key`] gives for any spelling of its location.
+    pub key: String,
+    pub last_modified_ms: i64,
+}
+
+/// Every file under the directory `location` (none when it does not exist), reached with
+/// storage properties `props`.
+pub async fn list_files(
+    props: &HashMap<String, String>,
+    location: &str,
+) -> iceberg::Result<Vec<ListedFile>> {
+    let (store, prefix) = ObjectStoreStorage::new(props.clone()).resolve(location)?;
+    let listed: Vec<object_store::ObjectMeta> = match store.list(Some(&prefix)).try_collect().await
+    {
+        Ok(listed) => listed,
+        Err(object_store::Error::NotFound { .. }) => Vec::new(),
+        Err(e) => return Err(storage_error(format!("cannot list '{location}': {e}"))),
+    };
+    let base = location.trim_end_matches('/');
+    Ok(listed
+        .into_iter()
+        .map(|meta| {
+            let key = meta.location.to_string();
+            let relative = key
+                .strip_prefix(prefix.as_ref())
+                .unwrap_or(&key)
+                .trim_start_matches('/');
+            ListedFile {
+                location: format!("{base}/{relative}"),
+                last_modified_ms: meta.last_modified.timestamp_millis(),
+                key,
+            }
+        })
+        .collect())
+}
+
+/// The key of `location` in its store (its bucket's, for S3): `file:///a/b` and `/a/b` are one
+/// key.
+pub fn object_key(props: &HashMap<String, String>, location: &str) -> iceberg::Result<String> {
+    let (_, path) = ObjectStoreStorage::new(props.clone()).resolve(location)?;
+    Ok(path.to_string())
+}
+
 /// An in-memory Iceberg catalog named `name` whose table files live under `warehouse`, for
 /// tests and stand-ins that need tables without a catalog service.
 pub async fn memory_catalog(

@@ -1,6 +1,6 @@
 //! `IcebergTableProvider`: one Iceberg table as a DataFusion table.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -21,7 +21,7 @@ use iceberg::table::Table;
 use crate::error::iceberg_to_df;
 use crate::scan::{IcebergScanExec, ScanIo, filters_to_predicate};
 use crate::types::table_arrow_schema;
-use crate::write::{CommitListener, IcebergWriteExec};
+use crate::write::{CommitListener, IcebergWriteExec, Replacement, WriteCommit};
 
 /// An Iceberg table pinned at the snapshot current when it was loaded: every scan planned from
 /// this provider reads that snapshot, so a query sees one consistent version of the table.
@@ -35,6 +35,10 @@ pub struct IcebergTableProvider {
     listener: Option<Arc<dyn CommitListener>>,
     /// Read at this snapshot (time travel) instead of the current one; then not writable.
     pinned: Option<i64>,
+    /// Scans read only these data files (a rewrite reads the files it replaces).
+    only_files: Option<Arc<HashSet<String>>>,
+    /// How inserts commit.
+    commit: WriteCommit,
 }
 
 /// Names the table and its snapshot only: its FileIO holds storage credentials.
@@ -62,7 +66,27 @@ impl IcebergTableProvider {
             static_props,
             listener,
             pinned: None,
+            only_files: None,
+            commit: WriteCommit::Append,
         })
+    }
+
+    /// The table rewriting its data files `files` (optimize): scans read only those files, and
+    /// what is inserted replaces them in one `replace` snapshot of the snapshot read, committed
+    /// through `committer`. `None` when the table has no snapshot to rewrite.
+    pub fn rewriting(
+        mut self,
+        files: HashSet<String>,
+        committer: Arc<dyn crate::commit::CommitUpdates>,
+    ) -> Option<Self> {
+        let snapshot_id = self.snapshot_id()?;
+        self.only_files = Some(Arc::new(files.clone()));
+        self.commit = WriteCommit::Replace(Arc::new(Replacement {
+            snapshot_id,
+            removed: files,
+            committer,
+        }));
+        Some(self)
     }
 
     /// The table as it was at snapshot `snapshot_id` (time travel): scans read that snapshot
@@ -134,6 +158,9 @@ impl IcebergTableProvider {
             .try_collect()
             .await
             .map_err(iceberg_to_df)?;
+        if let Some(only) = &self.only_files {
+            tasks.retain(|task| only.contains(&task.data_file_path));
+        }
         if read_schema.schema_id() != snapshot_schema.schema_id() {
             for task in &mut tasks {
                 task.schema = Arc::clone(&read_schema);
@@ -269,12 +296,15 @@ impl TableProvider for IcebergTableProvider {
                 "{insert_op} is not supported for Iceberg tables; use INSERT INTO"
             );
         }
-        Ok(Arc::new(IcebergWriteExec::new(
-            input,
-            Arc::clone(&self.catalog),
-            self.table.clone(),
-            self.listener.clone(),
-            plan_props(&self.table, &self.static_props),
-        )))
+        Ok(Arc::new(
+            IcebergWriteExec::new(
+                input,
+                Arc::clone(&self.catalog),
+                self.table.clone(),
+                self.listener.clone(),
+                plan_props(&self.table, &self.static_props),
+            )
+            .with_commit(self.commit.clone()),
+        ))
     }
 }

@@ -90,9 +90,11 @@ class Show(unittest.TestCase):
             sorted(session),
             [
                 "distributed_execution",
+                "expire_snapshots_min_retention",
                 "join_distribution_type",
                 "query_max_run_time",
                 "query_priority",
+                "remove_orphan_files_min_retention",
                 "task_concurrency",
             ],
         )

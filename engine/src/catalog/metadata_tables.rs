@@ -143,8 +143,8 @@ fn properties(metadata: &TableMetadata) -> Result<RecordBatch> {
 /// One branch or tag, as the metadata's `refs` say it.
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(super) struct Reference {
-    pub(super) snapshot_id: i64,
+pub(crate) struct Reference {
+    pub(crate) snapshot_id: i64,
     #[serde(rename = "type")]
     kind: String,
     min_snapshots_to_keep: Option<i32>,
@@ -154,7 +154,7 @@ pub(super) struct Reference {
 
 /// The table's branches and tags by name: iceberg-rust 0.10 lists them only in the metadata's
 /// serialized form.
-pub(super) fn references(metadata: &TableMetadata) -> Result<BTreeMap<String, Reference>> {
+pub(crate) fn references(metadata: &TableMetadata) -> Result<BTreeMap<String, Reference>> {
     let serialized = serde_json::to_value(metadata).map_err(|e| Error::Internal(e.to_string()))?;
     match serialized.get("refs") {
         Some(refs) => {

@@ -56,6 +56,8 @@ pub(crate) fn rewritten(
 pub enum Read {
     /// One of the statements SQE answers itself (`SHOW ...`, `USE`, `SET SESSION`, ...).
     Client(super::statements::ClientStatement),
+    /// `ALTER TABLE t EXECUTE procedure(...)`.
+    TableProcedure(super::statements::TableProcedureCall),
     /// Trino's SQL, parsed for DataFusion's planner.
     Sql(Parsed),
 }
@@ -63,6 +65,9 @@ pub enum Read {
 /// Reads one statement: SQE's own statements first, then Trino's SQL.
 pub fn read(sql: &str) -> Result<Read> {
     let tokens = super::statements::tokenize(sql)?;
+    if let Some(call) = super::statements::table_procedure(tokens.clone())? {
+        return Ok(Read::TableProcedure(call));
+    }
     match super::statements::recognize_tokens(tokens)? {
         Some(statement) => Ok(Read::Client(statement)),
         None => parse(sql).map(Read::Sql),

@@ -392,6 +392,61 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
     Ok(Some(statement))
 }
 
+/// `ALTER TABLE t EXECUTE procedure[(name => 'value', ...)]`: one of Trino's Iceberg table
+/// procedures, with its arguments by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableProcedureCall {
+    /// `[[catalog.]schema.]table`
+    pub table: Vec<String>,
+    /// Lower case: `optimize`, `expire_snapshots`, `remove_orphan_files`.
+    pub procedure: String,
+    pub arguments: std::collections::HashMap<String, String>,
+}
+
+/// The table procedures and the names of their arguments, in order.
+const TABLE_PROCEDURES: &[(&str, &[&str])] = &[
+    ("optimize", &["file_size_threshold"]),
+    ("expire_snapshots", &["retention_threshold"]),
+    ("remove_orphan_files", &["retention_threshold"]),
+];
+
+/// The statement as a table procedure call, if it is `ALTER TABLE ... EXECUTE ...` (which the
+/// SQL parser does not read).
+pub fn table_procedure(tokens: Vec<Token>) -> Result<Option<TableProcedureCall>> {
+    let mut t = Tokens::new(tokens);
+    if !t.keywords(&["ALTER", "TABLE"]) || t.peek_keyword("IF") {
+        return Ok(None);
+    }
+    let Ok(table) = table_name(&mut t) else {
+        return Ok(None);
+    };
+    // Quoted or not, as the statements the SQL parser reads fold them.
+    let table = table.iter().map(|part| part.to_lowercase()).collect();
+    if !t.keyword("EXECUTE") {
+        return Ok(None);
+    }
+    let procedure = t.identifier()?.to_ascii_lowercase();
+    let Some((_, names)) = TABLE_PROCEDURES.iter().find(|(name, _)| *name == procedure) else {
+        return Err(Error::not_found(ObjectKind::Procedure, procedure));
+    };
+    let arguments = if matches!(t.peek(), Some(Token::LParen)) {
+        call_arguments(&mut t, names)?
+    } else {
+        std::collections::HashMap::new()
+    };
+    if t.keyword("WHERE") {
+        return Err(Error::NotSupported(format!(
+            "ALTER TABLE EXECUTE {procedure} ... WHERE: it runs on the whole table"
+        )));
+    }
+    t.end()?;
+    Ok(Some(TableProcedureCall {
+        table,
+        procedure,
+        arguments,
+    }))
+}
+
 /// A procedure's string arguments, by name (`name => 'v'`) or in `names` order.
 fn call_arguments(
     t: &mut Tokens,
@@ -636,6 +691,44 @@ mod tests {
             recognize("deallocate prepare q1")?,
             Some(ClientStatement::Deallocate { name: "q1".into() })
         );
+        Ok(())
+    }
+
+    #[test]
+    fn recognizes_table_procedures() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let call = |sql: &str| table_procedure(tokenize(sql)?);
+        assert_eq!(
+            call("ALTER TABLE s.t EXECUTE optimize(file_size_threshold => '10MB')")?,
+            Some(TableProcedureCall {
+                table: vec!["s".into(), "t".into()],
+                procedure: "optimize".into(),
+                arguments: [("file_size_threshold".to_string(), "10MB".to_string())].into(),
+            })
+        );
+        let bare = call("alter table \"T\" execute OPTIMIZE")?.ok_or("not read")?;
+        assert_eq!(
+            (bare.table, bare.procedure),
+            (vec!["t".to_string()], "optimize".to_string())
+        );
+        assert!(bare.arguments.is_empty());
+        let expire = call("ALTER TABLE t EXECUTE expire_snapshots('7d')")?.ok_or("not read")?;
+        assert_eq!(
+            expire
+                .arguments
+                .get("retention_threshold")
+                .map(String::as_str),
+            Some("7d")
+        );
+        // Other ALTER TABLE statements are the SQL parser's.
+        assert_eq!(call("ALTER TABLE t ADD COLUMN c INT")?, None);
+        assert_eq!(call("ALTER TABLE IF EXISTS t RENAME TO u")?, None);
+        assert_eq!(call("SELECT 1")?, None);
+        let unknown = call("ALTER TABLE t EXECUTE vacuum")
+            .err()
+            .ok_or("must fail")?;
+        assert_eq!(unknown.code(), ErrorCode::ProcedureNotFound);
+        assert!(call("ALTER TABLE t EXECUTE optimize(retention_threshold => '1d')").is_err());
+        assert!(call("ALTER TABLE t EXECUTE optimize WHERE a = 1").is_err());
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 
 mod alter;
 mod ingest;
+mod procedures;
 mod reload;
 mod row_changes;
 mod show;
@@ -172,6 +173,8 @@ pub enum StatementKind {
     DropTable,
     DropSchema,
     AlterTable,
+    /// `ALTER TABLE t EXECUTE procedure(...)`.
+    AlterTableExecute,
     Comment,
     Delete,
     Truncate,
@@ -196,6 +199,7 @@ impl StatementKind {
             StatementKind::DropTable => Some("DROP TABLE"),
             StatementKind::DropSchema => Some("DROP SCHEMA"),
             StatementKind::AlterTable => Some("ALTER TABLE"),
+            StatementKind::AlterTableExecute => Some("ALTER TABLE EXECUTE"),
             StatementKind::Comment => Some("COMMENT"),
             StatementKind::Delete => Some("DELETE"),
             StatementKind::Truncate => Some("TRUNCATE TABLE"),
@@ -268,6 +272,11 @@ enum Action {
     ChangeTable(alter::TableChange),
     ChangeView(views::ViewChange),
     ChangeRows(Box<row_changes::RowChangePlan>),
+    /// `ALTER TABLE t EXECUTE ...`, planned in `state` when it runs.
+    TableProcedure {
+        procedure: procedures::TableProcedure,
+        state: Box<SessionState>,
+    },
     /// Rows the result cache had.
     Cached(CachedResult),
     /// `kill_query`, on behalf of `user`.
@@ -397,6 +406,7 @@ impl StatementKind {
                 | StatementKind::Delete
                 | StatementKind::Update
                 | StatementKind::Merge
+                | StatementKind::AlterTableExecute
         )
     }
 
@@ -1051,6 +1061,10 @@ impl Engine {
                 self.change_view(change).await?;
                 Outcome::Updated { rows: None }
             }
+            Action::TableProcedure { procedure, state } => Outcome::Updated {
+                // Boxed: its future would make every statement's as large.
+                rows: Box::pin(self.run_table_procedure(procedure, *state, cancel)).await?,
+            },
             Action::ChangeRows(plan) => {
                 let rows = self.change_rows(*plan, cancel).await?;
                 Outcome::Updated {

@@ -58,6 +58,8 @@ enum Call {
     Merge(String),
     /// CREATE VIEW, DROP VIEW.
     ChangeView(super::views::ViewChange),
+    /// `ALTER TABLE t EXECUTE procedure(...)`.
+    TableProcedure(super::procedures::TableProcedure),
 }
 
 impl std::fmt::Debug for StatementTemplate {
@@ -331,6 +333,17 @@ impl Engine {
                 });
                 (state, nothing, TableProperties::default())
             }
+            Read::TableProcedure(procedure) => {
+                let state = self.session_state(session)?;
+                call = Some(Call::TableProcedure(
+                    self.plan_table_procedure(&state, session, procedure)?,
+                ));
+                let nothing = LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
+                    produce_one_row: false,
+                    schema: Arc::new(datafusion::common::DFSchema::empty()),
+                });
+                (state, nothing, TableProperties::default())
+            }
             Read::Client(other) => {
                 return Err(Error::NotSupported(format!(
                     "{}: a Trino session statement, answered by the Trino endpoint only",
@@ -382,6 +395,7 @@ impl Engine {
             Some(Call::Merge(_)) => StatementKind::Merge,
             Some(Call::ChangeView(change)) => change.kind(),
             Some(Call::KillQuery { .. }) => StatementKind::Call,
+            Some(Call::TableProcedure(_)) => StatementKind::AlterTableExecute,
             None => statement_kind(&logical),
         };
         let dataset_schema = match (&logical, kind) {
@@ -477,6 +491,10 @@ impl Engine {
                 },
                 Call::ChangeTable(change) => Action::ChangeTable(change.clone()),
                 Call::ChangeView(change) => Action::ChangeView(change.clone()),
+                Call::TableProcedure(procedure) => Action::TableProcedure {
+                    procedure: procedure.clone(),
+                    state: Box::new(template.state.clone()),
+                },
                 Call::Merge(sql) => {
                     let plan = self.plan_merge(&template.state, sql).await?;
                     Action::ChangeRows(Box::new(plan))

@@ -25,6 +25,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::AmbiguousName
         | ErrorCode::InvalidParameterUsage
         | ErrorCode::InvalidArguments
+        | ErrorCode::InvalidProcedureArgument
         | ErrorCode::MergeTargetRowMultipleMatches
         | ErrorCode::InvalidView => Code::InvalidArgument,
         ErrorCode::NotFound

@@ -131,6 +131,8 @@ pub enum ErrorCode {
     InvalidParameterUsage,
     /// Arguments that name nothing that exists (a snapshot a table never had).
     InvalidArguments,
+    /// A table procedure's argument is out of its range (Trino's `INVALID_PROCEDURE_ARGUMENT`).
+    InvalidProcedureArgument,
     GenericInternalError,
     ConfigurationInvalid,
     ExceededGlobalMemoryLimit,
@@ -189,6 +191,7 @@ impl ErrorCode {
             ErrorCode::AmbiguousName => "AMBIGUOUS_NAME",
             ErrorCode::InvalidParameterUsage => "INVALID_PARAMETER_USAGE",
             ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::InvalidProcedureArgument => "INVALID_PROCEDURE_ARGUMENT",
             ErrorCode::GenericInternalError => "GENERIC_INTERNAL_ERROR",
             ErrorCode::ConfigurationInvalid => "CONFIGURATION_INVALID",
             ErrorCode::ExceededGlobalMemoryLimit => "EXCEEDED_GLOBAL_MEMORY_LIMIT",
@@ -248,6 +251,7 @@ impl ErrorCode {
             | ErrorCode::AmbiguousName
             | ErrorCode::InvalidParameterUsage
             | ErrorCode::InvalidArguments
+            | ErrorCode::InvalidProcedureArgument
             | ErrorCode::MergeTargetRowMultipleMatches => ErrorKind::User,
         }
     }
@@ -465,6 +469,8 @@ fn classify_iceberg(err: &iceberg::Error) -> Error {
         K::NamespaceAlreadyExists => Error::invalid(ErrorCode::SchemaAlreadyExists, message),
         K::TableAlreadyExists => Error::invalid(ErrorCode::TableAlreadyExists, message),
         K::FeatureUnsupported => Error::NotSupported(message),
+        // Another writer committed first: the statement changed nothing and can run again.
+        K::CatalogCommitConflicts => Error::invalid(ErrorCode::IcebergCommitError, message),
         _ => Error::Internal(message),
     }
 }

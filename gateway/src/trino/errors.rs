@@ -76,6 +76,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::AmbiguousName => (62, USER),
         ErrorCode::InvalidParameterUsage => (80, USER),
         ErrorCode::InvalidArguments => (76, USER),
+        ErrorCode::InvalidProcedureArgument => (58, USER),
         ErrorCode::MergeTargetRowMultipleMatches => (119, USER),
         ErrorCode::GenericInternalError => (65536, INTERNAL),
         ErrorCode::ConfigurationInvalid => (65559, INTERNAL),

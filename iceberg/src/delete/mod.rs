@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use datafusion::arrow::array::{Array, Int64Array, RecordBatch, StringArray};
-use futures::TryStreamExt;
 use iceberg::spec::{
     DataFile, FormatVersion, MAIN_BRANCH, ManifestContentType, ManifestFile, ManifestListWriter,
     ManifestStatus, ManifestWriterBuilder, Operation, Snapshot, SnapshotReference,
@@ -120,30 +119,29 @@ pub async fn commit_row_changes(
     }
     let mut producer = DeleteProducer::new(table, snapshot_id).map_err(DeleteError::NotApplied)?;
     let prepared = producer.prepare(&selected, added).await;
-    let result = match prepared {
-        Ok(commit) => committer
-            .commit_updates(table.identifier(), commit.requirements, commit.updates)
-            .await
-            .map_err(|e| match e.kind() {
-                ErrorKind::CatalogCommitConflicts
-                | ErrorKind::TableNotFound
-                | ErrorKind::DataInvalid
-                | ErrorKind::FeatureUnsupported => DeleteError::NotApplied(e),
-                _ => DeleteError::Unknown(e),
-            }),
-        Err(e) => Err(DeleteError::NotApplied(e)),
-    };
-    match result {
-        Ok(()) => Ok(Some(producer.snapshot_id)),
-        Err(DeleteError::NotApplied(e)) => {
-            producer.delete_written().await;
-            Err(DeleteError::NotApplied(e))
-        }
-        Err(unknown) => {
-            tracing::warn!(table = %table.identifier(), "row-level commit outcome unknown; keeping its files");
-            Err(unknown)
-        }
+    producer.commit(prepared, committer).await
+}
+
+/// Replaces the live data files `removed` of `table`'s snapshot `snapshot_id` (as loaded when
+/// the statement was planned) by the data files `added`, which hold the same rows (optimize):
+/// one `replace` snapshot, committed through `committer` only while the table is still at
+/// that snapshot. Position delete files that name only removed files go with them. The
+/// snapshot's id, `None` when there was nothing to replace. Files `added` are the caller's to
+/// delete if this fails.
+pub async fn commit_replace(
+    table: &Table,
+    snapshot_id: i64,
+    removed: &HashSet<String>,
+    added: Vec<DataFile>,
+    committer: &dyn CommitUpdates,
+) -> std::result::Result<Option<i64>, DeleteError> {
+    if removed.is_empty() && added.is_empty() {
+        return Ok(None);
     }
+    let mut producer =
+        DeleteProducer::new(table, Some(snapshot_id)).map_err(DeleteError::NotApplied)?;
+    let prepared = producer.prepare_replace(removed, added).await;
+    producer.commit(prepared, committer).await
 }
 
 /// A live data file of the snapshot a DELETE read, and where its entry is.
@@ -202,24 +200,8 @@ impl<'a> DeleteProducer<'a> {
         selected: &SelectedRows,
         added: Vec<DataFile>,
     ) -> Result<PreparedCommit> {
-        let metadata = self.table.metadata();
-        let io = self.table.file_io();
-        let parent = match self.parent {
-            Some(id) => Some(metadata.snapshot_by_id(id).ok_or_else(|| {
-                Error::new(ErrorKind::DataInvalid, format!("snapshot {id} is gone"))
-            })?),
-            None => None,
-        };
-        let manifests = match parent {
-            Some(parent) => self
-                .table
-                .manifest_list_reader(parent)
-                .load()
-                .await?
-                .entries()
-                .to_vec(),
-            None => Vec::new(),
-        };
+        let io = self.table.file_io().clone();
+        let manifests = self.parent_manifests().await?;
         let live = self.live_files(&manifests, selected).await?;
 
         let mut removed: HashSet<&str> = HashSet::new();
@@ -258,7 +240,8 @@ impl<'a> DeleteProducer<'a> {
                 ));
             }
             let delete_file =
-                files::write_position_deletes(io, &file.data_file, file.spec_id, positions).await?;
+                files::write_position_deletes(&io, &file.data_file, file.spec_id, positions)
+                    .await?;
             self.written.push(delete_file.file_path().to_string());
             summary.added_delete_files += 1;
             summary.added_positions += delete_file.record_count();
@@ -291,6 +274,142 @@ impl<'a> DeleteProducer<'a> {
                 Operation::Append
             }
         };
+        self.snapshot_commit(list, operation, &summary).await
+    }
+
+    /// Commits what [`Self::prepare`] or [`Self::prepare_replace`] made; deletes the files it
+    /// wrote unless the catalog may have applied it.
+    async fn commit(
+        &self,
+        prepared: Result<PreparedCommit>,
+        committer: &dyn CommitUpdates,
+    ) -> std::result::Result<Option<i64>, DeleteError> {
+        let table = self.table;
+        let result = match prepared {
+            Ok(commit) => committer
+                .commit_updates(table.identifier(), commit.requirements, commit.updates)
+                .await
+                .map_err(|e| match e.kind() {
+                    ErrorKind::CatalogCommitConflicts
+                    | ErrorKind::TableNotFound
+                    | ErrorKind::DataInvalid
+                    | ErrorKind::FeatureUnsupported => DeleteError::NotApplied(e),
+                    _ => DeleteError::Unknown(e),
+                }),
+            Err(e) => Err(DeleteError::NotApplied(e)),
+        };
+        match result {
+            Ok(()) => Ok(Some(self.snapshot_id)),
+            Err(DeleteError::NotApplied(e)) => {
+                self.delete_written().await;
+                Err(DeleteError::NotApplied(e))
+            }
+            Err(unknown) => {
+                tracing::warn!(table = %table.identifier(), "row-level commit outcome unknown; keeping its files");
+                Err(unknown)
+            }
+        }
+    }
+
+    /// The parent snapshot's manifests (none for a table without one).
+    async fn parent_manifests(&self) -> Result<Vec<ManifestFile>> {
+        let metadata = self.table.metadata();
+        let Some(id) = self.parent else {
+            return Ok(Vec::new());
+        };
+        let parent = metadata
+            .snapshot_by_id(id)
+            .ok_or_else(|| Error::new(ErrorKind::DataInvalid, format!("snapshot {id} is gone")))?;
+        Ok(self
+            .table
+            .manifest_list_reader(parent)
+            .load()
+            .await?
+            .entries()
+            .to_vec())
+    }
+
+    /// A `replace` snapshot: the live data files `removed_data` out (with the position delete
+    /// files that name only them), `added` in.
+    async fn prepare_replace(
+        &mut self,
+        removed_data: &HashSet<String>,
+        added: Vec<DataFile>,
+    ) -> Result<PreparedCommit> {
+        let io = self.table.file_io().clone();
+        let manifests = self.parent_manifests().await?;
+        let mut removed: HashSet<String> = HashSet::new();
+        let mut rewritten: HashSet<usize> = HashSet::new();
+        let mut summary = Totals::default();
+        for (index, manifest) in manifests.iter().enumerate() {
+            for entry in manifest.load_manifest(&io).await?.entries() {
+                if !entry.is_alive() {
+                    continue;
+                }
+                let file = entry.data_file();
+                let path = removed_data.get(file.file_path());
+                let dangling = file
+                    .referenced_data_file()
+                    .and_then(|data| removed_data.get(&data));
+                match (manifest.content, path, dangling) {
+                    (ManifestContentType::Data, Some(path), _) => {
+                        removed.insert(path.clone());
+                        summary.removed_files += 1;
+                        summary.removed_records += file.record_count();
+                        summary.removed_bytes += file.file_size_in_bytes();
+                    }
+                    (ManifestContentType::Deletes, _, Some(_)) => {
+                        removed.insert(file.file_path().to_string());
+                        summary.removed_delete_files += 1;
+                        summary.removed_positions += file.record_count();
+                        summary.removed_bytes += file.file_size_in_bytes();
+                    }
+                    _ => continue,
+                }
+                rewritten.insert(index);
+            }
+        }
+        if let Some(missing) = removed_data.iter().find(|path| !removed.contains(*path)) {
+            return Err(Error::new(
+                ErrorKind::DataInvalid,
+                format!(
+                    "{missing} is not a live data file of snapshot {:?}",
+                    self.parent
+                ),
+            ));
+        }
+        let removed: HashSet<&str> = removed.iter().map(String::as_str).collect();
+        let mut list: Vec<ManifestFile> = Vec::new();
+        for (index, manifest) in manifests.iter().enumerate() {
+            if rewritten.contains(&index) {
+                list.push(self.rewrite_manifest(manifest, &removed).await?);
+            } else {
+                list.push(manifest.clone());
+            }
+        }
+        if !added.is_empty() {
+            for file in &added {
+                summary.added_data_files += 1;
+                summary.added_records += file.record_count();
+                summary.added_bytes += file.file_size_in_bytes();
+            }
+            list.push(self.data_manifest(added).await?);
+        }
+        self.snapshot_commit(list, Operation::Replace, &summary)
+            .await
+    }
+
+    /// Writes the manifest list of `manifests` and makes the snapshot's commit: the snapshot,
+    /// the main branch moved to it, only while the table is the one read and still at its
+    /// parent.
+    async fn snapshot_commit(
+        &mut self,
+        list: Vec<ManifestFile>,
+        operation: Operation,
+        summary: &Totals,
+    ) -> Result<PreparedCommit> {
+        let metadata = self.table.metadata();
+        let parent = self.parent.and_then(|id| metadata.snapshot_by_id(id));
         let manifest_list = self.write_manifest_list(list).await?;
 
         let snapshot = Snapshot::builder()
@@ -358,16 +477,7 @@ impl<'a> DeleteProducer<'a> {
             return Ok(live);
         };
         // What earlier deletes removed, as the scan planner assigns them.
-        let tasks: Vec<_> = self
-            .table
-            .scan()
-            .snapshot_id(parent)
-            .select_empty()
-            .build()?
-            .plan_files()
-            .await?
-            .try_collect()
-            .await?;
+        let tasks = crate::scan::snapshot_files(self.table, parent).await?;
         let mut seen = HashSet::new();
         for task in tasks {
             if let Some(file) = live.get_mut(&task.data_file_path)
@@ -387,7 +497,8 @@ impl<'a> DeleteProducer<'a> {
         manifest: &ManifestFile,
         removed: &HashSet<&str>,
     ) -> Result<ManifestFile> {
-        let mut writer = self.manifest_writer(manifest.partition_spec_id, false)?;
+        let deletes = manifest.content == ManifestContentType::Deletes;
+        let mut writer = self.manifest_writer(manifest.partition_spec_id, deletes)?;
         for entry in manifest
             .load_manifest(self.table.file_io())
             .await?
@@ -531,6 +642,8 @@ struct Totals {
     removed_files: u64,
     removed_records: u64,
     removed_bytes: u64,
+    removed_delete_files: u64,
+    removed_positions: u64,
     added_delete_files: u64,
     added_positions: u64,
     added_data_files: u64,
@@ -552,6 +665,9 @@ impl Totals {
         set("deleted-data-files", self.removed_files);
         set("deleted-records", self.removed_records);
         set("removed-files-size", self.removed_bytes);
+        set("removed-delete-files", self.removed_delete_files);
+        set("removed-position-delete-files", self.removed_delete_files);
+        set("removed-position-deletes", self.removed_positions);
         set("added-delete-files", self.added_delete_files);
         set("added-position-delete-files", self.added_delete_files);
         set("added-position-deletes", self.added_positions);
@@ -583,11 +699,13 @@ impl Totals {
             ),
             (
                 "total-delete-files",
-                before("total-delete-files").map(|n| n + self.added_delete_files),
+                before("total-delete-files")
+                    .map(|n| n.saturating_sub(self.removed_delete_files) + self.added_delete_files),
             ),
             (
                 "total-position-deletes",
-                before("total-position-deletes").map(|n| n + self.added_positions),
+                before("total-position-deletes")
+                    .map(|n| n.saturating_sub(self.removed_positions) + self.added_positions),
             ),
             ("total-equality-deletes", before("total-equality-deletes")),
         ];

@@ -10,7 +10,8 @@ use datafusion::arrow::array::{Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, Partitioning};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{Distribution, EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, CardinalityEffect, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -116,6 +117,29 @@ impl ExecutionPlan for DataFileWriteExec {
 
     fn benefits_from_input_partitioning(&self) -> Vec<bool> {
         vec![true]
+    }
+
+    /// Rows of one partition go to one writer (hashed on the partition's source columns), as
+    /// Trino's preferred write partitioning does: a file per partition value and writer
+    /// instead of one per writer that met it.
+    fn required_input_distribution(&self) -> Vec<Distribution> {
+        let metadata = self.table.metadata();
+        let schema = metadata.current_schema();
+        let input = self.input.schema();
+        let columns: Option<Vec<Arc<dyn PhysicalExpr>>> = metadata
+            .default_partition_spec()
+            .fields()
+            .iter()
+            .map(|field| {
+                let name = schema.name_by_field_id(field.source_id)?;
+                let index = input.index_of(name).ok()?;
+                Some(Arc::new(Column::new(name, index)) as Arc<dyn PhysicalExpr>)
+            })
+            .collect();
+        match columns {
+            Some(columns) if !columns.is_empty() => vec![Distribution::HashPartitioned(columns)],
+            _ => vec![Distribution::UnspecifiedDistribution],
+        }
     }
 
     fn cardinality_effect(&self) -> CardinalityEffect {

@@ -1,6 +1,6 @@
 //! `IcebergWriteExec`: the commit of INSERT / CREATE TABLE AS, on the coordinator.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,7 @@ use tracing::Instrument;
 
 use super::attempts::CommitAttempts;
 use super::data_files::{DataFileWriteExec, UncommittedFiles, delete_files, read_data_files};
+use crate::commit::CommitUpdates;
 use crate::error::iceberg_to_df;
 
 /// Told about every successful commit (the result cache drops what read the table).
@@ -36,6 +37,27 @@ pub trait CommitListener: fmt::Debug + Send + Sync {
     /// Attempts of one commit the catalog refused because another writer committed first
     /// (each was retried on the new snapshot, as long as retries lasted).
     fn conflicted(&self, _table: &TableIdent, _conflicts: u32) {}
+}
+
+/// How an [`IcebergWriteExec`] makes the files written part of its table.
+#[derive(Debug, Clone, Default)]
+pub enum WriteCommit {
+    /// A new `append` snapshot (INSERT, CREATE TABLE AS).
+    #[default]
+    Append,
+    /// A `replace` snapshot: the same rows in other files (optimize).
+    Replace(Arc<Replacement>),
+}
+
+/// Data files of one snapshot to swap for the files written, which hold their rows.
+#[derive(Debug)]
+pub struct Replacement {
+    /// The snapshot the files were read from: the commit applies only while it is current.
+    pub snapshot_id: i64,
+    /// The data files replaced.
+    pub removed: HashSet<String>,
+    /// SQE's own commit (iceberg-rust has no replace action).
+    pub committer: Arc<dyn CommitUpdates>,
 }
 
 /// Commits the data files a [`DataFileWriteExec`] below it wrote (on the workers, in a
@@ -51,6 +73,7 @@ pub struct IcebergWriteExec {
     catalog: Arc<dyn Catalog>,
     table: Table,
     listener: Option<Arc<dyn CommitListener>>,
+    mode: WriteCommit,
     properties: Arc<PlanProperties>,
 }
 
@@ -77,7 +100,13 @@ impl IcebergWriteExec {
     ) -> Self {
         let written = Arc::new(DataFileWriteExec::new(input, table.clone(), plan_props));
         let gathered = Arc::new(CoalescePartitionsExec::new(written));
-        Self::committing(gathered, catalog, table, listener)
+        Self::committing(gathered, catalog, table, listener, WriteCommit::Append)
+    }
+
+    /// The same write, committed as `mode` says.
+    pub fn with_commit(mut self, mode: WriteCommit) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// Commits what `written` (a plan yielding [`DataFileWriteExec`]'s rows in one
@@ -87,6 +116,7 @@ impl IcebergWriteExec {
         catalog: Arc<dyn Catalog>,
         table: Table,
         listener: Option<Arc<dyn CommitListener>>,
+        mode: WriteCommit,
     ) -> Self {
         let schema = count_schema();
         let properties = Arc::new(PlanProperties::new(
@@ -100,6 +130,7 @@ impl IcebergWriteExec {
             catalog,
             table,
             listener,
+            mode,
             properties,
         }
     }
@@ -149,6 +180,7 @@ impl ExecutionPlan for IcebergWriteExec {
             Arc::clone(&self.catalog),
             self.table.clone(),
             self.listener.clone(),
+            self.mode.clone(),
         )))
     }
 
@@ -172,6 +204,7 @@ impl ExecutionPlan for IcebergWriteExec {
         let table = self.table.clone();
         let catalog = Arc::clone(&self.catalog);
         let listener = self.listener.clone();
+        let mode = self.mode.clone();
         let write = async move {
             // The files that reached here; those of writers still running are theirs to
             // delete if the stream is dropped.
@@ -201,8 +234,14 @@ impl ExecutionPlan for IcebergWriteExec {
                     .iter()
                     .map(|f| f.file_path().to_string())
                     .collect();
-                let committed =
-                    commit(&table, catalog.as_ref(), data_files, listener.as_deref()).await;
+                let committed = match &mode {
+                    WriteCommit::Append => {
+                        commit(&table, catalog.as_ref(), data_files, listener.as_deref()).await
+                    }
+                    WriteCommit::Replace(replacement) => {
+                        replace(&table, replacement, data_files, listener.as_deref()).await
+                    }
+                };
                 match committed {
                     Ok(()) => Ok(()),
                     Err(CommitError::NotApplied(e)) => {
@@ -244,6 +283,37 @@ enum CommitError {
     NotApplied(iceberg::Error),
     /// The catalog may or may not have applied it (e.g. a timeout or a 5xx from a REST catalog).
     Unknown(iceberg::Error),
+}
+
+/// Commits `replacement` with the `written` files: never retried, since the files replaced may
+/// have changed since (a conflict fails the statement, which can simply run again).
+async fn replace(
+    table: &Table,
+    replacement: &Replacement,
+    written: Vec<DataFile>,
+    listener: Option<&dyn CommitListener>,
+) -> Result<(), CommitError> {
+    let committed = crate::delete::commit_replace(
+        table,
+        replacement.snapshot_id,
+        &replacement.removed,
+        written,
+        replacement.committer.as_ref(),
+    )
+    .instrument(
+        tracing::info_span!("iceberg.commit", table = %table.identifier(), operation = "replace"),
+    )
+    .await;
+    match committed {
+        Ok(snapshot_id) => {
+            if let Some(listener) = listener {
+                listener.committed(table.identifier(), snapshot_id);
+            }
+            Ok(())
+        }
+        Err(crate::delete::DeleteError::NotApplied(e)) => Err(CommitError::NotApplied(e)),
+        Err(crate::delete::DeleteError::Unknown(e)) => Err(CommitError::Unknown(e)),
+    }
 }
 
 /// Whole commits tried before a conflicting append gives up (each retries on its own first).

@@ -9,5 +9,5 @@ mod files;
 mod racing;
 
 pub use data_files::{DATA_FILE_COLUMN, DataFileWriteExec};
-pub use exec::{CommitListener, IcebergWriteExec};
+pub use exec::{CommitListener, IcebergWriteExec, Replacement, WriteCommit};
 pub use files::{CreatedFiles, WRITTEN, WriteTotals, WrittenFiles, write_partition};

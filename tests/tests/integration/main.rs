@@ -12,6 +12,7 @@ mod flight_sql;
 mod flood_memory;
 mod helm_chart;
 mod lifecycle;
+mod maintenance;
 mod membership;
 mod processes;
 mod rest_stack;
