@@ -81,8 +81,15 @@ def rows(first, last):
     )
 
 
-def sqe(sql):
-    conn = trino.dbapi.connect(host=HOST, port=PORT, user="interop", catalog="iceberg", schema=NAMESPACE)
+def sqe(sql, session=None):
+    conn = trino.dbapi.connect(
+        host=HOST,
+        port=PORT,
+        user="interop",
+        catalog="iceberg",
+        schema=NAMESPACE,
+        session_properties=session or {},
+    )
     try:
         cur = conn.cursor()
         cur.execute(sql)
@@ -376,6 +383,42 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         self.assertEqual(len(table.schemas()), 4)
         got = self.check_same("evolved", ["id", "quantity"])
         self.assertEqual([list(r) for r in got], [[1, 10], [2, None], [3, 5000000000]])
+
+    def test_sqe_maintenance_reads_back_in_pyiceberg(self):
+        """optimize, expire_snapshots and remove_orphan_files on a table pyiceberg wrote: one replace
+        snapshot pyiceberg reads as SQE does, old snapshots and their files gone, orphans gone."""
+        spec = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category"))
+        table = CATALOG.create_table(f"{NAMESPACE}.maint", schema=SCHEMA, partition_spec=spec)
+        for first in (1, 31, 61):
+            table.append(rows(first, first + 29))
+        (deleted,), = sqe("DELETE FROM maint WHERE id % 5 = 0")[0]
+        self.assertEqual(deleted, 18)
+        before = self.check_same("maint", ["id", "ts", "category", "amount"])
+        old_files = [r["file_path"] for r in CATALOG.load_table(f"{NAMESPACE}.maint").inspect.files().to_pylist()]
+
+        (rewritten,), = sqe("ALTER TABLE maint EXECUTE optimize")[0]
+        self.assertEqual(rewritten, 90 - 18)
+        table = CATALOG.load_table(f"{NAMESPACE}.maint")
+        self.assertEqual(table.current_snapshot().summary.operation, Operation.REPLACE)
+        self.assertEqual(self.check_same("maint", ["id", "ts", "category", "amount"]), before)
+        files = table.inspect.files().to_pylist()
+        self.assertEqual({r["content"] for r in files}, {0}, "no delete file is left")
+        self.assertEqual(len(files), 4, "one file per category (a, b, c and NULL)")
+
+        short = {"expire_snapshots_min_retention": "0s", "remove_orphan_files_min_retention": "0s"}
+        sqe("ALTER TABLE maint EXECUTE expire_snapshots(retention_threshold => '0s')", short)
+        table = CATALOG.load_table(f"{NAMESPACE}.maint")
+        self.assertEqual(len(table.snapshots()), 1)
+        self.assertEqual(self.check_same("maint", ["id", "ts", "category", "amount"]), before)
+        self.assertFalse(any(table.io.new_input(f).exists() for f in old_files), "expired files stay")
+
+        orphan = f"{table.location()}/data/orphan-{uuid.uuid4().hex}.parquet"
+        with table.io.new_output(orphan).create() as out:
+            out.write(b"left by a crashed writer")
+        sqe("ALTER TABLE maint EXECUTE remove_orphan_files(retention_threshold => '0s')", short)
+        self.assertFalse(table.io.new_input(orphan).exists())
+        self.assertTrue(all(table.io.new_input(r["file_path"]).exists() for r in files))
+        self.assertEqual(self.check_same("maint", ["id", "ts", "category", "amount"]), before)
 
     def test_sqe_upgrades_the_format_and_evolves_partitioning(self):
         """SET PROPERTIES format_version = 2, partitioning = ARRAY[...] on a format 1 table pyiceberg
