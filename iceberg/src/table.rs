@@ -84,6 +84,7 @@ impl IcebergTableProvider {
         self.commit = WriteCommit::Replace(Arc::new(Replacement {
             snapshot_id,
             removed: files,
+            operation: iceberg::spec::Operation::Replace,
             committer,
         }));
         Some(self)

@@ -18,7 +18,8 @@ use datafusion::physical_plan::{
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
-use sqe_iceberg::write::IcebergWriteExec;
+use iceberg::spec::{Operation, Schema as IcebergSchema};
+use sqe_iceberg::write::{IcebergWriteExec, Replacement, WriteCommit};
 
 use super::{Engine, SessionSettings, count_rows};
 use crate::error::{Error, ObjectKind, Result};
@@ -50,8 +51,10 @@ pub struct IngestTarget {
 
 impl Engine {
     /// Loads `data` into the target table and returns the rows written. Append commits one
-    /// snapshot; create makes the table from the data's schema; replace fills a new table and
-    /// swaps it in by name, so the old data stays readable until the new data is complete.
+    /// snapshot; create makes the table from the data's schema. Replace, when the data has
+    /// the table's columns, commits one `overwrite` snapshot (the old files out, the new in:
+    /// readers see one or the other); otherwise it fills a new table and swaps it in by name,
+    /// the old table purged only once the new one holds its name.
     pub async fn ingest(
         &self,
         session: &SessionSettings,
@@ -80,21 +83,79 @@ impl Engine {
             }
             (false, _, IfMissing::Create) => self.create_and_fill(&ident, data).await?,
             (true, IfExists::Replace, _) => {
-                let staging = TableIdent::new(
-                    ident.namespace().clone(),
-                    format!(
-                        "{}__sqe_replace_{}",
-                        ident.name(),
-                        uuid::Uuid::new_v4().simple()
-                    ),
-                );
-                let rows = self.create_and_fill(&staging, data).await?;
-                catalog.purge_table(&ident).await?;
-                catalog.rename_table(&staging, &ident).await?;
-                rows
+                let table = catalog.load_table(&ident).await?;
+                let columns = iceberg_schema_for(data.schema().as_ref(), false)?;
+                if same_columns(table.metadata().current_schema(), &columns) {
+                    self.overwrite_stream(table, data).await?
+                } else {
+                    self.swap_in(&ident, data).await?
+                }
             }
         };
         self.refresh_names(true).await?;
+        Ok(rows)
+    }
+
+    /// Every row of `table` replaced by `data`'s, in one `overwrite` snapshot committed only
+    /// while the table is still at the snapshot read.
+    async fn overwrite_stream(&self, table: Table, data: SendableRecordBatchStream) -> Result<u64> {
+        let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
+            return self.write_stream(table, data).await;
+        };
+        let removed = sqe_iceberg::scan::snapshot_files(&table, snapshot_id)
+            .await?
+            .into_iter()
+            .map(|task| task.data_file_path)
+            .collect();
+        let replacement = Replacement {
+            snapshot_id,
+            removed,
+            operation: Operation::Overwrite,
+            committer: Arc::clone(&self.committer),
+        };
+        let input: Arc<dyn ExecutionPlan> = Arc::new(OneShotExec::new(data));
+        let write: Arc<dyn ExecutionPlan> = Arc::new(
+            IcebergWriteExec::new(
+                input,
+                Arc::clone(self.catalog()),
+                table,
+                None,
+                HashMap::new(),
+            )
+            .with_commit(WriteCommit::Replace(Arc::new(replacement))),
+        );
+        count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
+    }
+
+    /// Fills a new table with `data` and gives it `ident`'s name; the table that had the name
+    /// is purged only after that, and keeps its name if the swap fails.
+    async fn swap_in(&self, ident: &TableIdent, data: SendableRecordBatchStream) -> Result<u64> {
+        let catalog = self.catalog();
+        let aside = |what: &str| {
+            TableIdent::new(
+                ident.namespace().clone(),
+                format!("{}__sqe_{what}_{}", ident.name(), uuid::Uuid::new_v4().simple()),
+            )
+        };
+        let (staging, replaced) = (aside("replace"), aside("replaced"));
+        let rows = self.create_and_fill(&staging, data).await?;
+        let purge = |table: TableIdent| async move {
+            if let Err(e) = catalog.purge_table(&table).await {
+                tracing::error!(%table, error = %e, "could not drop a table set aside by a replacing ingest");
+            }
+        };
+        if let Err(e) = catalog.rename_table(ident, &replaced).await {
+            purge(staging).await;
+            return Err(e.into());
+        }
+        if let Err(e) = catalog.rename_table(&staging, ident).await {
+            if let Err(back) = catalog.rename_table(&replaced, ident).await {
+                tracing::error!(table = %ident, kept_as = %replaced, error = %back, "could not give a replaced table its name back");
+            }
+            purge(staging).await;
+            return Err(e.into());
+        }
+        purge(replaced).await;
         Ok(rows)
     }
 
@@ -129,6 +190,19 @@ impl Engine {
         ));
         count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
     }
+}
+
+/// Whether `data`'s columns are `table`'s: the same names, primitive types and nullability, in
+/// order (nested columns are compared by a swap instead: their ids differ).
+fn same_columns(table: &IcebergSchema, data: &IcebergSchema) -> bool {
+    let (ours, theirs) = (table.as_struct().fields(), data.as_struct().fields());
+    ours.len() == theirs.len()
+        && ours.iter().zip(theirs).all(|(a, b)| {
+            a.name == b.name
+                && a.required == b.required
+                && a.field_type.is_primitive()
+                && a.field_type == b.field_type
+        })
 }
 
 /// A plan node that yields a stream it was given, once.

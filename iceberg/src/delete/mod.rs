@@ -123,9 +123,9 @@ pub async fn commit_row_changes(
 }
 
 /// Replaces the live data files `removed` of `table`'s snapshot `snapshot_id` (as loaded when
-/// the statement was planned) by the data files `added`, which hold the same rows (optimize):
-/// one `replace` snapshot, committed through `committer` only while the table is still at
-/// that snapshot. Position delete files that name only removed files go with them. The
+/// the statement was planned) by the data files `added`: one snapshot of `operation`
+/// (`replace` when they hold the same rows, as optimize's do; `overwrite` when they are new
+/// data), committed through `committer` only while the table is still at that snapshot. Position delete files that name only removed files go with them. The
 /// snapshot's id, `None` when there was nothing to replace. Files `added` are the caller's to
 /// delete if this fails.
 pub async fn commit_replace(
@@ -133,6 +133,7 @@ pub async fn commit_replace(
     snapshot_id: i64,
     removed: &HashSet<String>,
     added: Vec<DataFile>,
+    operation: Operation,
     committer: &dyn CommitUpdates,
 ) -> std::result::Result<Option<i64>, DeleteError> {
     if removed.is_empty() && added.is_empty() {
@@ -140,7 +141,7 @@ pub async fn commit_replace(
     }
     let mut producer =
         DeleteProducer::new(table, Some(snapshot_id)).map_err(DeleteError::NotApplied)?;
-    let prepared = producer.prepare_replace(removed, added).await;
+    let prepared = producer.prepare_replace(removed, added, operation).await;
     producer.commit(prepared, committer).await
 }
 
@@ -329,12 +330,13 @@ impl<'a> DeleteProducer<'a> {
             .to_vec())
     }
 
-    /// A `replace` snapshot: the live data files `removed_data` out (with the position delete
+    /// A snapshot of `operation`: the live data files `removed_data` out (with the position delete
     /// files that name only them), `added` in.
     async fn prepare_replace(
         &mut self,
         removed_data: &HashSet<String>,
         added: Vec<DataFile>,
+        operation: Operation,
     ) -> Result<PreparedCommit> {
         let io = self.table.file_io().clone();
         let manifests = self.parent_manifests().await?;
@@ -395,8 +397,7 @@ impl<'a> DeleteProducer<'a> {
             }
             list.push(self.data_manifest(added).await?);
         }
-        self.snapshot_commit(list, Operation::Replace, &summary)
-            .await
+        self.snapshot_commit(list, operation, &summary).await
     }
 
     /// Writes the manifest list of `manifests` and makes the snapshot's commit: the snapshot,

@@ -18,7 +18,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
 };
 use futures::{StreamExt, stream};
-use iceberg::spec::DataFile;
+use iceberg::spec::{DataFile, Operation};
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{Catalog, ErrorKind, TableIdent};
@@ -45,17 +45,19 @@ pub enum WriteCommit {
     /// A new `append` snapshot (INSERT, CREATE TABLE AS).
     #[default]
     Append,
-    /// A `replace` snapshot: the same rows in other files (optimize).
+    /// A snapshot that swaps data files for the files written (optimize, a replacing ingest).
     Replace(Arc<Replacement>),
 }
 
-/// Data files of one snapshot to swap for the files written, which hold their rows.
+/// Data files of one snapshot to swap for the files written.
 #[derive(Debug)]
 pub struct Replacement {
     /// The snapshot the files were read from: the commit applies only while it is current.
     pub snapshot_id: i64,
     /// The data files replaced.
     pub removed: HashSet<String>,
+    /// `replace` when the files written hold the removed files' rows, `overwrite` otherwise.
+    pub operation: Operation,
     /// SQE's own commit (iceberg-rust has no replace action).
     pub committer: Arc<dyn CommitUpdates>,
 }
@@ -298,6 +300,7 @@ async fn replace(
         replacement.snapshot_id,
         &replacement.removed,
         written,
+        replacement.operation.clone(),
         replacement.committer.as_ref(),
     )
     .instrument(
