@@ -12,6 +12,7 @@ pub enum MetadataTable {
     Refs,
     Files,
     Manifests,
+    Partitions,
 }
 
 impl MetadataTable {
@@ -23,6 +24,7 @@ impl MetadataTable {
             "refs" => Self::Refs,
             "files" => Self::Files,
             "manifests" => Self::Manifests,
+            "partitions" => Self::Partitions,
             _ => return None,
         })
     }
@@ -61,6 +63,7 @@ impl Addressed {
                     MetadataTable::Refs => "refs",
                     MetadataTable::Files => "files",
                     MetadataTable::Manifests => "manifests",
+                    MetadataTable::Partitions => "partitions",
                 };
                 format!("{table}${suffix}")
             }
@@ -116,6 +119,7 @@ mod tests {
             Addressed::Metadata(MetadataTable::Refs),
             Addressed::Metadata(MetadataTable::Files),
             Addressed::Metadata(MetadataTable::Manifests),
+            Addressed::Metadata(MetadataTable::Partitions),
         ] {
             let name = addressed.name_for("orders");
             assert_eq!(Addressed::parse(&name), ("orders", addressed), "{name}");

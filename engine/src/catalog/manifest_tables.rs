@@ -1,17 +1,20 @@
-//! Trino's `$files` and `$manifests` of an Iceberg table: what its current snapshot's
-//! manifest list and manifests hold, read when the statement is planned. Columns Trino derives
-//! from values (`partition`, `lower_bounds`, `upper_bounds`, `readable_metrics`,
-//! `partition_summaries`) and `key_metadata` are not shown yet.
+//! Trino's `$files`, `$manifests` and `$partitions` of an Iceberg table: what its current
+//! snapshot's manifest list and manifests hold, read when the statement is planned. Columns
+//! Trino derives from values (`$files`' `partition`, `lower_bounds`, `upper_bounds`,
+//! `readable_metrics`, `$manifests`' `partition_summaries`, `$partitions`' `data`) and
+//! `key_metadata` are not shown yet.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder, MapBuilder,
-    RecordBatch, StringArray,
+    RecordBatch, StringArray, StructArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use iceberg::spec::{DataFile, ManifestFile};
+use iceberg::spec::{
+    DataFile, ManifestContentType, ManifestFile, NestedField, Schema as IcebergSchema,
+};
 use iceberg::table::Table;
 
 use crate::error::Result;
@@ -187,4 +190,101 @@ pub(super) async fn manifests(table: &Table) -> Result<RecordBatch> {
         rows(|m| m.deleted_rows_count),
     ];
     Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
+}
+
+/// Trino's `$partitions`: for each partition of the current snapshot's live data files, their
+/// rows, files and bytes. `partition` holds the fields of every spec the files were written
+/// with (NULL where a file's spec lacks one); an unpartitioned table has no `partition` column.
+pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
+    let metadata = table.metadata();
+    let schema = metadata.current_schema();
+    let mut files: Vec<(i32, DataFile)> = Vec::new();
+    for manifest in current_manifests(table).await? {
+        if manifest.content != ManifestContentType::Data {
+            continue;
+        }
+        for entry in manifest.load_manifest(table.file_io()).await?.entries() {
+            if entry.is_alive() {
+                files.push((manifest.partition_spec_id, entry.data_file().clone()));
+            }
+        }
+    }
+    // The partition fields of every spec in use, by name, first come first.
+    let mut fields: Vec<NestedField> = Vec::new();
+    let mut spec_ids: Vec<i32> = files.iter().map(|(id, _)| *id).collect();
+    spec_ids.push(metadata.default_partition_spec_id());
+    spec_ids.sort_unstable();
+    spec_ids.dedup();
+    for id in &spec_ids {
+        let Some(spec) = metadata.partition_spec_by_id(*id) else {
+            continue;
+        };
+        for field in spec.partition_type(schema)?.fields() {
+            if !fields.iter().any(|f| f.name == field.name) {
+                let mut field = field.as_ref().clone();
+                field.required = false;
+                fields.push(field);
+            }
+        }
+    }
+    // Per partition: its values as JSON (the spec's single-value form), rows, files, bytes.
+    let mut groups: BTreeMap<String, (serde_json::Map<String, serde_json::Value>, [i64; 3])> =
+        BTreeMap::new();
+    for (spec_id, file) in &files {
+        let mut values = serde_json::Map::new();
+        if let Some(spec) = metadata.partition_spec_by_id(*spec_id) {
+            let partition_type = spec.partition_type(schema)?;
+            for (field, value) in partition_type.fields().iter().zip(file.partition().iter()) {
+                let json = match value {
+                    Some(literal) => literal.clone().try_into_json(&field.field_type)?,
+                    None => serde_json::Value::Null,
+                };
+                values.insert(field.name.clone(), json);
+            }
+        }
+        let key = serde_json::Value::Object(values.clone()).to_string();
+        let (_, totals) = groups.entry(key).or_insert_with(|| (values, [0; 3]));
+        totals[0] += bigint(file.record_count());
+        totals[1] += 1;
+        totals[2] += bigint(file.file_size_in_bytes());
+    }
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    let mut schema_fields: Vec<Field> = Vec::new();
+    if !fields.is_empty() {
+        let struct_schema = sqe_iceberg::types::table_arrow_schema(
+            &IcebergSchema::builder()
+                .with_fields(fields.into_iter().map(Arc::new))
+                .build()?,
+        )?;
+        let mut decoder =
+            arrow::json::ReaderBuilder::new(Arc::clone(&struct_schema)).build_decoder()?;
+        let rows: Vec<serde_json::Value> = groups
+            .values()
+            .map(|(values, _)| serde_json::Value::Object(values.clone()))
+            .collect();
+        decoder.serialize(&rows)?;
+        let values = match decoder.flush()? {
+            Some(batch) => StructArray::from(batch),
+            None => StructArray::new_empty_fields(0, None),
+        };
+        schema_fields.push(Field::new(
+            "partition",
+            DataType::Struct(struct_schema.fields().clone()),
+            false,
+        ));
+        columns.push(Arc::new(values));
+    }
+    for (i, name) in ["record_count", "file_count", "total_size"]
+        .iter()
+        .enumerate()
+    {
+        schema_fields.push(Field::new(*name, DataType::Int64, false));
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            groups.values().map(|(_, totals)| totals[i]),
+        )));
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(schema_fields)),
+        columns,
+    )?)
 }

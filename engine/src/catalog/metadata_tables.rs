@@ -31,6 +31,7 @@ pub(super) async fn metadata_table(
         MetadataTable::Refs => refs(metadata)?,
         MetadataTable::Files => super::manifest_tables::files(table).await?,
         MetadataTable::Manifests => super::manifest_tables::manifests(table).await?,
+        MetadataTable::Partitions => super::manifest_tables::partitions(table).await?,
     };
     Ok(Arc::new(MemTable::try_new(
         batch.schema(),

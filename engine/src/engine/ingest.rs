@@ -15,10 +15,10 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, execute_stream,
 };
+use iceberg::spec::{Operation, Schema as IcebergSchema};
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
-use iceberg::spec::{Operation, Schema as IcebergSchema};
 use sqe_iceberg::write::{IcebergWriteExec, Replacement, WriteCommit};
 
 use super::{Engine, SessionSettings, count_rows};
@@ -134,7 +134,11 @@ impl Engine {
         let aside = |what: &str| {
             TableIdent::new(
                 ident.namespace().clone(),
-                format!("{}__sqe_{what}_{}", ident.name(), uuid::Uuid::new_v4().simple()),
+                format!(
+                    "{}__sqe_{what}_{}",
+                    ident.name(),
+                    uuid::Uuid::new_v4().simple()
+                ),
             )
         };
         let (staging, replaced) = (aside("replace"), aside("replaced"));

@@ -369,6 +369,24 @@ async fn partitioning_evolves_and_older_files_keep_their_spec() -> TestResult {
             format_args!("{:<7}", spec.spec_id())
         )
     );
+    // "$partitions": a row per partition of either spec, with the other spec's fields NULL.
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT \"partition\".region AS region, \"partition\".day_month AS m, \
+             \"partition\".id_bucket IS NOT NULL AS bucketed, record_count AS n, file_count AS f \
+             FROM pe.\"t$partitions\" ORDER BY region, m"
+        )
+        .await?,
+        "+--------+-----+----------+---+---+\n\
+         | region | m   | bucketed | n | f |\n\
+         +--------+-----+----------+---+---+\n\
+         | eu     |     | false    | 1 | 1 |\n\
+         | us     |     | false    | 1 | 1 |\n\
+         |        | 672 | true     | 1 | 1 |\n\
+         |        | 674 | true     | 1 | 1 |\n\
+         +--------+-----+----------+---+---+"
+    );
     // Filters on either spec's columns read both kinds of files right, and so do deletes.
     assert_eq!(
         rows(

@@ -225,6 +225,12 @@ async fn expire_snapshots_and_remove_orphan_files() -> TestResult {
     );
     assert_eq!(render(&cluster.query(all).await?), rows);
     let live_files = number(&cluster, "SELECT count(*) FROM demo.\"t$files\"").await?;
+    // An unpartitioned table is one partition, without a `partition` column.
+    let partitions = render(&cluster.query("SELECT * FROM demo.\"t$partitions\"").await?);
+    assert!(
+        partitions.contains(&format!("| {:<12} | {live_files:<10} |", 25)),
+        "{partitions}"
+    );
     let data_after = files_in(&cluster, "t", "data");
     assert_eq!(
         data_after.len() as i64,
