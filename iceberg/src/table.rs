@@ -71,6 +71,12 @@ impl IcebergTableProvider {
         })
     }
 
+    /// The table with inserts committed as `commit` says.
+    pub fn committing(mut self, commit: WriteCommit) -> Self {
+        self.commit = commit;
+        self
+    }
+
     /// The table rewriting its data files `files` (optimize): scans read only those files, and
     /// what is inserted replaces them in one `replace` snapshot of the snapshot read, committed
     /// through `committer`. `None` when the table has no snapshot to rewrite.

@@ -15,7 +15,7 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, execute_stream,
 };
-use iceberg::spec::{Operation, Schema as IcebergSchema};
+use iceberg::spec::Operation;
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
@@ -85,10 +85,13 @@ impl Engine {
             (true, IfExists::Replace, _) => {
                 let table = catalog.load_table(&ident).await?;
                 let columns = iceberg_schema_for(data.schema().as_ref(), false)?;
-                if same_columns(table.metadata().current_schema(), &columns) {
+                if super::replace_table::same_columns(table.metadata().current_schema(), &columns) {
                     self.overwrite_stream(table, data).await?
                 } else {
-                    self.swap_in(&ident, data).await?
+                    let staging = self.staging_name(&ident, "replace");
+                    let rows = self.create_and_fill(&staging, data).await?;
+                    self.swap_into(&ident, &staging).await?;
+                    rows
                 }
             }
         };
@@ -127,42 +130,6 @@ impl Engine {
         count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
     }
 
-    /// Fills a new table with `data` and gives it `ident`'s name; the table that had the name
-    /// is purged only after that, and keeps its name if the swap fails.
-    async fn swap_in(&self, ident: &TableIdent, data: SendableRecordBatchStream) -> Result<u64> {
-        let catalog = self.catalog();
-        let aside = |what: &str| {
-            TableIdent::new(
-                ident.namespace().clone(),
-                format!(
-                    "{}__sqe_{what}_{}",
-                    ident.name(),
-                    uuid::Uuid::new_v4().simple()
-                ),
-            )
-        };
-        let (staging, replaced) = (aside("replace"), aside("replaced"));
-        let rows = self.create_and_fill(&staging, data).await?;
-        let purge = |table: TableIdent| async move {
-            if let Err(e) = catalog.purge_table(&table).await {
-                tracing::error!(%table, error = %e, "could not drop a table set aside by a replacing ingest");
-            }
-        };
-        if let Err(e) = catalog.rename_table(ident, &replaced).await {
-            purge(staging).await;
-            return Err(e.into());
-        }
-        if let Err(e) = catalog.rename_table(&staging, ident).await {
-            if let Err(back) = catalog.rename_table(&replaced, ident).await {
-                tracing::error!(table = %ident, kept_as = %replaced, error = %back, "could not give a replaced table its name back");
-            }
-            purge(staging).await;
-            return Err(e.into());
-        }
-        purge(replaced).await;
-        Ok(rows)
-    }
-
     /// Creates `ident` with the data's columns and fills it; drops it again if filling fails.
     async fn create_and_fill(
         &self,
@@ -194,19 +161,6 @@ impl Engine {
         ));
         count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
     }
-}
-
-/// Whether `data`'s columns are `table`'s: the same names, primitive types and nullability, in
-/// order (nested columns are compared by a swap instead: their ids differ).
-fn same_columns(table: &IcebergSchema, data: &IcebergSchema) -> bool {
-    let (ours, theirs) = (table.as_struct().fields(), data.as_struct().fields());
-    ours.len() == theirs.len()
-        && ours.iter().zip(theirs).all(|(a, b)| {
-            a.name == b.name
-                && a.required == b.required
-                && a.field_type.is_primitive()
-                && a.field_type == b.field_type
-        })
 }
 
 /// A plan node that yields a stream it was given, once.

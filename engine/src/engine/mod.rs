@@ -5,6 +5,7 @@ mod alter;
 mod ingest;
 mod procedures;
 mod reload;
+mod replace_table;
 mod row_changes;
 mod show;
 mod table_properties;
@@ -251,6 +252,7 @@ enum Action {
         partition: Option<UnboundPartitionSpec>,
         location: Option<String>,
         if_not_exists: bool,
+        or_replace: bool,
     },
     CreateSchema {
         namespace: NamespaceIdent,
@@ -293,6 +295,7 @@ struct CreateTableAs {
     table_ref: TableReference,
     input: LogicalPlan,
     if_not_exists: bool,
+    or_replace: bool,
     partitioning: Vec<String>,
     location: Option<String>,
     state: SessionState,
@@ -763,10 +766,11 @@ impl Engine {
         };
         match logical {
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
-                if create.or_replace {
-                    return Err(Error::NotSupported(
-                        "CREATE OR REPLACE TABLE; drop the table first".into(),
-                    ));
+                if create.or_replace && create.if_not_exists {
+                    return Err(Error::Syntax {
+                        message: "CREATE OR REPLACE TABLE takes no IF NOT EXISTS".into(),
+                        location: None,
+                    });
                 }
                 if create.temporary {
                     return Err(Error::NotSupported("temporary tables".into()));
@@ -789,6 +793,7 @@ impl Engine {
                             partition,
                             location: properties.location,
                             if_not_exists: create.if_not_exists,
+                            or_replace: create.or_replace,
                         },
                     ));
                 }
@@ -802,6 +807,7 @@ impl Engine {
                         table_ref: create.name,
                         input,
                         if_not_exists: create.if_not_exists,
+                        or_replace: create.or_replace,
                         partitioning: properties.partitioning,
                         location: properties.location,
                         state,
@@ -1006,8 +1012,15 @@ impl Engine {
                 partition,
                 location,
                 if_not_exists,
+                or_replace,
             } => {
-                if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
+                if or_replace && self.catalog().table_exists(&ident).await? {
+                    // Boxed: its future would make every statement's as large.
+                    Box::pin(
+                        self.replace_table(&ident, *schema, partition, location, None, cancel),
+                    )
+                    .await?;
+                } else if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
                     self.create_table(&ident, *schema, partition, location)
                         .await?;
                 }
@@ -1194,6 +1207,7 @@ impl Engine {
             table_ref,
             input,
             if_not_exists,
+            or_replace,
             partitioning,
             location,
             state,
@@ -1203,6 +1217,23 @@ impl Engine {
         }
         let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
         let partition = partition_spec(&schema, &partitioning)?;
+        if or_replace && self.catalog().table_exists(&ident).await? {
+            let fill = replace_table::Fill {
+                table_ref,
+                input,
+                state,
+            };
+            return Box::pin(self.replace_table(
+                &ident,
+                schema,
+                partition,
+                location,
+                Some(fill),
+                cancel,
+            ))
+            .await
+            .map(|rows| rows.unwrap_or(0));
+        }
         let table = self
             .create_table(&ident, schema, partition, location)
             .await?;

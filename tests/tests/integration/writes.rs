@@ -399,3 +399,91 @@ async fn inserts_write_their_files_on_the_workers() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// CREATE OR REPLACE TABLE: with the same columns, one overwrite snapshot of the same table
+/// (its past still there to travel to); with others, a new table under the name, nothing left
+/// aside; a table that does not exist is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_or_replace_table() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.r AS SELECT value AS k, 'old' AS v FROM generate_series(1, 3)")
+        .await?;
+    let first = cluster
+        .iceberg_table("demo", "r")
+        .await?
+        .metadata()
+        .current_snapshot_id()
+        .ok_or("no snapshot")?;
+    let replaced = cluster
+        .sql("CREATE OR REPLACE TABLE demo.r AS SELECT value + 10 AS k, 'new' AS v FROM generate_series(1, 2)")
+        .await?;
+    assert!(
+        matches!(replaced, Collected::Updated(Some(2))),
+        "{replaced:?}"
+    );
+    assert_eq!(
+        render(&cluster.query("SELECT k, v FROM demo.r ORDER BY k").await?),
+        "+----+-----+\n| k  | v   |\n+----+-----+\n| 11 | new |\n| 12 | new |\n+----+-----+"
+    );
+    assert_eq!(
+        render(
+            &cluster
+                .query("SELECT operation FROM demo.\"r$snapshots\" ORDER BY committed_at")
+                .await?
+        ),
+        "+-----------+\n| operation |\n+-----------+\n| append    |\n| overwrite |\n+-----------+"
+    );
+    assert_eq!(
+        render(
+            &cluster
+                .query(&format!(
+                    "SELECT count(*) AS n FROM demo.r FOR VERSION AS OF {first}"
+                ))
+                .await?
+        ),
+        "+---+\n| n |\n+---+\n| 3 |\n+---+"
+    );
+
+    // Other columns: another table takes the name.
+    cluster
+        .sql("CREATE OR REPLACE TABLE demo.r AS SELECT 1 AS k, 'x' AS v, 2.5 AS score")
+        .await?;
+    assert_eq!(
+        render(&cluster.query("SELECT * FROM demo.r").await?),
+        "+---+---+-------+\n| k | v | score |\n+---+---+-------+\n| 1 | x | 2.5   |\n+---+---+-------+"
+    );
+    assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 1);
+    cluster
+        .sql("CREATE OR REPLACE TABLE demo.r (a INT)")
+        .await?;
+    assert_eq!(
+        render(&cluster.query("SELECT count(*) AS n FROM demo.r").await?),
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
+    cluster.sql("INSERT INTO demo.r VALUES (7)").await?;
+    // The same columns, no rows: the rows go, the table stays.
+    cluster
+        .sql("CREATE OR REPLACE TABLE demo.r (a INT)")
+        .await?;
+    assert_eq!(
+        render(&cluster.query("SELECT count(*) AS n FROM demo.r").await?),
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
+    assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 2);
+    // A table that is not there is created.
+    let created = cluster
+        .sql("CREATE OR REPLACE TABLE demo.fresh AS SELECT 1 AS x")
+        .await?;
+    assert!(
+        matches!(created, Collected::Updated(Some(1))),
+        "{created:?}"
+    );
+    assert_eq!(
+        render(&cluster.query("SHOW TABLES FROM demo").await?),
+        "+-------+\n| Table |\n+-------+\n| fresh |\n| r     |\n+-------+"
+    );
+    cluster.stop().await;
+    Ok(())
+}
