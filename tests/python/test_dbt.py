@@ -89,6 +89,10 @@ class DbtProject(unittest.TestCase):
                 rows("SELECT city, adults, mean_age FROM cities ORDER BY city"),
                 [["lima", 1, 38.0], ["oslo", 2, 38.0]],
             )
+        # cities is rebuilt in place by CREATE OR REPLACE TABLE: its first snapshot, then an overwrite.
+        self.assertEqual(
+            rows('SELECT operation FROM "cities$snapshots" ORDER BY committed_at'), [["append"], ["overwrite"]]
+        )
         # No table or view dbt renamed or dropped on the way is left behind.
         tables = sorted(r[0] for r in rows(f"SHOW TABLES FROM {SCHEMA}"))
         self.assertEqual(tables, ["adults", "cities", "people", "people_merged", "people_replaced"])
