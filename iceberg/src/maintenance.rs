@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use iceberg::spec::{MAIN_BRANCH, ManifestFile, SnapshotRef};
 use iceberg::table::Table;
-use iceberg::{Result, TableRequirement, TableUpdate};
+use iceberg::{Catalog, Error, ErrorKind, Result, TableRequirement, TableUpdate};
 
 use crate::commit::CommitUpdates;
 use crate::storage::{list_files, object_key};
@@ -21,27 +21,31 @@ pub struct Expired {
 
 /// Expires the snapshots of `table` made before `older_than_ms` (epoch millis), except the
 /// current one and those a branch or tag (`kept`) points at; commits that through `committer`
-/// only while the table is still at the snapshot read, then deletes every file that only the
-/// expired snapshots reached.
+/// only while the table is still at the snapshot read, then deletes every file the expired
+/// snapshots reached that no snapshot of the table as reloaded from `catalog` after the commit
+/// reaches (a branch or tag made meanwhile keeps its files).
 pub async fn expire_snapshots(
     table: &Table,
+    catalog: &dyn Catalog,
     older_than_ms: i64,
     kept: &HashSet<i64>,
     committer: &dyn CommitUpdates,
 ) -> Result<Expired> {
+    refuse_without_gc(table)?;
     let metadata = table.metadata();
     let current = metadata.current_snapshot_id();
-    let (expired, retained): (Vec<&SnapshotRef>, Vec<&SnapshotRef>) =
-        metadata.snapshots().partition(|s| {
+    let expired: Vec<&SnapshotRef> = metadata
+        .snapshots()
+        .filter(|s| {
             s.timestamp_ms() < older_than_ms
                 && Some(s.snapshot_id()) != current
                 && !kept.contains(&s.snapshot_id())
-        });
+        })
+        .collect();
     if expired.is_empty() {
         return Ok(Expired::default());
     }
-    // Read before the commit: once it lands, the expired snapshots' files may be gone.
-    let reachable = Reached::from(table, &retained, Entries::Live).await?;
+    // Read before the commit: once it lands, the expired snapshots' manifests may be gone.
     let candidates = Reached::from(table, &expired, Entries::All).await?;
     committer
         .commit_updates(
@@ -60,6 +64,9 @@ pub async fn expire_snapshots(
             }],
         )
         .await?;
+    let after = catalog.load_table(table.identifier()).await?;
+    let kept: Vec<&SnapshotRef> = after.metadata().snapshots().collect();
+    let reachable = Reached::from(&after, &kept, Entries::Live).await?;
     let mut files_deleted = 0;
     for location in candidates.files.difference(&reachable.files) {
         match table.file_io().delete(location).await {
@@ -77,11 +84,29 @@ pub async fn expire_snapshots(
 
 /// Deletes every file under the table's `data` and `metadata` directories that no snapshot,
 /// metadata file or statistics file of `table` references and that was last modified before
-/// `older_than_ms` (younger ones may belong to a write still running). Metadata JSON files are
-/// kept: the catalog, or a reader, may still point at an older one. Returns how many went.
-pub async fn remove_orphan_files(table: &Table, older_than_ms: i64) -> Result<usize> {
-    let metadata = table.metadata();
+/// `older_than_ms` (younger ones may belong to a write still running). The files are listed
+/// first and the references read after, from the table reloaded from `catalog`, so a commit
+/// landing meanwhile keeps its files. Metadata JSON files are kept: the catalog, or a reader,
+/// may still point at an older one. Returns how many went.
+pub async fn remove_orphan_files(
+    table: &Table,
+    catalog: &dyn Catalog,
+    older_than_ms: i64,
+) -> Result<usize> {
+    refuse_without_gc(table)?;
     let props = table.file_io().config().props().clone();
+    let root = table
+        .metadata()
+        .location()
+        .trim_end_matches('/')
+        .to_string();
+    let mut listed = Vec::new();
+    for directory in ["data", "metadata"] {
+        listed.extend(list_files(&props, &format!("{root}/{directory}")).await?);
+    }
+    let table = catalog.load_table(table.identifier()).await?;
+    let table = &table;
+    let metadata = table.metadata();
     let snapshots: Vec<&SnapshotRef> = metadata.snapshots().collect();
     let mut referenced = Reached::from(table, &snapshots, Entries::All).await?.files;
     referenced.extend(table.metadata_location().map(str::to_string));
@@ -96,32 +121,47 @@ pub async fn remove_orphan_files(table: &Table, older_than_ms: i64) -> Result<us
             .statistics_iter()
             .map(|s| s.statistics_path.clone()),
     );
+    referenced.extend(
+        metadata
+            .partition_statistics_iter()
+            .map(|s| s.statistics_path.clone()),
+    );
     let referenced: HashSet<String> = referenced
         .iter()
         .map(|location| object_key(&props, location))
         .collect::<Result<_>>()?;
-    let root = metadata.location().trim_end_matches('/');
     let mut removed = 0;
-    for directory in ["data", "metadata"] {
-        for file in list_files(&props, &format!("{root}/{directory}")).await? {
-            let metadata_json = file.key.ends_with(".metadata.json")
-                || file.key.ends_with(".metadata.json.gz")
-                || file.key.ends_with("version-hint.text");
-            if referenced.contains(&file.key)
-                || metadata_json
-                || file.last_modified_ms >= older_than_ms
-            {
-                continue;
-            }
-            match table.file_io().delete(&file.location).await {
-                Ok(()) => removed += 1,
-                Err(e) => {
-                    tracing::warn!(location = %file.location, error = %e, "could not delete an orphan file")
-                }
+    for file in listed {
+        let metadata_json = file.key.ends_with(".metadata.json")
+            || file.key.ends_with(".metadata.json.gz")
+            || file.key.ends_with("version-hint.text");
+        if referenced.contains(&file.key) || metadata_json || file.last_modified_ms >= older_than_ms
+        {
+            continue;
+        }
+        match table.file_io().delete(&file.location).await {
+            Ok(()) => removed += 1,
+            Err(e) => {
+                tracing::warn!(location = %file.location, error = %e, "could not delete an orphan file")
             }
         }
     }
     Ok(removed)
+}
+
+/// Files of a table with `gc.enabled=false` may belong to another table (one made by Spark's
+/// `snapshot` or `add_files`): neither procedure deletes any of them, as Iceberg's own do not.
+fn refuse_without_gc(table: &Table) -> Result<()> {
+    if table.metadata().table_properties()?.gc_enabled {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::FeatureUnsupported,
+        format!(
+            "{} has gc.enabled=false: its files may belong to another table, so none are deleted",
+            table.identifier()
+        ),
+    ))
 }
 
 /// Milliseconds since the epoch, now.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder, MapBuilder,
-    RecordBatch, StringArray, StructArray,
+    RecordBatch, StringArray, StructArray, new_empty_array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use iceberg::spec::{
@@ -263,16 +263,17 @@ pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
             .map(|(values, _)| serde_json::Value::Object(values.clone()))
             .collect();
         decoder.serialize(&rows)?;
-        let values = match decoder.flush()? {
-            Some(batch) => StructArray::from(batch),
-            None => StructArray::new_empty_fields(0, None),
+        // No row (a table without live files) decodes to no batch.
+        let values: ArrayRef = match decoder.flush()? {
+            Some(batch) => Arc::new(StructArray::from(batch)),
+            None => new_empty_array(&DataType::Struct(struct_schema.fields().clone())),
         };
         schema_fields.push(Field::new(
             "partition",
             DataType::Struct(struct_schema.fields().clone()),
             false,
         ));
-        columns.push(Arc::new(values));
+        columns.push(values);
     }
     for (i, name) in ["record_count", "file_count", "total_size"]
         .iter()

@@ -158,6 +158,7 @@ impl Engine {
                     .collect();
                 let expired = maintenance::expire_snapshots(
                     &table,
+                    self.catalog().as_ref(),
                     older_than(retention),
                     &kept,
                     self.committer.as_ref(),
@@ -171,8 +172,12 @@ impl Engine {
                 Ok(None)
             }
             ProcedureKind::RemoveOrphanFiles { retention } => {
-                let removed =
-                    maintenance::remove_orphan_files(&table, older_than(retention)).await?;
+                let removed = maintenance::remove_orphan_files(
+                    &table,
+                    self.catalog().as_ref(),
+                    older_than(retention),
+                )
+                .await?;
                 tracing::info!(table = %procedure.ident, files = removed, "removed orphan files");
                 Ok(None)
             }

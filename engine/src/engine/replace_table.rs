@@ -93,6 +93,17 @@ impl Engine {
         if in_place {
             return self.overwrite(table, fill, cancel).await;
         }
+        if location
+            .as_deref()
+            .is_some_and(|l| l.trim_end_matches('/') == metadata.location().trim_end_matches('/'))
+        {
+            // The new table would be made where the old one's files are, and purging the old
+            // one may take the new one's with them.
+            return Err(Error::NotSupported(format!(
+                "replacing {ident} with other columns or partitioning at its own location; \
+                 give a new location or drop the table first"
+            )));
+        }
         let staging = self.staging_name(ident, "replace");
         let created = self
             .create_table(&staging, schema, partition, location)
@@ -235,19 +246,36 @@ impl Engine {
                 tracing::error!(%table, error = %e, "could not drop a table set aside while replacing");
             }
         };
-        if let Err(e) = catalog.rename_table(ident, &replaced).await {
+        // A rename that failed may still have been applied (a REST call that timed out): what
+        // the catalog holds decides.
+        let moved = |from: &TableIdent, to: &TableIdent| {
+            let (from, to) = (from.clone(), to.clone());
+            async move {
+                match catalog.rename_table(&from, &to).await {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let applied = !catalog.table_exists(&from).await.unwrap_or(true)
+                            && catalog.table_exists(&to).await.unwrap_or(false);
+                        if applied { Ok(()) } else { Err(e) }
+                    }
+                }
+            }
+        };
+        if let Err(e) = moved(ident, &replaced).await {
             purge(staging.clone()).await;
             return Err(e.into());
         }
-        if let Err(e) = catalog.rename_table(staging, ident).await {
-            if let Err(back) = catalog.rename_table(&replaced, ident).await {
+        if let Err(e) = moved(staging, ident).await {
+            if let Err(back) = moved(&replaced, ident).await {
                 tracing::error!(table = %ident, kept_as = %replaced, error = %back, "could not give a replaced table its name back");
             }
             purge(staging.clone()).await;
             return Err(e.into());
         }
         purge(replaced).await;
-        self.refresh_names(true).await?;
+        if let Err(e) = self.refresh_names(true).await {
+            tracing::warn!(error = %e, "table names not refreshed after a replace");
+        }
         Ok(())
     }
 }

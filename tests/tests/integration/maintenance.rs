@@ -60,6 +60,11 @@ async fn optimize_compacts_small_files_and_applies_deletes() -> TestResult {
     cluster
         .sql("CREATE TABLE demo.t (k BIGINT, p VARCHAR) WITH (partitioning = ARRAY['p'])")
         .await?;
+    // No file yet: no partition, and the `partition` column is there to read.
+    let empty = cluster
+        .query("SELECT \"partition\".p AS p, record_count FROM demo.\"t$partitions\"")
+        .await?;
+    assert_eq!(empty.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
     for batch in 0..6 {
         let from = batch * 100 + 1;
         cluster
@@ -272,6 +277,30 @@ async fn expire_snapshots_and_remove_orphan_files() -> TestResult {
         "every referenced file stays"
     );
     assert_eq!(render(&cluster.query(all).await?), rows);
+    // A table whose files may be another's (gc.enabled=false) loses none of them.
+    {
+        use iceberg::transaction::{ApplyTransactionAction, Transaction};
+        let table = cluster.iceberg_table("demo", "t").await?;
+        let tx = Transaction::new(&table);
+        let tx = tx
+            .update_table_properties()
+            .set("gc.enabled".into(), "false".into())
+            .apply(tx)?;
+        tx.commit(cluster.engine().catalog().as_ref()).await?;
+    }
+    for procedure in ["expire_snapshots", "remove_orphan_files"] {
+        let refused = cluster
+            .engine()
+            .execute(
+                &session,
+                &format!("ALTER TABLE demo.t EXECUTE {procedure}(retention_threshold => '0s')"),
+            )
+            .await
+            .err()
+            .ok_or(format!("{procedure} ran with gc.enabled=false"))?;
+        assert_eq!(refused.code(), ErrorCode::NotSupported, "{refused}");
+    }
+    assert!(young.exists());
     // With the default minimum retention, a short threshold is refused.
     assert_eq!(
         cluster

@@ -472,6 +472,23 @@ async fn create_or_replace_table() -> TestResult {
         "+---+\n| n |\n+---+\n| 0 |\n+---+"
     );
     assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 2);
+    // Other columns at the old table's own location would share its files: refused.
+    let location = cluster
+        .iceberg_table("demo", "r")
+        .await?
+        .metadata()
+        .location()
+        .to_string();
+    let refused = cluster
+        .error_code(&format!(
+            "CREATE OR REPLACE TABLE demo.r WITH (location = '{location}') AS SELECT 'b' AS b"
+        ))
+        .await?;
+    assert_eq!(refused, sqe_engine::ErrorCode::NotSupported);
+    assert_eq!(
+        render(&cluster.query("SELECT count(*) AS n FROM demo.r").await?),
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
     // A table that is not there is created.
     let created = cluster
         .sql("CREATE OR REPLACE TABLE demo.fresh AS SELECT 1 AS x")
