@@ -1,8 +1,8 @@
 //! Trino's `$files`, `$manifests` and `$partitions` of an Iceberg table: what its current
 //! snapshot's manifest list and manifests hold, read when the statement is planned. Columns
-//! Trino derives from values (`$files`' `partition`, `lower_bounds`, `upper_bounds`,
-//! `readable_metrics`, `$manifests`' `partition_summaries`, `$partitions`' `data`) and
-//! `key_metadata` are not shown yet.
+//! Trino derives from values (`$files`' `lower_bounds`, `upper_bounds`, `readable_metrics`,
+//! `$manifests`' `partition_summaries`, `$partitions`' `data`) and `key_metadata` are not shown
+//! yet.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use iceberg::spec::{
     DataFile, ManifestContentType, ManifestFile, NestedField, Schema as IcebergSchema,
+    TableMetadata,
 };
 use iceberg::table::Table;
 
@@ -64,6 +65,14 @@ pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
             }
         }
     }
+    let partition = PartitionRows::new(table.metadata(), spec_ids.iter().copied())?;
+    let partition = partition.column(
+        files
+            .iter()
+            .zip(&spec_ids)
+            .map(|(file, spec_id)| partition.values(*spec_id, file))
+            .collect::<Result<_>>()?,
+    )?;
     let mut split_offsets = ListBuilder::new(Int64Builder::new());
     let mut equality_ids = ListBuilder::new(Int32Builder::new());
     for file in &files {
@@ -82,7 +91,7 @@ pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
             None => equality_ids.append(false),
         }
     }
-    let columns: Vec<ArrayRef> = vec![
+    let mut columns: Vec<ArrayRef> = vec![
         Arc::new(Int32Array::from_iter_values(
             files.iter().map(|f| f.content_type() as i32),
         )),
@@ -111,7 +120,7 @@ pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
             files.iter().map(DataFile::sort_order_id),
         )),
     ];
-    let fields: Vec<Field> = [
+    let mut fields: Vec<Field> = [
         ("content", DataType::Int32, false),
         ("file_path", DataType::Utf8, false),
         ("file_format", DataType::Utf8, false),
@@ -136,6 +145,11 @@ pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
         .map(|(name, column)| Field::new(name, column.data_type().clone(), true)),
     )
     .collect();
+    // After `spec_id`, as in Trino.
+    if let Some((field, column)) = partition {
+        fields.insert(4, field);
+        columns.insert(4, column);
+    }
     Ok(RecordBatch::try_new(
         Arc::new(Schema::new(fields)),
         columns,
@@ -192,12 +206,91 @@ pub(super) async fn manifests(table: &Table) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
 }
 
+/// The `partition` column of Trino's `$files` and `$partitions`: a row of the partition fields
+/// of every spec in use (by name, first come first), NULL where a row's spec lacks one; no
+/// column for an unpartitioned table.
+struct PartitionRows<'a> {
+    metadata: &'a TableMetadata,
+    fields: Vec<NestedField>,
+}
+
+impl<'a> PartitionRows<'a> {
+    /// For files written with the specs `spec_ids` (the default spec counts too).
+    fn new(metadata: &'a TableMetadata, spec_ids: impl Iterator<Item = i32>) -> Result<Self> {
+        let schema = metadata.current_schema();
+        let mut ids: Vec<i32> = spec_ids.collect();
+        ids.push(metadata.default_partition_spec_id());
+        ids.sort_unstable();
+        ids.dedup();
+        let mut fields: Vec<NestedField> = Vec::new();
+        for id in ids {
+            let Some(spec) = metadata.partition_spec_by_id(id) else {
+                continue;
+            };
+            for field in spec.partition_type(schema)?.fields() {
+                if !fields.iter().any(|f| f.name == field.name) {
+                    let mut field = field.as_ref().clone();
+                    field.required = false;
+                    fields.push(field);
+                }
+            }
+        }
+        Ok(Self { metadata, fields })
+    }
+
+    /// `file`'s partition values (written with spec `spec_id`), in the spec's JSON form.
+    fn values(
+        &self,
+        spec_id: i32,
+        file: &DataFile,
+    ) -> Result<serde_json::Map<String, serde_json::Value>> {
+        let mut values = serde_json::Map::new();
+        if let Some(spec) = self.metadata.partition_spec_by_id(spec_id) {
+            let partition_type = spec.partition_type(self.metadata.current_schema())?;
+            for (field, value) in partition_type.fields().iter().zip(file.partition().iter()) {
+                let json = match value {
+                    Some(literal) => literal.clone().try_into_json(&field.field_type)?,
+                    None => serde_json::Value::Null,
+                };
+                values.insert(field.name.clone(), json);
+            }
+        }
+        Ok(values)
+    }
+
+    /// The column of `rows` (from [`Self::values`]); `None` for an unpartitioned table.
+    fn column(
+        &self,
+        rows: Vec<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Option<(Field, ArrayRef)>> {
+        if self.fields.is_empty() {
+            return Ok(None);
+        }
+        let struct_schema = sqe_iceberg::types::table_arrow_schema(
+            &IcebergSchema::builder()
+                .with_fields(self.fields.iter().cloned().map(Arc::new))
+                .build()?,
+        )?;
+        let mut decoder =
+            arrow::json::ReaderBuilder::new(Arc::clone(&struct_schema)).build_decoder()?;
+        let rows: Vec<serde_json::Value> =
+            rows.into_iter().map(serde_json::Value::Object).collect();
+        decoder.serialize(&rows)?;
+        let data_type = DataType::Struct(struct_schema.fields().clone());
+        // No row (a table without live files) decodes to no batch.
+        let values: ArrayRef = match decoder.flush()? {
+            Some(batch) => Arc::new(StructArray::from(batch)),
+            None => new_empty_array(&data_type),
+        };
+        Ok(Some((Field::new("partition", data_type, false), values)))
+    }
+}
+
 /// Trino's `$partitions`: for each partition of the current snapshot's live data files, their
 /// rows, files and bytes. `partition` holds the fields of every spec the files were written
 /// with (NULL where a file's spec lacks one); an unpartitioned table has no `partition` column.
 pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
     let metadata = table.metadata();
-    let schema = metadata.current_schema();
     let mut files: Vec<(i32, DataFile)> = Vec::new();
     for manifest in current_manifests(table).await? {
         if manifest.content != ManifestContentType::Data {
@@ -209,39 +302,12 @@ pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
             }
         }
     }
-    // The partition fields of every spec in use, by name, first come first.
-    let mut fields: Vec<NestedField> = Vec::new();
-    let mut spec_ids: Vec<i32> = files.iter().map(|(id, _)| *id).collect();
-    spec_ids.push(metadata.default_partition_spec_id());
-    spec_ids.sort_unstable();
-    spec_ids.dedup();
-    for id in &spec_ids {
-        let Some(spec) = metadata.partition_spec_by_id(*id) else {
-            continue;
-        };
-        for field in spec.partition_type(schema)?.fields() {
-            if !fields.iter().any(|f| f.name == field.name) {
-                let mut field = field.as_ref().clone();
-                field.required = false;
-                fields.push(field);
-            }
-        }
-    }
-    // Per partition: its values as JSON (the spec's single-value form), rows, files, bytes.
+    let partition = PartitionRows::new(metadata, files.iter().map(|(id, _)| *id))?;
+    // Per partition: its values, rows, files, bytes.
     let mut groups: BTreeMap<String, (serde_json::Map<String, serde_json::Value>, [i64; 3])> =
         BTreeMap::new();
     for (spec_id, file) in &files {
-        let mut values = serde_json::Map::new();
-        if let Some(spec) = metadata.partition_spec_by_id(*spec_id) {
-            let partition_type = spec.partition_type(schema)?;
-            for (field, value) in partition_type.fields().iter().zip(file.partition().iter()) {
-                let json = match value {
-                    Some(literal) => literal.clone().try_into_json(&field.field_type)?,
-                    None => serde_json::Value::Null,
-                };
-                values.insert(field.name.clone(), json);
-            }
-        }
+        let values = partition.values(*spec_id, file)?;
         let key = serde_json::Value::Object(values.clone()).to_string();
         let (_, totals) = groups.entry(key).or_insert_with(|| (values, [0; 3]));
         totals[0] += bigint(file.record_count());
@@ -250,30 +316,11 @@ pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
     }
     let mut columns: Vec<ArrayRef> = Vec::new();
     let mut schema_fields: Vec<Field> = Vec::new();
-    if !fields.is_empty() {
-        let struct_schema = sqe_iceberg::types::table_arrow_schema(
-            &IcebergSchema::builder()
-                .with_fields(fields.into_iter().map(Arc::new))
-                .build()?,
-        )?;
-        let mut decoder =
-            arrow::json::ReaderBuilder::new(Arc::clone(&struct_schema)).build_decoder()?;
-        let rows: Vec<serde_json::Value> = groups
-            .values()
-            .map(|(values, _)| serde_json::Value::Object(values.clone()))
-            .collect();
-        decoder.serialize(&rows)?;
-        // No row (a table without live files) decodes to no batch.
-        let values: ArrayRef = match decoder.flush()? {
-            Some(batch) => Arc::new(StructArray::from(batch)),
-            None => new_empty_array(&DataType::Struct(struct_schema.fields().clone())),
-        };
-        schema_fields.push(Field::new(
-            "partition",
-            DataType::Struct(struct_schema.fields().clone()),
-            false,
-        ));
-        columns.push(values);
+    if let Some((field, column)) =
+        partition.column(groups.values().map(|(values, _)| values.clone()).collect())?
+    {
+        schema_fields.push(field);
+        columns.push(column);
     }
     for (i, name) in ["record_count", "file_count", "total_size"]
         .iter()

@@ -2,7 +2,7 @@
 //! small files and files with deletes rewritten into fewer, as one `replace` snapshot, written
 //! on the workers), `expire_snapshots` and `remove_orphan_files`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -186,9 +186,10 @@ impl Engine {
 
     /// Rewrites the table's small files and files with deletes, partition by partition, into
     /// new files of the default spec: a partition is rewritten when it has two such files or
-    /// one with deletes. A partition's rows go to one writer, as every write's do; an
-    /// unpartitioned table's rows are written by as many writers as read them. The rows are read and written by the workers as an INSERT's are; one
-    /// `replace` snapshot swaps the files, only while the table is still at the snapshot read.
+    /// one with deletes. The rows are read and written by the workers as an INSERT's are (a
+    /// partition's rows by one writer; an unpartitioned table's by as many writers as read
+    /// them); one `replace` snapshot swaps the files, only while the table is still at the
+    /// snapshot read.
     async fn optimize(
         &self,
         table: Table,
@@ -201,6 +202,20 @@ impl Engine {
             return Ok(0);
         };
         let tasks = sqe_iceberg::scan::snapshot_files(&table, snapshot_id).await?;
+        // The spec each file was written with is its manifest's (scan tasks do not say).
+        let mut spec_of: HashMap<String, i32> = HashMap::new();
+        if let Some(snapshot) = table.metadata().current_snapshot() {
+            for manifest in table.manifest_list_reader(snapshot).load().await?.entries() {
+                if manifest.content != iceberg::spec::ManifestContentType::Data {
+                    continue;
+                }
+                for entry in manifest.load_manifest(table.file_io()).await?.entries() {
+                    if entry.is_alive() {
+                        spec_of.insert(entry.file_path().to_string(), manifest.partition_spec_id);
+                    }
+                }
+            }
+        }
         // Candidates by partition (spec and values), each file once.
         let mut partitions: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
         let mut seen = HashSet::new();
@@ -213,7 +228,7 @@ impl Engine {
             }
             let key = format!(
                 "{:?}/{:?}",
-                task.partition_spec.as_ref().map(|s| s.spec_id()),
+                spec_of.get(&task.data_file_path),
                 task.partition
             );
             partitions

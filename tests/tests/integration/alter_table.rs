@@ -387,6 +387,26 @@ async fn partitioning_evolves_and_older_files_keep_their_spec() -> TestResult {
          |        | 674 | true     | 1 | 1 |\n\
          +--------+-----+----------+---+---+"
     );
+    // "$files" names each file's partition in the same row type.
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT spec_id, \"partition\".region AS region, \"partition\".day_month AS m \
+             FROM pe.\"t$files\" ORDER BY region, m"
+        )
+        .await?,
+        format!(
+            "+---------+--------+-----+\n\
+             | spec_id | region | m   |\n\
+             +---------+--------+-----+\n\
+             | 0       | eu     |     |\n\
+             | 0       | us     |     |\n\
+             | {id} |        | 672 |\n\
+             | {id} |        | 674 |\n\
+             +---------+--------+-----+",
+            id = format_args!("{:<7}", spec.spec_id())
+        )
+    );
     // Filters on either spec's columns read both kinds of files right, and so do deletes.
     assert_eq!(
         rows(
