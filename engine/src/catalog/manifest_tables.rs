@@ -13,8 +13,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use iceberg::spec::{
-    DataFile, ManifestContentType, ManifestFile, NestedField, Schema as IcebergSchema,
-    TableMetadata,
+    DataContentType, DataFile, ManifestFile, NestedField, Schema as IcebergSchema, TableMetadata,
 };
 use iceberg::table::Table;
 
@@ -31,6 +30,20 @@ async fn current_manifests(table: &Table) -> Result<Vec<ManifestFile>> {
         .await?
         .entries()
         .to_vec())
+}
+
+/// Every live data and delete file of the current snapshot, with the partition spec it was
+/// written with (its manifest's).
+pub(crate) async fn live_files(table: &Table) -> Result<Vec<(i32, DataFile)>> {
+    let mut files = Vec::new();
+    for manifest in current_manifests(table).await? {
+        for entry in manifest.load_manifest(table.file_io()).await?.entries() {
+            if entry.is_alive() {
+                files.push((manifest.partition_spec_id, entry.data_file().clone()));
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// `map(integer, bigint)` of per-column counts, by field id.
@@ -54,17 +67,7 @@ fn bigint(value: u64) -> i64 {
 
 /// Every live data and delete file of the current snapshot.
 pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
-    let mut files: Vec<DataFile> = Vec::new();
-    // The spec a file was written with is its manifest's.
-    let mut spec_ids: Vec<i32> = Vec::new();
-    for manifest in current_manifests(table).await? {
-        for entry in manifest.load_manifest(table.file_io()).await?.entries() {
-            if entry.is_alive() {
-                files.push(entry.data_file().clone());
-                spec_ids.push(manifest.partition_spec_id);
-            }
-        }
-    }
+    let (spec_ids, files): (Vec<i32>, Vec<DataFile>) = live_files(table).await?.into_iter().unzip();
     let partition = PartitionRows::new(table.metadata(), spec_ids.iter().copied())?;
     let partition = partition.column(
         files
@@ -291,17 +294,11 @@ impl<'a> PartitionRows<'a> {
 /// with (NULL where a file's spec lacks one); an unpartitioned table has no `partition` column.
 pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
     let metadata = table.metadata();
-    let mut files: Vec<(i32, DataFile)> = Vec::new();
-    for manifest in current_manifests(table).await? {
-        if manifest.content != ManifestContentType::Data {
-            continue;
-        }
-        for entry in manifest.load_manifest(table.file_io()).await?.entries() {
-            if entry.is_alive() {
-                files.push((manifest.partition_spec_id, entry.data_file().clone()));
-            }
-        }
-    }
+    let files: Vec<(i32, DataFile)> = live_files(table)
+        .await?
+        .into_iter()
+        .filter(|(_, file)| file.content_type() == DataContentType::Data)
+        .collect();
     let partition = PartitionRows::new(metadata, files.iter().map(|(id, _)| *id))?;
     // Per partition: its values, rows, files, bytes.
     let mut groups: BTreeMap<String, (serde_json::Map<String, serde_json::Value>, [i64; 3])> =

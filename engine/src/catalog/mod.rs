@@ -16,6 +16,7 @@ mod views;
 pub use addressed::{Addressed, MetadataTable};
 pub use connect::{ConnectedCatalog, connect_catalog, default_warehouse_layout, table_locations};
 pub use locations::{TableLocations, check_new_name};
+pub(crate) use manifest_tables::live_files;
 pub(crate) use metadata_tables::references;
 pub use provider::{IcebergCatalogProvider, IcebergSchemaProvider, ViewProvider};
 pub use settings::{CatalogKind, CatalogSettings, OAuth2Credentials};

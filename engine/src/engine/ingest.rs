@@ -15,11 +15,10 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, execute_stream,
 };
-use iceberg::spec::Operation;
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
-use sqe_iceberg::write::{IcebergWriteExec, Replacement, WriteCommit};
+use sqe_iceberg::write::{IcebergWriteExec, WriteCommit};
 
 use super::{Engine, SessionSettings, count_rows};
 use crate::error::{Error, ObjectKind, Result};
@@ -79,14 +78,15 @@ impl Engine {
             }
             (true, IfExists::Append, _) => {
                 let table = catalog.load_table(&ident).await?;
-                self.write_stream(table, data).await?
+                self.write_stream(table, data, WriteCommit::Append).await?
             }
             (false, _, IfMissing::Create) => self.create_and_fill(&ident, data).await?,
             (true, IfExists::Replace, _) => {
                 let table = catalog.load_table(&ident).await?;
                 let columns = iceberg_schema_for(data.schema().as_ref(), false)?;
                 if super::replace_table::same_columns(table.metadata().current_schema(), &columns) {
-                    self.overwrite_stream(table, data).await?
+                    let commit = self.overwrite_commit(&table).await?;
+                    self.write_stream(table, data, commit).await?
                 } else {
                     let staging = self.staging_name(&ident, "replace");
                     let rows = self.create_and_fill(&staging, data).await?;
@@ -99,37 +99,6 @@ impl Engine {
         Ok(rows)
     }
 
-    /// Every row of `table` replaced by `data`'s, in one `overwrite` snapshot committed only
-    /// while the table is still at the snapshot read.
-    async fn overwrite_stream(&self, table: Table, data: SendableRecordBatchStream) -> Result<u64> {
-        let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
-            return self.write_stream(table, data).await;
-        };
-        let removed = sqe_iceberg::scan::snapshot_files(&table, snapshot_id)
-            .await?
-            .into_iter()
-            .map(|task| task.data_file_path)
-            .collect();
-        let replacement = Replacement {
-            snapshot_id,
-            removed,
-            operation: Operation::Overwrite,
-            committer: Arc::clone(&self.committer),
-        };
-        let input: Arc<dyn ExecutionPlan> = Arc::new(OneShotExec::new(data));
-        let write: Arc<dyn ExecutionPlan> = Arc::new(
-            IcebergWriteExec::new(
-                input,
-                Arc::clone(self.catalog()),
-                table,
-                None,
-                HashMap::new(),
-            )
-            .with_commit(WriteCommit::Replace(Arc::new(replacement))),
-        );
-        count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
-    }
-
     /// Creates `ident` with the data's columns and fills it; drops it again if filling fails.
     async fn create_and_fill(
         &self,
@@ -138,7 +107,7 @@ impl Engine {
     ) -> Result<u64> {
         let schema = iceberg_schema_for(data.schema().as_ref(), false)?;
         let table = self.create_table(ident, schema, None, None).await?;
-        match self.write_stream(table, data).await {
+        match self.write_stream(table, data, WriteCommit::Append).await {
             Ok(rows) => Ok(rows),
             Err(e) => {
                 if let Err(purge) = self.catalog().purge_table(ident).await {
@@ -149,16 +118,25 @@ impl Engine {
         }
     }
 
-    async fn write_stream(&self, table: Table, data: SendableRecordBatchStream) -> Result<u64> {
+    /// Writes `data` into `table`, committed as `commit` says.
+    async fn write_stream(
+        &self,
+        table: Table,
+        data: SendableRecordBatchStream,
+        commit: WriteCommit,
+    ) -> Result<u64> {
         let input: Arc<dyn ExecutionPlan> = Arc::new(OneShotExec::new(data));
-        let write: Arc<dyn ExecutionPlan> = Arc::new(IcebergWriteExec::new(
-            input,
-            Arc::clone(self.catalog()),
-            table,
-            None,
-            // Run here, never shipped: no properties need to travel.
-            HashMap::new(),
-        ));
+        let write: Arc<dyn ExecutionPlan> = Arc::new(
+            IcebergWriteExec::new(
+                input,
+                Arc::clone(self.catalog()),
+                table,
+                None,
+                // Run here, never shipped: no properties need to travel.
+                HashMap::new(),
+            )
+            .with_commit(commit),
+        );
         count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
     }
 }

@@ -203,19 +203,11 @@ impl Engine {
         };
         let tasks = sqe_iceberg::scan::snapshot_files(&table, snapshot_id).await?;
         // The spec each file was written with is its manifest's (scan tasks do not say).
-        let mut spec_of: HashMap<String, i32> = HashMap::new();
-        if let Some(snapshot) = table.metadata().current_snapshot() {
-            for manifest in table.manifest_list_reader(snapshot).load().await?.entries() {
-                if manifest.content != iceberg::spec::ManifestContentType::Data {
-                    continue;
-                }
-                for entry in manifest.load_manifest(table.file_io()).await?.entries() {
-                    if entry.is_alive() {
-                        spec_of.insert(entry.file_path().to_string(), manifest.partition_spec_id);
-                    }
-                }
-            }
-        }
+        let spec_of: HashMap<String, i32> = crate::catalog::live_files(&table)
+            .await?
+            .into_iter()
+            .map(|(spec_id, file)| (file.file_path().to_string(), spec_id))
+            .collect();
         // Candidates by partition (spec and values), each file once.
         let mut partitions: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
         let mut seen = HashSet::new();

@@ -135,27 +135,9 @@ impl Engine {
         fill: Option<Fill>,
         cancel: CancellationToken,
     ) -> Result<Option<u64>> {
-        let ident = table.identifier().clone();
-        let replacement = match table.metadata().current_snapshot_id() {
-            Some(snapshot_id) => Some(Replacement {
-                snapshot_id,
-                removed: sqe_iceberg::scan::snapshot_files(&table, snapshot_id)
-                    .await?
-                    .into_iter()
-                    .map(|task| task.data_file_path)
-                    .collect(),
-                operation: Operation::Overwrite,
-                committer: Arc::clone(&self.committer),
-            }),
-            None => None,
-        };
-        let Some(Fill {
-            table_ref,
-            input,
-            state,
-        }) = fill
-        else {
-            if let Some(replacement) = replacement {
+        let commit = self.overwrite_commit(&table).await?;
+        let Some(fill) = fill else {
+            if let WriteCommit::Replace(replacement) = commit {
                 let committed = sqe_iceberg::delete::commit_replace(
                     &table,
                     replacement.snapshot_id,
@@ -166,27 +148,32 @@ impl Engine {
                 )
                 .await
                 .map_err(|e| Error::from(e.into_inner()))?;
-                self.commits.committed(&ident, committed);
+                self.commits.committed(table.identifier(), committed);
             }
             return Ok(None);
         };
-        let commit = match replacement {
-            Some(replacement) => WriteCommit::Replace(Arc::new(replacement)),
-            None => WriteCommit::Append,
-        };
-        let rows = self
-            .insert_fill(
-                table,
-                Fill {
-                    table_ref,
-                    input,
-                    state,
-                },
-                commit,
-                cancel,
-            )
-            .await?;
+        let rows = self.insert_fill(table, fill, commit, cancel).await?;
         Ok(Some(rows))
+    }
+
+    /// How rows written into `table` replace all of its rows: an `overwrite` of every live data
+    /// file of the current snapshot, committed only while that snapshot is current; a plain
+    /// append when the table has no snapshot yet.
+    pub(super) async fn overwrite_commit(&self, table: &Table) -> Result<WriteCommit> {
+        let Some(snapshot_id) = table.metadata().current_snapshot_id() else {
+            return Ok(WriteCommit::Append);
+        };
+        let removed = sqe_iceberg::scan::snapshot_files(table, snapshot_id)
+            .await?
+            .into_iter()
+            .map(|task| task.data_file_path)
+            .collect();
+        Ok(WriteCommit::Replace(Arc::new(Replacement {
+            snapshot_id,
+            removed,
+            operation: Operation::Overwrite,
+            committer: Arc::clone(&self.committer),
+        })))
     }
 
     /// Inserts `fill`'s rows into `table`, committed as `commit` says; the rows written.
