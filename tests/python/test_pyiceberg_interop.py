@@ -26,6 +26,7 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, MonthTransform, YearTransform
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
 
@@ -439,6 +440,35 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         self.assertEqual(len(got), 27)
         specs = {r["spec_id"] for r in CATALOG.load_table(f"{NAMESPACE}.evolving").inspect.files().to_pylist()}
         self.assertEqual(specs, {0, table.spec().spec_id})
+
+    def test_sort_orders_are_shared_with_pyiceberg(self):
+        """A sort order pyiceberg gave a table is the one SQE's writes follow, and SQE's sorted_by is
+        the table's sort order in pyiceberg: every file SQE writes is in it and records its id."""
+        order = SortOrder(SortField(source_id=4, transform=IdentityTransform(), direction=SortDirection.DESC))
+        CATALOG.create_table(f"{NAMESPACE}.presorted", schema=SCHEMA, sort_order=order)
+        values = ", ".join(
+            f"({i}, NULL, '{'abc'[i % 3]}', {'NULL' if i % 7 == 0 else (i * 37) % 101})" for i in range(1, 60)
+        )
+        sqe(f"INSERT INTO presorted VALUES {values}")
+        sqe("CREATE TABLE sqesorted (id bigint, category varchar) WITH (sorted_by = ARRAY['category', 'id DESC'])")
+        sqe("INSERT INTO sqesorted SELECT id, category FROM presorted")
+        sqe("INSERT INTO sqesorted VALUES (3, 'b'), (1, NULL), (2, 'b')")
+
+        table = CATALOG.load_table(f"{NAMESPACE}.sqesorted")
+        self.assertEqual(
+            [(table.schema().find_column_name(f.source_id), f.direction, f.null_order) for f in table.sort_order().fields],
+            [("category", SortDirection.ASC, NullOrder.NULLS_FIRST), ("id", SortDirection.DESC, NullOrder.NULLS_LAST)],
+        )
+        for name, keys in (("presorted", [("amount", "descending")]), ("sqesorted", [("category", "ascending"), ("id", "descending")])):
+            table = CATALOG.load_table(f"{NAMESPACE}.{name}")
+            files = table.inspect.files().to_pylist()
+            self.assertTrue(files, name)
+            for f in files:
+                self.assertEqual(f["sort_order_id"], table.sort_order().order_id, f["file_path"])
+                with table.io.new_input(f["file_path"]).open() as stream:
+                    data = pq.read_table(stream)
+                nulls = "at_start" if keys[0][1] == "ascending" else "at_end"
+                self.assertEqual(data, data.sort_by(keys, null_placement=nulls), f["file_path"])
 
     def test_sqe_views_are_iceberg_views_in_the_rest_catalog(self):
         """SQE's CREATE [OR REPLACE] VIEW and DROP VIEW through the REST catalog's view endpoints:

@@ -207,6 +207,7 @@ class MetadataTables(unittest.TestCase):
                 ["format_version", "2", "integer"],
                 ["location", "", "varchar"],
                 ["partitioning", "[]", "array(varchar)"],
+                ["sorted_by", "[]", "array(varchar)"],
             ],
         )
         for empty in ["schema_properties", "column_properties", "analyze_properties", "materialized_view_properties"]:

@@ -16,12 +16,12 @@ use datafusion::sql::sqlparser::ast::{
     AlterColumnOperation, AlterTable, AlterTableOperation, ColumnDef, CommentObject, ObjectName,
     RenameTableNameKind, Statement,
 };
-use iceberg::spec::{FormatVersion, NestedField, Schema, Type, UnboundPartitionSpec};
+use iceberg::spec::{FormatVersion, NestedField, Schema, SortOrder, Type, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::transaction::{AddColumn, ApplyTransactionAction, Transaction};
 use iceberg::{TableIdent, TableRequirement, TableUpdate};
 
-use super::table_properties::{PropertyValues, partition_spec};
+use super::table_properties::{PropertyValues, partition_spec, sort_order};
 use super::{Engine, StatementKind};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
@@ -444,8 +444,8 @@ impl Engine {
 }
 
 impl Engine {
-    /// A new default partition spec (files written before keep theirs) and a format upgrade,
-    /// in one commit.
+    /// A new default partition spec and sort order (files written before keep theirs) and a
+    /// format upgrade, in one commit.
     async fn set_properties(&self, table: &Table, changes: PropertyChanges) -> Result<()> {
         let metadata = table.metadata();
         let mut requirements = Vec::new();
@@ -477,6 +477,23 @@ impl Engine {
             updates.push(TableUpdate::AddSpec { spec });
             updates.push(TableUpdate::SetDefaultSpec { spec_id: -1 });
         }
+        if let Some(items) = changes.sorted_by {
+            let order = sort_order(metadata.current_schema(), &items)?
+                .unwrap_or_else(SortOrder::unsorted_order);
+            requirements.push(TableRequirement::DefaultSortOrderIdMatch {
+                default_sort_order_id: metadata.default_sort_order().order_id,
+            });
+            if !requirements
+                .iter()
+                .any(|r| matches!(r, TableRequirement::CurrentSchemaIdMatch { .. }))
+            {
+                requirements.push(TableRequirement::CurrentSchemaIdMatch {
+                    current_schema_id: metadata.current_schema_id(),
+                });
+            }
+            updates.push(TableUpdate::AddSortOrder { sort_order: order });
+            updates.push(TableUpdate::SetDefaultSortOrder { sort_order_id: -1 });
+        }
         if updates.is_empty() {
             return Ok(());
         }
@@ -490,6 +507,7 @@ impl Engine {
 #[derive(Debug, Clone, Default)]
 pub(super) struct PropertyChanges {
     partitioning: Option<Vec<String>>,
+    sorted_by: Option<Vec<String>>,
     format_version: Option<u8>,
 }
 
@@ -507,6 +525,7 @@ fn property_changes(options: &[SqlOption]) -> Result<PropertyChanges> {
     }
     Ok(PropertyChanges {
         partitioning: given.partitioning,
+        sorted_by: given.sorted_by,
         format_version: given.format_version,
     })
 }

@@ -20,6 +20,7 @@ use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
 use sqe_iceberg::write::{IcebergWriteExec, WriteCommit};
 
+use super::table_properties::TableLayout;
 use super::{Engine, SessionSettings, count_rows};
 use crate::error::{Error, ObjectKind, Result};
 
@@ -106,7 +107,9 @@ impl Engine {
         data: SendableRecordBatchStream,
     ) -> Result<u64> {
         let schema = iceberg_schema_for(data.schema().as_ref(), false)?;
-        let table = self.create_table(ident, schema, None, None).await?;
+        let table = self
+            .create_table(ident, schema, TableLayout::default(), None)
+            .await?;
         match self.write_stream(table, data, WriteCommit::Append).await {
             Ok(rows) => Ok(rows),
             Err(e) => {

@@ -47,7 +47,7 @@ use datafusion_distributed::{
 };
 use futures::TryStreamExt;
 
-use iceberg::spec::{Schema as IcebergSchema, UnboundPartitionSpec};
+use iceberg::spec::Schema as IcebergSchema;
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
 use sqe_iceberg::codec::SqeCodec;
 use sqe_iceberg::scan::IcebergTaskEstimator;
@@ -59,7 +59,7 @@ use tracing::Instrument;
 
 pub(crate) use self::alter::COMMENT_PROPERTY;
 pub(crate) use self::table_properties::TABLE_PROPERTIES;
-use self::table_properties::{TableProperties, partition_spec};
+use self::table_properties::{TableLayout, TableProperties};
 use crate::cache::{
     CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
 };
@@ -249,7 +249,7 @@ enum Action {
     CreateTable {
         ident: TableIdent,
         schema: Box<IcebergSchema>,
-        partition: Option<UnboundPartitionSpec>,
+        layout: Box<TableLayout>,
         location: Option<String>,
         if_not_exists: bool,
         or_replace: bool,
@@ -296,8 +296,8 @@ struct CreateTableAs {
     input: LogicalPlan,
     if_not_exists: bool,
     or_replace: bool,
-    partitioning: Vec<String>,
-    location: Option<String>,
+    /// Partitioning, sort order and location.
+    properties: TableProperties,
     state: SessionState,
 }
 
@@ -784,13 +784,13 @@ impl Engine {
                     && !empty.produce_one_row
                 {
                     let schema = iceberg_schema_for(empty.schema.as_arrow(), false)?;
-                    let partition = partition_spec(&schema, &properties.partitioning)?;
+                    let layout = TableLayout::new(&schema, &properties)?;
                     return Ok(command(
                         StatementKind::CreateTable,
                         Action::CreateTable {
                             ident,
                             schema: Box::new(schema),
-                            partition,
+                            layout: Box::new(layout),
                             location: properties.location,
                             if_not_exists: create.if_not_exists,
                             or_replace: create.or_replace,
@@ -799,7 +799,7 @@ impl Engine {
                 }
                 // Refuse unstorable column types and bad partitioning now, before anything is created.
                 let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
-                partition_spec(&schema, &properties.partitioning)?;
+                TableLayout::new(&schema, &properties)?;
                 Ok(command(
                     StatementKind::CreateTableAs,
                     Action::CreateTableAs(Box::new(CreateTableAs {
@@ -808,8 +808,7 @@ impl Engine {
                         input,
                         if_not_exists: create.if_not_exists,
                         or_replace: create.or_replace,
-                        partitioning: properties.partitioning,
-                        location: properties.location,
+                        properties,
                         state,
                     })),
                 ))
@@ -1009,20 +1008,18 @@ impl Engine {
             Action::CreateTable {
                 ident,
                 schema,
-                partition,
+                layout,
                 location,
                 if_not_exists,
                 or_replace,
             } => {
                 if or_replace && self.catalog().table_exists(&ident).await? {
                     // Boxed: its future would make every statement's as large.
-                    Box::pin(
-                        self.replace_table(&ident, *schema, partition, location, None, cancel),
-                    )
-                    .await?;
-                } else if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
-                    self.create_table(&ident, *schema, partition, location)
+                    Box::pin(self.replace_table(&ident, *schema, *layout, location, None, cancel))
                         .await?;
+                } else if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
+                    // Boxed: its future would make every statement's as large.
+                    Box::pin(self.create_table(&ident, *schema, *layout, location)).await?;
                 }
                 Outcome::Updated { rows: None }
             }
@@ -1175,7 +1172,7 @@ impl Engine {
         &self,
         ident: &TableIdent,
         schema: IcebergSchema,
-        partition: Option<UnboundPartitionSpec>,
+        layout: TableLayout,
         location: Option<String>,
     ) -> Result<iceberg::table::Table> {
         check_new_table_name(ident)?;
@@ -1190,7 +1187,8 @@ impl Engine {
         let creation = TableCreation::builder()
             .name(ident.name().to_string())
             .schema(schema)
-            .partition_spec_opt(partition)
+            .partition_spec_opt(layout.partition)
+            .sort_order_opt(layout.sort_order)
             .location_opt(location)
             .build();
         Ok(self
@@ -1208,15 +1206,15 @@ impl Engine {
             input,
             if_not_exists,
             or_replace,
-            partitioning,
-            location,
+            properties,
             state,
         } = ctas;
+        let location = properties.location.clone();
         if if_not_exists && self.catalog().table_exists(&ident).await? {
             return Ok(0);
         }
         let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
-        let partition = partition_spec(&schema, &partitioning)?;
+        let layout = TableLayout::new(&schema, &properties)?;
         if or_replace && self.catalog().table_exists(&ident).await? {
             let fill = replace_table::Fill {
                 table_ref,
@@ -1226,7 +1224,7 @@ impl Engine {
             return Box::pin(self.replace_table(
                 &ident,
                 schema,
-                partition,
+                layout,
                 location,
                 Some(fill),
                 cancel,
@@ -1234,9 +1232,7 @@ impl Engine {
             .await
             .map(|rows| rows.unwrap_or(0));
         }
-        let table = self
-            .create_table(&ident, schema, partition, location)
-            .await?;
+        let table = self.create_table(&ident, schema, layout, location).await?;
         let insert = async {
             let provider = IcebergTableProvider::try_new(
                 Arc::clone(self.catalog()),

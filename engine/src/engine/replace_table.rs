@@ -12,13 +12,14 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::sql::TableReference;
 use iceberg::TableIdent;
 use iceberg::spec::{
-    Operation, PartitionSpec, Schema as IcebergSchema, Transform, UnboundPartitionSpec,
+    Operation, PartitionSpec, Schema as IcebergSchema, SortOrder, Transform, UnboundPartitionSpec,
 };
 use iceberg::table::Table;
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::write::{CommitListener, Replacement, WriteCommit};
 use tokio_util::sync::CancellationToken;
 
+use super::table_properties::TableLayout;
 use super::{Engine, count_rows};
 use crate::error::{Error, Result};
 
@@ -66,14 +67,39 @@ fn same_partitioning(
     ours == theirs
 }
 
+/// Whether `wanted` (bound to the new columns `schema`) sorts as `current` (bound to the
+/// table's `table_schema`) does.
+fn same_sort_order(
+    current: &SortOrder,
+    table_schema: &IcebergSchema,
+    wanted: Option<&SortOrder>,
+    schema: &IcebergSchema,
+) -> bool {
+    let fields = |order: &SortOrder, schema: &IcebergSchema| -> Vec<_> {
+        order
+            .fields
+            .iter()
+            .map(|f| {
+                (
+                    schema.name_by_field_id(f.source_id).map(str::to_string),
+                    f.transform,
+                    f.direction,
+                    f.null_order,
+                )
+            })
+            .collect()
+    };
+    fields(current, table_schema) == wanted.map(|o| fields(o, schema)).unwrap_or_default()
+}
+
 impl Engine {
-    /// Replaces the existing table `ident` by one of `schema`, `partition` and `location`,
+    /// Replaces the existing table `ident` by one of `schema`, `layout` and `location`,
     /// filled by `fill` (empty without it). Returns the rows written by a fill.
     pub(super) async fn replace_table(
         &self,
         ident: &TableIdent,
         schema: IcebergSchema,
-        partition: Option<UnboundPartitionSpec>,
+        layout: TableLayout,
         location: Option<String>,
         fill: Option<Fill>,
         cancel: CancellationToken,
@@ -84,7 +110,13 @@ impl Engine {
             && same_partitioning(
                 metadata.default_partition_spec(),
                 metadata.current_schema(),
-                partition.as_ref(),
+                layout.partition.as_ref(),
+                &schema,
+            )
+            && same_sort_order(
+                metadata.default_sort_order(),
+                metadata.current_schema(),
+                layout.sort_order.as_ref(),
                 &schema,
             )
             && location.as_deref().is_none_or(|l| {
@@ -106,7 +138,7 @@ impl Engine {
         }
         let staging = self.staging_name(ident, "replace");
         let created = self
-            .create_table(&staging, schema, partition, location)
+            .create_table(&staging, schema, layout, location)
             .await?;
         let rows = match fill {
             Some(fill) => match self

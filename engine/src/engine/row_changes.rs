@@ -311,7 +311,14 @@ async fn select_and_write(
         tokio_stream::wrappers::ReceiverStream::new(receiver),
     ));
     let prefix = format!("{}-change", uuid::Uuid::now_v7());
-    let writing = write_partition(&target.table, rows, prefix, created);
+    // Boxed: a writer's future would make every statement's as large.
+    let writing = Box::pin(write_partition(
+        &target.table,
+        rows,
+        prefix,
+        created,
+        Arc::clone(&target.task_ctx),
+    ));
     let layout = &target.layout;
     let selecting = async move {
         let mut selected = SelectedRows::default();

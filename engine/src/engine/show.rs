@@ -16,6 +16,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use iceberg::spec::Transform;
 use iceberg::{NamespaceIdent, TableIdent};
 
+use super::table_properties::sort_item_text;
 use super::{Engine, SessionSettings};
 use crate::dialect::quoting::{ident, ident_if_needed, literal};
 use crate::dialect::statements::Show;
@@ -257,6 +258,22 @@ impl Engine {
                 })
                 .collect();
             properties.insert(0, format!("   partitioning = ARRAY[{}]", fields.join(",")));
+        }
+        let order = metadata.default_sort_order();
+        if !order.is_unsorted() {
+            let fields: Vec<String> = order
+                .fields
+                .iter()
+                .map(|field| {
+                    let column = schema.name_by_field_id(field.source_id).unwrap_or("?");
+                    literal(&sort_item_text(column, field))
+                })
+                .collect();
+            let after_partitioning = usize::from(!spec.fields().is_empty());
+            properties.insert(
+                after_partitioning,
+                format!("   sorted_by = ARRAY[{}]", fields.join(",")),
+            );
         }
         Ok(format!(
             "CREATE TABLE {c}.{s}.{t} (\n{}\n)\n{table_comment}WITH (\n{}\n)",

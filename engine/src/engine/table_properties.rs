@@ -5,7 +5,9 @@
 
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Statement, Value};
-use iceberg::spec::{Schema, Transform, UnboundPartitionSpec};
+use iceberg::spec::{
+    NullOrder, Schema, SortDirection, SortField, SortOrder, Transform, UnboundPartitionSpec,
+};
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -15,8 +17,29 @@ pub(crate) struct TableProperties {
     /// Partition fields in Trino's syntax: `col`, `year(col)`, `month(col)`, `day(col)`,
     /// `hour(col)`, `bucket(col, n)`, `truncate(col, n)` (Spark's `bucket(n, col)` too).
     pub partitioning: Vec<String>,
+    /// The order rows are written in, in Trino's syntax: `col`, `col DESC`,
+    /// `col ASC NULLS LAST`.
+    pub sorted_by: Vec<String>,
     /// Where the table's files go, instead of the catalog's default.
     pub location: Option<String>,
+}
+
+/// How a new table lays out its rows: its partition spec and its sort order.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TableLayout {
+    pub partition: Option<UnboundPartitionSpec>,
+    pub sort_order: Option<SortOrder>,
+}
+
+impl TableLayout {
+    /// The layout `properties` ask of a table of `schema`; bad fields are
+    /// `INVALID_TABLE_PROPERTY` before anything is created.
+    pub(super) fn new(schema: &Schema, properties: &TableProperties) -> Result<Self> {
+        Ok(Self {
+            partition: partition_spec(schema, &properties.partitioning)?,
+            sort_order: sort_order(schema, &properties.sorted_by)?,
+        })
+    }
 }
 
 /// A table property SQE accepts, as `system.metadata.table_properties` lists it.
@@ -53,6 +76,12 @@ pub(crate) const TABLE_PROPERTIES: &[TablePropertySpec] = &[
         default_value: "[]",
         type_name: "array(varchar)",
         description: "Partition transforms",
+    },
+    TablePropertySpec {
+        name: "sorted_by",
+        default_value: "[]",
+        type_name: "array(varchar)",
+        description: "Sorted columns",
     },
 ];
 
@@ -91,6 +120,7 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
     }
     Ok(TableProperties {
         partitioning: given.partitioning.unwrap_or_default(),
+        sorted_by: given.sorted_by.unwrap_or_default(),
         location: given.location,
     })
 }
@@ -100,6 +130,7 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
 #[derive(Debug, Clone, Default)]
 pub(super) struct PropertyValues {
     pub partitioning: Option<Vec<String>>,
+    pub sorted_by: Option<Vec<String>>,
     pub location: Option<String>,
     pub format: Option<String>,
     pub format_version: Option<u8>,
@@ -117,6 +148,7 @@ impl PropertyValues {
             };
             match key.value.to_ascii_lowercase().as_str() {
                 "partitioning" => given.partitioning = Some(string_array(value, "partitioning")?),
+                "sorted_by" => given.sorted_by = Some(string_array(value, "sorted_by")?),
                 "location" => given.location = Some(string(value, "location")?),
                 "format" => given.format = Some(string(value, "format")?),
                 "format_version" => {
@@ -235,6 +267,135 @@ pub(super) fn partition_spec(
     Ok(Some(builder.build()))
 }
 
+/// Builds the sort order for `schema` from Trino's `sorted_by` items: a column, then `ASC`
+/// (the default, nulls first) or `DESC` (nulls last), then optionally `NULLS FIRST|LAST`.
+pub(super) fn sort_order(schema: &Schema, items: &[String]) -> Result<Option<SortOrder>> {
+    if items.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = SortOrder::builder();
+    let mut seen = Vec::new();
+    for item in items {
+        let (column, direction, null_order) = parse_sort_item(item)?;
+        let field = schema
+            .as_struct()
+            .fields()
+            .iter()
+            .find(|f| f.name == column)
+            .or_else(|| {
+                let mut named = schema
+                    .as_struct()
+                    .fields()
+                    .iter()
+                    .filter(|f| f.name.eq_ignore_ascii_case(&column));
+                named.next().filter(|_| named.next().is_none())
+            })
+            .ok_or_else(|| {
+                Error::invalid(
+                    ErrorCode::InvalidTableProperty,
+                    format!("sorted_by column '{column}' is not a column of the table"),
+                )
+            })?;
+        if !field.field_type.is_primitive() {
+            return Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!(
+                    "sorted_by column '{column}' is of type {}: only primitive columns sort",
+                    field.field_type
+                ),
+            ));
+        }
+        if seen.contains(&field.id) {
+            return Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!("sorted_by names column '{column}' twice"),
+            ));
+        }
+        seen.push(field.id);
+        builder.with_sort_field(SortField {
+            source_id: field.id,
+            transform: Transform::Identity,
+            direction,
+            null_order,
+        });
+    }
+    builder
+        .build(schema)
+        .map(Some)
+        .map_err(|e| Error::invalid(ErrorCode::InvalidTableProperty, format!("sorted_by: {e}")))
+}
+
+fn parse_sort_item(item: &str) -> Result<(String, SortDirection, NullOrder)> {
+    let invalid = || {
+        Error::invalid(
+            ErrorCode::InvalidTableProperty,
+            format!(
+                "invalid sorted_by item '{item}': use col, col ASC, col DESC, optionally followed by NULLS FIRST or NULLS LAST"
+            ),
+        )
+    };
+    let item = item.trim();
+    let (column, rest) = if let Some(quoted) = item.strip_prefix('"') {
+        // A quoted name keeps its spaces; `""` is a quote inside it.
+        let mut name = String::new();
+        let mut chars = quoted.char_indices().peekable();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            if c == '"' {
+                if chars.peek().is_some_and(|(_, n)| *n == '"') {
+                    chars.next();
+                    name.push('"');
+                } else {
+                    end = Some(i + 1);
+                    break;
+                }
+            } else {
+                name.push(c);
+            }
+        }
+        let end = end.ok_or_else(invalid)?;
+        (name, &quoted[end..])
+    } else {
+        let end = item.find(char::is_whitespace).unwrap_or(item.len());
+        (item[..end].to_lowercase(), &item[end..])
+    };
+    if column.is_empty() {
+        return Err(invalid());
+    }
+    let words: Vec<String> = rest
+        .split_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (direction, nulls) = match words.as_slice() {
+        [] => (SortDirection::Ascending, None),
+        ["ASC"] => (SortDirection::Ascending, None),
+        ["DESC"] => (SortDirection::Descending, None),
+        ["NULLS", n] => (SortDirection::Ascending, Some(*n)),
+        ["ASC", "NULLS", n] => (SortDirection::Ascending, Some(*n)),
+        ["DESC", "NULLS", n] => (SortDirection::Descending, Some(*n)),
+        _ => return Err(invalid()),
+    };
+    let null_order = match (nulls, direction) {
+        (Some("FIRST"), _) | (None, SortDirection::Ascending) => NullOrder::First,
+        (Some("LAST"), _) | (None, SortDirection::Descending) => NullOrder::Last,
+        _ => return Err(invalid()),
+    };
+    Ok((column, direction, null_order))
+}
+
+/// A sort field as Trino's `sorted_by` property writes it: the column, then its direction and
+/// null order where they are not the defaults.
+pub(super) fn sort_item_text(column: &str, field: &SortField) -> String {
+    let name = crate::dialect::quoting::ident_if_needed(column);
+    match (field.direction, field.null_order) {
+        (SortDirection::Ascending, NullOrder::First) => name,
+        (SortDirection::Ascending, NullOrder::Last) => format!("{name} ASC NULLS LAST"),
+        (SortDirection::Descending, NullOrder::Last) => format!("{name} DESC"),
+        (SortDirection::Descending, NullOrder::First) => format!("{name} DESC NULLS FIRST"),
+    }
+}
+
 fn parse_partition_field(field: &str) -> Result<(Transform, String)> {
     let field = field.trim();
     let invalid = || {
@@ -327,9 +488,9 @@ mod tests {
                 .map(|e| e.to_string())
         };
         assert_eq!(
-            error("CREATE TABLE t (a INT) WITH (sorted_by = ARRAY['a'])").as_deref(),
+            error("CREATE TABLE t (a INT) WITH (orc_bloom_filter_columns = ARRAY['a'])").as_deref(),
             Some(
-                "unknown table property 'sorted_by' (supported: format, format_version, location, partitioning)"
+                "unknown table property 'orc_bloom_filter_columns' (supported: format, format_version, location, partitioning, sorted_by)"
             )
         );
         assert_eq!(
@@ -348,6 +509,58 @@ mod tests {
         let mut statement = parse("CREATE TABLE t (a INT) WITH (location = 'file:///tmp/t')");
         let properties = take_table_properties(&mut statement)?;
         assert_eq!(properties.location.as_deref(), Some("file:///tmp/t"));
+        Ok(())
+    }
+
+    #[test]
+    fn sort_orders_read_and_print_as_trino_writes_them() -> Result<()> {
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+                NestedField::optional(2, "Name x", Type::Primitive(PrimitiveType::String)).into(),
+            ])
+            .build()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let items = ["ID DESC", "\"Name x\" asc nulls last"].map(String::from);
+        let order = sort_order(&schema, &items)?.ok_or_else(|| Error::Internal("order".into()))?;
+        let read: Vec<_> = order
+            .fields
+            .iter()
+            .map(|f| (f.source_id, f.direction, f.null_order))
+            .collect();
+        assert_eq!(
+            read,
+            vec![
+                (1, SortDirection::Descending, NullOrder::Last),
+                (2, SortDirection::Ascending, NullOrder::Last),
+            ]
+        );
+        let printed: Vec<String> = order
+            .fields
+            .iter()
+            .zip(["id", "Name x"])
+            .map(|(f, column)| sort_item_text(column, f))
+            .collect();
+        assert_eq!(printed, ["id DESC", "\"Name x\" ASC NULLS LAST"]);
+        // What it prints reads back as the same order.
+        assert_eq!(sort_order(&schema, &printed)?, Some(order));
+
+        for bad in [
+            "missing",
+            "id DOWN",
+            "id NULLS MIDDLE",
+            "\"id",
+            "",
+            "id ASC DESC",
+        ] {
+            let e = sort_order(&schema, &[bad.to_string()])
+                .err()
+                .ok_or_else(|| Error::Internal(format!("{bad} was taken")))?;
+            assert_eq!(e.code(), ErrorCode::InvalidTableProperty, "{bad}: {e}");
+        }
+        let twice = sort_order(&schema, &["id".into(), "id DESC".into()]);
+        assert!(twice.is_err());
+        assert_eq!(sort_order(&schema, &[])?, None);
         Ok(())
     }
 

@@ -170,7 +170,7 @@ impl ExecutionPlan for DataFileWriteExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let input = self.input.execute(partition, context)?;
+        let input = self.input.execute(partition, Arc::clone(&context))?;
         let table = self.table.clone();
         let counters = ["files_written", "rows_written", "bytes_written"]
             .map(|name| MetricBuilder::new(&self.metrics).counter(name, partition));
@@ -178,7 +178,7 @@ impl ExecutionPlan for DataFileWriteExec {
             let files = UncommittedFiles::new(table.clone());
             // Unique in the table, whichever worker and task this partition runs in.
             let prefix = uuid::Uuid::now_v7().to_string();
-            match write_partition(&table, input, prefix, files.created().clone()).await {
+            match write_partition(&table, input, prefix, files.created().clone(), context).await {
                 Ok(written) => {
                     let [files_written, rows_written, bytes_written] = &counters;
                     for file in &written.files {

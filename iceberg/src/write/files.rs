@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use futures::StreamExt;
 use iceberg::arrow::RecordBatchPartitionSplitter;
 use iceberg::spec::{DataFile, DataFileFormat, PartitionKey};
@@ -24,6 +24,7 @@ use iceberg::writer::partitioning::unpartitioned_writer::UnpartitionedWriter;
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use super::sorting::{SortedFiles, WriteOrdering};
 use crate::error::{TableError, iceberg_to_df};
 use crate::types::{cast_batch, file_arrow_schema};
 
@@ -64,15 +65,22 @@ pub struct WrittenFiles {
     pub rows: u64,
 }
 
-/// Writes every batch of `input` into data files of `table` (partitioned by its default spec)
-/// named `{file_prefix}-NNNNN.parquet`. Files are not visible until a snapshot commits them.
+/// Writes every batch of `input` into data files of `table` (partitioned by its default spec,
+/// each file's rows in its default sort order) named `{file_prefix}-NNNNN.parquet`. Files are
+/// not visible until a snapshot commits them. `context` bounds the memory a sort takes.
 pub async fn write_partition(
     table: &Table,
-    mut input: SendableRecordBatchStream,
+    input: SendableRecordBatchStream,
     file_prefix: String,
     created: CreatedFiles,
+    context: Arc<TaskContext>,
 ) -> Result<WrittenFiles> {
     let metadata = table.metadata();
+    let ordering = WriteOrdering::of(metadata, &input.schema())?;
+    let mut input = match &ordering {
+        Some(ordering) => ordering.sort(input, context)?,
+        None => input,
+    };
     let iceberg_schema = metadata.current_schema().clone();
     let file_schema: SchemaRef = file_arrow_schema(&iceberg_schema)?;
     let properties = WriterProperties::builder()
@@ -89,7 +97,10 @@ pub async fn write_partition(
         .map_err(iceberg_to_df)?
         .write_target_file_size_bytes;
     let rolling = RollingFileWriterBuilder::new(
-        ParquetWriterBuilder::new(properties, Arc::clone(&iceberg_schema)),
+        SortedFiles {
+            inner: ParquetWriterBuilder::new(properties, Arc::clone(&iceberg_schema)),
+            order_id: ordering.map(|o| o.order_id),
+        },
         target_file_size,
         table.file_io().clone(),
         location,

@@ -7,6 +7,7 @@ mod exec;
 mod files;
 #[cfg(test)]
 mod racing;
+mod sorting;
 
 pub use data_files::{DATA_FILE_COLUMN, DataFileWriteExec};
 pub use exec::{CommitListener, IcebergWriteExec, Replacement, WriteCommit};

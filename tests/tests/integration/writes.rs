@@ -504,3 +504,140 @@ async fn create_or_replace_table() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// Each data file under `table`'s current snapshot with its `sort_order_id`, read from
+/// `"t$files"`.
+async fn files_and_orders(
+    cluster: &TestCluster,
+    table: &str,
+) -> Result<Vec<(String, Option<i32>)>, Box<dyn std::error::Error + Send + Sync>> {
+    use datafusion::arrow::array::{Array, AsArray, Int32Array};
+    let batches = cluster
+        .query(&format!(
+            "SELECT file_path, sort_order_id FROM demo.\"{table}$files\" WHERE content = 0"
+        ))
+        .await?;
+    let mut files = Vec::new();
+    for batch in &batches {
+        let paths = batch.column(0).as_string::<i32>();
+        let orders = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .ok_or("sort_order_id is not an integer")?;
+        for i in 0..batch.num_rows() {
+            files.push((
+                paths.value(i).to_string(),
+                orders.is_valid(i).then(|| orders.value(i)),
+            ));
+        }
+    }
+    Ok(files)
+}
+
+/// Whether the rows of the Parquet file at `path` are in the order of `columns`, each
+/// `(name, descending, nulls_first)`; and how many rows it has.
+fn file_in_order(
+    path: &str,
+    columns: &[(&str, bool, bool)],
+) -> Result<(bool, usize), Box<dyn std::error::Error + Send + Sync>> {
+    use datafusion::arrow::compute::{SortOptions, concat_batches};
+    use datafusion::arrow::row::{RowConverter, SortField};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path.trim_start_matches("file://"))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    let schema = batches.first().ok_or("an empty file")?.schema();
+    let batch = concat_batches(&schema, &batches)?;
+    let mut fields = Vec::new();
+    let mut arrays = Vec::new();
+    for (name, descending, nulls_first) in columns {
+        let array = batch.column_by_name(name).ok_or("no such column")?;
+        fields.push(SortField::new_with_options(
+            array.data_type().clone(),
+            SortOptions {
+                descending: *descending,
+                nulls_first: *nulls_first,
+            },
+        ));
+        arrays.push(std::sync::Arc::clone(array));
+    }
+    let rows = RowConverter::new(fields)?.convert_columns(&arrays)?;
+    let sorted = (1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i));
+    Ok((sorted, batch.num_rows()))
+}
+
+/// `sorted_by`: every file a write makes (INSERT on both workers, UPDATE on the coordinator)
+/// holds its rows in the table's sort order and records the order's id; a new order set with
+/// SET PROPERTIES applies to files written after it; SHOW CREATE TABLE prints it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sorted_tables_write_every_file_in_their_order() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    let refused = cluster
+        .sql("CREATE TABLE demo.bad (k BIGINT) WITH (sorted_by = ARRAY['nope'])")
+        .await
+        .err()
+        .ok_or("a sort by a column that does not exist was taken")?;
+    assert_eq!(refused.code(), sqe_engine::ErrorCode::InvalidTableProperty);
+    cluster
+        .sql(
+            "CREATE TABLE demo.sorted (k BIGINT, mode VARCHAR, q DECIMAL(15,2)) \
+             WITH (sorted_by = ARRAY['mode DESC', 'k'])",
+        )
+        .await?;
+    // Line 1 of each order has no mode: NULLs go last under DESC.
+    let insert = "INSERT INTO demo.sorted SELECT l_orderkey, \
+         CASE WHEN l_linenumber = 1 THEN NULL ELSE l_shipmode END, l_quantity FROM tpch.lineitem";
+    cluster.sql(insert).await?;
+    let by_mode_then_key = [("mode", true, false), ("k", false, true)];
+    let files = files_and_orders(&cluster, "sorted").await?;
+    assert!(files.len() >= 2, "a file per writer at least: {files:?}");
+    let mut rows = 0;
+    for (path, order) in &files {
+        assert_eq!(*order, Some(1), "{path}");
+        let (sorted, count) = file_in_order(path, &by_mode_then_key)?;
+        assert!(sorted, "{path} is not in the table's order");
+        rows += count;
+    }
+    assert_eq!(rows, 60175);
+    let created = render(&cluster.query("SHOW CREATE TABLE demo.sorted").await?);
+    assert!(
+        created.contains("sorted_by = ARRAY['mode DESC','k']"),
+        "{created}"
+    );
+
+    // A new order: files written from now on follow it, the old ones keep theirs.
+    cluster
+        .sql("ALTER TABLE demo.sorted SET PROPERTIES sorted_by = ARRAY['q DESC NULLS FIRST']")
+        .await?;
+    cluster
+        .sql("UPDATE demo.sorted SET q = q + 100 WHERE k < 1000")
+        .await?;
+    let files = files_and_orders(&cluster, "sorted").await?;
+    let new: Vec<_> = files.iter().filter(|(_, o)| *o == Some(2)).collect();
+    assert_eq!(new.len(), 1, "the UPDATE's one file: {files:?}");
+    for (path, _) in &new {
+        let (sorted, _) = file_in_order(path, &[("q", true, true)])?;
+        assert!(sorted, "{path} is not in the new order");
+    }
+    assert!(files.iter().all(|(_, o)| matches!(o, Some(1 | 2))));
+    let created = render(&cluster.query("SHOW CREATE TABLE demo.sorted").await?);
+    assert!(
+        created.contains("sorted_by = ARRAY['q DESC NULLS FIRST']"),
+        "{created}"
+    );
+    let total = cluster
+        .query("SELECT count(*) AS n FROM demo.sorted")
+        .await?;
+    assert!(render(&total).contains("60175"), "{}", render(&total));
+
+    // Unsorted again: SHOW CREATE TABLE drops the property.
+    cluster
+        .sql("ALTER TABLE demo.sorted SET PROPERTIES sorted_by = ARRAY[]")
+        .await?;
+    let created = render(&cluster.query("SHOW CREATE TABLE demo.sorted").await?);
+    assert!(!created.contains("sorted_by"), "{created}");
+    cluster.stop().await;
+    Ok(())
+}
