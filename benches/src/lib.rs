@@ -33,3 +33,24 @@ impl Percentiles {
         }
     }
 }
+
+/// A harness's two arguments: the TPC-H scale factor and the number of runs (at least one),
+/// each with its default when not given.
+pub fn scale_and_runs(
+    default_scale_factor: f64,
+    default_runs: usize,
+) -> Result<(f64, usize), Box<dyn std::error::Error + Send + Sync>> {
+    let mut args = std::env::args().skip(1);
+    let scale_factor = args
+        .next()
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(default_scale_factor);
+    let runs = args
+        .next()
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(default_runs)
+        .max(1);
+    Ok((scale_factor, runs))
+}

@@ -17,4 +17,8 @@ pub mod telemetry;
 mod tls_listener;
 pub mod tpch;
 mod trino;
+/// Trino's JSON encoding of result rows, for the encoder benchmark.
+pub mod trino_json {
+    pub use crate::trino::encode::{write_rows, write_rows_per_value};
+}
 mod ui;

@@ -140,14 +140,7 @@ fn median(runs: &mut [Run]) -> Run {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let mut args = std::env::args().skip(1);
-    let scale_factor: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(1.0);
-    let runs: usize = args
-        .next()
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(3)
-        .max(1);
+    let (scale_factor, runs) = sqe_benches::scale_and_runs(1.0, 3)?;
 
     let dir = tempfile::tempdir()?;
     println!("generating TPC-H SF {scale_factor} and starting a coordinator with 2 workers ...");

@@ -5,6 +5,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod encode;
+pub(crate) mod encoded;
 pub(crate) mod errors;
 pub(crate) mod headers;
 pub(crate) mod query;

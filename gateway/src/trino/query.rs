@@ -3,9 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::RecordBatch;
-use datafusion::execution::SendableRecordBatchStream;
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use sqe_engine::dialect::types::TrinoType;
 use sqe_engine::error::Error;
 use sqe_engine::history::{CancelReason, QueryRecord, QueryState as HistoryState};
@@ -16,7 +14,7 @@ use tokio::sync::{Mutex, watch};
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::trino::encode::write_row;
+use crate::trino::encoded::{EncodedBatch, EncodedRows};
 use crate::trino::headers::ClientSession;
 
 /// The states Trino reports in `stats.state`.
@@ -46,7 +44,8 @@ impl QueryState {
 enum Execution {
     /// Still planning (or, for DDL, running).
     Pending,
-    Rows(SendableRecordBatchStream),
+    /// Rows, encoded ahead of the pages.
+    Rows(EncodedRows),
     Updated {
         update_type: &'static str,
         count: Option<u64>,
@@ -72,8 +71,8 @@ pub(crate) struct Page {
 struct Progress {
     execution: Execution,
     columns: Option<Vec<(String, TrinoType)>>,
-    /// Rows of a batch larger than a page, carried to the next page.
-    carry: Option<RecordBatch>,
+    /// An encoded batch larger than a page and the row the next page starts at.
+    carry: Option<(EncodedBatch, usize)>,
     /// The token of the page last produced and its JSON, for a repeated request.
     served: Option<(u64, Arc<Page>)>,
     rows: u64,
@@ -191,7 +190,7 @@ impl TrinoQuery {
                                         .map(|f| (f.name().clone(), TrinoType::from_field(f)))
                                         .collect(),
                                 );
-                                progress.execution = Execution::Rows(stream);
+                                progress.execution = Execution::Rows(EncodedRows::spawn(stream));
                             }
                             (update_type, output) => {
                                 let count = match output {
@@ -417,13 +416,13 @@ impl TrinoQuery {
         }
     }
 
-    /// Encodes rows from `stream` until about `target_bytes`: waits for the first rows until
-    /// `deadline`, then takes only what is already there. Returns the JSON, its row count and
-    /// whether the stream has ended.
+    /// Takes encoded rows until about `target_bytes`: waits for the first rows until
+    /// `deadline`, then takes only what is already encoded. Returns the JSON, its row count
+    /// and whether the rows have ended.
     async fn fill(
         &self,
-        stream: &mut SendableRecordBatchStream,
-        carry: &mut Option<RecordBatch>,
+        encoded: &mut EncodedRows,
+        carry: &mut Option<(EncodedBatch, usize)>,
         deadline: Instant,
         target_bytes: usize,
     ) -> Result<(Vec<u8>, u64, bool), Error> {
@@ -431,40 +430,30 @@ impl TrinoQuery {
         let mut rows = 0u64;
         loop {
             let next = match carry.take() {
-                Some(batch) => Next::Batch(batch),
+                Some(rest) => Some(Some(Ok(rest))),
                 None if rows == 0 => tokio::select! {
-                    next = stream.next() => Next::of(next)?,
-                    () = tokio::time::sleep_until(deadline.into()) => Next::NotYet,
+                    next = encoded.next() => Some(next.map(|b| b.map(|b| (b, 0)))),
+                    () = tokio::time::sleep_until(deadline.into()) => None,
                     () = self.canceller.cancelled() => return Err(self.canceller.error()),
                 },
-                None => match futures::FutureExt::now_or_never(stream.next()) {
-                    Some(next) => Next::of(next)?,
-                    None => Next::NotYet,
-                },
+                None => encoded.ready().ok().map(|b| b.map(|b| b.map(|b| (b, 0)))),
             };
-            let batch = match next {
-                Next::Batch(batch) => batch,
-                Next::NotYet => break,
-                Next::End => {
+            let (batch, first) = match next {
+                // Nothing more yet: the page goes out with what it has.
+                None => break,
+                Some(None) => {
                     data.push(b']');
                     return Ok((data, rows, true));
                 }
+                Some(Some(batch)) => batch?,
             };
-            let columns = batch.columns();
-            let mut row = 0;
-            while row < batch.num_rows() {
-                if rows > 0 {
-                    data.push(b',');
-                }
-                write_row(&mut data, columns, row)?;
-                rows += 1;
-                row += 1;
-                if data.len() >= target_bytes {
-                    break;
-                }
+            if rows > 0 {
+                data.push(b',');
             }
-            if row < batch.num_rows() {
-                *carry = Some(batch.slice(row, batch.num_rows() - row));
+            let end = batch.append(&mut data, first, target_bytes);
+            rows += (end - first) as u64;
+            if end < batch.rows() {
+                *carry = Some((batch, end));
             }
             if data.len() >= target_bytes {
                 break;
@@ -499,24 +488,6 @@ impl Page {
             update_count: None,
             error: Some(error),
             more: false,
-        }
-    }
-}
-
-/// What the result stream had for a page.
-enum Next {
-    Batch(RecordBatch),
-    /// Nothing yet: the page goes out with what it has.
-    NotYet,
-    End,
-}
-
-impl Next {
-    fn of(item: Option<datafusion::error::Result<RecordBatch>>) -> Result<Self, Error> {
-        match item {
-            Some(Ok(batch)) => Ok(Next::Batch(batch)),
-            Some(Err(e)) => Err(e.into()),
-            None => Ok(Next::End),
         }
     }
 }
