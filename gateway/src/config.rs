@@ -55,6 +55,33 @@ pub enum WorkerVersionPolicy {
     Exact,
 }
 
+/// How Arrow IPC buffers of query results are compressed on the Flight SQL port (clients
+/// decompress them as they read; Arrow's readers all can).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpcCompression {
+    /// Plain buffers: cheapest where the link is fast (loopback, one data centre).
+    #[default]
+    None,
+    /// LZ4 frames: fast, a smaller saving.
+    Lz4,
+    /// Zstandard: slower, a larger saving.
+    Zstd,
+}
+
+impl std::str::FromStr for IpcCompression {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "none" => Ok(Self::None),
+            "lz4" => Ok(Self::Lz4),
+            "zstd" => Ok(Self::Zstd),
+            other => Err(format!("IPC compression '{other}': none, lz4 or zstd")),
+        }
+    }
+}
+
 /// How clients prove who they are (Flight SQL handshake, Trino HTTP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -319,6 +346,9 @@ pub struct CoordinatorSection {
     pub trino_allowed_hosts: Vec<String>,
     /// Compress Trino-port answers (gzip) for clients whose `Accept-Encoding` asks.
     pub trino_compression: bool,
+    /// Compression of query results' Arrow buffers on the Flight SQL port, unless a call asks
+    /// for another with the `x-sqe-ipc-compression` header.
+    pub flight_sql_compression: IpcCompression,
     /// Where the web UI links a query's trace: a URL with `{trace_id}` in it (Grafana's
     /// Tempo explore view, say); unset, the UI shows the trace id without a link.
     pub ui_trace_url: Option<String>,
@@ -366,6 +396,7 @@ impl Default for CoordinatorSection {
             trino_request_timeout_secs: 300,
             trino_allowed_hosts: Vec::new(),
             trino_compression: true,
+            flight_sql_compression: IpcCompression::None,
             ui_trace_url: None,
         }
     }

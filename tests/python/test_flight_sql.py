@@ -66,6 +66,23 @@ class OpenEndpoint(unittest.TestCase):
             ],
         )
 
+    def test_compressed_results_read_as_plain_ones(self):
+        # The Go driver under ADBC decompresses LZ4 and ZSTD buffers as it reads.
+        sql = "SELECT l_orderkey, l_quantity, l_shipdate, l_comment FROM tpch.lineitem ORDER BY l_orderkey, l_linenumber"
+        self.cur.execute(sql)
+        plain = self.cur.fetch_arrow_table()
+        self.assertEqual(plain.num_rows, 60175)
+        for codec in ("lz4", "zstd"):
+            with connect(**{"adbc.flight.sql.rpc.call_header.x-sqe-ipc-compression": codec}) as conn, conn.cursor() as cur:
+                cur.execute(sql)
+                self.assertTrue(cur.fetch_arrow_table().equals(plain), codec)
+        # The header does reach the server: a codec it does not know is refused.
+        with self.assertRaises(Exception) as refused:
+            with connect(**{"adbc.flight.sql.rpc.call_header.x-sqe-ipc-compression": "brotli"}) as conn, conn.cursor() as cur:
+                cur.execute(sql)
+                cur.fetch_arrow_table()
+        self.assertIn("brotli", str(refused.exception))
+
     def test_ddl_runs_without_reading_its_result(self):
         # ADBC's common pattern: execute a statement on a short-lived cursor, never fetch.
         with self.conn.cursor() as cur:

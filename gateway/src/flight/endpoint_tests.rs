@@ -14,7 +14,7 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::client_auth::ClientAuth;
-use crate::config::{ClientAuthConfig, ClientAuthType};
+use crate::config::{ClientAuthConfig, ClientAuthType, IpcCompression};
 use crate::flight::{flight_service, flight_sql_server};
 use sqe_engine::engine::EngineSettings;
 use sqe_engine::queries::Queries;
@@ -28,10 +28,17 @@ struct Endpoint {
 }
 
 async fn serve(auth: Arc<ClientAuth>) -> Result<Endpoint, Box<dyn std::error::Error>> {
+    serve_compressed(auth, IpcCompression::None).await
+}
+
+async fn serve_compressed(
+    auth: Arc<ClientAuth>,
+    compression: IpcCompression,
+) -> Result<Endpoint, Box<dyn std::error::Error>> {
     let warehouse = tempfile::tempdir()?;
     let queries =
         sqe_engine::stand_in::queries_in(warehouse.path(), EngineSettings::default()).await?;
-    let (layer, service) = flight_service(Arc::clone(&queries), auth);
+    let (layer, service) = flight_service(Arc::clone(&queries), auth, compression);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let router = tonic::transport::Server::builder()
@@ -553,5 +560,106 @@ async fn only_its_user_kills_a_flight_sql_query() -> TestResult {
     query(&mut alice, &kill).await?;
     let ended = tokio::time::timeout(std::time::Duration::from_secs(30), running).await??;
     assert_eq!(ended.err().map(|s| s.code()), Some(Code::Cancelled));
+    Ok(())
+}
+
+/// A result fetched with `header` (the compression call header, if any) as raw Flight data:
+/// each record batch message's compression codec, and the rows decoded.
+async fn fetched_with(
+    url: &str,
+    sql: &str,
+    header: Option<&str>,
+) -> Result<
+    (
+        Vec<Option<datafusion::arrow::ipc::CompressionType>>,
+        Vec<i64>,
+    ),
+    tonic::Status,
+> {
+    let unavailable = |e: &dyn std::fmt::Display| tonic::Status::unavailable(e.to_string());
+    let channel = tonic::transport::Endpoint::from_shared(url.to_string())
+        .map_err(|e| unavailable(&e))?
+        .connect()
+        .await
+        .map_err(|e| unavailable(&e))?;
+    let mut sql_client = FlightSqlServiceClient::new(channel.clone());
+    let info = sql_client
+        .execute(sql.to_string(), None)
+        .await
+        .map_err(status)?;
+    let ticket = info
+        .endpoint
+        .first()
+        .and_then(|e| e.ticket.clone())
+        .ok_or_else(|| tonic::Status::internal("no ticket"))?;
+    let mut request = tonic::Request::new(ticket);
+    if let Some(value) = header {
+        request.metadata_mut().insert(
+            crate::flight::service::COMPRESSION_HEADER,
+            value.parse().map_err(|e| unavailable(&e))?,
+        );
+    }
+    let mut raw = arrow_flight::flight_service_client::FlightServiceClient::new(channel);
+    let data: Vec<arrow_flight::FlightData> = raw
+        .do_get(request)
+        .await?
+        .into_inner()
+        .try_collect()
+        .await?;
+    let mut codecs = Vec::new();
+    for message in &data {
+        let header = datafusion::arrow::ipc::root_as_message(&message.data_header)
+            .map_err(|e| tonic::Status::internal(e.to_string()))?;
+        if let Some(batch) = header.header_as_record_batch() {
+            codecs.push(batch.compression().map(|c| c.codec()));
+        }
+    }
+    let batches: Vec<RecordBatch> =
+        arrow_flight::decode::FlightRecordBatchStream::new_from_flight_data(futures::stream::iter(
+            data.into_iter().map(Ok),
+        ))
+        .try_collect()
+        .await
+        .map_err(status)?;
+    Ok((codecs, longs(&batches, 0)))
+}
+
+#[tokio::test]
+async fn results_are_compressed_as_the_port_or_the_call_asks() -> TestResult {
+    use datafusion::arrow::ipc::CompressionType;
+    let sql = "SELECT value FROM generate_series(1, 5000) ORDER BY value";
+    let expected: Vec<i64> = (1..=5000).collect();
+
+    let plain = serve(ClientAuth::disabled()?).await?;
+    let (codecs, rows) = fetched_with(&plain.url, sql, None).await?;
+    assert!(
+        !codecs.is_empty() && codecs.iter().all(Option::is_none),
+        "{codecs:?}"
+    );
+    assert_eq!(rows, expected);
+    let (codecs, rows) = fetched_with(&plain.url, sql, Some("ZSTD")).await?;
+    assert!(
+        !codecs.is_empty() && codecs.iter().all(|c| *c == Some(CompressionType::ZSTD)),
+        "{codecs:?}"
+    );
+    assert_eq!(rows, expected);
+    let refused = fetched_with(&plain.url, sql, Some("brotli"))
+        .await
+        .err()
+        .ok_or("an unknown codec was taken")?;
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused}");
+
+    let lz4 = serve_compressed(ClientAuth::disabled()?, IpcCompression::Lz4).await?;
+    let (codecs, rows) = fetched_with(&lz4.url, sql, None).await?;
+    assert!(
+        !codecs.is_empty()
+            && codecs
+                .iter()
+                .all(|c| *c == Some(CompressionType::LZ4_FRAME)),
+        "{codecs:?}"
+    );
+    assert_eq!(rows, expected);
+    let (codecs, _) = fetched_with(&lz4.url, sql, Some("none")).await?;
+    assert!(codecs.iter().all(Option::is_none), "{codecs:?}");
     Ok(())
 }

@@ -10,7 +10,7 @@ mod metadata;
 mod polling;
 pub(crate) mod protocol;
 mod server;
-mod service;
+pub(crate) mod service;
 mod sessions;
 mod statements;
 
@@ -26,17 +26,19 @@ use tonic::Status;
 use uuid::Uuid;
 
 use crate::client_auth::ClientAuth;
+use crate::config::IpcCompression;
 use sqe_engine::queries::Queries;
 
 /// The Flight SQL service over `queries`, with its client authentication layer.
 pub(crate) fn flight_service(
     queries: Arc<Queries>,
     auth: Arc<ClientAuth>,
+    compression: IpcCompression,
 ) -> (ClientAuthLayer, SqeFlightService) {
     let layer = client_auth_layer(Arc::clone(&auth));
     (
         layer,
-        SqeFlightService::new(SqeFlightSqlService::new(queries, auth)),
+        SqeFlightService::new(SqeFlightSqlService::new(queries, auth, compression)),
     )
 }
 

@@ -27,6 +27,7 @@ use arrow_flight::{
 use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::ipc::CompressionType;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::common::ScalarValue;
 use datafusion::execution::SendableRecordBatchStream;
@@ -51,6 +52,7 @@ use super::protocol::{
 use super::sessions::Sessions;
 use super::statements::{Cancelled, Planned, PreparedStatement, RunningGuard, Statements, Work};
 use crate::client_auth::{ClientAuth, Principal};
+use crate::config::IpcCompression;
 use sqe_engine::engine::{Engine, IfExists, IfMissing, IngestTarget};
 use sqe_engine::error::{Error, ErrorCode};
 use sqe_engine::queries::{
@@ -66,16 +68,47 @@ pub(crate) struct SqeFlightSqlService {
     auth: Arc<ClientAuth>,
     sessions: Sessions,
     statements: Arc<Statements>,
+    /// How query results' buffers are compressed unless a call asks otherwise.
+    compression: IpcCompression,
 }
 
+/// The call header that picks a result's IPC compression (`none`, `lz4` or `zstd`) over the
+/// port's setting; ADBC sends it with `adbc.flight.sql.rpc.call_header.x-sqe-ipc-compression`.
+pub(crate) const COMPRESSION_HEADER: &str = "x-sqe-ipc-compression";
+
 impl SqeFlightSqlService {
-    pub(crate) fn new(queries: Arc<Queries>, auth: Arc<ClientAuth>) -> Self {
+    pub(crate) fn new(
+        queries: Arc<Queries>,
+        auth: Arc<ClientAuth>,
+        compression: IpcCompression,
+    ) -> Self {
         Self {
             queries,
             auth,
             sessions: Sessions::default(),
             statements: Arc::default(),
+            compression,
         }
+    }
+
+    /// The IPC options of a result for `request`: its compression header, else the port's.
+    fn result_options<T>(&self, request: &Request<T>) -> Result<IpcWriteOptions, Status> {
+        let compression = match request.metadata().get(COMPRESSION_HEADER) {
+            None => self.compression,
+            Some(value) => value
+                .to_str()
+                .map_err(|_| Status::invalid_argument(format!("{COMPRESSION_HEADER} is not text")))?
+                .parse()
+                .map_err(Status::invalid_argument)?,
+        };
+        let codec = match compression {
+            IpcCompression::None => None,
+            IpcCompression::Lz4 => Some(CompressionType::LZ4_FRAME),
+            IpcCompression::Zstd => Some(CompressionType::ZSTD),
+        };
+        IpcWriteOptions::default()
+            .try_with_compression(codec)
+            .map_err(|e| Status::internal(format!("IPC compression: {e}")))
     }
 
     pub(super) fn engine(&self) -> &Arc<Engine> {
@@ -275,8 +308,18 @@ fn encode(
     schema: SchemaRef,
     batches: BoxStream<'static, Result<RecordBatch, FlightError>>,
 ) -> BoxedStream<arrow_flight::FlightData> {
+    encode_with(schema, batches, IpcWriteOptions::default())
+}
+
+/// [`encode`] with `options` (a result's compression).
+fn encode_with(
+    schema: SchemaRef,
+    batches: BoxStream<'static, Result<RecordBatch, FlightError>>,
+    options: IpcWriteOptions,
+) -> BoxedStream<arrow_flight::FlightData> {
     Box::pin(
         FlightDataEncoderBuilder::new()
+            .with_options(options)
             .with_schema(schema)
             .build(batches)
             .map_err(flight_status),
@@ -433,6 +476,7 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<Ticket>,
     ) -> Result<Response<BoxedStream<arrow_flight::FlightData>>, Status> {
         let principal = principal(&request);
+        let options = self.result_options(&request)?;
         let id = parse_handle(&ticket.statement_handle)
             .ok_or_else(|| Status::invalid_argument("malformed ticket"))?;
         let Planned { work, .. } =
@@ -445,7 +489,13 @@ impl FlightSqlService for SqeFlightSqlService {
                 })?;
         let handle = match work {
             Work::Run(handle) => *handle,
-            Work::Ran(batch) => return Ok(Response::new(batch_stream(batch.schema(), batch))),
+            Work::Ran(batch) => {
+                return Ok(Response::new(encode_with(
+                    batch.schema(),
+                    one_batch(Ok(batch)),
+                    options,
+                )));
+            }
         };
         let running = self
             .statements
@@ -464,7 +514,11 @@ impl FlightSqlService for SqeFlightSqlService {
                 ))
             }
         };
-        Ok(Response::new(encode(schema, guarded(batches, running))))
+        Ok(Response::new(encode_with(
+            schema,
+            guarded(batches, running),
+            options,
+        )))
     }
 
     async fn get_flight_info_catalogs(

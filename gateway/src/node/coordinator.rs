@@ -27,7 +27,7 @@ use super::observability::serve_observability;
 use super::task_progress::WorkerTaskProgress;
 use super::{bind, build_version};
 use crate::client_auth::ClientAuth;
-use crate::config::{CoordinatorConfig, CoordinatorSection, WorkerVersionPolicy};
+use crate::config::{CoordinatorConfig, CoordinatorSection, IpcCompression, WorkerVersionPolicy};
 use crate::flight::{flight_service, flight_sql_server};
 use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
@@ -173,7 +173,11 @@ pub async fn start_coordinator_on(
     serve_flight(
         &mut servers,
         flight_listener,
-        (&queries, &client_auth),
+        (
+            &queries,
+            &client_auth,
+            config.coordinator.flight_sql_compression,
+        ),
         registry,
         verifier.clone(),
         tls.flight,
@@ -317,12 +321,13 @@ fn engine_settings(
 fn serve_flight(
     servers: &mut Servers,
     listener: TcpListener,
-    (queries, client_auth): (&Arc<Queries>, &Arc<ClientAuth>),
+    (queries, client_auth, compression): (&Arc<Queries>, &Arc<ClientAuth>, IpcCompression),
     registry: ControlPlaneServer<Registry>,
     verifier: Option<Arc<TokenVerifier>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
 ) -> Result<()> {
-    let (auth_layer, service) = flight_service(Arc::clone(queries), Arc::clone(client_auth));
+    let (auth_layer, service) =
+        flight_service(Arc::clone(queries), Arc::clone(client_auth), compression);
     let service = flight_sql_server(service);
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {
