@@ -1,12 +1,13 @@
 //! Trino's functions where DataFusion's differ in meaning or are missing, as DataFusion UDFs
 //! with Trino's names. The coordinator plans with them and workers run them: both register
-//! [`scalar_functions`] over DataFusion's defaults (a same-named function replaces the
+//! [`scalar_functions`] and [`aggregate_functions`] over DataFusion's defaults (a same-named function replaces the
 //! default, with its aliases).
 //!
 //! Differences that are only a different spelling of a DataFusion function (`concat` of
 //! arrays, `reverse` of an array, `date_trunc` of a date) are rewritten while planning, in the
 //! engine's dialect, and need nothing here.
 
+mod aggregates;
 mod args;
 mod arrays;
 mod bounded;
@@ -21,7 +22,7 @@ mod urls;
 
 use std::sync::Arc;
 
-use datafusion::logical_expr::ScalarUDF;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use error::InvalidArgument;
@@ -60,6 +61,13 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
             .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
     );
     functions
+}
+
+/// The aggregate functions to register after DataFusion's defaults.
+pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
+    vec![Arc::new(AggregateUDF::new_from_impl(
+        aggregates::ApproxPercentile::new(),
+    ))]
 }
 
 /// [`ROUND_FRACTION`]: what the dialect puts before a cast that lowers a timestamp's or a

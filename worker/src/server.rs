@@ -113,6 +113,9 @@ pub fn build_worker(
             for function in sqe_functions::scalar_functions() {
                 datafusion::execution::FunctionRegistry::register_udf(&mut state, function)?;
             }
+            for function in sqe_functions::aggregate_functions() {
+                datafusion::execution::FunctionRegistry::register_udaf(&mut state, function)?;
+            }
             Ok(state)
         }
     })

@@ -297,7 +297,8 @@ impl VisitorMut for Rewrite {
                 Ok(rewritten) => rewritten,
                 Err(e) => return ControlFlow::Break(e),
             },
-            Expr::Function(function) => super::spellings::respelled(function),
+            Expr::Function(function) => super::spellings::respelled(function)
+                .or_else(|| super::spellings::listagg(function)),
             Expr::Cast {
                 kind,
                 expr: inner,

@@ -9,8 +9,8 @@ use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Value, ValueWithSpan,
-    VisitMut, VisitorMut,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments, Ident,
+    ObjectName, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -167,6 +167,45 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
     let name = function.name.to_string().to_ascii_lowercase();
     let template = PARSED.get(&(name.as_str(), args.len()))?;
     Some(substituted(template.clone(), &args))
+}
+
+/// `LISTAGG(x [, separator]) WITHIN GROUP (ORDER BY …)` as DataFusion's
+/// `string_agg(x, separator ORDER BY …)` (Trino's separator is `''` unless given). `None` for
+/// anything else; `ON OVERFLOW` (Trino's limit on the result's length) is not taken.
+pub(super) fn listagg(function: &Function) -> Option<Expr> {
+    if !function.name.to_string().eq_ignore_ascii_case("listagg")
+        || function.within_group.is_empty()
+        || function.over.is_some()
+        || function.null_treatment.is_some()
+    {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    if !list.clauses.is_empty() {
+        return None;
+    }
+    let mut args = list.args.clone();
+    if args.len() == 1 {
+        args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
+            Value::SingleQuotedString(String::new()).into(),
+        ))));
+    }
+    if args.len() != 2 {
+        return None;
+    }
+    let mut list = list.clone();
+    list.args = args;
+    list.clauses = vec![FunctionArgumentClause::OrderBy(
+        function.within_group.clone(),
+    )];
+    Some(Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new("string_agg")]),
+        args: FunctionArguments::List(list),
+        within_group: Vec::new(),
+        ..function.clone()
+    }))
 }
 
 /// `text` (DataFusion's SQL with `$n` for the n-th of `args`) as an expression.

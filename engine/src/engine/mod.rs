@@ -735,6 +735,9 @@ impl Engine {
         {
             state.register_udf(function)?;
         }
+        for function in sqe_functions::aggregate_functions() {
+            state.register_udaf(function)?;
+        }
         // Trino's array_remove removes every match: DataFusion's array_remove_all.
         state.register_udf(Arc::new(
             datafusion::functions_nested::remove::array_remove_all_udf()

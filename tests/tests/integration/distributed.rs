@@ -211,3 +211,31 @@ async fn is_distributed(
     let plan = prepared.plan().ok_or("a query has a plan")?;
     Ok(plan.is::<DistributedExec>())
 }
+
+/// Trino's aggregates SQE implements itself run their partial aggregation on the workers
+/// (which must know them by name) and answer as Trino's do: `approx_percentile` in its
+/// argument's type, `listagg` in its order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn trino_aggregates_run_on_the_workers() -> TestResult {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{DataType, Decimal128Type};
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let percentile = "SELECT approx_percentile(l_quantity, 0.5) AS q FROM tpch.lineitem";
+    assert!(is_distributed(&cluster, percentile).await?, "{percentile}");
+    let batches = cluster.query(percentile).await?;
+    let column = batches.first().ok_or("no rows")?.column(0);
+    assert_eq!(column.data_type(), &DataType::Decimal128(15, 2));
+    // l_quantity is 1 to 50, about evenly: its median is near 25.
+    let median = column.as_primitive::<Decimal128Type>().value(0);
+    assert!((2300..=2700).contains(&median), "{median}");
+
+    let names = "SELECT listagg(n_name, ',') WITHIN GROUP (ORDER BY n_name DESC) AS names \
+                 FROM tpch.nation WHERE n_regionkey = 0";
+    let listed = render(&cluster.query(names).await?);
+    assert!(
+        listed.contains("MOZAMBIQUE,MOROCCO,KENYA,ETHIOPIA,ALGERIA"),
+        "{listed}"
+    );
+    cluster.stop().await;
+    Ok(())
+}
