@@ -130,13 +130,22 @@ const AGGREGATES: &[&str] = &[
 /// A respelled function as `SHOW FUNCTIONS` lists it: name, whether it is an aggregate, and
 /// what it stands for.
 pub(crate) fn listed() -> impl Iterator<Item = (&'static str, bool, String)> {
-    SPELLINGS.iter().map(|(name, _, text)| {
-        (
-            *name,
-            AGGREGATES.contains(name),
-            format!("Trino's {name}: {text}"),
-        )
-    })
+    SPELLINGS
+        .iter()
+        .map(|(name, _, text)| {
+            (
+                *name,
+                AGGREGATES.contains(name),
+                format!("Trino's {name}: {text}"),
+            )
+        })
+        .chain(std::iter::once((
+            "listagg",
+            true,
+            "Trino's listagg(x, separator) WITHIN GROUP (ORDER BY ...): \
+             string_agg(x, separator ORDER BY ...)"
+                .to_string(),
+        )))
 }
 
 /// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called plainly (no
