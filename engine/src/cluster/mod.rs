@@ -1,6 +1,7 @@
 //! The coordinator's view of its workers: the pool planning routes tasks to, the control plane
 //! that keeps it current, and the routing of each stage's tasks.
 
+mod joins;
 mod progress;
 mod registry;
 mod tasks;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use datafusion_distributed::ChannelResolver;
 
+pub use joins::WholeBuildSides;
 pub use progress::{
     ProgressPoller, QueryProgress, StageProgress, TaskProgressReport, TaskProgressSource,
     TaskSplits, task_state,

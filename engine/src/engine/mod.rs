@@ -65,7 +65,7 @@ use crate::cache::{
 };
 use crate::catalog::{IcebergCatalogProvider, TableLocations, check_new_name};
 use crate::cluster::{Channels, PoolResolver, WorkerPool};
-use crate::cluster::{TaskLedger, TaskRouter};
+use crate::cluster::{TaskLedger, TaskRouter, WholeBuildSides};
 use crate::commits::Commits;
 use crate::dialect::functions::{SessionContext, session_functions};
 use crate::dialect::planner::TrinoPlanner;
@@ -707,6 +707,8 @@ impl Engine {
                 .with_distributed_user_codec(self.codec.clone())
                 .with_distributed_user_codec(TpchCodec)
                 .with_distributed_channel_resolver(Arc::clone(&self.channels))
+                // First: a join that must see its whole build side keeps its stage in one task.
+                .with_distributed_task_estimator(WholeBuildSides)
                 .with_distributed_task_estimator(IcebergTaskEstimator)
                 .with_distributed_task_estimator(TpchTaskEstimator)
                 .with_distributed_task_estimator(Arc::clone(&self.router))

@@ -1,0 +1,211 @@
+"""TPC-H's 22 queries through SQE beside DuckDB over the same Parquet files: every SQE answer is
+checked against DuckDB's, and each engine is timed warm, best of N, the engines alternating
+query by query. SQE runs each query twice: distributed over its workers, and with
+`distributed_execution = false` (the coordinator alone).
+
+The queries are gateway/src/tpch/queries/q01.sql ... q22.sql (the specification's validation
+parameters). SQE is reached through the Trino protocol (the python `trino` client; TPC-H answers
+are small, so the protocol costs little); DuckDB reads the Iceberg tables' data files directly.
+
+    # start `sqe local` at a scale factor and benchmark it
+    .venv/bin/python benches/tpch.py --sqe target/release/sqe --scale-factor 1 --runs 3
+
+    # check a running SQE (its warehouse's files are DuckDB's): exit 1 if an answer differs
+    .venv/bin/python benches/tpch.py --trino 127.0.0.1:8080 --warehouse sqe-data/warehouse --check
+"""
+
+import argparse
+import datetime
+import decimal
+import glob
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import duckdb
+import trino
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUERIES = os.path.join(ROOT, "gateway", "src", "tpch", "queries")
+TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
+
+
+def queries():
+    for number in range(1, 23):
+        with open(os.path.join(QUERIES, f"q{number:02d}.sql")) as f:
+            yield number, f.read()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_local(binary, scale_factor, data):
+    """`sqe local` on free ports; its Trino address and warehouse once it answers."""
+    flight_port, trino_port = free_port(), free_port()
+    log = open(os.path.join(data, "sqe.log"), "w")
+    process = subprocess.Popen(
+        [binary, "local", "--data-dir", data, "--flight-sql-port", str(flight_port),
+         "--trino-http-port", str(trino_port), "--scale-factor", str(scale_factor), "--tpch-parts", "8"],
+        stdout=log, stderr=log,
+    )
+    deadline = time.time() + 1800
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{trino_port}/v1/info", timeout=1)
+            return process, f"127.0.0.1:{trino_port}", os.path.join(data, "warehouse")
+        except OSError:
+            if time.time() > deadline or process.poll() is not None:
+                raise RuntimeError(f"sqe local did not start; see {log.name}")
+            time.sleep(0.5)
+
+
+def duckdb_over(warehouse):
+    """DuckDB with a view per TPC-H table over that table's Parquet data files."""
+    db = duckdb.connect()
+    for table in TABLES:
+        files = sorted(glob.glob(os.path.join(warehouse, "tpch", table, "data", "*.parquet")))
+        if not files:
+            raise RuntimeError(f"no data files for {table} under {warehouse}")
+        listed = ", ".join(f"'{f}'" for f in files)
+        db.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}])")
+    return db
+
+
+def sqe_cursor(address, distributed):
+    host, port = address.rsplit(":", 1)
+    connection = trino.dbapi.connect(
+        host=host, port=int(port), user="tpch", catalog="iceberg", schema="tpch",
+        session_properties={} if distributed else {"distributed_execution": "false"},
+    )
+    return connection.cursor()
+
+
+def timed(run):
+    started = time.perf_counter()
+    rows = run()
+    return time.perf_counter() - started, rows
+
+
+def run_sqe(cursor, sql):
+    cursor.execute(sql)
+    return cursor.fetchall()
+
+
+def same_value(ours, theirs):
+    """SQE's value against DuckDB's. A decimal of SQE's is within half a unit of its last digit
+    (Trino keeps a decimal's scale where DuckDB answers a double: `avg`, division); doubles agree
+    to 1e-9 relative."""
+    if ours is None or theirs is None:
+        return ours is None and theirs is None
+    if isinstance(ours, (int, float, decimal.Decimal)) and isinstance(theirs, (int, float, decimal.Decimal)):
+        a, b = float(ours), float(theirs)
+        slack = 1e-9 * max(abs(a), abs(b), 1.0)
+        if isinstance(ours, decimal.Decimal):
+            exponent = ours.as_tuple().exponent
+            if isinstance(exponent, int):
+                slack += 0.5 * 10.0 ** exponent
+        return math.isclose(a, b, rel_tol=0, abs_tol=slack)
+    if isinstance(ours, datetime.datetime) and isinstance(theirs, datetime.datetime):
+        return ours.replace(tzinfo=None) == theirs.replace(tzinfo=None)
+    return ours == theirs
+
+
+def difference(ours, theirs):
+    """Where SQE's rows differ from DuckDB's, or None."""
+    if len(ours) != len(theirs):
+        return f"{len(ours)} rows, DuckDB {len(theirs)}"
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if len(a) != len(b):
+            return f"row {i}: {len(a)} columns, DuckDB {len(b)}"
+        for j, (x, y) in enumerate(zip(a, b)):
+            if not same_value(x, y):
+                return f"row {i} column {j}: {x!r}, DuckDB {y!r}"
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sqe", help="an sqe binary: start `sqe local` with it")
+    parser.add_argument("--scale-factor", type=float, default=1.0, help="with --sqe: TPC-H scale factor")
+    parser.add_argument("--trino", help="host:port of a running SQE's Trino endpoint (instead of --sqe)")
+    parser.add_argument("--warehouse", help="with --trino: the running SQE's warehouse directory")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per query and engine after a warm-up run (best is kept; 0: check only)")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every answer is DuckDB's")
+    args = parser.parse_args()
+    if bool(args.sqe) == bool(args.trino) or (args.trino and not args.warehouse):
+        parser.error("give --sqe, or --trino with --warehouse")
+
+    process = None
+    with tempfile.TemporaryDirectory() as data:
+        if args.sqe:
+            print(f"generating TPC-H SF {args.scale_factor} with `sqe local` ...", flush=True)
+            process, address, warehouse = start_local(args.sqe, args.scale_factor, data)
+        else:
+            address, warehouse = args.trino, args.warehouse
+        try:
+            failures = report(address, warehouse, args.runs)
+        finally:
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=60)
+    if args.check:
+        if failures:
+            print(f"{len(failures)} of 22 queries failed or differ: {', '.join(failures)}")
+            sys.exit(1)
+        print("OK: every answer is DuckDB's")
+
+
+def report(address, warehouse, runs):
+    db = duckdb_over(warehouse)
+    engines = {
+        "SQE distributed": sqe_cursor(address, True),
+        "SQE coordinator": sqe_cursor(address, False),
+    }
+    names = ["DuckDB", *engines]
+    best = {name: {} for name in names}
+    failures = []
+    print(f"| query | {' s | '.join(names)} s | SQE / DuckDB | answer |")
+    print("|---|" + "---:|" * (len(names) + 1) + "---|")
+    for number, sql in queries():
+        expected = None
+        outcome = "same as DuckDB"
+        for run in range(runs + 1):  # the first run warms caches and is not timed
+            seconds, rows = timed(lambda: db.execute(sql).fetchall())
+            expected = rows
+            if run:
+                best["DuckDB"][number] = min(best["DuckDB"].get(number, math.inf), seconds)
+            for name, cursor in engines.items():
+                try:
+                    seconds, rows = timed(lambda: run_sqe(cursor, sql))
+                except Exception as e:  # a failed query is reported, not fatal
+                    outcome = f"{name} failed: {str(e).splitlines()[0][:120]}"
+                    best[name][number] = math.nan
+                    continue
+                differs = difference(rows, expected)
+                if differs and outcome == "same as DuckDB":
+                    outcome = f"{name} differs: {differs}"
+                if run:
+                    best[name][number] = min(best[name].get(number, math.inf), seconds)
+        if outcome != "same as DuckDB":
+            failures.append(f"Q{number}")
+        times = [best[name].get(number, math.nan) for name in names]
+        ratio = times[1] / times[0] if times[0] else math.nan
+        cells = " | ".join(f"{t:.3f}" for t in times)
+        print(f"| Q{number} | {cells} | {ratio:.2f} | {outcome} |", flush=True)
+    totals = [sum(v for v in best[name].values() if not math.isnan(v)) for name in names]
+    cells = " | ".join(f"**{t:.3f}**" for t in totals)
+    ratio = totals[1] / totals[0] if totals[0] else math.nan
+    print(f"| total | {cells} | {ratio:.2f} | {22 - len(failures)} of 22 as DuckDB |")
+    return failures
+
+
+if __name__ == "__main__":
+    main()
