@@ -222,3 +222,17 @@ pub fn local_coordinator_config(dir: &Path) -> sqe_gateway::config::CoordinatorC
         ..Default::default()
     }
 }
+
+/// `session` with `distributed_execution = false`: statements run on the coordinator alone.
+pub fn coordinator_alone(session: SessionSettings) -> Result<SessionSettings, Error> {
+    let mut properties = session.properties.clone();
+    properties.set(
+        "distributed_execution",
+        "false",
+        &sqe_engine::PropertyLimits::default(),
+    )?;
+    Ok(SessionSettings {
+        properties,
+        ..session
+    })
+}

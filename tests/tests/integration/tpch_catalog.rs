@@ -61,16 +61,7 @@ async fn a_tpch_join_on_the_workers_equals_the_coordinator_alone() -> TestResult
                JOIN tpch.\"sf0.3\".nation n ON c.nationkey = n.nationkey \
                GROUP BY n.name ORDER BY n.name";
     let distributed = render(&cluster.query(sql).await?);
-    let mut properties = sqe_engine::SessionProperties::default();
-    properties.set(
-        "distributed_execution",
-        "false",
-        &sqe_engine::PropertyLimits::default(),
-    )?;
-    let local = SessionSettings {
-        properties,
-        ..SessionSettings::default()
-    };
+    let local = sqe_tests::cluster::coordinator_alone(SessionSettings::default())?;
     let alone = match cluster.engine().execute(&local, sql).await? {
         sqe_engine::engine::Outcome::Rows(stream) => {
             render(&futures::TryStreamExt::try_collect::<Vec<_>>(stream).await?)
