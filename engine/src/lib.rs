@@ -27,4 +27,7 @@ pub use commits::Commits;
 pub use error::{Error, ErrorCode, ErrorKind, ObjectKind};
 pub use memory::QueryMemory;
 pub use query_runtime::QueryRuntime;
-pub use session_properties::{JoinDistribution, PropertyLimits, PropertyType, SessionProperties};
+pub use session_properties::{
+    DEFAULT_QUERY_RETRY_ATTEMPTS, JoinDistribution, PropertyLimits, PropertyType, QueryRetryPolicy,
+    SessionProperties,
+};

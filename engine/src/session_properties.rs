@@ -65,6 +65,57 @@ impl JoinDistribution {
     }
 }
 
+/// What a query that fails for a reason not its own does (Trino's `retry_policy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum QueryRetryPolicy {
+    /// It fails.
+    #[default]
+    None,
+    /// A read-only query is planned again on the workers there are and run once more, as long
+    /// as none of its rows has been sent (up to `query_retry_attempts` times).
+    Query,
+}
+
+impl QueryRetryPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "NONE",
+            Self::Query => "QUERY",
+        }
+    }
+}
+
+impl std::str::FromStr for QueryRetryPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "NONE" => Ok(Self::None),
+            "QUERY" => Ok(Self::Query),
+            // Trino's third policy retries single tasks from spooled exchanges, which SQE's
+            // streaming stages do not keep.
+            "TASK" => Err(
+                "'TASK' is not supported: SQE retries whole queries (QUERY) or none (NONE)".into(),
+            ),
+            other => Err(format!("'{other}' is not NONE or QUERY")),
+        }
+    }
+}
+
+impl TryFrom<String> for QueryRetryPolicy {
+    type Error = String;
+
+    fn try_from(text: String) -> std::result::Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+/// Trino's default for `query_retry_attempts`.
+pub const DEFAULT_QUERY_RETRY_ATTEMPTS: u32 = 4;
+/// More retries than this would only repeat a failure that is not going away.
+const MAX_QUERY_RETRY_ATTEMPTS: u32 = 100;
+
 pub(crate) const QUERY_MAX_RUN_TIME: &str = "query_max_run_time";
 pub(crate) const TASK_CONCURRENCY: &str = "task_concurrency";
 pub(crate) const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
@@ -72,6 +123,8 @@ pub(crate) const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
 pub(crate) const QUERY_PRIORITY: &str = "query_priority";
 pub(crate) const EXPIRE_SNAPSHOTS_MIN_RETENTION: &str = "expire_snapshots_min_retention";
 pub(crate) const REMOVE_ORPHAN_FILES_MIN_RETENTION: &str = "remove_orphan_files_min_retention";
+pub(crate) const RETRY_POLICY: &str = "retry_policy";
+pub(crate) const QUERY_RETRY_ATTEMPTS: &str = "query_retry_attempts";
 
 /// Trino's default for both minimum retentions: a week.
 const DEFAULT_MIN_RETENTION: Duration = Duration::from_secs(7 * 86_400);
@@ -104,9 +157,19 @@ pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
         description: "The priority of queries. Larger numbers are higher priority: a queued query is admitted before every queued query of lower priority",
     },
     PropertyDefinition {
+        name: QUERY_RETRY_ATTEMPTS,
+        property_type: PropertyType::Integer,
+        description: "Maximum number of times a query is run again under retry_policy QUERY",
+    },
+    PropertyDefinition {
         name: REMOVE_ORPHAN_FILES_MIN_RETENTION,
         property_type: PropertyType::Varchar,
         description: "Minimal retention period for remove_orphan_files (its retention_threshold may not be shorter)",
+    },
+    PropertyDefinition {
+        name: RETRY_POLICY,
+        property_type: PropertyType::Varchar,
+        description: "NONE, or QUERY: a read-only query that fails for a reason not its own (a worker lost) before sending a row is planned again on the workers left and run once more",
     },
     PropertyDefinition {
         name: TASK_CONCURRENCY,
@@ -129,6 +192,8 @@ pub struct SessionProperties {
     pub query_priority: Option<i32>,
     pub expire_snapshots_min_retention: Option<Duration>,
     pub remove_orphan_files_min_retention: Option<Duration>,
+    pub retry_policy: Option<QueryRetryPolicy>,
+    pub query_retry_attempts: Option<u32>,
     /// Each set property's value as the client wrote it: what Trino keeps, sends back in
     /// `X-Trino-Set-Session` and shows in `SHOW SESSION` (`10m`, not `10.00m`).
     written: BTreeMap<String, String>,
@@ -140,6 +205,9 @@ pub struct PropertyLimits {
     pub max_run_time: Option<Duration>,
     /// The coordinator's default threads per query.
     pub default_concurrency: usize,
+    /// The coordinator's `retry_policy` and `query_retry_attempts`.
+    pub retry_policy: QueryRetryPolicy,
+    pub query_retry_attempts: u32,
 }
 
 fn invalid(name: &str, message: impl std::fmt::Display) -> Error {
@@ -230,6 +298,25 @@ impl SessionProperties {
                     self.remove_orphan_files_min_retention = Some(time);
                 }
             }
+            RETRY_POLICY => {
+                let policy: QueryRetryPolicy = value.parse().map_err(|e| invalid(name, e))?;
+                self.retry_policy = Some(policy);
+            }
+            QUERY_RETRY_ATTEMPTS => {
+                let attempts = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n <= MAX_QUERY_RETRY_ATTEMPTS)
+                    .ok_or_else(|| {
+                        invalid(
+                            name,
+                            format!(
+                                "'{value}' is not an integer from 0 to {MAX_QUERY_RETRY_ATTEMPTS}"
+                            ),
+                        )
+                    })?;
+                self.query_retry_attempts = Some(attempts);
+            }
             QUERY_PRIORITY => {
                 let priority: i32 = value
                     .parse()
@@ -260,6 +347,11 @@ impl SessionProperties {
             JOIN_DISTRIBUTION_TYPE => self.join_distribution().name().to_string(),
             DISTRIBUTED_EXECUTION => self.distributed_execution.unwrap_or(true).to_string(),
             QUERY_PRIORITY => self.priority().to_string(),
+            RETRY_POLICY => self.retry_policy(limits).name().to_string(),
+            QUERY_RETRY_ATTEMPTS => self
+                .query_retry_attempts
+                .unwrap_or(limits.query_retry_attempts)
+                .to_string(),
             EXPIRE_SNAPSHOTS_MIN_RETENTION => {
                 format_duration(self.expire_snapshots_min_retention())
             }
@@ -289,6 +381,20 @@ impl SessionProperties {
 
     pub fn join_distribution(&self) -> JoinDistribution {
         self.join_distribution_type.unwrap_or_default()
+    }
+
+    pub fn retry_policy(&self, limits: &PropertyLimits) -> QueryRetryPolicy {
+        self.retry_policy.unwrap_or(limits.retry_policy)
+    }
+
+    /// How many times a failed query is run again: none unless the policy is QUERY.
+    pub fn query_retries(&self, limits: &PropertyLimits) -> u32 {
+        match self.retry_policy(limits) {
+            QueryRetryPolicy::None => 0,
+            QueryRetryPolicy::Query => self
+                .query_retry_attempts
+                .unwrap_or(limits.query_retry_attempts),
+        }
     }
 
     /// The run-time limit of a query: the session's, else the coordinator's.
@@ -321,6 +427,8 @@ mod tests {
         PropertyLimits {
             max_run_time: Some(Duration::from_secs(600)),
             default_concurrency: 4,
+            retry_policy: QueryRetryPolicy::None,
+            query_retry_attempts: DEFAULT_QUERY_RETRY_ATTEMPTS,
         }
     }
 
@@ -373,5 +481,36 @@ mod tests {
             Some("true")
         );
         assert_eq!(p.join_distribution(), JoinDistribution::Automatic);
+        assert_eq!(p.value(RETRY_POLICY, &limits()).as_deref(), Some("NONE"));
+        assert_eq!(p.query_retries(&limits()), 0);
+        let query = PropertyLimits {
+            retry_policy: QueryRetryPolicy::Query,
+            ..limits()
+        };
+        assert_eq!(p.value(RETRY_POLICY, &query).as_deref(), Some("QUERY"));
+        assert_eq!(p.query_retries(&query), DEFAULT_QUERY_RETRY_ATTEMPTS);
+    }
+
+    #[test]
+    fn retries_follow_the_policy_and_the_attempts() {
+        let mut p = SessionProperties::default();
+        assert!(p.set(QUERY_RETRY_ATTEMPTS, "2", &limits()).is_ok());
+        assert_eq!(p.query_retries(&limits()), 0, "NONE retries nothing");
+        assert!(p.set(RETRY_POLICY, "query", &limits()).is_ok());
+        assert_eq!(p.query_retries(&limits()), 2);
+        for refused in ["TASK", "sometimes"] {
+            let err = p.set(RETRY_POLICY, refused, &limits()).err();
+            assert!(
+                matches!(&err, Some(e) if e.code() == ErrorCode::InvalidSessionProperty),
+                "{refused}: {err:?}"
+            );
+        }
+        assert!(p.set(QUERY_RETRY_ATTEMPTS, "-1", &limits()).is_err());
+        assert!(p.set(QUERY_RETRY_ATTEMPTS, "101", &limits()).is_err());
+        assert_eq!(
+            p.query_retries(&limits()),
+            2,
+            "a refused value changes nothing"
+        );
     }
 }

@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use crate::error::ConfigError;
 use sqe_engine::catalog::{CatalogKind, CatalogSettings, OAuth2Credentials};
 use sqe_engine::queries::AdmissionLimits;
+use sqe_engine::{DEFAULT_QUERY_RETRY_ATTEMPTS, QueryRetryPolicy};
 use sqe_worker::peers::{ClusterTls, PeerSettings};
 
 /// The whole `coordinator.toml`.
@@ -306,6 +307,11 @@ pub struct CoordinatorSection {
     pub expected_worker_version: Option<String>,
     /// Longest a query may run, streaming its results included (unset: no limit).
     pub query_max_run_time_secs: Option<u64>,
+    /// Trino's `retry_policy`, the sessions' default: `NONE`, or `QUERY` (a read-only query
+    /// that fails for a reason not its own before sending a row runs again).
+    pub retry_policy: QueryRetryPolicy,
+    /// Trino's `query_retry_attempts`: runs after the first under `QUERY`.
+    pub query_retry_attempts: u32,
     /// Statements planning or running at once; more wait in the queue (at least 1).
     pub max_running_queries: usize,
     /// Statements waiting for a slot; beyond them a statement fails with QUERY_QUEUE_FULL.
@@ -376,6 +382,8 @@ impl Default for CoordinatorSection {
             worker_version_policy: WorkerVersionPolicy::Any,
             expected_worker_version: None,
             query_max_run_time_secs: None,
+            retry_policy: QueryRetryPolicy::None,
+            query_retry_attempts: DEFAULT_QUERY_RETRY_ATTEMPTS,
             max_running_queries: AdmissionLimits::default().max_running,
             max_queued_queries: AdmissionLimits::default().max_queued,
             max_running_queries_per_user: None,
@@ -1231,6 +1239,25 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("unknown variant `newest`"), "{err}");
+        Ok(())
+    }
+
+    #[test]
+    fn retry_policy_is_trinos() -> Result<(), ConfigError> {
+        let default = coordinator("[coordinator]\n", &[])?;
+        assert_eq!(default.coordinator.retry_policy, QueryRetryPolicy::None);
+        assert_eq!(default.coordinator.query_retry_attempts, 4);
+        let query = coordinator(
+            "[coordinator]\nretry_policy = \"QUERY\"\nquery_retry_attempts = 2\n",
+            &[],
+        )?;
+        assert_eq!(query.coordinator.retry_policy, QueryRetryPolicy::Query);
+        assert_eq!(query.coordinator.query_retry_attempts, 2);
+        let err = coordinator("[coordinator]\nretry_policy = \"TASK\"\n", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("'TASK' is not supported"), "{err}");
         Ok(())
     }
 

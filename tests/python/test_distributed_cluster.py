@@ -13,7 +13,10 @@ Starts the `sqe` binary as one coordinator and registering workers, then checks,
      version is switched (config edit + SIGHUP), the v1 workers drain on SIGTERM while a long
      join runs on them, and exit once it is done: zero failed queries, and the tasks move to
      the v2 workers;
-  4. a worker restarted at the same URL with a new version is noticed.
+  4. a worker restarted at the same URL with a new version is noticed;
+  5. a worker SIGKILLed while a distributed join runs on it: under retry_policy NONE the query
+     fails naming the worker; under QUERY it runs again on the workers left and answers right,
+     system.runtime.queries counting its attempts.
 
 Run by tests/tests/integration/processes.rs:
     python test_distributed_cluster.py <sqe binary> <work dir>
@@ -36,6 +39,7 @@ import warnings
 import adbc_driver_flightsql.dbapi as flight_sql
 import trino
 from polling import eventually
+from trino.exceptions import TrinoQueryError
 
 SQE, WORK = sys.argv[1], sys.argv[2]
 HEARTBEAT_SECS = 1
@@ -627,6 +631,70 @@ class DistributedCluster(unittest.TestCase):
         self.assertGreaterEqual(total, 20010)
         self.assertEqual(workers_of(query_id), {"worker-1", "worker-3", "worker-4"})
 
+    def test_5_a_worker_killed_mid_query_fails_it_or_is_retried_by_policy(self):
+        # Two n % 2 classes of 10005 rows each: 2 * 10005^2 pairs, seconds of work per task.
+        expected = 2 * 10005 * 10005
+
+        def killed_mid_join(marker, policy):
+            """Runs the join under `policy` and SIGKILLs a worker (never worker-1) while one of
+            the join's tasks runs on it; (the victim, the answer or the error's name and message)."""
+            outcome = {}
+
+            def join():
+                conn = trino.dbapi.connect(
+                    host="127.0.0.1",
+                    port=CLUSTER.trino_port,
+                    user="seed",
+                    catalog="iceberg",
+                    schema="demo",
+                    source="seed-004",
+                    session_properties={"retry_policy": policy},
+                )
+                cur = conn.cursor()
+                try:
+                    cur.execute(f"SELECT count(*) AS {marker} FROM numbers a JOIN numbers b ON a.n % 2 = b.n % 2")
+                    outcome["count"] = cur.fetchall()[0][0]
+                except TrinoQueryError as e:
+                    outcome["error"] = (e.error_name, e.message)
+
+            thread = threading.Thread(target=join)
+            thread.start()
+            busy = (
+                "SELECT DISTINCT t.node_id FROM system.runtime.tasks t JOIN system.runtime.queries q "
+                f"ON t.query_id = q.query_id WHERE strpos(q.query, '{marker}') > 0 AND q.state = 'RUNNING' "
+                "AND t.state = 'RUNNING' AND t.node_id <> 'worker-1'"
+            )
+            victim = eventually(lambda: [r[0] for r in trino_rows(busy)], "a task of the join running")[0]
+            CLUSTER.processes[victim].kill()
+            CLUSTER.processes.pop(victim).wait()
+            thread.join(timeout=300)
+            self.assertFalse(thread.is_alive(), "the join never ended")
+            return victim, outcome
+
+        def history(marker):
+            return trino_rows(
+                "SELECT query_id, attempts, state FROM system.runtime.queries "
+                f"WHERE strpos(query, '{marker}') > 0 AND strpos(query, 'system.runtime') = 0"
+            )
+
+        # NONE (Trino's default): the query fails, and its error says which worker went.
+        victim, failed = killed_mid_join("killed_none", "NONE")
+        self.assertIn("error", failed, failed)
+        name, message = failed["error"]
+        self.assertIn(name, ("REMOTE_HOST_GONE", "GENERIC_INTERNAL_ERROR"), message)
+        self.assertIn(f"127.0.0.1:{CLUSTER.port_of(victim)}", message)
+        [[_, attempts, state]] = history("killed_none")
+        self.assertEqual((attempts, state), (1, "FAILED"))
+        # Three workers again, then QUERY: planned again on the workers left, the right answer,
+        # its runs counted, and what ran last ran on none of the killed workers.
+        CLUSTER.start_worker("worker-5", "v2")
+        eventually(lambda: nodes().get("worker-5") == ("v2", "active"), "worker-5 active")
+        second_victim, retried = killed_mid_join("killed_retried", "QUERY")
+        self.assertEqual(retried, {"count": expected})
+        [[query_id, attempts, state]] = history("killed_retried")
+        self.assertGreaterEqual(attempts, 2)
+        self.assertEqual(state, "FINISHED")
+        self.assertFalse(workers_of(query_id) & {victim, second_victim}, workers_of(query_id))
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

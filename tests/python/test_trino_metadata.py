@@ -94,11 +94,15 @@ class Show(unittest.TestCase):
                 "join_distribution_type",
                 "query_max_run_time",
                 "query_priority",
+                "query_retry_attempts",
                 "remove_orphan_files_min_retention",
+                "retry_policy",
                 "task_concurrency",
             ],
         )
         self.assertEqual(session["distributed_execution"][1:4], ["true", "true", "boolean"])
+        self.assertEqual(session["retry_policy"][1:4], ["NONE", "NONE", "varchar"])
+        self.assertEqual(session["query_retry_attempts"][1:4], ["4", "4", "integer"])
 
 
 class MetadataTables(unittest.TestCase):

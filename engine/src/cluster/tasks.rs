@@ -90,6 +90,8 @@ struct Ledger {
     /// Bytes read by scans on the coordinator (a plan that did not run distributed, or
     /// the coordinator's own stage); `None` until the metrics are read.
     coordinator_bytes_scanned: Option<u64>,
+    /// Runs of the query before the current one (`retry_policy = QUERY`).
+    retries: u32,
 }
 
 impl Ledger {
@@ -131,6 +133,27 @@ impl TaskLedger {
             ledger.parents = stages.parents;
             ledger.plan = Some(Arc::clone(plan));
         }
+    }
+
+    /// The query runs again with `plan` (`retry_policy = QUERY`): the failed run's tasks and
+    /// what they did are forgotten; the progress a client saw does not go back.
+    pub fn retry_with(&self, plan: &Arc<dyn ExecutionPlan>) {
+        {
+            let mut ledger = self.inner.lock();
+            let retries = ledger.retries + 1;
+            let reported_percentage = ledger.reported_percentage;
+            *ledger = Ledger {
+                retries,
+                reported_percentage,
+                ..Ledger::default()
+            };
+        }
+        self.set_plan(plan);
+    }
+
+    /// How many times the query has run: 1, more after retries.
+    pub fn attempts(&self) -> u32 {
+        self.inner.lock().retries + 1
     }
 
     fn record_routing(&self, head: &Arc<dyn ExecutionPlan>, workers: &[Url]) {

@@ -4,6 +4,7 @@
 mod alter;
 mod ingest;
 mod procedures;
+mod query_retry;
 mod reload;
 mod replace_table;
 mod row_changes;
@@ -75,7 +76,10 @@ use crate::history::{HistorySettings, KillError, QueryHistory, QueryTracker, Vie
 use crate::memory::QueryMemory;
 use crate::metadata::{NodeIdentity, RuntimeView};
 use crate::query_runtime::QueryRuntime;
-use crate::session_properties::{JoinDistribution, PropertyLimits, SessionProperties};
+use crate::session_properties::{
+    DEFAULT_QUERY_RETRY_ATTEMPTS, JoinDistribution, PropertyLimits, QueryRetryPolicy,
+    SessionProperties,
+};
 
 /// How long catalog names may be cached between statements.
 const NAME_CACHE_TTL: Duration = Duration::from_secs(1);
@@ -95,6 +99,9 @@ pub struct EngineSettings {
     pub storage_props: HashMap<String, String>,
     /// Longest a statement may run, streaming its results included; `None` is unbounded.
     pub query_max_run_time: Option<Duration>,
+    /// Trino's `retry_policy` and `query_retry_attempts`, the defaults of sessions.
+    pub retry_policy: QueryRetryPolicy,
+    pub query_retry_attempts: u32,
     /// `[query_history]`.
     pub history: HistorySettings,
     /// `[query_cache]`.
@@ -116,6 +123,8 @@ impl Default for EngineSettings {
             memory_limit: None,
             storage_props: HashMap::new(),
             query_max_run_time: None,
+            retry_policy: QueryRetryPolicy::None,
+            query_retry_attempts: DEFAULT_QUERY_RETRY_ATTEMPTS,
             history: HistorySettings::default(),
             cache: CacheSettings::default(),
             node: NodeIdentity {
@@ -141,6 +150,8 @@ impl std::fmt::Debug for EngineSettings {
             .field("memory_limit", &self.memory_limit)
             .field("storage_props", &storage)
             .field("query_max_run_time", &self.query_max_run_time)
+            .field("retry_policy", &self.retry_policy)
+            .field("query_retry_attempts", &self.query_retry_attempts)
             .field("history", &self.history)
             .field("cache", &self.cache)
             .field("node", &self.node)
@@ -244,6 +255,8 @@ enum Action {
     Plan {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
+        /// How to plan it again should it fail (`retry_policy = QUERY`).
+        retry: Option<Box<query_retry::Replanning>>,
     },
     CreateTableAs(Box<CreateTableAs>),
     CreateTable {
@@ -315,7 +328,7 @@ impl Prepared {
     /// Where its plan's tasks go, once it runs, and what they did (no tasks when it runs on
     /// the coordinator alone); `None` unless it runs a plan.
     pub fn task_ledger(&self) -> Option<Arc<TaskLedger>> {
-        let Action::Plan { plan, task_ctx } = &self.action else {
+        let Action::Plan { plan, task_ctx, .. } = &self.action else {
             return None;
         };
         let ledger = task_ctx.session_config().get_extension::<TaskLedger>()?;
@@ -339,6 +352,14 @@ impl Prepared {
     /// The longest it may run, from when it arrived (`query_max_run_time`).
     pub fn max_run_time(&self) -> Option<Duration> {
         self.max_run_time
+    }
+
+    /// A query that runs its plan is planned again from `replanning` should a run fail for a
+    /// reason not its own; anything else is run once.
+    fn retry_with(&mut self, replanning: query_retry::Replanning) {
+        if let (StatementKind::Query, Action::Plan { retry, .. }) = (self.kind, &mut self.action) {
+            *retry = Some(Box::new(replanning));
+        }
     }
 
     /// Planning is done: `tracker`'s query starts running this statement.
@@ -619,6 +640,8 @@ impl Engine {
     pub fn property_limits(&self) -> PropertyLimits {
         PropertyLimits {
             max_run_time: self.settings.query_max_run_time,
+            retry_policy: self.settings.retry_policy,
+            query_retry_attempts: self.settings.query_retry_attempts,
             default_concurrency: if self.settings.target_partitions > 0 {
                 self.settings.target_partitions
             } else {
@@ -868,6 +891,7 @@ impl Engine {
                     action: Action::Plan {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
+                        retry: None,
                     },
                     max_run_time: None,
                     cache: ResultCacheUse::default(),
@@ -911,6 +935,7 @@ impl Engine {
                     action: Action::Plan {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
+                        retry: None,
                     },
                     max_run_time: None,
                     cache: ResultCacheUse::default(),
@@ -938,6 +963,7 @@ impl Engine {
                     action: Action::Plan {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
+                        retry: None,
                     },
                     max_run_time: None,
                     cache: ResultCacheUse::default(),
@@ -978,8 +1004,21 @@ impl Engine {
                 result.schema,
                 None,
             )?)),
-            Action::Plan { plan, task_ctx } => {
-                let stream = self.query_runtime.execute(plan, task_ctx);
+            Action::Plan {
+                plan,
+                task_ctx,
+                retry,
+            } => {
+                let stream = self.query_runtime.execute(plan, Arc::clone(&task_ctx));
+                let stream = match retry {
+                    Some(replanning) => query_retry::retrying(
+                        stream,
+                        *replanning,
+                        Arc::clone(&self.query_runtime),
+                        task_ctx,
+                    ),
+                    None => stream,
+                };
                 let stream: SendableRecordBatchStream = match fill {
                     Some((key, tables)) => Box::pin(CachingStream::new(
                         stream,

@@ -29,6 +29,8 @@ pub struct StatementTemplate {
     dataset_schema: SchemaRef,
     parameter_schema: SchemaRef,
     max_run_time: Option<std::time::Duration>,
+    /// Runs a failed query may have after its first (`retry_policy`, `query_retry_attempts`).
+    query_retries: u32,
     /// The session's part of a result cache key: who asks, and what decides the answer.
     identity: String,
     /// A procedure call instead of a plan.
@@ -412,6 +414,7 @@ impl Engine {
             dataset_schema,
             parameter_schema,
             max_run_time: session.properties.max_run_time(&self.property_limits()),
+            query_retries: session.properties.query_retries(&self.property_limits()),
             identity: format!(
                 "{}\0{:?}\0{:?}\0{:?}\0{:?}",
                 session.user,
@@ -557,11 +560,22 @@ impl Engine {
             cache_span.record("result", used.name());
         }
         drop(entered);
+        let replanning =
+            (template.query_retries > 0 && plain_query(template, &logical)).then(|| {
+                super::query_retry::Replanning {
+                    state: state.clone(),
+                    logical: logical.clone(),
+                    retries: template.query_retries,
+                }
+            });
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())
             .await?;
         prepared.max_run_time = template.max_run_time;
         prepared.cache = cache;
+        if let Some(replanning) = replanning {
+            prepared.retry_with(replanning);
+        }
         Ok(prepared)
     }
 
@@ -571,10 +585,15 @@ impl Engine {
         template: &StatementTemplate,
         logical: &LogicalPlan,
     ) -> Option<Decision> {
-        let plain_query = template.kind == StatementKind::Query
-            && !matches!(logical, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_));
-        (plain_query && self.cache.enabled()).then(|| consider(&template.identity, logical))
+        (plain_query(template, logical) && self.cache.enabled())
+            .then(|| consider(&template.identity, logical))
     }
+}
+
+/// A query that answers rows from its plan (not EXPLAIN).
+fn plain_query(template: &StatementTemplate, logical: &LogicalPlan) -> bool {
+    template.kind == StatementKind::Query
+        && !matches!(logical, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_))
 }
 
 /// `logical` with `parameters` in place of its placeholders, once their number is checked.

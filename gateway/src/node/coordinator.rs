@@ -294,6 +294,8 @@ fn engine_settings(
             .coordinator
             .query_max_run_time_secs
             .map(Duration::from_secs),
+        retry_policy: config.coordinator.retry_policy,
+        query_retry_attempts: config.coordinator.query_retry_attempts,
         history: HistorySettings {
             // Disabled, only running queries are listed.
             max_entries: if config.query_history.enabled {

@@ -1,7 +1,10 @@
 //! Answers a call whose peer could not be reached with a gRPC `UNAVAILABLE` status that names
 //! the peer. Without it tonic turns the channel's error into a status whose message is the
 //! innermost cause ("tcp connect error") and whose peer address is only in a `Debug` dump of its
-//! source: a caller could not say which node is gone without printing internals.
+//! source: a caller could not say which node is gone without printing internals. A peer that
+//! stops in the middle of its answer (killed, its connection reset) is named the same way: the
+//! answer's stream ends with `UNAVAILABLE` instead of an anonymous transport error. Statuses the
+//! peer sent (in its trailers) are its answer and pass untouched.
 //!
 //! ```
 //! use sqe_layers::unreachable::UnreachableLayer;
@@ -97,12 +100,56 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         Poll::Ready(match std::task::ready!(this.inner.poll(cx)) {
-            Ok(answer) => Ok(answer),
+            Ok(answer) => {
+                let target = Arc::clone(this.target);
+                Ok(answer.map(|body| {
+                    Body::new(NamedBody {
+                        inner: body,
+                        target,
+                    })
+                }))
+            }
             Err(error) => Ok(response(Status::unavailable(format!(
                 "{} could not be reached: {}",
                 this.target,
                 error_chain(&error)
             )))),
         })
+    }
+}
+
+/// An answer's body whose transport failures name the peer.
+#[pin_project]
+struct NamedBody {
+    #[pin]
+    inner: Body,
+    target: Arc<str>,
+}
+
+impl http_body::Body for NamedBody {
+    type Data = bytes::Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        match std::task::ready!(this.inner.poll_frame(cx)) {
+            Some(Err(failure)) => Poll::Ready(Some(Err(Status::unavailable(format!(
+                "{} stopped answering: {}",
+                this.target,
+                failure.message()
+            ))))),
+            other => Poll::Ready(other),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
