@@ -1,17 +1,25 @@
 //! Trino's aggregates where DataFusion's differ: `approx_percentile(x, percentage)` answers in
 //! `x`'s own type, as Trino's does (DataFusion's `approx_percentile_cont` always answers a
-//! double), from DataFusion's t-digest (Trino keeps a q-digest: both are estimates).
+//! double), from DataFusion's t-digest (Trino keeps a q-digest: both are estimates); `avg` of a
+//! `decimal(p,s)` answers a `decimal(p,s)` rounded half up, as Trino's does (DataFusion's answers
+//! a wider `decimal(p+4,s+4)` whose last digit is truncated: `avg(l_discount)` over TPC-H's
+//! `decimal(15,2)` is `0.050144` for a mean of 0.0501446, where Trino says `0.05`); `sum` of a
+//! `decimal(p,s)` is a `decimal(38,s)`, as Trino's is (DataFusion's is `decimal(p+10,s)`).
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::array::{ArrayRef, BooleanArray};
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf;
+use datafusion::functions_aggregate::average::avg_udaf;
+use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF,
+    Signature, Volatility,
 };
 
 /// `approx_percentile(x, percentage)`.
@@ -98,22 +106,217 @@ impl AggregateUDFImpl for ApproxPercentile {
             expr_fields: &inputs,
             ..args
         })?;
-        Ok(Box::new(InType {
+        Ok(Box::new(AnswerInType {
             inner,
             answer: args.return_field.data_type().clone(),
+            values_as_doubles: true,
         }))
     }
 }
 
-/// DataFusion's accumulator over the values as doubles, answering in the values' type.
-#[derive(Debug)]
-struct InType {
-    inner: Box<dyn Accumulator>,
-    answer: DataType,
+/// The decimal type Trino's aggregate answers where DataFusion's differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum DecimalAnswer {
+    /// `avg`: the argument's own type. DataFusion's accumulators compute in their wider type;
+    /// each answer is cast to the argument's, which rounds half away from zero (rounding the
+    /// truncated value rounds the exact one: the rounding boundary has fewer digits than the
+    /// truncation kept).
+    ArgumentType,
+    /// `sum`: `decimal(38,s)`. DataFusion's accumulators sum in the type they are asked to
+    /// answer in, so they are asked for this one.
+    WidestOfScale,
 }
 
-impl Accumulator for InType {
+/// DataFusion's `avg` or `sum` answering a decimal argument in Trino's type. Being the
+/// aggregate itself, not a cast above it, the type holds wherever it is used: a `HAVING`
+/// condition (where DataFusion's optimizer could otherwise compare the unrounded value),
+/// `typeof`, a window.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct DecimalAggregate {
+    inner: Arc<AggregateUDF>,
+    answer: DecimalAnswer,
+}
+
+impl DecimalAggregate {
+    pub(crate) fn avg() -> Self {
+        Self {
+            inner: avg_udaf(),
+            answer: DecimalAnswer::ArgumentType,
+        }
+    }
+
+    pub(crate) fn sum() -> Self {
+        Self {
+            inner: sum_udaf(),
+            answer: DecimalAnswer::WidestOfScale,
+        }
+    }
+
+    /// Trino's type for an argument of type `argument`, where it is not DataFusion's.
+    fn trino_type(&self, argument: &DataType) -> Option<DataType> {
+        match (self.answer, argument) {
+            (DecimalAnswer::ArgumentType, DataType::Decimal128(..) | DataType::Decimal256(..)) => {
+                Some(argument.clone())
+            }
+            (DecimalAnswer::WidestOfScale, DataType::Decimal128(_, scale)) => {
+                Some(DataType::Decimal128(38, *scale))
+            }
+            _ => None,
+        }
+    }
+
+    /// The type DataFusion's accumulators answer in for `argument`.
+    fn computed_type(&self, argument: &DataType) -> Result<DataType> {
+        match (self.answer, self.trino_type(argument)) {
+            (DecimalAnswer::WidestOfScale, Some(trino)) => Ok(trino),
+            _ => self.inner.return_type(std::slice::from_ref(argument)),
+        }
+    }
+
+    fn computed_field(&self, name: &str, fields: &[FieldRef]) -> Result<FieldRef> {
+        let Some(argument) = fields.first() else {
+            return plan_err!("{} takes one value", self.inner.name());
+        };
+        Ok(Arc::new(Field::new(
+            name,
+            self.computed_type(argument.data_type())?,
+            true,
+        )))
+    }
+
+    /// `inner` answering in `answer`: cast when its own type differs.
+    fn answering(
+        inner: Box<dyn Accumulator>,
+        computed: &FieldRef,
+        answer: &FieldRef,
+    ) -> Box<dyn Accumulator> {
+        if computed.data_type() == answer.data_type() {
+            return inner;
+        }
+        Box::new(AnswerInType {
+            inner,
+            answer: answer.data_type().clone(),
+            values_as_doubles: false,
+        })
+    }
+}
+
+impl AggregateUDFImpl for DecimalAggregate {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn aliases(&self) -> &[String] {
+        self.inner.aliases()
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        self.inner.coerce_types(arg_types)
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types {
+            [argument] => match self.trino_type(argument) {
+                Some(trino) => Ok(trino),
+                None => self.inner.return_type(arg_types),
+            },
+            _ => self.inner.return_type(arg_types),
+        }
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
+        self.inner.state_fields(StateFieldsArgs {
+            return_field: self.computed_field(args.name, args.input_fields)?,
+            ..args
+        })
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+        let computed = self.computed_field(args.name, args.expr_fields)?;
+        let inner = self.inner.accumulator(AccumulatorArgs {
+            return_field: Arc::clone(&computed),
+            ..args
+        })?;
+        Ok(Self::answering(inner, &computed, &args.return_field))
+    }
+
+    fn create_sliding_accumulator(
+        &self,
+        args: AccumulatorArgs<'_>,
+    ) -> Result<Box<dyn Accumulator>> {
+        let computed = self.computed_field(args.name, args.expr_fields)?;
+        let inner = self.inner.create_sliding_accumulator(AccumulatorArgs {
+            return_field: Arc::clone(&computed),
+            ..args
+        })?;
+        Ok(Self::answering(inner, &computed, &args.return_field))
+    }
+
+    fn groups_accumulator_supported(&self, args: AccumulatorArgs<'_>) -> bool {
+        let Ok(return_field) = self.computed_field(args.name, args.expr_fields) else {
+            return false;
+        };
+        self.inner.groups_accumulator_supported(AccumulatorArgs {
+            return_field,
+            ..args
+        })
+    }
+
+    fn create_groups_accumulator(
+        &self,
+        args: AccumulatorArgs<'_>,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        let computed = self.computed_field(args.name, args.expr_fields)?;
+        let inner = self.inner.create_groups_accumulator(AccumulatorArgs {
+            return_field: Arc::clone(&computed),
+            ..args
+        })?;
+        if computed.data_type() == args.return_field.data_type() {
+            return Ok(inner);
+        }
+        Ok(Box::new(GroupsInType {
+            inner,
+            answer: args.return_field.data_type().clone(),
+        }))
+    }
+
+    fn reverse_expr(&self) -> ReversedUDAF {
+        ReversedUDAF::Identical
+    }
+
+    fn order_sensitivity(&self) -> AggregateOrderSensitivity {
+        AggregateOrderSensitivity::Insensitive
+    }
+}
+
+/// An answer of DataFusion's type in the aggregate's.
+fn cast_answer(answer: ScalarValue, to: &DataType) -> Result<ScalarValue> {
+    if answer.data_type() == *to {
+        Ok(answer)
+    } else {
+        answer.cast_to(to)
+    }
+}
+
+/// DataFusion's accumulator answering in the aggregate's type. An estimate between two integers
+/// rounds to the nearer (half away from zero), as a cast to an integer does in Trino.
+#[derive(Debug)]
+struct AnswerInType {
+    inner: Box<dyn Accumulator>,
+    answer: DataType,
+    /// The values go in as doubles (DataFusion's t-digest takes only those).
+    values_as_doubles: bool,
+}
+
+impl Accumulator for AnswerInType {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        if !self.values_as_doubles {
+            return self.inner.update_batch(values);
+        }
         let mut values = values.to_vec();
         if let Some(first) = values.first_mut() {
             *first = cast_with_options(first, &DataType::Float64, &CastOptions::default())?;
@@ -122,19 +325,13 @@ impl Accumulator for InType {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let estimate = self.inner.evaluate()?;
-        if self.answer == DataType::Float64 {
-            return Ok(estimate);
-        }
-        // An estimate between two integers rounds to the nearer (half away from zero), as a
-        // cast to an integer does in Trino.
-        let estimate = match estimate {
+        let answer = match self.inner.evaluate()? {
             ScalarValue::Float64(Some(v)) if self.answer.is_integer() => {
                 ScalarValue::Float64(Some(v.round()))
             }
             other => other,
         };
-        estimate.cast_to(&self.answer)
+        cast_answer(answer, &self.answer)
     }
 
     fn size(&self) -> usize {
@@ -147,6 +344,76 @@ impl Accumulator for InType {
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
         self.inner.merge_batch(states)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.inner.retract_batch(values)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        self.inner.supports_retract_batch()
+    }
+}
+
+/// DataFusion's groups accumulator, answering in the aggregate's type.
+struct GroupsInType {
+    inner: Box<dyn GroupsAccumulator>,
+    answer: DataType,
+}
+
+impl GroupsAccumulator for GroupsInType {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner
+            .update_batch(values, group_indices, opt_filter, total_num_groups)
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let answers = self.inner.evaluate(emit_to)?;
+        if *answers.data_type() == self.answer {
+            return Ok(answers);
+        }
+        Ok(cast_with_options(
+            &answers,
+            &self.answer,
+            &CastOptions::default(),
+        )?)
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        self.inner.state(emit_to)
+    }
+
+    fn merge_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner
+            .merge_batch(values, group_indices, opt_filter, total_num_groups)
+    }
+
+    fn convert_to_state(
+        &self,
+        values: &[ArrayRef],
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        self.inner.convert_to_state(values, opt_filter)
+    }
+
+    fn supports_convert_to_state(&self) -> bool {
+        self.inner.supports_convert_to_state()
+    }
+
+    fn size(&self) -> usize {
+        self.inner.size() + size_of::<Self>()
     }
 }
 

@@ -12,6 +12,7 @@ mod args;
 mod arrays;
 mod bounded;
 mod datetime;
+mod decimals;
 mod error;
 mod format;
 mod json;
@@ -49,6 +50,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
+        decimal_divide_function(),
         Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
         Arc::new(ScalarUDF::new_from_impl(
             format::DateTimeText::format_datetime(),
@@ -65,9 +67,22 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
 
 /// The aggregate functions to register after DataFusion's defaults.
 pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
-    vec![Arc::new(AggregateUDF::new_from_impl(
-        aggregates::ApproxPercentile::new(),
-    ))]
+    vec![
+        Arc::new(AggregateUDF::new_from_impl(
+            aggregates::ApproxPercentile::new(),
+        )),
+        Arc::new(AggregateUDF::new_from_impl(
+            aggregates::DecimalAggregate::avg(),
+        )),
+        Arc::new(AggregateUDF::new_from_impl(
+            aggregates::DecimalAggregate::sum(),
+        )),
+    ]
+}
+
+/// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).
+pub fn decimal_divide_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(decimals::DecimalDivide::new()))
 }
 
 /// [`ROUND_FRACTION`]: what the dialect puts before a cast that lowers a timestamp's or a

@@ -1,12 +1,17 @@
 //! Lowering the precision of a timestamp or a time as Trino does: the value rounds half up
 //! (Arrow's cast truncates toward zero, so `.1239` became `.123` and `23:59:59.9` before
 //! 1970 rounded up), and a time that rounds up to midnight wraps to `00:00:00`.
+//!
+//! A decimal's scale is lowered by rounding first too, half away from zero as Arrow's cast
+//! would: the cast that follows is then exact, so DataFusion's optimizer may drop it from a
+//! comparison (`CAST(x AS decimal(3,1)) = 1.2` becomes `x = 1.20`) without changing the
+//! answer. It did so with the rounding cast alone, comparing the unrounded value.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Int64Type, TimeUnit};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
@@ -16,7 +21,8 @@ use datafusion::logical_expr::{
 use crate::args::{arrays, result};
 
 /// The name the dialect calls: `sqe_round_fraction(value, digits)` rounds a timestamp or time
-/// to `digits` fractional digits of a second, keeping its type; other values pass unchanged.
+/// to `digits` fractional digits of a second, or a decimal to `digits` decimal places,
+/// keeping its type; other values pass unchanged.
 pub const ROUND_FRACTION: &str = "sqe_round_fraction";
 
 /// Fractional digits of a second a unit holds.
@@ -39,9 +45,21 @@ fn fraction_digits(data_type: &DataType) -> Option<u32> {
     }
 }
 
+/// The decimal places of a `decimal(p,s)` held in 128 bits (every SQE decimal).
+fn decimal_places(data_type: &DataType) -> Option<u32> {
+    match data_type {
+        DataType::Decimal128(_, scale) => u32::try_from(*scale).ok(),
+        _ => None,
+    }
+}
+
 /// The fractional digits a cast from `source` to `target` keeps when it lowers a timestamp's
-/// precision (to a timestamp) or a time's (to a time); `None` for every other cast.
+/// precision (to a timestamp), a time's (to a time) or a decimal's scale (to a decimal);
+/// `None` for every other cast.
 pub fn lowered_digits(source: &DataType, target: &DataType) -> Option<u32> {
+    if let (Some(held), Some(places)) = (decimal_places(source), decimal_places(target)) {
+        return (held > places).then_some(places);
+    }
     let same_family = matches!(
         (source, target),
         (DataType::Timestamp(..), DataType::Timestamp(..))
@@ -57,6 +75,9 @@ pub fn lowered_digits(source: &DataType, target: &DataType) -> Option<u32> {
 /// `value` rounded half up to `digits` fractional digits, in its own type. Times wrap at
 /// midnight; a timestamp that would leave the 64-bit range is an error.
 pub fn round_fraction(value: &ArrayRef, digits: u32) -> Result<ArrayRef, ArrowError> {
+    if let DataType::Decimal128(precision, scale) = value.data_type() {
+        return round_decimal(value, *precision, *scale, digits);
+    }
     let Some(held) = fraction_digits(value.data_type()) else {
         return Ok(Arc::clone(value));
     };
@@ -80,6 +101,35 @@ pub fn round_fraction(value: &ArrayRef, digits: u32) -> Result<ArrayRef, ArrowEr
             .try_unary::<_, Int64Type, _>(|v| round_half_up(v, factor, wrap))?,
     );
     cast(&cast(&rounded, &integer)?, value.data_type())
+}
+
+/// A `decimal(precision, scale)` rounded half away from zero to `digits` places, in its type.
+fn round_decimal(
+    value: &ArrayRef,
+    precision: u8,
+    scale: i8,
+    digits: u32,
+) -> Result<ArrayRef, ArrowError> {
+    let held = u32::try_from(scale).unwrap_or(0);
+    if held <= digits {
+        return Ok(Arc::clone(value));
+    }
+    let factor = 10_i128.pow(held - digits);
+    let rounded = value
+        .as_primitive::<Decimal128Type>()
+        .try_unary::<_, Decimal128Type, _>(|v| {
+            let (quotient, rest) = (v / factor, v % factor);
+            let quotient = if rest.unsigned_abs() * 2 >= factor.unsigned_abs() {
+                quotient + v.signum()
+            } else {
+                quotient
+            };
+            quotient
+                .checked_mul(factor)
+                .ok_or_else(|| ArrowError::ComputeError("decimal out of range".to_string()))
+        })?
+        .with_precision_and_scale(precision, scale)?;
+    Ok(Arc::new(rounded))
 }
 
 fn out_of_range() -> ArrowError {
@@ -130,10 +180,10 @@ impl ScalarUDFImpl for RoundFraction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let digits = match args.args.get(1) {
-            Some(ColumnarValue::Scalar(ScalarValue::Int64(Some(d)))) if (0..=9).contains(d) => {
+            Some(ColumnarValue::Scalar(ScalarValue::Int64(Some(d)))) if (0..=38).contains(d) => {
                 *d as u32
             }
-            _ => return exec_err!("{ROUND_FRACTION} takes a constant number of digits, 0 to 9"),
+            _ => return exec_err!("{ROUND_FRACTION} takes a constant number of digits, 0 to 38"),
         };
         let columns = arrays(&args)?;
         let Some(value) = columns.first() else {
@@ -208,6 +258,48 @@ mod tests {
                 .iter()
                 .collect::<Vec<_>>(),
             [Some(45_297_000), Some(0), None]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_decimal_rounds_half_away_from_zero_in_its_own_type() -> Result<(), ArrowError> {
+        use datafusion::arrow::array::Decimal128Array;
+        // 1.25, -1.25, 1.24, -1.26, 9.99 as decimal(3,2), rounded to one place.
+        let values: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![
+                Some(125),
+                Some(-125),
+                Some(124),
+                Some(-126),
+                Some(999),
+                None,
+            ])
+            .with_precision_and_scale(3, 2)?,
+        );
+        let rounded = round_fraction(&values, 1)?;
+        assert_eq!(rounded.data_type(), &DataType::Decimal128(3, 2));
+        assert_eq!(
+            rounded
+                .as_primitive::<Decimal128Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            [
+                Some(130),
+                Some(-130),
+                Some(120),
+                Some(-130),
+                Some(1000),
+                None
+            ]
+        );
+        assert_eq!(
+            lowered_digits(&DataType::Decimal128(3, 2), &DataType::Decimal128(5, 1)),
+            Some(1)
+        );
+        assert_eq!(
+            lowered_digits(&DataType::Decimal128(3, 1), &DataType::Decimal128(5, 2)),
+            None
         );
         Ok(())
     }

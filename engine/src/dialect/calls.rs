@@ -9,7 +9,9 @@
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
 //! - only text casts to `varbinary`;
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
-//!   decimals, with another meaning).
+//!   decimals, with another meaning);
+//! - a division of decimals (or of a decimal and an integer) has Trino's type and rounds half
+//!   up (DataFusion's has a wider scale, truncated).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
@@ -42,6 +44,11 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
         }
         cast @ (Expr::Cast(_) | Expr::TryCast(_)) => trino_cast(cast, schema),
         Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Divide,
+            right,
+        }) => decimal_division(*left, *right, schema),
+        Expr::BinaryExpr(BinaryExpr {
             ref left,
             op: Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor,
             ref right,
@@ -63,6 +70,47 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
         }
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// `left / right` with Trino's decimal quotient when both are decimals, or one is and the other
+/// an integer (as the decimal that holds it: `integer` is `decimal(10,0)`); other divisions as
+/// they were.
+fn decimal_division(left: Expr, right: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+    let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    let either_decimal = is_decimal(&left_type) || is_decimal(&right_type);
+    let as_decimal = |expr: Expr, t: &DataType| -> Option<Expr> {
+        let digits = match t {
+            DataType::Decimal128(..) => return Some(expr),
+            DataType::Int8 => 3,
+            DataType::Int16 => 5,
+            DataType::Int32 => 10,
+            DataType::Int64 => 19,
+            _ => return None,
+        };
+        Some(Expr::Cast(Cast::new(
+            Box::new(expr),
+            DataType::Decimal128(digits, 0),
+        )))
+    };
+    if either_decimal
+        && let (Some(dividend), Some(divisor)) = (
+            as_decimal(left.clone(), &left_type),
+            as_decimal(right.clone(), &right_type),
+        )
+    {
+        return Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(
+                sqe_functions::decimal_divide_function(),
+                vec![dividend, divisor],
+            ),
+        )));
+    }
+    Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(left),
+        Operator::Divide,
+        Box::new(right),
+    ))))
 }
 
 /// A user error of `code`, carried through DataFusion's planning to the engine's classifier.

@@ -5,8 +5,7 @@
 //! - a cast of a row to a row type takes the fields by position, as Trino does (DataFusion
 //!   matches them by name);
 //! - the calls and casts [`super::calls`] lists, and `USING` keys of outer joins
-//!   ([`super::joins`]);
-//! - `avg` of a decimal in the decimal's type ([`super::averages`]).
+//!   ([`super::joins`]).
 
 use std::collections::BTreeMap;
 
@@ -28,7 +27,6 @@ pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
             expressions(node)?.transform_data(super::joins::coalesce_using_keys)
         })?
         .data;
-    let plan = super::averages::decimal_averages_in_their_type(plan)?;
     typed_output(plan)
 }
 

@@ -2,7 +2,6 @@
 //! names ([`sql_types`], [`types`]), the statements SQE answers itself, its session functions
 //! and Airlift's unit texts.
 
-mod averages;
 mod calls;
 pub mod functions;
 mod intervals;
