@@ -6,10 +6,25 @@ use std::path::PathBuf;
 /// Runs `tests/python/<script>` with `args`; its combined output when it exits 0 and prints
 /// unittest's `OK` (or its own), an error with that output otherwise.
 pub async fn run_python(script: &str, args: &[String]) -> Result<String, String> {
-    // Read at run time (cargo sets it for `cargo test`): a library built from another checkout
-    // sharing the target directory must not run that checkout's scripts.
-    let root = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    run_script(&tests_dir().join("python").join(script), args).await
+}
+
+/// Runs `benches/<script>` (a harness that also checks answers) the same way.
+pub async fn run_bench_script(script: &str, args: &[String]) -> Result<String, String> {
+    run_script(&tests_dir().join("../benches").join(script), args).await
+}
+
+/// This checkout's `tests` directory. Read at run time (cargo sets it for `cargo test`): a
+/// library built from another checkout sharing the target directory must not run that
+/// checkout's scripts.
+fn tests_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
+async fn run_script(path: &std::path::Path, args: &[String]) -> Result<String, String> {
+    let root = tests_dir();
+    let script = path.display();
     let python = root.join("../.venv/bin/python");
     if !python.exists() {
         return Err(format!(
@@ -18,7 +33,7 @@ pub async fn run_python(script: &str, args: &[String]) -> Result<String, String>
         ));
     }
     let output = tokio::process::Command::new(python)
-        .arg(root.join("python").join(script))
+        .arg(path)
         .args(args)
         .output()
         .await

@@ -258,6 +258,29 @@ async fn joins_that_need_their_whole_build_side_answer_as_one_process() -> TestR
     Ok(())
 }
 
+/// The 22 TPC-H queries through the Trino endpoint, distributed and on the coordinator alone,
+/// answer what DuckDB answers over the same files (benches/tpch.py, checking only): another
+/// engine as referee, where the test above compares SQE with itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tpch_answers_are_duckdbs() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let address = cluster.trino_addr()?.to_string();
+    let warehouse = cluster.data_dir().join("warehouse").display().to_string();
+    let args = [
+        "--trino",
+        &address,
+        "--warehouse",
+        &warehouse,
+        "--runs",
+        "0",
+        "--check",
+    ];
+    let report = sqe_tests::python::run_bench_script("tpch.py", &args.map(String::from)).await?;
+    assert!(report.contains("every answer is DuckDB's"), "{report}");
+    cluster.stop().await;
+    Ok(())
+}
+
 /// Single-process DataFusion over the cluster's TPC-H files, and a session in that schema.
 async fn tpch_baseline(
     cluster: &TestCluster,
