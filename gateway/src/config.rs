@@ -286,8 +286,12 @@ pub struct CoordinatorSection {
     pub flight_sql_port: u16,
     /// Trino client protocol port; 0 disables it.
     pub trino_http_port: u16,
-    /// Memory DataFusion may use on the coordinator for all queries (e.g. "2GB"); unbounded if unset.
+    /// Memory DataFusion may use on the coordinator for all queries (e.g. "2GB"); unset: 70%
+    /// of the machine's memory, or of its container's limit.
     pub memory_limit: Option<ByteSize>,
+    /// Where operators that outgrow `memory_limit` (sorts, aggregations, joins' spillable
+    /// parts) write their spill files; unset: the system's temporary directory.
+    pub spill_directory: Option<PathBuf>,
     /// Bytes of data each scan partition should read; more data means more tasks (up to one per
     /// worker), less means the scan stays on fewer workers.
     pub scan_bytes_per_partition: ByteSize,
@@ -373,6 +377,7 @@ impl Default for CoordinatorSection {
             flight_sql_port: 50051,
             trino_http_port: 8080,
             memory_limit: None,
+            spill_directory: None,
             scan_bytes_per_partition: ByteSize(16 * 1024 * 1024),
             target_partitions: 0,
             worker_probe_interval_secs: 5,
@@ -430,8 +435,12 @@ pub struct WorkerSection {
     pub drain_timeout_secs: u64,
     /// Prometheus `/metrics`, `/healthz` and `/readyz`; 0 disables them.
     pub metrics_port: u16,
-    /// Memory DataFusion may use on this worker for all fragments together (e.g. "512MB").
+    /// Memory DataFusion may use on this worker for all fragments together (e.g. "512MB");
+    /// unset: 70% of the machine's memory, or of its container's limit.
     pub memory_limit: Option<ByteSize>,
+    /// Where operators that outgrow `memory_limit` write their spill files; unset: the
+    /// system's temporary directory.
+    pub spill_directory: Option<PathBuf>,
     pub worker_secret: Option<SecretString>,
     pub worker_secret_file: Option<PathBuf>,
     pub allow_unauthenticated_workers: bool,
@@ -462,6 +471,7 @@ impl Default for WorkerSection {
             drain_timeout_secs: 300,
             metrics_port: 0,
             memory_limit: None,
+            spill_directory: None,
             worker_secret: None,
             worker_secret_file: None,
             allow_unauthenticated_workers: false,

@@ -28,8 +28,10 @@ pub struct LocalOptions {
     pub tpch_parts: usize,
     /// Overrides `scan_bytes_per_partition` (smaller values spread small tables over workers).
     pub scan_bytes_per_partition: Option<usize>,
-    /// Worker memory pool size.
+    /// Worker memory pool size (unset: each node's part of the machine's default).
     pub worker_memory_limit: Option<usize>,
+    /// Where every node spills (unset: the system's temporary directory).
+    pub spill_directory: Option<PathBuf>,
     /// The secret workers and coordinator sign their RPCs with; a random one when unset.
     pub worker_secret: Option<String>,
     /// Longest a query may run (unset: no limit).
@@ -134,6 +136,7 @@ impl Default for LocalOptions {
             tpch_parts: 4,
             scan_bytes_per_partition: None,
             worker_memory_limit: None,
+            spill_directory: None,
             worker_secret: None,
             query_max_run_time_secs: None,
             admission: None,
@@ -194,6 +197,8 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     };
     let secret = options.worker_secret.clone().unwrap_or_else(random_secret);
     let mut workers = Vec::with_capacity(options.workers);
+    // The coordinator and the workers share this process: each takes its part of the default.
+    let shared_memory_limit = crate::node::default_memory_limit(1 + options.workers);
     for i in 0..options.workers {
         let config = WorkerConfig {
             worker: WorkerSection {
@@ -201,7 +206,11 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
                 bind_address: "127.0.0.1".into(),
                 flight_port: 0,
                 worker_secret: Some(secret.clone().into()),
-                memory_limit: options.worker_memory_limit.map(ByteSize),
+                memory_limit: options
+                    .worker_memory_limit
+                    .or(shared_memory_limit)
+                    .map(ByteSize),
+                spill_directory: options.spill_directory.clone(),
                 ..Default::default()
             },
             storage: options
@@ -222,6 +231,8 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
         flight_sql_port: options.flight_sql_port,
         trino_http_port: 0,
         query_max_run_time_secs: options.query_max_run_time_secs,
+        memory_limit: shared_memory_limit.map(ByteSize),
+        spill_directory: options.spill_directory.clone(),
         worker_probe_interval_secs: options
             .worker_probe_interval_secs
             .unwrap_or(CoordinatorSection::default().worker_probe_interval_secs),

@@ -284,6 +284,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, St
                 tpch_parts,
                 scan_bytes_per_partition: Some(scan_bytes_per_partition),
                 worker_memory_limit: None,
+                spill_directory: None,
                 worker_secret: None,
                 query_max_run_time_secs: None,
                 admission: None,

@@ -297,6 +297,22 @@ def metrics(name):
     return samples
 
 
+def machine_memory():
+    """The memory this machine's processes may have: MemTotal, or a lower cgroup limit."""
+    with open("/proc/meminfo") as f:
+        total = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text != "max" and 0 < int(text) < 1 << 62:
+            total = min(total, int(text))
+        break
+    return total
+
+
 def metric(samples, name, **labels):
     return samples.get((name, frozenset(labels.items())))
 
@@ -496,6 +512,13 @@ class DistributedCluster(unittest.TestCase):
             self.assertEqual(scrape(name, "/readyz")[0], 200)
             self.assertEqual(scrape(name, "/healthz"), (200, "ok\n"))
         self.assertEqual(scrape("coordinator", "/readyz"), (200, "ready\n"))
+        # Memory pools: the workers' as configured; the coordinator's config sets none, so it
+        # takes 70% of what the machine (or its container) has.
+        for name in ("worker-1", "worker-2"):
+            self.assertEqual(metric(metrics(name), "sqe_memory_pool_limit_bytes"), 512 * 1024 * 1024)
+        self.assertAlmostEqual(
+            metric(coordinator, "sqe_memory_pool_limit_bytes"), 0.7 * machine_memory(), delta=1024 * 1024
+        )
 
     def test_2_a_killed_worker_becomes_unreachable_and_queries_go_on(self):
         CLUSTER.processes["worker-2"].kill()

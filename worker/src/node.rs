@@ -30,6 +30,8 @@ pub struct WorkerNodeSettings {
     pub storage_props: HashMap<String, String>,
     /// Memory all its tasks may use together; `None` is unbounded.
     pub memory_limit: Option<usize>,
+    /// Where its spilling operators write; `None`: the system's temporary directory.
+    pub spill_directory: Option<std::path::PathBuf>,
     pub peers: PeerSettings,
     /// The coordinator it registers with and heartbeats to, if any.
     pub coordinator: Option<CoordinatorLink>,
@@ -113,6 +115,7 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
         node_id: node_id.clone(),
         storage_props: settings.storage_props.clone(),
         memory_limit: settings.memory_limit,
+        spill_directory: settings.spill_directory.clone(),
         version: settings.version.clone(),
         verifier: verifier.clone(),
         tls,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::error::DataFusionError;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
@@ -29,6 +30,8 @@ pub struct WorkerSettings {
     pub storage_props: HashMap<String, String>,
     /// Bytes of memory DataFusion may use for all fragments together; `None` is unbounded.
     pub memory_limit: Option<usize>,
+    /// Where spilling operators write; `None`: the system's temporary directory.
+    pub spill_directory: Option<std::path::PathBuf>,
     /// Reported through `GetWorkerInfo`, so coordinators route only to compatible workers.
     pub version: String,
     /// How this worker reaches other workers (shuffles read from them).
@@ -75,6 +78,14 @@ impl WorkerStats {
     pub fn memory_reserved(&self) -> usize {
         self.memory.as_ref().map_or(0, |pool| pool.reserved())
     }
+
+    /// The size of the worker's memory pool; `None` when unbounded.
+    pub fn memory_limit(&self) -> Option<usize> {
+        match self.memory.as_ref()?.memory_limit() {
+            datafusion::execution::memory_pool::MemoryLimit::Finite(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
 }
 
 /// Builds the worker service: every fragment gets a session with SQE's codec, and all
@@ -85,6 +96,13 @@ pub fn build_worker(
     let mut runtime = RuntimeEnvBuilder::new();
     if let Some(limit) = settings.memory_limit {
         runtime = runtime.with_memory_limit(limit, 1.0);
+    }
+    // Operators that outgrow the pool spill here (DataFusion's default: the system's temp).
+    if let Some(directory) = &settings.spill_directory {
+        runtime = runtime.with_disk_manager_builder(
+            DiskManagerBuilder::default()
+                .with_mode(DiskManagerMode::Directories(vec![directory.clone()])),
+        );
     }
     let runtime = runtime.build_arc()?;
     let codec = SqeCodec::new(settings.storage_props.clone());

@@ -30,6 +30,7 @@ use datafusion::common::{SchemaReference, TableReference};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::{
     SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
@@ -95,6 +96,8 @@ pub struct EngineSettings {
     pub scan_bytes_per_partition: usize,
     /// Memory pool limit for all queries on the coordinator.
     pub memory_limit: Option<usize>,
+    /// Where spilling operators write; `None`: the system's temporary directory.
+    pub spill_directory: Option<std::path::PathBuf>,
     /// The coordinator's `[storage]` as Iceberg properties.
     pub storage_props: HashMap<String, String>,
     /// Longest a statement may run, streaming its results included; `None` is unbounded.
@@ -121,6 +124,7 @@ impl Default for EngineSettings {
             target_partitions: 0,
             scan_bytes_per_partition: 16 * 1024 * 1024,
             memory_limit: None,
+            spill_directory: None,
             storage_props: HashMap::new(),
             query_max_run_time: None,
             retry_policy: QueryRetryPolicy::None,
@@ -148,6 +152,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("target_partitions", &self.target_partitions)
             .field("scan_bytes_per_partition", &self.scan_bytes_per_partition)
             .field("memory_limit", &self.memory_limit)
+            .field("spill_directory", &self.spill_directory)
             .field("storage_props", &storage)
             .field("query_max_run_time", &self.query_max_run_time)
             .field("retry_policy", &self.retry_policy)
@@ -457,6 +462,12 @@ impl Engine {
         if let Some(limit) = settings.memory_limit {
             runtime = runtime.with_memory_limit(limit, 1.0);
         }
+        if let Some(directory) = &settings.spill_directory {
+            runtime = runtime.with_disk_manager_builder(
+                DiskManagerBuilder::default()
+                    .with_mode(DiskManagerMode::Directories(vec![directory.clone()])),
+            );
+        }
         let runtime = runtime.build_arc()?;
         let cache = Arc::new(ResultCache::new(settings.cache.clone()));
         // Commits through this coordinator are counted and evict the cached results that
@@ -525,6 +536,14 @@ impl Engine {
     /// Bytes the running statements hold in the coordinator's memory pool.
     pub fn memory_reserved(&self) -> usize {
         self.runtime.memory_pool.reserved()
+    }
+
+    /// The coordinator's memory pool's size; `None` when unbounded.
+    pub fn memory_limit(&self) -> Option<usize> {
+        match self.runtime.memory_pool.memory_limit() {
+            datafusion::execution::memory_pool::MemoryLimit::Finite(bytes) => Some(bytes),
+            _ => None,
+        }
     }
 
     /// Keeps the progress of running distributed queries current, asking their workers

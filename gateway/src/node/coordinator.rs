@@ -288,7 +288,12 @@ fn engine_settings(
         table_locations,
         target_partitions: config.coordinator.target_partitions,
         scan_bytes_per_partition: config.coordinator.scan_bytes_per_partition.0,
-        memory_limit: config.coordinator.memory_limit.map(|m| m.0),
+        memory_limit: config
+            .coordinator
+            .memory_limit
+            .map(|m| m.0)
+            .or_else(|| super::default_memory_limit(1)),
+        spill_directory: config.coordinator.spill_directory.clone(),
         storage_props,
         query_max_run_time: config
             .coordinator

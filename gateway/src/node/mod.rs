@@ -2,6 +2,7 @@
 //! servers started as one set with one shutdown path.
 
 mod coordinator;
+mod machine;
 mod observability;
 mod task_progress;
 mod worker;
@@ -9,6 +10,7 @@ mod worker;
 pub use coordinator::{
     RunningCoordinator, start_coordinator, start_coordinator_on, version_requirement,
 };
+pub(crate) use machine::default_memory_limit;
 pub use sqe_worker::node::RunningWorker;
 pub use worker::{start_worker, worker_node_id, worker_version};
 

@@ -35,7 +35,11 @@ fn settings(config: &WorkerConfig) -> Result<WorkerNodeSettings> {
         advertise_url: w.advertise_url.clone(),
         version: worker_version(config),
         storage_props: config.storage.iceberg_props()?,
-        memory_limit: w.memory_limit.map(|m| m.0),
+        memory_limit: w
+            .memory_limit
+            .map(|m| m.0)
+            .or_else(|| super::default_memory_limit(1)),
+        spill_directory: w.spill_directory.clone(),
         peers: config.peer_settings()?,
         coordinator: w.coordinator_url.as_ref().map(|url| CoordinatorLink {
             url: url.clone(),

@@ -268,6 +268,12 @@ impl Observed for CoordinatorObserved {
                 self.engine.memory_reserved() as f64,
             ),
             (
+                "sqe_memory_pool_limit_bytes",
+                "gauge",
+                "The size of the coordinator's memory pool (0: unbounded).",
+                self.engine.memory_limit().unwrap_or(0) as f64,
+            ),
+            (
                 "sqe_iceberg_commits_total",
                 "counter",
                 "Iceberg snapshots committed through this coordinator.",
@@ -331,6 +337,12 @@ impl Observed for WorkerObserved {
                 "gauge",
                 "Memory the worker's tasks hold in its pool.",
                 self.stats.memory_reserved() as f64,
+            ),
+            (
+                "sqe_memory_pool_limit_bytes",
+                "gauge",
+                "The size of the worker's memory pool (0: unbounded).",
+                self.stats.memory_limit().unwrap_or(0) as f64,
             ),
         ]);
         if let Some(membership) = &self.membership {

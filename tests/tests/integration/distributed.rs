@@ -1,5 +1,8 @@
 //! Distributed execution: same answers as single-process DataFusion, work on every worker.
 
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
 use datafusion_distributed::DistributedExec;
 use sqe_engine::engine::SessionSettings;
 use sqe_gateway::tpch::queries::QUERIES;
@@ -121,6 +124,61 @@ async fn worker_memory_limit_is_enforced() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// A sort larger than its workers' memory pools spills to the configured directory instead of
+/// failing, and answers every row in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sort_larger_than_the_memory_pool_spills_and_answers() -> TestResult {
+    let spill = tempfile::tempdir()?;
+    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
+        workers: 2,
+        scale_factor: 0.01,
+        worker_memory_limit: Some(SPILLING_POOL),
+        spill_directory: Some(spill.path().to_path_buf()),
+        ..TestCluster::options()
+    })
+    .await?;
+    // Sixteen copies of every line item's comment: more than the pool holds.
+    let sql = "SELECT l_comment AS c FROM tpch.lineitem CROSS JOIN \
+               (VALUES 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16) AS v(x) ORDER BY c";
+    let rows = cluster.query(sql).await?;
+    let mut comments = Vec::new();
+    for batch in &rows {
+        let column = cast(batch.column(0), &DataType::Utf8)?;
+        comments.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .map(Option::unwrap_or_default)
+                .map(str::to_string),
+        );
+    }
+    assert_eq!(comments.len(), 16 * 60_175);
+    assert!(comments.is_sorted(), "the rows are not in order");
+    // It spilled (the workers' sorts' metrics say so), and where it was told to: each node's
+    // disk manager (the coordinator's and both workers') keeps its working directory there.
+    let explained = render(&cluster.query(&format!("EXPLAIN ANALYZE {sql}")).await?);
+    let spills: u64 = explained
+        .split("spill_count=")
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u64>().ok()
+        })
+        .sum();
+    assert!(spills > 0, "the sort did not spill:\n{explained}");
+    assert_eq!(
+        std::fs::read_dir(spill.path())?.count(),
+        3,
+        "working directories in {}",
+        spill.path().display()
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+/// A worker pool that holds the sort's merge reservations but not its rows.
+const SPILLING_POOL: usize = 32 * 1024 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_query_past_its_max_run_time_is_stopped() -> TestResult {

@@ -47,6 +47,7 @@ async fn start_workers(
             version: (*version).into(),
             storage_props: Default::default(),
             memory_limit: None,
+            spill_directory: None,
             peers: unauthenticated_peers(),
             coordinator: None,
         };
