@@ -12,18 +12,22 @@
 //!   entries that read the table at once (the cache is one of the catalog's commit listeners,
 //!   see [`crate::commits`]).
 //! - Bounded by `max_memory_mb` (least recently used entries go first), `max_entry_mb` (larger
-//!   results are streamed, not kept) and `ttl_secs`.
+//!   results are streamed, not kept) and `ttl_secs`. What it keeps is held in the coordinator's
+//!   memory pool, beside the running queries: when the pool cannot hold a new entry, older
+//!   ones go first, and a result the pool has no room for is not kept.
 
 mod plan;
 mod stream;
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::write::CommitListener;
 
@@ -103,12 +107,49 @@ struct Entries {
     map: HashMap<CacheKey, Entry>,
     bytes: usize,
     clock: u64,
+    /// `bytes`, held in the coordinator's memory pool (none without a pool).
+    reservation: Option<MemoryReservation>,
 }
 
 impl Entries {
     fn remove(&mut self, key: &CacheKey) {
         if let Some(entry) = self.map.remove(key) {
             self.bytes -= entry.bytes;
+            if let Some(reservation) = &mut self.reservation {
+                reservation.shrink(entry.bytes);
+            }
+        }
+    }
+
+    /// Drops the least recently used entry; whether there was one.
+    fn evict_oldest(&mut self) -> bool {
+        let oldest = self
+            .map
+            .iter()
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(k, _)| *k);
+        match oldest {
+            Some(key) => {
+                self.remove(&key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes `bytes` from the pool for a new entry, evicting the least recently used ones
+    /// while it has no room; whether it got them.
+    fn make_room(&mut self, bytes: usize) -> bool {
+        loop {
+            let Some(reservation) = &mut self.reservation else {
+                return true;
+            };
+            if reservation.try_grow(bytes).is_ok() {
+                return true;
+            }
+            if !self.evict_oldest() {
+                return false;
+            }
         }
     }
 
@@ -135,9 +176,15 @@ pub struct ResultCache {
 }
 
 impl ResultCache {
-    pub fn new(settings: CacheSettings) -> Self {
+    /// A cache whose entries are held in `pool` (the coordinator's), when given.
+    pub fn new(settings: CacheSettings, pool: Option<&Arc<dyn MemoryPool>>) -> Self {
+        let reservation = pool.map(|pool| MemoryConsumer::new("result cache").register(pool));
         Self {
             settings,
+            entries: Mutex::new(Entries {
+                reservation,
+                ..Entries::default()
+            }),
             ..Self::default()
         }
     }
@@ -196,16 +243,9 @@ impl ResultCache {
         entries.remove(&key);
         let ttl = self.settings.ttl;
         entries.remove_where(|e| e.created.elapsed() >= ttl);
-        while entries.bytes + bytes > self.settings.max_memory {
-            let Some(oldest) = entries
-                .map
-                .iter()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| *k)
-            else {
-                break;
-            };
-            entries.remove(&oldest);
+        while entries.bytes + bytes > self.settings.max_memory && entries.evict_oldest() {}
+        if !entries.make_room(bytes) {
+            return;
         }
         entries.clock += 1;
         let last_used = entries.clock;

@@ -41,12 +41,52 @@ fn bytes(result: &CachedResult) -> usize {
 }
 
 fn cache(max_memory: usize, max_entry: usize, ttl: Duration) -> ResultCache {
-    ResultCache::new(CacheSettings {
-        enabled: true,
-        max_memory,
-        max_entry,
-        ttl,
-    })
+    ResultCache::new(
+        CacheSettings {
+            enabled: true,
+            max_memory,
+            max_entry,
+            ttl,
+        },
+        None,
+    )
+}
+
+/// The cache holds its entries in the coordinator's pool: beside a query's reservation the
+/// pool fits fewer entries (older ones go), none when it is full, and what goes is given back.
+#[test]
+fn entries_are_held_in_the_coordinators_memory_pool() {
+    use datafusion::execution::memory_pool::GreedyMemoryPool;
+    let one = bytes(&result(1000));
+    let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(3 * one));
+    let cache = ResultCache::new(
+        CacheSettings {
+            enabled: true,
+            max_memory: 10 * one,
+            max_entry: one,
+            ttl: Duration::from_secs(60),
+        },
+        Some(&pool),
+    );
+    let read = vec![table("t", Some(1))];
+    cache.put(key(1), result(1000), read.clone());
+    cache.put(key(2), result(1000), read.clone());
+    assert_eq!(pool.reserved(), 2 * one);
+    // A query takes most of what is left...
+    let query = MemoryConsumer::new("query").register(&pool);
+    assert!(query.try_grow(one / 2).is_ok());
+    // ...so a third entry fits only once the oldest has gone.
+    cache.put(key(3), result(1000), read.clone());
+    assert!(cache.get(&key(1), &read).is_none(), "the oldest stayed");
+    assert!(cache.get(&key(3), &read).is_some());
+    assert_eq!(pool.reserved(), 2 * one + one / 2);
+    // With the query holding everything the cache does not, nothing new is kept.
+    cache.invalidate_table(&table("t", None).table);
+    assert_eq!(pool.reserved(), one / 2);
+    assert!(query.try_grow(3 * one - one / 2).is_ok());
+    cache.put(key(4), result(1000), read.clone());
+    assert!(cache.get(&key(4), &read).is_none());
+    assert_eq!(cache.usage(), (0, 0));
 }
 
 #[test]

@@ -469,7 +469,10 @@ impl Engine {
             );
         }
         let runtime = runtime.build_arc()?;
-        let cache = Arc::new(ResultCache::new(settings.cache.clone()));
+        let cache = Arc::new(ResultCache::new(
+            settings.cache.clone(),
+            Some(&runtime.memory_pool),
+        ));
         // Commits through this coordinator are counted and evict the cached results that
         // read the table.
         let commits = Arc::new(Commits::new(vec![

@@ -300,6 +300,11 @@ impl QueryRecord {
         }
     }
 
+    /// Its share of the coordinator's memory pool, once it runs a plan.
+    pub fn memory(&self) -> Option<Arc<QueryMemory>> {
+        self.memory.get().cloned()
+    }
+
     /// Its distributed tasks, if it ran distributed.
     pub fn tasks(&self) -> Option<&Arc<TaskLedger>> {
         self.tasks.get()

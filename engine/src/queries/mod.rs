@@ -132,6 +132,9 @@ pub struct QueryOutput {
     pub described: Described,
     pub output: Output,
     pub changes: SessionChanges,
+    /// The statement's share of the coordinator's memory pool, for what an endpoint buffers
+    /// of its rows; `None` unless it runs a plan.
+    pub memory: Option<Arc<crate::memory::QueryMemory>>,
 }
 
 /// The statements of every endpoint, through one lifecycle.
@@ -441,6 +444,7 @@ impl QueryHandle {
             .tracker
             .take()
             .ok_or_else(|| Error::Internal("the query has already run".into()))?;
+        let memory = tracker.record().memory();
         let output = match output {
             Output::Rows(stream) => {
                 Output::Rows(renamed_stream(tracker.observe(stream), &described.schema))
@@ -454,6 +458,7 @@ impl QueryHandle {
             described,
             output,
             changes,
+            memory,
         })
     }
 }

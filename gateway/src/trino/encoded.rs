@@ -1,8 +1,14 @@
 //! Result rows encoded ahead of the pages that carry them: a task of the query's own encodes
 //! each batch as it arrives, a few batches ahead, so encoding the next page overlaps with the
-//! client reading the last one; a page is then copied together from encoded rows.
+//! client reading the last one; a page is then copied together from encoded rows. The encoded
+//! batches waiting for their client are held in the query's share of the coordinator's memory
+//! pool, as its operators' memory is: a result the pool cannot hold fails the query
+//! (EXCEEDED_GLOBAL_MEMORY_LIMIT) instead of growing the process.
+
+use std::sync::Arc;
 
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use futures::StreamExt;
 use sqe_engine::error::Error;
 use tokio::sync::mpsc;
@@ -19,6 +25,8 @@ pub(crate) struct EncodedBatch {
     json: Vec<u8>,
     /// Where each row's array ends in `json`.
     row_ends: Vec<usize>,
+    /// Its bytes in the query's memory pool, given back when it is dropped.
+    _held: Option<MemoryReservation>,
 }
 
 impl EncodedBatch {
@@ -33,7 +41,21 @@ impl EncodedBatch {
             encoder.write_row(&mut json, row)?;
             row_ends.push(json.len());
         }
-        Ok(Self { json, row_ends })
+        Ok(Self {
+            json,
+            row_ends,
+            _held: None,
+        })
+    }
+
+    /// The encoded batch with its bytes taken from `reservation`'s pool.
+    fn held_in(mut self, reservation: Option<&mut MemoryReservation>) -> Result<Self, Error> {
+        if let Some(reservation) = reservation {
+            let bytes = self.json.capacity() + self.row_ends.capacity() * size_of::<usize>();
+            reservation.try_grow(bytes)?;
+            self._held = Some(reservation.split(bytes));
+        }
+        Ok(self)
     }
 
     pub(crate) fn rows(&self) -> usize {
@@ -66,9 +88,15 @@ pub(crate) struct EncodedRows {
 impl EncodedRows {
     /// Starts encoding `stream`'s batches in a task that ends when the stream does, when it
     /// fails (the error is the last item) or when these rows are dropped (the stream is then
-    /// dropped too, which stops the query's plan).
-    pub(crate) fn spawn(mut stream: SendableRecordBatchStream) -> Self {
+    /// dropped too, which stops the query's plan). Encoded batches are held in `memory` until
+    /// their rows are taken.
+    pub(crate) fn spawn(
+        mut stream: SendableRecordBatchStream,
+        memory: Option<Arc<dyn MemoryPool>>,
+    ) -> Self {
         let (sender, receiver) = mpsc::channel(BATCHES_AHEAD);
+        let mut reservation =
+            memory.map(|pool| MemoryConsumer::new("Trino result pages").register(&pool));
         sqe_layers::task::spawn(
             async move {
                 loop {
@@ -79,7 +107,8 @@ impl EncodedRows {
                     let encoded = match next {
                         None => return,
                         Some(Ok(batch)) if batch.num_rows() == 0 => continue,
-                        Some(Ok(batch)) => EncodedBatch::encode(&batch),
+                        Some(Ok(batch)) => EncodedBatch::encode(&batch)
+                            .and_then(|encoded| encoded.held_in(reservation.as_mut())),
                         Some(Err(e)) => Err(e.into()),
                     };
                     let failed = encoded.is_err();
@@ -150,7 +179,7 @@ mod tests {
     -> Result<(), Error> {
         let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let batches = vec![batch(vec![1]), batch(vec![2]), batch(vec![3])];
-        let mut rows = EncodedRows::spawn(endless(batches, Arc::clone(&dropped)));
+        let mut rows = EncodedRows::spawn(endless(batches, Arc::clone(&dropped)), None);
         // Nobody asks, yet the first batches get encoded.
         let mut ready = None;
         for _ in 0..1000 {
@@ -185,6 +214,49 @@ mod tests {
         Err(Error::Internal(
             "the plan's stream outlived its rows".into(),
         ))
+    }
+
+    #[tokio::test]
+    async fn encoded_rows_are_held_in_the_querys_pool_until_taken() -> Result<(), Error> {
+        use datafusion::execution::memory_pool::GreedyMemoryPool;
+        let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1 << 20));
+        let batches = vec![batch(vec![1, 2]), batch(vec![3])];
+        let schema = batches[0].schema();
+        let stream = futures::stream::iter(batches.into_iter().map(Ok));
+        let stream = Box::pin(
+            datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, stream),
+        );
+        let mut rows = EncodedRows::spawn(stream, Some(Arc::clone(&pool)));
+        let first = rows
+            .next()
+            .await
+            .ok_or_else(|| Error::Internal("no first batch".into()))??;
+        assert!(pool.reserved() >= first.json.len(), "{}", pool.reserved());
+        drop(first);
+        let last = rows
+            .next()
+            .await
+            .ok_or_else(|| Error::Internal("no last batch".into()))??;
+        drop(last);
+        assert!(rows.next().await.is_none());
+        assert_eq!(pool.reserved(), 0, "taken rows give their memory back");
+
+        // A pool too small for one encoded batch fails the query, as its operators would.
+        let tiny: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(4));
+        let mut rows = EncodedRows::spawn(
+            endless(vec![batch(vec![1, 2, 3])], Arc::default()),
+            Some(tiny),
+        );
+        let refused = rows
+            .next()
+            .await
+            .ok_or_else(|| Error::Internal("no answer".into()))?;
+        assert!(
+            matches!(refused, Err(Error::ResourcesExhausted(_))),
+            "{:?}",
+            refused.err()
+        );
+        Ok(())
     }
 
     #[test]

@@ -190,7 +190,11 @@ impl TrinoQuery {
                                         .map(|f| (f.name().clone(), TrinoType::from_field(f)))
                                         .collect(),
                                 );
-                                progress.execution = Execution::Rows(EncodedRows::spawn(stream));
+                                let memory = output.memory.map(|m| {
+                                    m as Arc<dyn datafusion::execution::memory_pool::MemoryPool>
+                                });
+                                progress.execution =
+                                    Execution::Rows(EncodedRows::spawn(stream, memory));
                             }
                             (update_type, output) => {
                                 let count = match output {
