@@ -11,6 +11,7 @@ mod aggregates;
 mod args;
 mod arrays;
 mod bounded;
+mod checked;
 mod datetime;
 mod decimals;
 mod error;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
+pub use checked::IntegerOperation;
 pub use error::InvalidArgument;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 
@@ -51,6 +53,9 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
         decimal_divide_function(),
+        checked_arithmetic_function(IntegerOperation::Add),
+        checked_arithmetic_function(IntegerOperation::Subtract),
+        checked_arithmetic_function(IntegerOperation::Multiply),
         Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
         Arc::new(ScalarUDF::new_from_impl(
             format::DateTimeText::format_datetime(),
@@ -78,6 +83,13 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
             aggregates::DecimalAggregate::sum(),
         )),
     ]
+}
+
+/// What the dialect calls for `+`, `-` or `*` of two integers (an error on overflow).
+pub fn checked_arithmetic_function(operation: IntegerOperation) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(checked::CheckedArithmetic::new(
+        operation,
+    )))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

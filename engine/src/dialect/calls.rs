@@ -11,7 +11,8 @@
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
 //!   decimals, with another meaning);
 //! - a division of decimals (or of a decimal and an integer) has Trino's type and rounds half
-//!   up (DataFusion's has a wider scale, truncated).
+//!   up (DataFusion's has a wider scale, truncated);
+//! - `+`, `-` and `*` of integers fail on overflow (DataFusion's wrap around).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
@@ -48,6 +49,11 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             op: Operator::Divide,
             right,
         }) => decimal_division(*left, *right, schema),
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: op @ (Operator::Plus | Operator::Minus | Operator::Multiply),
+            right,
+        }) => checked_integer_arithmetic(*left, op, *right, schema),
         Expr::BinaryExpr(BinaryExpr {
             ref left,
             op: Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor,
@@ -109,6 +115,36 @@ fn decimal_division(left: Expr, right: Expr, schema: &DFSchema) -> Result<Transf
     Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
         Box::new(left),
         Operator::Divide,
+        Box::new(right),
+    ))))
+}
+
+/// `left op right` failing on overflow when both are integers (NULL counts as one when the
+/// other is); other operands as they were.
+fn checked_integer_arithmetic(
+    left: Expr,
+    op: Operator,
+    right: Expr,
+    schema: &DFSchema,
+) -> Result<Transformed<Expr>> {
+    let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+    let integers = is_integer(&left_type) && is_integer(&right_type);
+    let operation = match op {
+        Operator::Plus => sqe_functions::IntegerOperation::Add,
+        Operator::Minus => sqe_functions::IntegerOperation::Subtract,
+        _ => sqe_functions::IntegerOperation::Multiply,
+    };
+    if integers {
+        return Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(
+                sqe_functions::checked_arithmetic_function(operation),
+                vec![left, right],
+            ),
+        )));
+    }
+    Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(left),
+        op,
         Box::new(right),
     ))))
 }

@@ -1,0 +1,208 @@
+//! Integer `+`, `-` and `*` as Trino does them: a result outside the type's range is an error
+//! (NUMERIC_VALUE_OUT_OF_RANGE), where DataFusion's operators wrap around silently
+//! (`2147483647 + 1` was `-2147483648`). The dialect calls these for every such operation on
+//! two integers; both are taken in the wider of their types, as Trino's `integer + bigint` is
+//! a `bigint`. Arrow's own checked kernels do the arithmetic.
+
+use datafusion::arrow::compute::kernels::numeric;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+/// The operation of a [`CheckedArithmetic`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntegerOperation {
+    Add,
+    Subtract,
+    Multiply,
+}
+
+impl IntegerOperation {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Add => "sqe_checked_add",
+            Self::Subtract => "sqe_checked_subtract",
+            Self::Multiply => "sqe_checked_multiply",
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CheckedArithmetic {
+    operation: IntegerOperation,
+    signature: Signature,
+}
+
+impl CheckedArithmetic {
+    pub(crate) fn new(operation: IntegerOperation) -> Self {
+        Self {
+            operation,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The integer type of Trino's result: the wider operand's (NULL takes the other's).
+fn common_integer(a: &DataType, b: &DataType) -> Option<DataType> {
+    let width = |t: &DataType| match t {
+        DataType::Int8 => Some(1),
+        DataType::Int16 => Some(2),
+        DataType::Int32 => Some(3),
+        DataType::Int64 => Some(4),
+        DataType::Null => Some(0),
+        _ => None,
+    };
+    let (wa, wb) = (width(a)?, width(b)?);
+    Some(match wa.max(wb) {
+        0 | 4 => DataType::Int64,
+        3 => DataType::Int32,
+        2 => DataType::Int16,
+        _ => DataType::Int8,
+    })
+}
+
+impl ScalarUDFImpl for CheckedArithmetic {
+    fn name(&self) -> &str {
+        self.operation.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [a, b] => match common_integer(a, b) {
+                Some(t) => Ok(vec![t.clone(), t]),
+                None => plan_err!("{} takes two integers, not {a} and {b}", self.name()),
+            },
+            _ => plan_err!("{} takes two integers", self.name()),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types {
+            [a, b] => common_integer(a, b)
+                .map_or_else(|| plan_err!("{} takes two integers", self.name()), Ok),
+            _ => plan_err!("{} takes two integers", self.name()),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [a, b] = args.args.as_slice() else {
+            return exec_err!("{} takes two integers", self.name());
+        };
+        let datum = |value: &ColumnarValue| -> Result<Box<dyn datafusion::arrow::array::Datum>> {
+            Ok(match value {
+                ColumnarValue::Array(array) => Box::new(std::sync::Arc::clone(array)),
+                ColumnarValue::Scalar(scalar) => Box::new(scalar.to_scalar()?),
+            })
+        };
+        let (left, right) = (datum(a)?, datum(b)?);
+        let kernel = match self.operation {
+            IntegerOperation::Add => numeric::add,
+            IntegerOperation::Subtract => numeric::sub,
+            IntegerOperation::Multiply => numeric::mul,
+        };
+        let result = kernel(left.as_ref(), right.as_ref())?;
+        match (a, b) {
+            (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)) => Ok(ColumnarValue::Scalar(
+                datafusion::common::ScalarValue::try_from_array(&result, 0)?,
+            )),
+            _ => Ok(ColumnarValue::Array(result)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array};
+    use datafusion::arrow::datatypes::Field;
+    use datafusion::arrow::error::ArrowError;
+    use datafusion::common::ScalarValue;
+    use datafusion::config::ConfigOptions;
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn run(
+        operation: IntegerOperation,
+        a: ColumnarValue,
+        b: ColumnarValue,
+        rows: usize,
+    ) -> Result<ColumnarValue> {
+        let f = CheckedArithmetic::new(operation);
+        let types = [a.data_type(), b.data_type()];
+        let return_type = f.return_type(&types)?;
+        f.invoke_with_args(ScalarFunctionArgs {
+            arg_fields: types
+                .iter()
+                .map(|t| Arc::new(Field::new("x", t.clone(), true)))
+                .collect(),
+            args: vec![a, b],
+            number_rows: rows,
+            return_field: Arc::new(Field::new("r", return_type, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        })
+    }
+
+    #[test]
+    fn results_in_range_are_the_sums_and_products() -> Result<()> {
+        let column: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(-3)]));
+        let ColumnarValue::Array(sums) = run(
+            IntegerOperation::Add,
+            ColumnarValue::Array(column),
+            ColumnarValue::Scalar(ScalarValue::Int32(Some(10))),
+            3,
+        )?
+        else {
+            return exec_err!("a column and a scalar make a column");
+        };
+        let expected: ArrayRef = Arc::new(Int32Array::from(vec![Some(11), None, Some(7)]));
+        assert_eq!(&sums, &expected);
+        let product = run(
+            IntegerOperation::Multiply,
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(-4))),
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(5))),
+            1,
+        )?;
+        assert!(matches!(
+            product,
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(-20)))
+        ));
+        assert_eq!(
+            common_integer(&DataType::Int32, &DataType::Int64),
+            Some(DataType::Int64)
+        );
+        assert_eq!(common_integer(&DataType::Int32, &DataType::Float64), None);
+        Ok(())
+    }
+
+    #[test]
+    fn results_out_of_range_are_errors_not_wrapped() {
+        for (operation, a, b) in [
+            (IntegerOperation::Add, i64::MAX, 1),
+            (IntegerOperation::Subtract, i64::MIN, 1),
+            (IntegerOperation::Multiply, i64::MAX / 2 + 1, 2),
+        ] {
+            let column: ArrayRef = Arc::new(Int64Array::from(vec![a]));
+            let outcome = run(
+                operation,
+                ColumnarValue::Array(column),
+                ColumnarValue::Scalar(ScalarValue::Int64(Some(b))),
+                1,
+            );
+            assert!(
+                matches!(
+                    &outcome,
+                    Err(datafusion::error::DataFusionError::ArrowError(e, _))
+                        if matches!(e.as_ref(), ArrowError::ArithmeticOverflow(_))
+                ),
+                "{operation:?}: {:?}",
+                outcome.map(|_| ())
+            );
+        }
+    }
+}
