@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::MemoryPool;
+use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use tokio::net::TcpListener;
@@ -95,7 +96,13 @@ pub fn build_worker(
 ) -> Result<(Worker, Arc<WorkerStats>), DataFusionError> {
     let mut runtime = RuntimeEnvBuilder::new();
     if let Some(limit) = settings.memory_limit {
-        runtime = runtime.with_memory_limit(limit, 1.0);
+        // Spillable operators share the pool fairly: with DataFusion's default greedy pool one
+        // sort partition could take it all and leave another none for its merge, failing a
+        // query that could have spilled. The five largest consumers are named in refusals.
+        runtime = runtime.with_memory_pool(Arc::new(TrackConsumersPool::new(
+            FairSpillPool::new(limit),
+            std::num::NonZeroUsize::MIN.saturating_add(4),
+        )));
     }
     // Operators that outgrow the pool spill here (DataFusion's default: the system's temp).
     if let Some(directory) = &settings.spill_directory {

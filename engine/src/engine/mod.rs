@@ -31,6 +31,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::{
     SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
@@ -460,7 +461,13 @@ impl Engine {
     ) -> Result<Arc<Self>> {
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = settings.memory_limit {
-            runtime = runtime.with_memory_limit(limit, 1.0);
+            // Spillable operators share the pool fairly: with DataFusion's default greedy pool one
+            // sort partition could take it all and leave another none for its merge, failing a
+            // query that could have spilled. The five largest consumers are named in refusals.
+            runtime = runtime.with_memory_pool(Arc::new(TrackConsumersPool::new(
+                FairSpillPool::new(limit),
+                std::num::NonZeroUsize::MIN.saturating_add(4),
+            )));
         }
         if let Some(directory) = &settings.spill_directory {
             runtime = runtime.with_disk_manager_builder(
