@@ -25,7 +25,7 @@ use datafusion::functions_nested::expr_fn::{
     array_append, array_concat, array_prepend, array_reverse,
 };
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
-use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Operator, lit};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, Operator, cast, lit};
 
 use crate::error::{Error, ErrorCode};
 
@@ -46,14 +46,9 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
         cast @ (Expr::Cast(_) | Expr::TryCast(_)) => trino_cast(cast, schema),
         Expr::BinaryExpr(BinaryExpr {
             left,
-            op: Operator::Divide,
+            op: op @ (Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide),
             right,
-        }) => decimal_division(*left, *right, schema),
-        Expr::BinaryExpr(BinaryExpr {
-            left,
-            op: op @ (Operator::Plus | Operator::Minus | Operator::Multiply),
-            right,
-        }) => checked_integer_arithmetic(*left, op, *right, schema),
+        }) => arithmetic(*left, op, *right, schema),
         Expr::BinaryExpr(BinaryExpr {
             ref left,
             op: Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor,
@@ -78,75 +73,66 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
     }
 }
 
-/// `left / right` with Trino's decimal quotient when both are decimals, or one is and the other
-/// an integer (as the decimal that holds it: `integer` is `decimal(10,0)`); other divisions as
-/// they were.
-fn decimal_division(left: Expr, right: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
-    let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
-    let either_decimal = is_decimal(&left_type) || is_decimal(&right_type);
-    let as_decimal = |expr: Expr, t: &DataType| -> Option<Expr> {
-        let digits = match t {
-            DataType::Decimal128(..) => return Some(expr),
-            DataType::Int8 => 3,
-            DataType::Int16 => 5,
-            DataType::Int32 => 10,
-            DataType::Int64 => 19,
-            _ => return None,
-        };
-        Some(Expr::Cast(Cast::new(
-            Box::new(expr),
-            DataType::Decimal128(digits, 0),
-        )))
-    };
-    if either_decimal
-        && let (Some(dividend), Some(divisor)) = (
-            as_decimal(left.clone(), &left_type),
-            as_decimal(right.clone(), &right_type),
-        )
-    {
-        return Ok(Transformed::yes(Expr::ScalarFunction(
-            ScalarFunction::new_udf(
-                sqe_functions::decimal_divide_function(),
-                vec![dividend, divisor],
-            ),
-        )));
-    }
-    Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
-        Box::new(left),
-        Operator::Divide,
-        Box::new(right),
-    ))))
-}
-
-/// `left op right` failing on overflow when both are integers (NULL counts as one when the
-/// other is); other operands as they were.
-fn checked_integer_arithmetic(
+/// `left op right` for `+`, `-`, `*` and `/` as Trino means them: a quotient of decimals (or of
+/// a decimal and an integer, as the decimal that holds it: `integer` is `decimal(10,0)`) in
+/// Trino's type, and integer `+`, `-`, `*` failing on overflow, each a function of SQE's; other
+/// operands as they were.
+fn arithmetic(
     left: Expr,
     op: Operator,
     right: Expr,
     schema: &DFSchema,
 ) -> Result<Transformed<Expr>> {
     let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
-    let integers = is_integer(&left_type) && is_integer(&right_type);
-    let operation = match op {
-        Operator::Plus => sqe_functions::IntegerOperation::Add,
-        Operator::Minus => sqe_functions::IntegerOperation::Subtract,
-        _ => sqe_functions::IntegerOperation::Multiply,
+    let call = |function, args| {
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(function, args),
+        )))
     };
-    if integers {
-        return Ok(Transformed::yes(Expr::ScalarFunction(
-            ScalarFunction::new_udf(
-                sqe_functions::checked_arithmetic_function(operation),
-                vec![left, right],
-            ),
-        )));
+    let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    let in_quotient = |t: &DataType| is_decimal(t) || integer_digits(t).is_some();
+    if op == Operator::Divide {
+        if (is_decimal(&left_type) || is_decimal(&right_type))
+            && in_quotient(&left_type)
+            && in_quotient(&right_type)
+        {
+            let as_decimal = |expr: Expr, t: &DataType| match integer_digits(t) {
+                Some(digits) => cast(expr, DataType::Decimal128(digits, 0)),
+                None => expr,
+            };
+            return call(
+                sqe_functions::decimal_divide_function(),
+                vec![as_decimal(left, &left_type), as_decimal(right, &right_type)],
+            );
+        }
+    } else if is_integer(&left_type) && is_integer(&right_type) {
+        let operation = match op {
+            Operator::Plus => sqe_functions::IntegerOperation::Add,
+            Operator::Minus => sqe_functions::IntegerOperation::Subtract,
+            _ => sqe_functions::IntegerOperation::Multiply,
+        };
+        return call(
+            sqe_functions::checked_arithmetic_function(operation),
+            vec![left, right],
+        );
     }
     Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
         Box::new(left),
         op,
         Box::new(right),
     ))))
+}
+
+/// The digits of the decimal that holds every value of an integer type (Trino's implicit
+/// coercion); `None` for other types.
+fn integer_digits(t: &DataType) -> Option<u8> {
+    match t {
+        DataType::Int8 => Some(3),
+        DataType::Int16 => Some(5),
+        DataType::Int32 => Some(10),
+        DataType::Int64 => Some(19),
+        _ => None,
+    }
 }
 
 /// A user error of `code`, carried through DataFusion's planning to the engine's classifier.
@@ -259,10 +245,7 @@ fn small_integer(expr: &Expr) -> Option<i32> {
 }
 
 fn is_integer(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
-    )
+    integer_digits(t).is_some()
 }
 
 /// A real number rounded to an integer value in its own type, ready for an integer cast.

@@ -41,21 +41,8 @@ fn retryable(error: &Error) -> bool {
     )
 }
 
-/// Where a retrying stream is.
-enum Attempt {
-    /// No row handed on yet: a failure may still be retried.
-    Trying {
-        stream: SendableRecordBatchStream,
-        retries_left: u32,
-        delay: Duration,
-    },
-    /// Rows have gone: what the stream yields, errors included, is the answer.
-    Streaming(SendableRecordBatchStream),
-    Done,
-}
-
 /// `first` (the query's first run), run again from `replanning` while it fails retryably
-/// before its first row.
+/// before its first row; from that row on, the run that gave it streams on as it is.
 pub(super) fn retrying(
     first: SendableRecordBatchStream,
     replanning: Replanning,
@@ -63,53 +50,40 @@ pub(super) fn retrying(
     task_ctx: Arc<TaskContext>,
 ) -> SendableRecordBatchStream {
     let schema = first.schema();
-    let replanning = Arc::new(replanning);
-    let start = Attempt::Trying {
-        stream: first,
-        retries_left: replanning.retries,
-        delay: FIRST_DELAY,
-    };
-    let batches = futures::stream::unfold(start, move |attempt| {
-        let replanning = Arc::clone(&replanning);
-        let runtime = Arc::clone(&runtime);
-        let task_ctx = Arc::clone(&task_ctx);
-        async move {
-            match attempt {
-                Attempt::Streaming(mut stream) => {
-                    let item = stream.next().await?;
-                    Some((item, Attempt::Streaming(stream)))
+    let answering_run = async move {
+        let mut stream = first;
+        let mut retries_left = replanning.retries;
+        let mut delay = FIRST_DELAY;
+        loop {
+            let failure = match stream.next().await {
+                None => return futures::stream::empty().boxed(),
+                // An empty batch carries no row: holding it back keeps a retry open.
+                Some(Ok(batch)) if batch.num_rows() == 0 => continue,
+                Some(Ok(batch)) => {
+                    return futures::stream::once(async { Ok(batch) })
+                        .chain(stream)
+                        .boxed();
                 }
-                Attempt::Done => None,
-                Attempt::Trying {
-                    mut stream,
-                    mut retries_left,
-                    mut delay,
-                } => loop {
-                    let failure = match stream.next().await? {
-                        // An empty batch carries no row: holding it back keeps a retry open.
-                        Ok(batch) if batch.num_rows() == 0 => continue,
-                        Ok(batch) => return Some((Ok(batch), Attempt::Streaming(stream))),
-                        Err(e) => Error::from(e),
-                    };
-                    if retries_left == 0 || !retryable(&failure) {
-                        let error = DataFusionError::External(Box::new(failure));
-                        return Some((Err(error), Attempt::Done));
-                    }
-                    // The failed run's tasks stop with its stream, before the next one starts.
-                    drop(stream);
-                    retries_left -= 1;
-                    tracing::warn!(
-                        error = %failure,
-                        retries_left,
-                        "the query failed before sending a row; running it again (retry_policy QUERY)"
-                    );
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(MAX_DELAY);
-                    stream = run_again(&replanning, &runtime, &task_ctx).await;
-                },
+                Some(Err(e)) => Error::from(e),
+            };
+            if retries_left == 0 || !retryable(&failure) {
+                let error = DataFusionError::External(Box::new(failure));
+                return futures::stream::once(async { Err(error) }).boxed();
             }
+            // The failed run's tasks stop with its stream, before the next one starts.
+            drop(stream);
+            retries_left -= 1;
+            tracing::warn!(
+                error = %failure,
+                retries_left,
+                "the query failed before sending a row; running it again (retry_policy QUERY)"
+            );
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_DELAY);
+            stream = run_again(&replanning, &runtime, &task_ctx).await;
         }
-    });
+    };
+    let batches = futures::stream::once(answering_run).flatten();
     Box::pin(RecordBatchStreamAdapter::new(schema, batches))
 }
 
