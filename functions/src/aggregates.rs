@@ -3,8 +3,7 @@
 //! double), from DataFusion's t-digest (Trino keeps a q-digest: both are estimates); `avg` of a
 //! `decimal(p,s)` answers a `decimal(p,s)` rounded half up, as Trino's does (DataFusion's answers
 //! a wider `decimal(p+4,s+4)` whose last digit is truncated: `avg(l_discount)` over TPC-H's
-//! `decimal(15,2)` is `0.050144` for a mean of 0.0501446, where Trino says `0.05`); `sum` of a
-//! `decimal(p,s)` is a `decimal(38,s)`, as Trino's is (DataFusion's is `decimal(p+10,s)`).
+//! `decimal(15,2)` is `0.050144` for a mean of 0.0501446, where Trino says `0.05`).
 
 use std::sync::Arc;
 
@@ -14,7 +13,6 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf;
 use datafusion::functions_aggregate::average::avg_udaf;
-use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
@@ -114,63 +112,34 @@ impl AggregateUDFImpl for ApproxPercentile {
     }
 }
 
-/// The decimal type Trino's aggregate answers where DataFusion's differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum DecimalAnswer {
-    /// `avg`: the argument's own type. DataFusion's accumulators compute in their wider type;
-    /// each answer is cast to the argument's, which rounds half away from zero (rounding the
-    /// truncated value rounds the exact one: the rounding boundary has fewer digits than the
-    /// truncation kept).
-    ArgumentType,
-    /// `sum`: `decimal(38,s)`. DataFusion's accumulators sum in the type they are asked to
-    /// answer in, so they are asked for this one.
-    WidestOfScale,
-}
-
-/// DataFusion's `avg` or `sum` answering a decimal argument in Trino's type. Being the
-/// aggregate itself, not a cast above it, the type holds wherever it is used: a `HAVING`
-/// condition (where DataFusion's optimizer could otherwise compare the unrounded value),
-/// `typeof`, a window.
+/// DataFusion's `avg` answering a decimal argument in the argument's own type, as Trino's.
+/// DataFusion's accumulators compute in their wider type; each answer is cast to the
+/// argument's, which rounds half away from zero (rounding the truncated value rounds the exact
+/// one: the rounding boundary has fewer digits than the truncation kept). Being the aggregate
+/// itself, not a cast above it, the type holds wherever it is used: a `HAVING` condition (where
+/// DataFusion's optimizer could otherwise compare the unrounded value), `typeof`, a window.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub(crate) struct DecimalAggregate {
+pub(crate) struct DecimalAverage {
     inner: Arc<AggregateUDF>,
-    answer: DecimalAnswer,
 }
 
-impl DecimalAggregate {
-    pub(crate) fn avg() -> Self {
-        Self {
-            inner: avg_udaf(),
-            answer: DecimalAnswer::ArgumentType,
-        }
-    }
-
-    pub(crate) fn sum() -> Self {
-        Self {
-            inner: sum_udaf(),
-            answer: DecimalAnswer::WidestOfScale,
-        }
+impl DecimalAverage {
+    pub(crate) fn new() -> Self {
+        Self { inner: avg_udaf() }
     }
 
     /// Trino's type for an argument of type `argument`, where it is not DataFusion's.
-    fn trino_type(&self, argument: &DataType) -> Option<DataType> {
-        match (self.answer, argument) {
-            (DecimalAnswer::ArgumentType, DataType::Decimal128(..) | DataType::Decimal256(..)) => {
-                Some(argument.clone())
-            }
-            (DecimalAnswer::WidestOfScale, DataType::Decimal128(_, scale)) => {
-                Some(DataType::Decimal128(38, *scale))
-            }
-            _ => None,
-        }
+    fn trino_type(argument: &DataType) -> Option<DataType> {
+        matches!(
+            argument,
+            DataType::Decimal128(..) | DataType::Decimal256(..)
+        )
+        .then(|| argument.clone())
     }
 
     /// The type DataFusion's accumulators answer in for `argument`.
     fn computed_type(&self, argument: &DataType) -> Result<DataType> {
-        match (self.answer, self.trino_type(argument)) {
-            (DecimalAnswer::WidestOfScale, Some(trino)) => Ok(trino),
-            _ => self.inner.return_type(std::slice::from_ref(argument)),
-        }
+        self.inner.return_type(std::slice::from_ref(argument))
     }
 
     fn computed_field(&self, name: &str, fields: &[FieldRef]) -> Result<FieldRef> {
@@ -201,7 +170,7 @@ impl DecimalAggregate {
     }
 }
 
-impl AggregateUDFImpl for DecimalAggregate {
+impl AggregateUDFImpl for DecimalAverage {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -220,7 +189,7 @@ impl AggregateUDFImpl for DecimalAggregate {
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types {
-            [argument] => match self.trino_type(argument) {
+            [argument] => match Self::trino_type(argument) {
                 Some(trino) => Ok(trino),
                 None => self.inner.return_type(arg_types),
             },

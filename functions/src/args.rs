@@ -16,8 +16,12 @@ pub(crate) fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
         .collect()
 }
 
+/// `array` as text, real numbers written as Trino writes them.
 pub(crate) fn strings(array: &ArrayRef) -> Result<ArrayRef> {
-    Ok(cast(array, &DataType::Utf8)?)
+    match crate::real_text::real_numbers_as_text(array) {
+        Some(text) => Ok(text),
+        None => Ok(cast(array, &DataType::Utf8)?),
+    }
 }
 
 pub(crate) fn longs(array: &ArrayRef) -> Result<Int64Array> {

@@ -1,11 +1,16 @@
-//! Integer `+`, `-` and `*` as Trino does them: a result outside the type's range is an error
-//! (NUMERIC_VALUE_OUT_OF_RANGE), where DataFusion's operators wrap around silently
-//! (`2147483647 + 1` was `-2147483648`). The dialect calls these for every such operation on
-//! two integers; both are taken in the wider of their types, as Trino's `integer + bigint` is
-//! a `bigint`. Arrow's own checked kernels do the arithmetic.
+//! Integer `+`, `-`, `*`, negation and `abs` as Trino does them: a result outside the type's
+//! range is an error (NUMERIC_VALUE_OUT_OF_RANGE), where DataFusion's operators wrap around
+//! silently (`2147483647 + 1` was `-2147483648`, `-x` of the smallest bigint itself) and its
+//! `abs` fails as an internal error. The dialect calls these for every such operation on
+//! integers; two operands are taken in the wider of their types, as Trino's `integer + bigint`
+//! is a `bigint`. Arrow's own checked kernels do the arithmetic.
 
+use datafusion::arrow::array::{ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray};
 use datafusion::arrow::compute::kernels::numeric;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{
+    ArrowNativeTypeOp, DataType, Int8Type, Int16Type, Int32Type, Int64Type,
+};
+use datafusion::arrow::error::ArrowError;
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -17,6 +22,8 @@ pub enum IntegerOperation {
     Add,
     Subtract,
     Multiply,
+    Negate,
+    Abs,
 }
 
 impl IntegerOperation {
@@ -25,7 +32,13 @@ impl IntegerOperation {
             Self::Add => "sqe_checked_add",
             Self::Subtract => "sqe_checked_subtract",
             Self::Multiply => "sqe_checked_multiply",
+            Self::Negate => "sqe_checked_negate",
+            Self::Abs => "sqe_checked_abs",
         }
+    }
+
+    fn unary(self) -> bool {
+        matches!(self, Self::Negate | Self::Abs)
     }
 }
 
@@ -74,7 +87,11 @@ impl ScalarUDFImpl for CheckedArithmetic {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
-            [a, b] => match common_integer(a, b) {
+            [a] if self.operation.unary() => match common_integer(a, a) {
+                Some(t) => Ok(vec![t]),
+                None => plan_err!("{} takes an integer, not {a}", self.name()),
+            },
+            [a, b] if !self.operation.unary() => match common_integer(a, b) {
                 Some(t) => Ok(vec![t.clone(), t]),
                 None => plan_err!("{} takes two integers, not {a} and {b}", self.name()),
             },
@@ -84,13 +101,18 @@ impl ScalarUDFImpl for CheckedArithmetic {
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types {
-            [a, b] => common_integer(a, b)
+            [a] if self.operation.unary() => common_integer(a, a)
+                .map_or_else(|| plan_err!("{} takes an integer", self.name()), Ok),
+            [a, b] if !self.operation.unary() => common_integer(a, b)
                 .map_or_else(|| plan_err!("{} takes two integers", self.name()), Ok),
             _ => plan_err!("{} takes two integers", self.name()),
         }
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if let [value] = args.args.as_slice() {
+            return unary(self.operation, value);
+        }
         let [a, b] = args.args.as_slice() else {
             return exec_err!("{} takes two integers", self.name());
         };
@@ -105,6 +127,9 @@ impl ScalarUDFImpl for CheckedArithmetic {
             IntegerOperation::Add => numeric::add,
             IntegerOperation::Subtract => numeric::sub,
             IntegerOperation::Multiply => numeric::mul,
+            IntegerOperation::Negate | IntegerOperation::Abs => {
+                return exec_err!("{} takes one integer", self.name());
+            }
         };
         let result = kernel(left.as_ref(), right.as_ref())?;
         match (a, b) {
@@ -114,6 +139,44 @@ impl ScalarUDFImpl for CheckedArithmetic {
             _ => Ok(ColumnarValue::Array(result)),
         }
     }
+}
+
+/// `-x` or `abs(x)` of an integer.
+fn unary(operation: IntegerOperation, value: &ColumnarValue) -> Result<ColumnarValue> {
+    let array = value.to_array(1)?;
+    let result = match array.data_type() {
+        DataType::Int8 => unary_of::<Int8Type>(operation, &array)?,
+        DataType::Int16 => unary_of::<Int16Type>(operation, &array)?,
+        DataType::Int32 => unary_of::<Int32Type>(operation, &array)?,
+        DataType::Int64 => unary_of::<Int64Type>(operation, &array)?,
+        other => return exec_err!("{} takes an integer, not {other}", operation.name()),
+    };
+    Ok(match value {
+        ColumnarValue::Scalar(_) => {
+            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
+        }
+        ColumnarValue::Array(_) => ColumnarValue::Array(result),
+    })
+}
+
+fn unary_of<T: ArrowPrimitiveType>(
+    operation: IntegerOperation,
+    array: &ArrayRef,
+) -> Result<ArrayRef> {
+    let values = array.as_primitive::<T>();
+    let result: PrimitiveArray<T> = values.try_unary(|v| {
+        let negative = operation == IntegerOperation::Negate || v.is_lt(T::Native::ZERO);
+        if !negative {
+            return Ok(v);
+        }
+        v.neg_checked().map_err(|_| {
+            ArrowError::ArithmeticOverflow(match operation {
+                IntegerOperation::Abs => format!("Value {v:?} is out of range for abs"),
+                _ => format!("Value {v:?} is out of range for negation"),
+            })
+        })
+    })?;
+    Ok(std::sync::Arc::new(result))
 }
 
 #[cfg(test)]
@@ -204,5 +267,38 @@ mod tests {
                 outcome.map(|_| ())
             );
         }
+    }
+
+    #[test]
+    fn negation_and_abs_fail_only_for_the_smallest_value() -> Result<()> {
+        let f = |operation| CheckedArithmetic::new(operation);
+        let invoke = |operation, value: ArrayRef| {
+            unary(operation, &ColumnarValue::Array(value)).and_then(|r| r.to_array(1))
+        };
+        let column: ArrayRef = Arc::new(Int32Array::from(vec![Some(-5), None, Some(7)]));
+        let negated: ArrayRef = Arc::new(Int32Array::from(vec![Some(5), None, Some(-7)]));
+        let absolute: ArrayRef = Arc::new(Int32Array::from(vec![Some(5), None, Some(7)]));
+        assert_eq!(
+            &invoke(IntegerOperation::Negate, Arc::clone(&column))?,
+            &negated
+        );
+        assert_eq!(&invoke(IntegerOperation::Abs, column)?, &absolute);
+        assert_eq!(
+            f(IntegerOperation::Abs).return_type(&[DataType::Int16])?,
+            DataType::Int16
+        );
+        for operation in [IntegerOperation::Negate, IntegerOperation::Abs] {
+            let smallest: ArrayRef = Arc::new(Int64Array::from(vec![1, i64::MIN]));
+            let outcome = invoke(operation, smallest);
+            assert!(
+                matches!(
+                    &outcome,
+                    Err(datafusion::error::DataFusionError::ArrowError(e, _))
+                        if matches!(e.as_ref(), ArrowError::ArithmeticOverflow(_))
+                ),
+                "{operation:?}: {outcome:?}"
+            );
+        }
+        Ok(())
     }
 }

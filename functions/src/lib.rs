@@ -18,8 +18,10 @@ mod error;
 mod format;
 mod json;
 mod precision;
+mod real_text;
 mod regex;
 mod strings;
+mod sums;
 mod urls;
 
 use std::sync::Arc;
@@ -30,6 +32,7 @@ pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use error::InvalidArgument;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
+pub use real_text::{REAL_TEXT, double_text, real_text};
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
@@ -50,12 +53,15 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(arrays::Sequence::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
+        real_text_function(),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
         decimal_divide_function(),
         checked_arithmetic_function(IntegerOperation::Add),
         checked_arithmetic_function(IntegerOperation::Subtract),
         checked_arithmetic_function(IntegerOperation::Multiply),
+        checked_arithmetic_function(IntegerOperation::Negate),
+        checked_arithmetic_function(IntegerOperation::Abs),
         Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
         Arc::new(ScalarUDF::new_from_impl(
             format::DateTimeText::format_datetime(),
@@ -77,19 +83,23 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
             aggregates::ApproxPercentile::new(),
         )),
         Arc::new(AggregateUDF::new_from_impl(
-            aggregates::DecimalAggregate::avg(),
+            aggregates::DecimalAverage::new(),
         )),
-        Arc::new(AggregateUDF::new_from_impl(
-            aggregates::DecimalAggregate::sum(),
-        )),
+        Arc::new(AggregateUDF::new_from_impl(sums::Sum::new())),
     ]
 }
 
-/// What the dialect calls for `+`, `-` or `*` of two integers (an error on overflow).
+/// What the dialect calls for `+`, `-` or `*` of two integers, or `-x` or `abs(x)` of one (an
+/// error on overflow).
 pub fn checked_arithmetic_function(operation: IntegerOperation) -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(checked::CheckedArithmetic::new(
         operation,
     )))
+}
+
+/// [`REAL_TEXT`]: what the dialect calls for a cast of a real number to `varchar`.
+pub fn real_text_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(real_text::RealText::new()))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

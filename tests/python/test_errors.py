@@ -37,6 +37,13 @@ CASES = [
     ("CREATE TABLE tpch.nation (a integer)", "TABLE_ALREADY_EXISTS", Status.ALREADY_EXISTS),
     ("CREATE SCHEMA tpch", "SCHEMA_ALREADY_EXISTS", Status.ALREADY_EXISTS),
     ("SELECT 1 / 0", "DIVISION_BY_ZERO", Status.INVALID_ARGUMENT),
+    # Sums leaving bigint, in workers' partial aggregates and the final one.
+    (
+        "SELECT l_returnflag, sum(l_orderkey + 9223372036800000000) FROM tpch.lineitem GROUP BY 1",
+        "NUMERIC_VALUE_OUT_OF_RANGE",
+        Status.INVALID_ARGUMENT,
+    ),
+    ("SELECT sum(l_orderkey + 9223372036800000000) FROM tpch.lineitem", "NUMERIC_VALUE_OUT_OF_RANGE", Status.INVALID_ARGUMENT),
     ("CREATE EXTERNAL TABLE x STORED AS PARQUET LOCATION '/tmp/x'", "NOT_SUPPORTED", Status.NOT_IMPLEMENTED),
     (ENDLESS, "EXCEEDED_TIME_LIMIT", Status.TIMEOUT),
     (HUNGRY, "EXCEEDED_GLOBAL_MEMORY_LIMIT", None),

@@ -7,12 +7,14 @@
 //! - `date_trunc` of a date is a date;
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
+//! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`);
 //! - only text casts to `varbinary`;
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
 //!   decimals, with another meaning);
 //! - a division of decimals (or of a decimal and an integer) has Trino's type and rounds half
 //!   up (DataFusion's has a wider scale, truncated);
-//! - `+`, `-` and `*` of integers fail on overflow (DataFusion's wrap around).
+//! - `+`, `-`, `*`, negation and `abs` of integers fail on overflow (DataFusion's wrap around,
+//!   or fail as internal errors).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
@@ -49,6 +51,9 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             op: op @ (Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide),
             right,
         }) => arithmetic(*left, op, *right, schema),
+        Expr::Negative(operand) if is_integer(&operand.get_type(schema)?) => Ok(Transformed::yes(
+            checked(sqe_functions::IntegerOperation::Negate, vec![*operand]),
+        )),
         Expr::BinaryExpr(BinaryExpr {
             ref left,
             op: Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor,
@@ -111,16 +116,21 @@ fn arithmetic(
             Operator::Minus => sqe_functions::IntegerOperation::Subtract,
             _ => sqe_functions::IntegerOperation::Multiply,
         };
-        return call(
-            sqe_functions::checked_arithmetic_function(operation),
-            vec![left, right],
-        );
+        return Ok(Transformed::yes(checked(operation, vec![left, right])));
     }
     Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
         Box::new(left),
         op,
         Box::new(right),
     ))))
+}
+
+/// `operation` on integer `args`, failing on overflow.
+fn checked(operation: sqe_functions::IntegerOperation, args: Vec<Expr>) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(
+        sqe_functions::checked_arithmetic_function(operation),
+        args,
+    ))
 }
 
 /// The digits of the decimal that holds every value of an integer type (Trino's implicit
@@ -153,6 +163,20 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let source = input.get_type(schema)?;
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
+    }
+    if matches!(source, DataType::Float32 | DataType::Float64)
+        && matches!(
+            target,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        )
+    {
+        // Java's text for the value (Arrow writes `1e-10` for Trino's `1.0E-10`); the cast
+        // that stays only changes how the text is held.
+        return with_input(cast, |input| {
+            Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(sqe_functions::real_text_function(), vec![input]),
+            )))
+        });
     }
     if !castable(&source, target) {
         return Err(refused(
@@ -306,6 +330,9 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         ("concat", _) if call.args.len() > 1 => Some(concat_strings(call.args)),
         ("reverse", [t]) if is_list(t) => call.args.into_iter().next().map(array_reverse),
         ("regexp_replace", _) => replace_all(call.args),
+        ("abs", [t]) if is_integer(t) => {
+            Some(checked(sqe_functions::IntegerOperation::Abs, call.args))
+        }
         ("typeof", [_]) => Some(unbounded_text(type_name(&call.args[0], schema)?)),
         ("date_trunc", [_, DataType::Date32 | DataType::Date64]) => Some(Expr::Cast(Cast::new(
             Box::new(Expr::ScalarFunction(call)),

@@ -476,15 +476,27 @@ fn classify_iceberg(err: &iceberg::Error) -> Error {
 }
 
 fn classify_arrow(err: ArrowError) -> Error {
+    if let Some(user) = arrow_user_error(&err) {
+        return user;
+    }
     match err {
-        ArrowError::DivideByZero => Error::invalid(ErrorCode::DivisionByZero, "Division by zero"),
-        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-            Error::invalid(ErrorCode::InvalidCastArgument, m)
-        }
-        ArrowError::ArithmeticOverflow(m) => Error::invalid(ErrorCode::NumericValueOutOfRange, m),
         ArrowError::ExternalError(e) => classify_boxed(e),
         other => Error::Internal(other.to_string()),
     }
+}
+
+/// Arrow's errors that are the user's: a division by zero, a cast or an overflow.
+fn arrow_user_error(err: &ArrowError) -> Option<Error> {
+    Some(match err {
+        ArrowError::DivideByZero => Error::invalid(ErrorCode::DivisionByZero, "Division by zero"),
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+            Error::invalid(ErrorCode::InvalidCastArgument, m.clone())
+        }
+        ArrowError::ArithmeticOverflow(m) => {
+            Error::invalid(ErrorCode::NumericValueOutOfRange, m.clone())
+        }
+        _ => return None,
+    })
 }
 
 /// Errors that travel boxed inside DataFusion's or Arrow's: ours, the table layer's, a
@@ -513,10 +525,13 @@ fn classify_boxed(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
 }
 
 /// The errors that classify as well through a reference as owned: ours, a function's refusal,
-/// a node's status.
+/// Arrow's user errors, a node's status.
 fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error> {
     if let Some(ours) = e.downcast_ref::<Error>() {
         return Some(ours.clone());
+    }
+    if let Some(user) = e.downcast_ref::<ArrowError>().and_then(arrow_user_error) {
+        return Some(user);
     }
     if let Some(refused) = e.downcast_ref::<sqe_functions::InvalidArgument>() {
         return Some(Error::invalid(
@@ -572,7 +587,8 @@ fn classify_datafusion(err: DataFusionError) -> Error {
 }
 
 /// An error other partitions hold too (a join's failed build side): what can be read through a
-/// reference, found down its sources — ours, a function's refusal, a node's status.
+/// reference, found down its sources — ours, a function's refusal, Arrow's user errors, a
+/// node's status.
 fn classify_shared(shared: &DataFusionError) -> Error {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(shared);
     while let Some(e) = next {
@@ -699,6 +715,18 @@ mod tests {
         assert_eq!(
             Error::from(DataFusionError::Shared(held)).code(),
             ErrorCode::RemoteHostGone
+        );
+        drop(other_partition);
+        let held = std::sync::Arc::new(DataFusionError::ArrowError(
+            Box::new(ArrowError::ArithmeticOverflow(
+                "bigint addition overflow".into(),
+            )),
+            None,
+        ));
+        let other_partition = std::sync::Arc::clone(&held);
+        assert_eq!(
+            Error::from(DataFusionError::Shared(held)).code(),
+            ErrorCode::NumericValueOutOfRange
         );
         drop(other_partition);
         let iceberg = iceberg::Error::new(iceberg::ErrorKind::TableNotFound, "no table t");
