@@ -2,6 +2,7 @@
 //! MySQL's `%` specifiers and `format_datetime(x, pattern)` with Joda-Time's pattern letters.
 //! DataFusion's `date_format` reads chrono's specifiers, where `%M` is the minute (MySQL's
 //! month name) and `%i` does not exist: the same format gave another text or an error.
+//! `date_parse` reads text with the same specifiers ([`super::date_parse`]).
 
 use std::fmt::Write;
 
@@ -19,7 +20,7 @@ use crate::error::invalid_argument;
 
 /// One part of a format: text as written, or a field of the date-time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Piece {
+pub(crate) enum Piece {
     Text(String),
     /// A number, zero-padded to `width`.
     Number(Number, usize),
@@ -43,7 +44,7 @@ enum Piece {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Number {
+pub(crate) enum Number {
     Year,
     IsoWeekYear,
     IsoWeek,
@@ -69,7 +70,7 @@ fn refused(what: &str) -> datafusion::common::DataFusionError {
 }
 
 /// MySQL's specifiers as Trino reads them (`%x` for any other `x` is `x`).
-fn mysql(format: &str) -> Result<Vec<Piece>> {
+pub(crate) fn mysql(format: &str) -> Result<Vec<Piece>> {
     let mut pieces = Vec::new();
     let mut chars = format.chars();
     while let Some(c) = chars.next() {
@@ -201,7 +202,7 @@ fn joda(pattern: &str) -> Result<Vec<Piece>> {
     Ok(pieces)
 }
 
-const MONTHS: [&str; 12] = [
+pub(crate) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -215,7 +216,7 @@ const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
-const WEEKDAYS: [&str; 7] = [
+pub(crate) const WEEKDAYS: [&str; 7] = [
     "Monday",
     "Tuesday",
     "Wednesday",

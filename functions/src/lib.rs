@@ -12,6 +12,7 @@ mod args;
 mod arrays;
 mod bounded;
 mod checked;
+mod date_parse;
 mod datetime;
 mod decimals;
 mod error;
@@ -63,6 +64,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         checked_arithmetic_function(IntegerOperation::Negate),
         checked_arithmetic_function(IntegerOperation::Abs),
         Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
+        Arc::new(ScalarUDF::new_from_impl(date_parse::DateParse::new())),
         Arc::new(ScalarUDF::new_from_impl(
             format::DateTimeText::format_datetime(),
         )),

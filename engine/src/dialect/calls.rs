@@ -51,9 +51,15 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             op: op @ (Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide),
             right,
         }) => arithmetic(*left, op, *right, schema),
-        Expr::Negative(operand) if is_integer(&operand.get_type(schema)?) => Ok(Transformed::yes(
-            checked(sqe_functions::IntegerOperation::Negate, vec![*operand]),
-        )),
+        // A negated literal stays one: planning folds it, checked.
+        Expr::Negative(operand)
+            if !matches!(*operand, Expr::Literal(..)) && is_integer(&operand.get_type(schema)?) =>
+        {
+            Ok(Transformed::yes(checked(
+                sqe_functions::IntegerOperation::Negate,
+                vec![*operand],
+            )))
+        }
         Expr::BinaryExpr(BinaryExpr {
             ref left,
             op: Operator::BitwiseAnd | Operator::BitwiseOr | Operator::BitwiseXor,
@@ -334,6 +340,9 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
             Some(checked(sqe_functions::IntegerOperation::Abs, call.args))
         }
         ("typeof", [_]) => Some(unbounded_text(type_name(&call.args[0], schema)?)),
+        ("trunc", [DataType::Decimal128(p, s), rest @ ..]) if rest.len() <= 1 => {
+            Some(truncated_decimal(call.args, *p, *s)?)
+        }
         ("date_trunc", [_, DataType::Date32 | DataType::Date64]) => Some(Expr::Cast(Cast::new(
             Box::new(Expr::ScalarFunction(call)),
             DataType::Date32,
@@ -344,6 +353,67 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         Some(expr) => Transformed::yes(expr),
         None => Transformed::no(original),
     })
+}
+
+/// Trino's `truncate(x [, n])` of a `decimal(p,s)`: toward zero, to no fraction in a
+/// `decimal(max(1, p - s), 0)`, or to `n` digits after the point (before it when negative) in
+/// `x`'s type. DataFusion's `trunc` would answer a double. `x - x % 10^-n` is exact.
+fn truncated_decimal(args: Vec<Expr>, p: u8, s: i8) -> Result<Expr> {
+    let mut args = args.into_iter();
+    let x = args.next().unwrap_or_else(|| lit(ScalarValue::Null));
+    let (digits, answer) = match args.next() {
+        None => (0, DataType::Decimal128((p as i8 - s).max(1) as u8, 0)),
+        Some(n) if constant_integer(&n).is_some() => (
+            constant_integer(&n).unwrap_or(0),
+            DataType::Decimal128(p, s),
+        ),
+        Some(_) => {
+            return Err(refused(
+                ErrorCode::NotSupported,
+                "truncate of a decimal takes a constant number of digits".to_string(),
+            ));
+        }
+    };
+    if digits >= i64::from(s) {
+        return Ok(cast(x, answer));
+    }
+    // 10^-digits as a decimal: one unit in the last place kept.
+    let unit = if digits >= 0 {
+        ScalarValue::Decimal128(Some(1), (digits + 1).clamp(1, 38) as u8, digits as i8)
+    } else {
+        let places = u32::try_from(-digits).unwrap_or(u32::MAX);
+        match 10_i128.checked_pow(places).filter(|_| places < 38) {
+            Some(unit) => ScalarValue::Decimal128(Some(unit), places as u8 + 1, 0),
+            // More digits than a decimal holds: nothing is left.
+            None => return Ok(cast(lit(0), answer)),
+        }
+    };
+    let fraction = Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(x.clone()),
+        Operator::Modulo,
+        Box::new(lit(unit)),
+    ));
+    Ok(cast(
+        Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(x),
+            Operator::Minus,
+            Box::new(fraction),
+        )),
+        answer,
+    ))
+}
+
+/// The value of an integer constant as written (a literal, maybe cast or negated).
+fn constant_integer(expr: &Expr) -> Option<i64> {
+    match expr {
+        Expr::Literal(ScalarValue::Int64(v), _) => *v,
+        Expr::Literal(ScalarValue::Int32(v), _) => v.map(i64::from),
+        Expr::Literal(ScalarValue::Int16(v), _) => v.map(i64::from),
+        Expr::Literal(ScalarValue::Int8(v), _) => v.map(i64::from),
+        Expr::Cast(Cast { expr, .. }) => constant_integer(expr),
+        Expr::Negative(expr) => constant_integer(expr).and_then(i64::checked_neg),
+        _ => None,
+    }
 }
 
 /// `concat` over arrays: arrays joined, a single element appended or prepended.

@@ -55,8 +55,14 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("if", 2, "CASE WHEN $1 THEN $2 END"),
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
     ("mod", 2, "$1 % $2"),
+    ("e", 0, "exp(CAST(1 AS DOUBLE))"),
+    // A decimal keeps its type (the dialect's `trunc` of a decimal); a real number is trunc's.
+    ("truncate", 1, "trunc($1)"),
+    ("truncate", 2, "trunc($1, $2)"),
     // Trino's empty map, map(unknown, unknown).
     ("map", 0, "map(make_array(), make_array())"),
+    // Calendar dates (`2024-01-02`); week and ordinal dates are refused as invalid casts.
+    ("from_iso8601_date", 1, "CAST($1 AS DATE)"),
     // Strings and binary.
     ("length", 1, "CAST(character_length($1) AS BIGINT)"),
     ("strpos", 2, "CAST(strpos($1, $2) AS BIGINT)"),
@@ -98,6 +104,7 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("every", 1, "bool_and($1)"),
     ("arbitrary", 1, "first_value($1)"),
     ("variance", 1, "var_samp($1)"),
+    ("geometric_mean", 1, "exp(avg(ln(CAST($1 AS DOUBLE))))"),
     // Bitwise (Trino: bigint). Not cast to bigint first: the dialect refuses operands that
     // are not integers (DataFusion's operators would take decimals). `-1 - x` is `~x` and
     // cannot overflow.
@@ -125,6 +132,7 @@ const AGGREGATES: &[&str] = &[
     "every",
     "arbitrary",
     "variance",
+    "geometric_mean",
 ];
 
 /// A respelled function as `SHOW FUNCTIONS` lists it: name, whether it is an aggregate, and

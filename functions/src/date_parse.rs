@@ -1,0 +1,321 @@
+//! `date_parse(string, format)`: text read with MySQL's `%` specifiers as Trino reads them, to
+//! a `timestamp(3)`. The specifiers are `date_format`'s ([`super::format`]), read instead of
+//! written: numbers take up to their field's digits (`%Y` four, `%d` two, `%c` one or two),
+//! names of months, days and half-days any case, `%y` a year from 1970 to 2069 (Joda-Time's
+//! pivot, Trino's), `%f` a fraction of up to nine digits (kept to milliseconds). Fields the
+//! format does not give are those of 1970-01-01 00:00:00.000; text left over, a field out of
+//! range or an impossible date is INVALID_FUNCTION_ARGUMENT.
+
+use std::sync::Arc;
+
+use chrono::{NaiveDate, NaiveTime};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, TimestampMillisecondBuilder};
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::args::{arrays, is_string, result, strings};
+use crate::error::invalid_argument;
+use crate::format::{MONTHS, Number, Piece, WEEKDAYS, mysql};
+
+/// The fields read so far.
+#[derive(Debug, Default)]
+struct Fields {
+    year: Option<i32>,
+    month: Option<u32>,
+    day: Option<u32>,
+    day_of_year: Option<u32>,
+    hour: Option<u32>,
+    /// A 12-hour clock's hour (1 to 12) and whether it is after noon.
+    clock_hour: Option<u32>,
+    afternoon: Option<bool>,
+    minute: Option<u32>,
+    second: Option<u32>,
+    millisecond: Option<u32>,
+}
+
+/// Reads `text` as `pieces` describe it.
+struct Reader<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn rest(&self) -> &str {
+        &self.text[self.at..]
+    }
+
+    fn malformed(&self) -> datafusion::common::DataFusionError {
+        invalid_argument(format!(
+            "Invalid format: \"{}\" is malformed at \"{}\"",
+            self.text,
+            self.rest()
+        ))
+    }
+
+    /// Up to `max` digits (at least one), with a sign when `signed`.
+    fn number(&mut self, max: usize, signed: bool) -> Result<i64> {
+        let rest = self.rest();
+        let sign = usize::from(signed && rest.starts_with(['-', '+']));
+        let digits = rest[sign..]
+            .bytes()
+            .take(max)
+            .take_while(u8::is_ascii_digit)
+            .count();
+        if digits == 0 {
+            return Err(self.malformed());
+        }
+        let value: i64 = rest[..sign + digits]
+            .parse()
+            .map_err(|_| self.malformed())?;
+        self.at += sign + digits;
+        Ok(value)
+    }
+
+    /// The name among `names` (or its first three letters when `short`) the text starts with,
+    /// in any case: its index.
+    fn name(&mut self, names: &[&str], short: bool) -> Result<usize> {
+        let rest = self.rest();
+        for (i, name) in names.iter().enumerate() {
+            let name = if short { &name[..3] } else { name };
+            if rest
+                .get(..name.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(name))
+            {
+                self.at += name.len();
+                return Ok(i);
+            }
+        }
+        Err(self.malformed())
+    }
+
+    fn literal(&mut self, expected: &str) -> Result<()> {
+        if self.rest().starts_with(expected) {
+            self.at += expected.len();
+            Ok(())
+        } else {
+            Err(self.malformed())
+        }
+    }
+}
+
+fn small(value: i64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// `text` read as `pieces`, in milliseconds since 1970-01-01 00:00:00.
+fn parse(text: &str, pieces: &[Piece]) -> Result<i64> {
+    let mut reader = Reader { text, at: 0 };
+    let mut fields = Fields::default();
+    let mut pieces = pieces.iter().peekable();
+    while let Some(piece) = pieces.next() {
+        match piece {
+            Piece::Text(expected) => reader.literal(expected)?,
+            Piece::Number(number, width) => match number {
+                Number::Year => {
+                    fields.year = i32::try_from(reader.number((*width).max(4), true)?).ok();
+                }
+                Number::Month => fields.month = Some(small(reader.number(2, false)?)),
+                Number::Day => fields.day = Some(small(reader.number(2, false)?)),
+                Number::DayOfYear => fields.day_of_year = Some(small(reader.number(3, false)?)),
+                Number::Hour => fields.hour = Some(small(reader.number(2, false)?)),
+                Number::ClockHourOfHalfDay => {
+                    fields.clock_hour = Some(small(reader.number(2, false)?));
+                }
+                Number::Minute => fields.minute = Some(small(reader.number(2, false)?)),
+                Number::Second => fields.second = Some(small(reader.number(2, false)?)),
+                Number::IsoWeekYear
+                | Number::IsoWeek
+                | Number::DayOfWeek
+                | Number::HourOfHalfDay
+                | Number::ClockHour
+                | Number::Century => {
+                    return Err(invalid_argument(
+                        "week-based fields are not supported in date_parse's format",
+                    ));
+                }
+            },
+            Piece::TwoDigitYear => {
+                let two = reader.number(2, false)?;
+                // Joda-Time's pivot at 2020: 1970 to 2069.
+                let year = if two >= 70 { 1900 + two } else { 2000 + two };
+                fields.year = i32::try_from(year).ok();
+            }
+            Piece::MonthName { short } => {
+                let month = reader.name(&MONTHS, *short)?;
+                fields.month = u32::try_from(month + 1).ok();
+            }
+            Piece::WeekdayName { short } => {
+                reader.name(&WEEKDAYS, *short)?;
+            }
+            Piece::HalfDay => {
+                fields.afternoon = Some(reader.name(&["AM", "PM"], false)? == 1);
+            }
+            Piece::Fraction(_) => {
+                // `%f` is written as milliseconds and "000"; read as up to nine digits.
+                if matches!(pieces.peek(), Some(Piece::Text(zeros)) if zeros == "000") {
+                    pieces.next();
+                }
+                let start = reader.at;
+                let digits = reader.number(9, false)?;
+                let length = u32::try_from(reader.at - start).unwrap_or(9);
+                let nanos = digits * 10_i64.pow(9 - length);
+                fields.millisecond = Some(small(nanos / 1_000_000));
+            }
+            Piece::Offset { .. } | Piece::ZoneId | Piece::Era => {
+                return Err(invalid_argument(
+                    "zones and eras are not supported in date_parse's format",
+                ));
+            }
+        }
+    }
+    if !reader.rest().is_empty() {
+        return Err(reader.malformed());
+    }
+    timestamp(&fields).ok_or_else(|| {
+        invalid_argument(format!(
+            "Invalid format: \"{text}\": a field is out of its range"
+        ))
+    })
+}
+
+/// The fields' instant, in milliseconds; `None` when they name no real date and time.
+fn timestamp(fields: &Fields) -> Option<i64> {
+    let year = fields.year.unwrap_or(1970);
+    let date = match fields.day_of_year {
+        Some(day) => NaiveDate::from_yo_opt(year, day)?,
+        None => NaiveDate::from_ymd_opt(year, fields.month.unwrap_or(1), fields.day.unwrap_or(1))?,
+    };
+    let hour = match (fields.clock_hour, fields.afternoon) {
+        (Some(h), afternoon) if (1..=12).contains(&h) => {
+            h % 12 + if afternoon == Some(true) { 12 } else { 0 }
+        }
+        (Some(_), _) => return None,
+        (None, afternoon) => {
+            fields.hour.unwrap_or(0) + if afternoon == Some(true) { 12 } else { 0 }
+        }
+    };
+    let time = NaiveTime::from_hms_milli_opt(
+        hour,
+        fields.minute.unwrap_or(0),
+        fields.second.unwrap_or(0),
+        fields.millisecond.unwrap_or(0),
+    )?;
+    Some(date.and_time(time).and_utc().timestamp_millis())
+}
+
+/// `date_parse(string, format)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct DateParse {
+    signature: Signature,
+}
+
+impl DateParse {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for DateParse {
+    fn name(&self) -> &str {
+        "date_parse"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if arg_types.len() == 2 && arg_types.iter().all(is_string) {
+            return Ok(vec![DataType::Utf8; 2]);
+        }
+        plan_err!(
+            "Unexpected parameters to function date_parse: {arg_types:?}; expected (varchar, varchar)"
+        )
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Timestamp(TimeUnit::Millisecond, None))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [texts, formats] = columns.as_slice() else {
+            return exec_err!("date_parse takes 2 arguments");
+        };
+        let (texts, formats) = (strings(texts)?, strings(formats)?);
+        let (texts, formats) = (texts.as_string::<i32>(), formats.as_string::<i32>());
+        let mut out = TimestampMillisecondBuilder::with_capacity(texts.len());
+        let mut parsed: Option<(String, Vec<Piece>)> = None;
+        for row in 0..texts.len() {
+            if texts.is_null(row) || formats.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let format = formats.value(row);
+            if parsed.as_ref().is_none_or(|(f, _)| f != format) {
+                parsed = Some((format.to_string(), mysql(format)?));
+            }
+            let Some((_, pieces)) = &parsed else {
+                continue;
+            };
+            out.append_value(parse(texts.value(row), pieces)?);
+        }
+        let array: ArrayRef = Arc::new(out.finish());
+        result(&args, array)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, format: &str) -> Result<String> {
+        let millis = parse(text, &mysql(format)?)?;
+        let t = chrono::DateTime::from_timestamp_millis(millis)
+            .map(|t| t.naive_utc().format("%Y-%m-%d %H:%M:%S%.3f").to_string());
+        t.map_or_else(|| exec_err!("out of range"), Ok)
+    }
+
+    #[test]
+    fn reads_what_date_format_writes() -> Result<()> {
+        assert_eq!(
+            read("2013-05-17 12:35:10", "%Y-%m-%d %H:%i:%s")?,
+            "2013-05-17 12:35:10.000"
+        );
+        assert_eq!(read("20240102", "%Y%m%d")?, "2024-01-02 00:00:00.000");
+        assert_eq!(
+            read("5/7/99 3:04 pm", "%c/%e/%y %l:%i %p")?,
+            "1999-05-07 15:04:00.000"
+        );
+        assert_eq!(
+            read("August 22, 01 12:00:01 AM", "%M %e, %y %h:%i:%s %p")?,
+            "2001-08-22 00:00:01.000"
+        );
+        assert_eq!(
+            read("2001-08-22 03:04:05.321456", "%Y-%m-%d %T.%f")?,
+            "2001-08-22 03:04:05.321"
+        );
+        assert_eq!(read("2024 060", "%Y %j")?, "2024-02-29 00:00:00.000");
+        assert_eq!(read("Wed Aug 22", "%a %b %e")?, "1970-08-22 00:00:00.000");
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_text_that_does_not_match() {
+        for (text, format) in [
+            ("2024-01-02x", "%Y-%m-%d"),
+            ("2024-13-02", "%Y-%m-%d"),
+            ("2023-02-29", "%Y-%m-%d"),
+            ("2024/01/02", "%Y-%m-%d"),
+            ("13:00 PM", "%h:%i %p"),
+            ("", "%Y"),
+        ] {
+            assert!(read(text, format).is_err(), "{text} as {format}");
+        }
+    }
+}
