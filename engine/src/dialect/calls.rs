@@ -4,7 +4,11 @@
 //!   them (or appends an element);
 //! - `reverse` of an array reverses the array;
 //! - `regexp_replace` replaces every match, with Java's `$1` group references;
-//! - `date_trunc` of a date is a date;
+//! - `date_trunc` of a date is a date; `EXTRACT`'s fields are bigints, `DOW` the ISO day;
+//! - `ceil`, `floor` and `truncate` of a decimal have no fraction digits (`truncate` of a
+//!   decimal is otherwise a double); `EXTRACT`'s fields are bigints;
+//! - `ceil`, `floor` and `truncate` of a decimal have no fraction digits (`truncate` of a
+//!   decimal is otherwise a double);
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
 //! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`);
@@ -340,6 +344,24 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
             Some(checked(sqe_functions::IntegerOperation::Abs, call.args))
         }
         ("typeof", [_]) => Some(unbounded_text(type_name(&call.args[0], schema)?)),
+        // Trino's decimal(p - s + 1, 0); DataFusion's keeps the scale (`2.0` for `2`). Rounded
+        // in a type one digit wider, so `ceil(DECIMAL '9.5')` has room for 10; the fraction is
+        // then zero, so the last cast is exact.
+        ("ceil" | "floor", [DataType::Decimal128(p, s)]) if *s > 0 => {
+            let wider = cast(
+                call.args[0].clone(),
+                DataType::Decimal128((*p + 1).min(38), *s),
+            );
+            Some(cast(
+                Expr::ScalarFunction(ScalarFunction::new_udf(call.func, vec![wider])),
+                DataType::Decimal128((i16::from(*p) - i16::from(*s) + 1).clamp(1, 38) as u8, 0),
+            ))
+        }
+        // Of an integer, the integer itself in its type (DataFusion's is a double).
+        ("ceil" | "floor" | "round" | "trunc", [t]) if is_integer(t) => {
+            call.args.into_iter().next()
+        }
+        ("date_part", [_, _]) => Some(extracted(call, schema)?),
         ("trunc", [DataType::Decimal128(p, s), rest @ ..]) if rest.len() <= 1 => {
             Some(truncated_decimal(call.args, *p, *s)?)
         }
@@ -352,6 +374,36 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
     Ok(match rewritten {
         Some(expr) => Transformed::yes(expr),
         None => Transformed::no(original),
+    })
+}
+
+/// `EXTRACT(field FROM x)` (DataFusion's `date_part`) with Trino's fields and type: a bigint,
+/// `DOW`/`DAY_OF_WEEK` the ISO day (Monday 1 to Sunday 7; DataFusion's `dow` is Sunday 0),
+/// `DAY_OF_YEAR`, `DAY_OF_MONTH`, `YEAR_OF_WEEK`/`YOW` the ISO week's year.
+fn extracted(call: ScalarFunction, schema: &DFSchema) -> Result<Expr> {
+    let ScalarFunction { func, mut args } = call;
+    if let Some(Expr::Literal(ScalarValue::Utf8(Some(field)), _)) = args.first_mut() {
+        let datafusion_field = match field.to_ascii_lowercase().as_str() {
+            "dow" | "day_of_week" => Some("isodow"),
+            "doy" | "day_of_year" => Some("doy"),
+            "day_of_month" => Some("day"),
+            "yow" | "year_of_week" => Some("isoyear"),
+            "timezone_hour" | "timezone_minute" => {
+                return Err(refused(
+                    ErrorCode::NotSupported,
+                    format!("EXTRACT({field}) is not supported"),
+                ));
+            }
+            _ => None,
+        };
+        if let Some(datafusion_field) = datafusion_field {
+            *field = datafusion_field.to_string();
+        }
+    }
+    let part = Expr::ScalarFunction(ScalarFunction::new_udf(func, args));
+    Ok(match part.get_type(schema)? {
+        DataType::Int32 => cast(part, DataType::Int64),
+        _ => part,
     })
 }
 
