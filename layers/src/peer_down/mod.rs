@@ -1,7 +1,8 @@
 //! Tells a listener the moment a call to a peer fails because the peer could not be reached
-//! (the channel's own error: refused, reset, no route), so whoever routes work to peers can stop
-//! at once instead of waiting for its next probe or a missed heartbeat. Answers the peer sent,
-//! errors included, are not reported: the peer is there.
+//! (the channel's own error: refused, reset, no route), or its answer breaks off mid-stream (the
+//! peer was killed while streaming), so whoever routes work to peers can stop at once instead
+//! of waiting for its next probe or a missed heartbeat. Answers the peer sent, errors included
+//! (a status in its trailers), are not reported: the peer is there.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -24,8 +25,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
+use http::Response;
 use parking_lot::RwLock;
 use pin_project::pin_project;
+use tonic::body::Body;
 use tower::{Layer, Service};
 
 #[cfg(test)]
@@ -103,10 +106,10 @@ pub struct PeerDownService<S> {
 
 impl<S, R> Service<R> for PeerDownService<S>
 where
-    S: Service<R>,
+    S: Service<R, Response = Response<Body>>,
     S::Error: std::fmt::Display,
 {
-    type Response = S::Response;
+    type Response = Response<Body>;
     type Error = S::Error;
     type Future = PeerDownFuture<S::Future>;
 
@@ -132,19 +135,66 @@ pub struct PeerDownFuture<F> {
     target: Arc<str>,
 }
 
-impl<F, T, E> Future for PeerDownFuture<F>
+impl<F, E> Future for PeerDownFuture<F>
 where
-    F: Future<Output = Result<T, E>>,
+    F: Future<Output = Result<Response<Body>, E>>,
     E: std::fmt::Display,
 {
-    type Output = Result<T, E>;
+    type Output = Result<Response<Body>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let result = std::task::ready!(this.inner.poll(cx));
-        if let Err(error) = &result {
-            this.failures.report(this.target, &error.to_string());
+        Poll::Ready(match result {
+            Ok(answer) => {
+                let (failures, target) = (this.failures.clone(), Arc::clone(this.target));
+                Ok(answer.map(|body| {
+                    Body::new(ReportingBody {
+                        inner: body,
+                        failures,
+                        target,
+                    })
+                }))
+            }
+            Err(error) => {
+                this.failures.report(this.target, &error.to_string());
+                Err(error)
+            }
+        })
+    }
+}
+
+/// An answer's body that reports its peer when it breaks off (a transport error, not a status
+/// the peer sent: that arrives as trailers).
+#[pin_project]
+struct ReportingBody {
+    #[pin]
+    inner: Body,
+    failures: PeerFailures,
+    target: Arc<str>,
+}
+
+impl http_body::Body for ReportingBody {
+    type Data = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let frame = std::task::ready!(this.inner.poll_frame(cx));
+        if let Some(Err(failure)) = &frame {
+            this.failures.report(this.target, failure.message());
         }
-        Poll::Ready(result)
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
