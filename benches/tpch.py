@@ -47,9 +47,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_local(binary, scale_factor, data):
-    """`sqe local` on free ports; its Trino address and warehouse once it answers."""
-    flight_port, trino_port = free_port(), free_port()
+def start_local(binary, scale_factor, data, flight_port=None):
+    """`sqe local` on free ports (Flight SQL on `flight_port` when given); its Trino address and
+    warehouse once it answers."""
+    flight_port, trino_port = flight_port or free_port(), free_port()
     log = open(os.path.join(data, "sqe.log"), "w")
     process = subprocess.Popen(
         [binary, "local", "--data-dir", data, "--flight-sql-port", str(flight_port),
