@@ -260,9 +260,12 @@ struct Rewrite {
 impl VisitorMut for Rewrite {
     type Break = Error;
 
-    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<Error> {
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Error> {
         self.queries += 1;
-        ControlFlow::Continue(())
+        match fetch_as_limit(query) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(error) => ControlFlow::Break(error),
+        }
     }
 
     fn post_visit_query(&mut self, _query: &mut Query) -> ControlFlow<Error> {
@@ -316,6 +319,42 @@ impl VisitorMut for Rewrite {
 
 /// Gives each unnamed expression Trino's `_col<position>` as its alias, and a name already
 /// taken by an earlier item an internal one (clients see [`labels`]).
+/// `FETCH FIRST n ROWS ONLY` (or `NEXT`, `ROW`; n is 1 when left out) as the `LIMIT n` it
+/// means: DataFusion refuses the standard spelling. `WITH TIES` and `PERCENT` are refused by
+/// name; `LIMIT` and `FETCH` together are a syntax error, as in Trino.
+fn fetch_as_limit(query: &mut Query) -> Result<()> {
+    let Some(fetch) = query.fetch.take() else {
+        return Ok(());
+    };
+    if fetch.with_ties || fetch.percent {
+        return Err(Error::NotSupported(
+            "FETCH FIRST with WITH TIES or PERCENT is not supported".to_string(),
+        ));
+    }
+    let mut quantity = fetch.quantity.unwrap_or_else(|| number_literal(1));
+    mark(&mut quantity);
+    match &mut query.limit_clause {
+        None => {
+            query.limit_clause = Some(LimitClause::LimitOffset {
+                limit: Some(quantity),
+                offset: None,
+                limit_by: Vec::new(),
+            });
+        }
+        Some(LimitClause::LimitOffset {
+            limit: limit @ None,
+            ..
+        }) => *limit = Some(quantity),
+        Some(_) => {
+            return Err(Error::Syntax {
+                location: None,
+                message: "FETCH FIRST and LIMIT cannot both be given".to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn name_items(items: &mut [SelectItem]) {
     let mut taken: Vec<String> = Vec::new();
     for (i, item) in items.iter_mut().enumerate() {
