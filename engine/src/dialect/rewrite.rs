@@ -12,10 +12,10 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::sql::sqlparser::ast::{
     CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr,
-    GroupByExpr, Ident, Interval, LimitClause, NamedWindowExpr, ObjectName, OrderByKind, Query,
-    Select, SelectItem, Set, SetExpr, Statement, TableFactor, TimezoneInfo, TypedString,
-    UnaryOperator, Value, ValueWithSpan, Visit, VisitMut, Visitor, VisitorMut, WindowFrameBound,
-    WindowSpec, WindowType,
+    GroupByExpr, Ident, Interval, JoinConstraint, JoinOperator, LimitClause, NamedWindowExpr,
+    ObjectName, OrderByKind, Query, Select, SelectItem, Set, SetExpr, Statement, TableAlias,
+    TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, ValueWithSpan, Visit, VisitMut,
+    Visitor, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -262,7 +262,7 @@ impl VisitorMut for Rewrite {
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Error> {
         self.queries += 1;
-        match fetch_as_limit(query) {
+        match fetch_as_limit(query).and_then(|()| lateral_unnest(query)) {
             Ok(()) => ControlFlow::Continue(()),
             Err(error) => ControlFlow::Break(error),
         }
@@ -276,6 +276,13 @@ impl VisitorMut for Rewrite {
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<Error> {
         name_items(&mut select.projection);
         ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<Error> {
+        match ordinality_as_array(factor) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(error) => ControlFlow::Break(error),
+        }
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<Error> {
@@ -352,6 +359,181 @@ fn fetch_as_limit(query: &mut Query) -> Result<()> {
             });
         }
     }
+    Ok(())
+}
+
+/// `FROM t CROSS JOIN UNNEST(t.a, …) AS u(x, …)` (or `FROM t, UNNEST(…)`): each row of `t`
+/// with each element of its arrays, which DataFusion cannot plan as a join (its UNNEST cannot
+/// see another table's columns). Its `unnest` in a select list can, zipping several arrays as
+/// Trino does and dropping rows whose arrays are empty or NULL, so `t` becomes
+/// `(SELECT *, unnest(t.a) AS x, … FROM t) AS t` and `u.x` is `t.x`. For a single table (or
+/// aliased subquery) before the UNNEST; others are refused by name.
+fn lateral_unnest(query: &mut Query) -> Result<()> {
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return Ok(());
+    };
+    // `FROM t, UNNEST(…)`: the same as a CROSS JOIN.
+    if select.from.len() == 2
+        && select.from[0].joins.is_empty()
+        && select.from[1].joins.is_empty()
+        && matches!(select.from[1].relation, TableFactor::UNNEST { .. })
+    {
+        let unnest = select.from.remove(1).relation;
+        select.from[0]
+            .joins
+            .push(datafusion::sql::sqlparser::ast::Join {
+                relation: unnest,
+                global: false,
+                join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
+            });
+    }
+    let mut renames: Vec<(String, Ident)> = Vec::new();
+    for from in &mut select.from {
+        let lateral = |join: &datafusion::sql::sqlparser::ast::Join| {
+            matches!(join.relation, TableFactor::UNNEST { .. })
+                && matches!(
+                    join.join_operator,
+                    JoinOperator::CrossJoin(JoinConstraint::None)
+                        | JoinOperator::Join(JoinConstraint::None)
+                        | JoinOperator::Inner(JoinConstraint::None)
+                )
+        };
+        let outer = |join: &datafusion::sql::sqlparser::ast::Join| {
+            matches!(join.relation, TableFactor::UNNEST { .. })
+                && !lateral(join)
+                && mentions_columns(&join.relation)
+        };
+        if from.joins.iter().any(outer) {
+            return Err(Error::NotSupported(
+                "UNNEST of columns is supported as CROSS JOIN UNNEST (not LEFT JOIN or ON …)"
+                    .to_string(),
+            ));
+        }
+        let Some(at) = from.joins.iter().position(lateral) else {
+            continue;
+        };
+        let name = match &from.relation {
+            _ if at > 0 => None,
+            TableFactor::Table { alias: Some(a), .. }
+            | TableFactor::Derived { alias: Some(a), .. } => Some(a.name.clone()),
+            TableFactor::Table {
+                name, alias: None, ..
+            } => name.0.last().and_then(|p| p.as_ident()).cloned(),
+            _ => None,
+        };
+        let Some(name) = name else {
+            // Arrays of constants are DataFusion's to join; arrays of another relation's
+            // columns it cannot plan (and would say so in a dump of its plan).
+            if mentions_columns(&from.joins[at].relation) {
+                return Err(Error::NotSupported(
+                    "CROSS JOIN UNNEST of columns is supported right after a single table or aliased subquery"
+                        .to_string(),
+                ));
+            }
+            continue;
+        };
+        let mut unnest = from.joins.remove(0).relation;
+        ordinality_as_array(&mut unnest)?;
+        let TableFactor::UNNEST {
+            alias, array_exprs, ..
+        } = unnest
+        else {
+            continue;
+        };
+        let Some(alias) = alias.filter(|a| a.columns.len() == array_exprs.len()) else {
+            return Err(Error::NotSupported(
+                "CROSS JOIN UNNEST needs a name for each column it makes: UNNEST(a) AS t(x)"
+                    .to_string(),
+            ));
+        };
+        let items: Vec<String> = array_exprs
+            .iter()
+            .zip(&alias.columns)
+            .map(|(array, column)| format!("unnest({array}) AS {}", column.name))
+            .collect();
+        // `*`, not `t.*`: the subquery reads one relation, and DataFusion plans a qualified
+        // wildcard beside `unnest` as an unknown function.
+        let text = format!("SELECT *, {} FROM {}", items.join(", "), from.relation);
+        let subquery = datafusion::sql::sqlparser::parser::Parser::new(
+            &datafusion::sql::sqlparser::dialect::GenericDialect {},
+        )
+        .try_with_sql(&text)
+        .and_then(|mut parser| parser.parse_query())
+        .map_err(|e| Error::Internal(format!("CROSS JOIN UNNEST as a select list: {e}")))?;
+        from.relation = TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias: Some(TableAlias {
+                explicit: true,
+                name: name.clone(),
+                columns: Vec::new(),
+                at: None,
+            }),
+            sample: None,
+        };
+        renames.push((alias.name.value.to_ascii_lowercase(), name));
+    }
+    if renames.is_empty() {
+        return Ok(());
+    }
+    let rename = |expr: &mut Expr| {
+        if let Expr::CompoundIdentifier(parts) = expr
+            && parts.len() == 2
+            && let Some((_, name)) = renames
+                .iter()
+                .find(|(from, _)| parts[0].value.eq_ignore_ascii_case(from))
+        {
+            parts[0] = name.clone();
+        }
+        ControlFlow::<()>::Continue(())
+    };
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(select.as_mut(), rename);
+    if let Some(order_by) = &mut query.order_by {
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(order_by, rename);
+    }
+    Ok(())
+}
+
+/// Whether `factor` reads a column (of its own or of another relation).
+fn mentions_columns(factor: &TableFactor) -> bool {
+    datafusion::sql::sqlparser::ast::visit_expressions(factor, |expr| match expr {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// `UNNEST(a, …) WITH ORDINALITY` as `UNNEST(a, …, sequence(1, n))`, n the longest array's
+/// length: DataFusion refuses the clause, and unnests several arrays side by side as Trino does
+/// (the shorter padded with NULLs), so the ordinal is one more array, a `bigint` from 1.
+fn ordinality_as_array(factor: &mut TableFactor) -> Result<()> {
+    let TableFactor::UNNEST {
+        array_exprs,
+        with_ordinality,
+        ..
+    } = factor
+    else {
+        return Ok(());
+    };
+    if !*with_ordinality {
+        return Ok(());
+    }
+    let lengths: Vec<String> = array_exprs
+        .iter()
+        .map(|array| format!("cardinality({array})"))
+        .collect();
+    let longest = match lengths.as_slice() {
+        [one] => one.clone(),
+        many => format!("greatest({})", many.join(", ")),
+    };
+    let ordinals = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::GenericDialect {},
+    )
+    .try_with_sql(&format!("generate_series(1, {longest})"))
+    .and_then(|mut parser| parser.parse_expr())
+    .map_err(|e| Error::Internal(format!("the ordinality of UNNEST: {e}")))?;
+    array_exprs.push(ordinals);
+    *with_ordinality = false;
     Ok(())
 }
 
