@@ -4,6 +4,10 @@
 //!   them (or appends an element);
 //! - `reverse` of an array reverses the array;
 //! - `regexp_replace` replaces every match, with Java's `$1` group references;
+//! - a `char(n)` compares without its trailing spaces, and real numbers as IEEE 754 does (NaN
+//!   equal to nothing, not even itself, and -0.0 equal to 0.0; Arrow orders NaN above every
+//!   number and -0.0 below 0.0);
+//! - `sign` answers in its argument's type;
 //! - `date_trunc` of a date is a date; `EXTRACT`'s fields are bigints, `DOW` the ISO day;
 //! - `ceil`, `floor` and `truncate` of a decimal have no fraction digits (`truncate` of a
 //!   decimal is otherwise a double); `EXTRACT`'s fields are bigints;
@@ -63,6 +67,12 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
                 sqe_functions::IntegerOperation::Negate,
                 vec![*operand],
             )))
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if is_ordering(op)
+                || matches!(op, Operator::IsDistinctFrom | Operator::IsNotDistinctFrom) =>
+        {
+            comparison(*left, op, *right, schema)
         }
         Expr::BinaryExpr(BinaryExpr {
             ref left,
@@ -362,6 +372,9 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
             call.args.into_iter().next()
         }
         ("date_part", [_, _]) => Some(extracted(call, schema)?),
+        // Trino's `sign` (spelled `signum`): -1, 0 or 1 in the argument's type (a decimal's is
+        // decimal(1,0)), NaN for NaN; DataFusion's answers a double and 1 for zero.
+        ("signum", [t]) if t.is_numeric() => Some(signed(call.args, t)?),
         ("trunc", [DataType::Decimal128(p, s), rest @ ..]) if rest.len() <= 1 => {
             Some(truncated_decimal(call.args, *p, *s)?)
         }
@@ -375,6 +388,129 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         Some(expr) => Transformed::yes(expr),
         None => Transformed::no(original),
     })
+}
+
+/// A comparison as Trino means it: a `char(n)` as if both sides were padded to one length
+/// (without their trailing spaces: `CAST('ab' AS char(5)) = 'ab'` is true in Trino), real
+/// numbers as IEEE 754 compares them ([`ieee_comparison`]).
+fn comparison(
+    left: Expr,
+    op: Operator,
+    right: Expr,
+    schema: &DFSchema,
+) -> Result<Transformed<Expr>> {
+    let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+    if is_char(&left, schema)? || is_char(&right, schema)? {
+        let unpadded = |e: Expr| datafusion::functions::string::expr_fn::rtrim(vec![e, lit(" ")]);
+        return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(unpadded(left)),
+            op,
+            Box::new(unpadded(right)),
+        ))));
+    }
+    if is_ordering(op) && (is_real(&left_type) || is_real(&right_type)) {
+        return Ok(Transformed::yes(ieee_comparison(
+            (left, left_type),
+            op,
+            (right, right_type),
+        )));
+    }
+    Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(left),
+        op,
+        Box::new(right),
+    ))))
+}
+
+/// `=`, `<>`, `<`, `<=`, `>` or `>=`.
+fn is_ordering(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+    )
+}
+
+fn is_real(t: &DataType) -> bool {
+    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+}
+
+/// A comparison of real numbers as Trino's (IEEE 754): NaN is neither equal to, less than nor
+/// greater than anything, itself included, and unequal to everything; `-0.0` equals `0.0`.
+/// Arrow compares in a total order where NaN is the greatest value and equal to itself, and
+/// `-0.0` is less than `0.0` (`nan() > 0` was true, `-0.0E0 = 0E0` false).
+fn ieee_comparison(left: (Expr, DataType), op: Operator, right: (Expr, DataType)) -> Expr {
+    use datafusion::functions::math::expr_fn::isnan;
+    let mut checks = Vec::new();
+    let mut operand = |(e, t): (Expr, DataType)| -> Expr {
+        match e {
+            // A number written needs no check; a zero is +0.0.
+            Expr::Literal(ScalarValue::Float64(Some(v)), m) if !v.is_nan() => {
+                Expr::Literal(ScalarValue::Float64(Some(v + 0.0)), m)
+            }
+            Expr::Literal(ScalarValue::Float32(Some(v)), m) if !v.is_nan() => {
+                Expr::Literal(ScalarValue::Float32(Some(v + 0.0)), m)
+            }
+            e if is_real(&t) && !matches!(e, Expr::Literal(..)) => {
+                checks.push(isnan(e.clone()));
+                // x + 0.0 is x, but +0.0 for -0.0.
+                e + cast(lit(0.0), t)
+            }
+            e => e,
+        }
+    };
+    let (left, right) = (operand(left), operand(right));
+    let compared = Expr::BinaryExpr(BinaryExpr::new(Box::new(left), op, Box::new(right)));
+    if op == Operator::NotEq {
+        checks.into_iter().fold(compared, Expr::or)
+    } else {
+        checks
+            .into_iter()
+            .fold(compared, |all, nan| all.and(std::ops::Not::not(nan)))
+    }
+}
+
+/// Whether `expr` is a `char(n)` (its field says so: Arrow has no padded strings).
+fn is_char(expr: &Expr, schema: &DFSchema) -> Result<bool> {
+    let (_, field) = expr.to_field(schema)?;
+    Ok(field
+        .metadata()
+        .get(super::types::TRINO_TYPE)
+        .is_some_and(|t| t.starts_with("char(")))
+}
+
+/// `sign(x)` as a `CASE` over `x` of type `t`, its answers in Trino's type.
+fn signed(args: Vec<Expr>, t: &DataType) -> Result<Expr> {
+    let x = args
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| lit(ScalarValue::Null));
+    let answer = match t {
+        DataType::Decimal128(..) | DataType::Decimal256(..) => DataType::Decimal128(1, 0),
+        other => other.clone(),
+    };
+    let zero = || cast(lit(0), t.clone());
+    let answer_of = |n: i64| cast(lit(n), answer.clone());
+    // NaN's sign is NaN and a zero's (-0.0 too) itself, as Java's Math.signum; Arrow's total
+    // order would find NaN above zero and -0.0 below it.
+    let mut first = if is_real(t) {
+        datafusion::logical_expr::when(
+            datafusion::functions::math::expr_fn::isnan(x.clone())
+                .or((x.clone() + cast(lit(0.0), t.clone())).eq(zero())),
+            x.clone(),
+        )
+    } else {
+        datafusion::logical_expr::when(lit(false), answer_of(0))
+    };
+    first
+        .when(x.clone().gt(zero()), answer_of(1))
+        .when(x.clone().lt(zero()), answer_of(-1))
+        .when(x.eq(zero()), answer_of(0))
+        .otherwise(cast(lit(ScalarValue::Null), answer))
 }
 
 /// `EXTRACT(field FROM x)` (DataFusion's `date_part`) with Trino's fields and type: a bigint,

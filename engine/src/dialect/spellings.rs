@@ -56,6 +56,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
     ("mod", 2, "$1 % $2"),
     ("e", 0, "exp(CAST(1 AS DOUBLE))"),
+    // Answered in Trino's types by the dialect's `signum`.
+    ("sign", 1, "signum($1)"),
     // A decimal keeps its type (the dialect's `trunc` of a decimal); a real number is trunc's.
     ("truncate", 1, "trunc($1)"),
     ("truncate", 2, "trunc($1, $2)"),
