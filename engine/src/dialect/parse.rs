@@ -30,10 +30,18 @@ pub fn parse(sql: &str) -> Result<Parsed> {
         _ => None,
     };
     let mut statement = single(fold_names(tokens))?;
-    if let DFStatement::Statement(inner) = &mut statement {
-        rewrite::to_datafusion(inner)?;
-    }
+    rewrite_statement(&mut statement)?;
     Ok(Parsed { statement, labels })
+}
+
+/// `statement` rewritten for DataFusion, also the one an `EXPLAIN [ANALYZE]` shows or runs (so
+/// the plan explained is the plan a query gets, with Trino's types and functions).
+fn rewrite_statement(statement: &mut DFStatement) -> Result<()> {
+    match statement {
+        DFStatement::Statement(inner) => rewrite::to_datafusion(inner),
+        DFStatement::Explain(explain) => rewrite_statement(&mut explain.statement),
+        _ => Ok(()),
+    }
 }
 
 /// One statement with its names folded as [`parse`] folds them, nothing else rewritten: for
@@ -356,6 +364,22 @@ mod tests {
             Ok(parsed) => parsed.statement.to_string(),
             Err(e) => format!("error: {e}"),
         }
+    }
+
+    /// An explained statement is rewritten as the statement itself: the plan shown (or run,
+    /// under ANALYZE) is the plan the query gets.
+    #[test]
+    fn explained_statements_are_rewritten_as_themselves() {
+        let query = "SELECT truncate(x), 2.5E0 FROM t FETCH FIRST 2 ROWS ONLY";
+        for explain in ["EXPLAIN", "EXPLAIN ANALYZE", "EXPLAIN VERBOSE"] {
+            let explained = sql_of(&format!("{explain} {query}"));
+            assert_eq!(
+                explained.strip_prefix(explain).map(str::trim),
+                Some(sql_of(query).as_str()),
+                "{explained}"
+            );
+        }
+        assert!(sql_of(query).contains("trunc("), "{}", sql_of(query));
     }
 
     #[test]
