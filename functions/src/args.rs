@@ -16,10 +16,13 @@ pub(crate) fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
         .collect()
 }
 
-/// `array` as text, real numbers written as Trino writes them.
+/// `array` as text, real numbers and timestamps written as Trino writes them.
 pub(crate) fn strings(array: &ArrayRef) -> Result<ArrayRef> {
-    match crate::real_text::real_numbers_as_text(array) {
-        Some(text) => Ok(text),
+    if let Some(text) = crate::real_text::real_numbers_as_text(array) {
+        return Ok(text);
+    }
+    match crate::timestamp_text::timestamps_as_text(array) {
+        Some(text) => text,
         None => Ok(cast(array, &DataType::Utf8)?),
     }
 }

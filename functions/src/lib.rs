@@ -23,6 +23,7 @@ mod real_text;
 mod regex;
 mod strings;
 mod sums;
+mod timestamp_text;
 mod urls;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub use checked::IntegerOperation;
 pub use error::InvalidArgument;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_TEXT, double_text, real_text};
+pub use timestamp_text::TIMESTAMP_TEXT;
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
@@ -55,6 +57,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         real_text_function(),
+        timestamp_text_function(),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
         decimal_divide_function(),
@@ -102,6 +105,13 @@ pub fn checked_arithmetic_function(operation: IntegerOperation) -> Arc<ScalarUDF
 /// [`REAL_TEXT`]: what the dialect calls for a cast of a real number to `varchar`.
 pub fn real_text_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(real_text::RealText::new()))
+}
+
+/// [`TIMESTAMP_TEXT`]: what the dialect calls for a cast of a timestamp to `varchar`.
+pub fn timestamp_text_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(
+        timestamp_text::TimestampText::new(),
+    ))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

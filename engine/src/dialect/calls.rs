@@ -15,7 +15,8 @@
 //!   decimal is otherwise a double);
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
-//! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`);
+//! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`), and a
+//!   timestamp as Trino does (`2020-01-01 10:00:00.500`, not ISO's `…T10:00:00.500`);
 //! - only text casts to `varbinary`;
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
 //!   decimals, with another meaning);
@@ -184,17 +185,24 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
     }
-    if matches!(source, DataType::Float32 | DataType::Float64)
-        && matches!(
-            target,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-        )
-    {
-        // Java's text for the value (Arrow writes `1e-10` for Trino's `1.0E-10`); the cast
-        // that stays only changes how the text is held.
+    let to_text = matches!(
+        target,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    );
+    let text_function = match source {
+        // Java's text for the value (Arrow writes `1e-10` for Trino's `1.0E-10`).
+        DataType::Float32 | DataType::Float64 if to_text => {
+            Some(sqe_functions::real_text_function())
+        }
+        // A space, not ISO's `T`, and the zone after the time.
+        DataType::Timestamp(..) if to_text => Some(sqe_functions::timestamp_text_function()),
+        _ => None,
+    };
+    if let Some(function) = text_function {
+        // The cast that stays only changes how the text is held.
         return with_input(cast, |input| {
             Ok(Transformed::yes(Expr::ScalarFunction(
-                ScalarFunction::new_udf(sqe_functions::real_text_function(), vec![input]),
+                ScalarFunction::new_udf(function, vec![input]),
             )))
         });
     }
@@ -408,6 +416,26 @@ fn comparison(
             Box::new(unpadded(right)),
         ))));
     }
+    // A decimal beside a real number is compared as that real type, as Trino coerces it:
+    // DataFusion would cast the double to a decimal (failing above 10^15, and `1e20 = DECIMAL
+    // '100000000000000000000'` was false).
+    let is_decimal =
+        |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    let (left, left_type, right, right_type) = match (&left_type, &right_type) {
+        (l, r) if is_real(l) && is_decimal(r) => (
+            left,
+            left_type.clone(),
+            cast(right, left_type.clone()),
+            left_type,
+        ),
+        (l, r) if is_decimal(l) && is_real(r) => (
+            cast(left, right_type.clone()),
+            right_type.clone(),
+            right,
+            right_type,
+        ),
+        _ => (left, left_type, right, right_type),
+    };
     if is_ordering(op) && (is_real(&left_type) || is_real(&right_type)) {
         return Ok(Transformed::yes(ieee_comparison(
             (left, left_type),
