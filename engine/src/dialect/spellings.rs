@@ -56,6 +56,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
     ("mod", 2, "$1 % $2"),
     ("e", 0, "exp(CAST(1 AS DOUBLE))"),
+    // Seconds as a double, with their fraction (DataFusion's is a whole bigint).
+    ("to_unixtime", 1, "date_part('epoch', $1)"),
     // Answered in Trino's types by the dialect's `signum`.
     ("sign", 1, "signum($1)"),
     // A decimal keeps its type (the dialect's `trunc` of a decimal); a real number is trunc's.
@@ -87,6 +89,10 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
          ELSE coalesce(CAST(array_position($1, $2) AS BIGINT), 0) END",
     ),
     ("contains", 2, "array_has($1, $2)"),
+    // Trino sorts NULLs last (DataFusion's default puts them first).
+    ("array_sort", 1, "array_sort($1, 'ASC', 'NULLS LAST')"),
+    // An array of `count` copies (DataFusion's `repeat` repeats a string).
+    ("repeat", 2, "array_repeat($1, $2)"),
     // A subscript: an array's element (NULL past the end, from the end when negative) or a
     // map's value.
     ("element_at", 2, "$1[$2]"),
