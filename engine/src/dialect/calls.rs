@@ -2,7 +2,7 @@
 //! is analyzed (so the argument types are the ones written):
 //! - `concat` is NULL when an argument is (DataFusion skips NULLs), and of arrays concatenates
 //!   them (or appends an element);
-//! - `reverse` of an array reverses the array;
+//! - `reverse` of an array reverses the array; `concat_ws` of an array joins its elements;
 //! - `regexp_replace` replaces every match, with Java's `$1` group references;
 //! - a `char(n)` compares without its trailing spaces, and real numbers as IEEE 754 does (NaN
 //!   equal to nothing, not even itself, and -0.0 equal to 0.0; Arrow orders NaN above every
@@ -356,6 +356,16 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
     let rewritten = match (call.func.name(), types.as_slice()) {
         ("concat", types) if types.iter().any(is_list) => concat_arrays(call.args, types),
         ("concat", _) if call.args.len() > 1 => Some(concat_strings(call.args)),
+        // Of an array, its elements joined (NULLs skipped); DataFusion's writes the array.
+        ("concat_ws", [_, t]) if is_list(t) => {
+            let mut args = call.args.into_iter();
+            match (args.next(), args.next()) {
+                (Some(separator), Some(array)) => Some(
+                    datafusion::functions_nested::expr_fn::array_to_string(array, separator),
+                ),
+                _ => None,
+            }
+        }
         ("reverse", [t]) if is_list(t) => call.args.into_iter().next().map(array_reverse),
         ("regexp_replace", _) => replace_all(call.args),
         ("abs", [t]) if is_integer(t) => {
