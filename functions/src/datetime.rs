@@ -163,7 +163,7 @@ impl Clock {
     }
 
     /// The stored value of a local date-time (the earlier instant when a zone repeats it).
-    fn stored(&self, local: NaiveDateTime) -> Option<i64> {
+    pub(crate) fn stored(&self, local: NaiveDateTime) -> Option<i64> {
         let utc = match &self.zone {
             Some(zone) => zone.from_local_datetime(&local).earliest()?.naive_utc(),
             None => local,

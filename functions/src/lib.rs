@@ -25,6 +25,7 @@ mod strings;
 mod sums;
 mod timestamp_text;
 mod urls;
+mod wall_clock;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub use error::InvalidArgument;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_TEXT, double_text, real_text};
 pub use timestamp_text::TIMESTAMP_TEXT;
+pub use wall_clock::WALL_CLOCK;
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
@@ -58,6 +60,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         real_text_function(),
         timestamp_text_function(),
+        wall_clock_function(),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
         decimal_divide_function(),
@@ -112,6 +115,12 @@ pub fn timestamp_text_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(
         timestamp_text::TimestampText::new(),
     ))
+}
+
+/// [`WALL_CLOCK`]: what the dialect calls for a cast of a timestamp with time zone to one
+/// without.
+pub fn wall_clock_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(wall_clock::WallClock::new()))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

@@ -16,7 +16,8 @@
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
 //! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`), and a
-//!   timestamp as Trino does (`2020-01-01 10:00:00.500`, not ISO's `…T10:00:00.500`);
+//!   timestamp as Trino does (`2020-01-01 10:00:00.500`, not ISO's `…T10:00:00.500`); a zoned
+//!   timestamp cast to a zone-less one keeps its wall-clock reading (Arrow keeps UTC's);
 //! - only text casts to `varbinary`;
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
 //!   decimals, with another meaning);
@@ -196,6 +197,11 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         // A space, not ISO's `T`, and the zone after the time.
         DataType::Timestamp(..) if to_text => Some(sqe_functions::timestamp_text_function()),
+        // The wall-clock reading in its zone (Arrow keeps the UTC reading); the cast that
+        // stays sets the precision.
+        DataType::Timestamp(_, Some(_)) if matches!(target, DataType::Timestamp(_, None)) => {
+            Some(sqe_functions::wall_clock_function())
+        }
         _ => None,
     };
     if let Some(function) = text_function {
