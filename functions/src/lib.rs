@@ -23,6 +23,7 @@ mod real_text;
 mod regex;
 mod strings;
 mod sums;
+mod time_arithmetic;
 mod timestamp_text;
 mod urls;
 mod wall_clock;
@@ -36,6 +37,7 @@ pub use checked::IntegerOperation;
 pub use error::InvalidArgument;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_TEXT, double_text, real_text};
+pub use time_arithmetic::TIME_PLUS;
 pub use timestamp_text::TIMESTAMP_TEXT;
 pub use wall_clock::WALL_CLOCK;
 
@@ -61,6 +63,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         real_text_function(),
         timestamp_text_function(),
         wall_clock_function(),
+        time_plus_function(),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
         decimal_divide_function(),
@@ -121,6 +124,11 @@ pub fn timestamp_text_function() -> Arc<ScalarUDF> {
 /// without.
 pub fn wall_clock_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(wall_clock::WallClock::new()))
+}
+
+/// [`TIME_PLUS`]: what the dialect calls for `time ± interval`.
+pub fn time_plus_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(time_arithmetic::TimePlus::new()))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

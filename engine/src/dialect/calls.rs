@@ -23,6 +23,7 @@
 //!   decimals, with another meaning);
 //! - a division of decimals (or of a decimal and an integer) has Trino's type and rounds half
 //!   up (DataFusion's has a wider scale, truncated);
+//! - a time plus or minus an interval is a time (DataFusion's is an interval);
 //! - `+`, `-`, `*`, negation and `abs` of integers fail on overflow (DataFusion's wrap around,
 //!   or fail as internal errors).
 
@@ -116,6 +117,25 @@ fn arithmetic(
             ScalarFunction::new_udf(function, args),
         )))
     };
+    let is_time = |t: &DataType| matches!(t, DataType::Time32(_) | DataType::Time64(_));
+    let is_interval = |t: &DataType| matches!(t, DataType::Interval(_));
+    match op {
+        // A time moved by an interval is a time, wrapping around midnight.
+        Operator::Plus | Operator::Minus if is_time(&left_type) && is_interval(&right_type) => {
+            let sign = if op == Operator::Plus { 1_i64 } else { -1 };
+            return call(
+                sqe_functions::time_plus_function(),
+                vec![left, right, lit(sign)],
+            );
+        }
+        Operator::Plus if is_interval(&left_type) && is_time(&right_type) => {
+            return call(
+                sqe_functions::time_plus_function(),
+                vec![right, left, lit(1_i64)],
+            );
+        }
+        _ => {}
+    }
     let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
     let in_quotient = |t: &DataType| is_decimal(t) || integer_digits(t).is_some();
     if op == Operator::Divide {
