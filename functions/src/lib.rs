@@ -36,7 +36,7 @@ pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use error::InvalidArgument;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
-pub use real_text::{REAL_TEXT, double_text, real_text};
+pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
 pub use time_arithmetic::TIME_PLUS;
 pub use timestamp_text::TIMESTAMP_TEXT;
 pub use wall_clock::WALL_CLOCK;
@@ -61,6 +61,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         real_text_function(),
+        real_decimal_function(),
         timestamp_text_function(),
         wall_clock_function(),
         time_plus_function(),
@@ -129,6 +130,11 @@ pub fn wall_clock_function() -> Arc<ScalarUDF> {
 /// [`TIME_PLUS`]: what the dialect calls for `time ± interval`.
 pub fn time_plus_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(time_arithmetic::TimePlus::new()))
+}
+
+/// [`REAL_DECIMAL`]: what the dialect calls for a cast of a real number to a decimal.
+pub fn real_decimal_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(real_text::RealDecimal::new()))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

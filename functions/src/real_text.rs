@@ -10,11 +10,12 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Builder, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float32Type, Float64Type};
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use crate::args::{arrays, result};
@@ -120,6 +121,153 @@ pub(crate) fn real_numbers_as_text(array: &ArrayRef) -> Option<ArrayRef> {
     Some(Arc::new(out.finish()))
 }
 
+/// The unscaled value at `scale` of a real number's Java digits, rounded half up: Trino's cast
+/// to a decimal (`BigDecimal.valueOf(x).setScale(s, HALF_UP)`), so `1.005E0` is `1.01` at
+/// scale 2 where scaling the binary value (1.00499999…) gives `1.00`. `None` beyond i128.
+fn java_unscaled<T: JavaDigits>(
+    magnitude: T,
+    negative: bool,
+    zero: bool,
+    scale: i8,
+) -> Option<i128> {
+    if zero {
+        return Some(0);
+    }
+    let (digits, exponent) = magnitude.digits();
+    let mantissa: i128 = digits.parse().ok()?;
+    let places = i64::from(exponent) - (digits.len() as i64 - 1) + i64::from(scale);
+    let unscaled = if places >= 0 {
+        mantissa.checked_mul(10_i128.checked_pow(u32::try_from(places).ok()?)?)?
+    } else {
+        match 10_i128.checked_pow(u32::try_from(-places).ok()?) {
+            Some(divisor) => {
+                let (quotient, remainder) = (mantissa / divisor, mantissa % divisor);
+                quotient + i128::from(remainder * 2 >= divisor)
+            }
+            // Smaller than any unit of the scale.
+            None => 0,
+        }
+    };
+    Some(if negative { -unscaled } else { unscaled })
+}
+
+/// `sqe_real_decimal(x, precision, scale, fallible)`: what the dialect puts in place of a cast
+/// of a `double` or `real` to `decimal(p,s)`. A value too large for p digits, NaN or infinity
+/// is an invalid cast, NULL when `fallible` (`TRY_CAST`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RealDecimal {
+    signature: Signature,
+}
+
+/// The name the dialect calls.
+pub const REAL_DECIMAL: &str = "sqe_real_decimal";
+
+impl RealDecimal {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::any(4, Volatility::Immutable),
+        }
+    }
+}
+
+/// The constant precision, scale and fallibility of a [`RealDecimal`] call.
+fn decimal_form(args: &[Option<&ScalarValue>]) -> Result<(u8, i8, bool)> {
+    let int = |i: usize| match args.get(i).copied().flatten() {
+        Some(ScalarValue::Int64(Some(v))) => Some(*v),
+        _ => None,
+    };
+    let fallible = matches!(
+        args.get(3).copied().flatten(),
+        Some(ScalarValue::Boolean(Some(true)))
+    );
+    match (
+        int(1).and_then(|p| u8::try_from(p).ok()),
+        int(2).and_then(|s| i8::try_from(s).ok()),
+    ) {
+        (Some(p), Some(s)) => Ok((p, s, fallible)),
+        _ => plan_err!("{REAL_DECIMAL} takes a value, a constant precision, scale and fallibility"),
+    }
+}
+
+impl ScalarUDFImpl for RealDecimal {
+    fn name(&self) -> &str {
+        REAL_DECIMAL
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        plan_err!("{REAL_DECIMAL} answers the decimal its arguments name")
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let (p, s, _) = decimal_form(args.scalar_arguments)?;
+        Ok(Arc::new(Field::new(
+            self.name(),
+            DataType::Decimal128(p, s),
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let constants: Vec<Option<ScalarValue>> = args
+            .args
+            .iter()
+            .map(|a| match a {
+                ColumnarValue::Scalar(v) => Some(v.clone()),
+                ColumnarValue::Array(_) => None,
+            })
+            .collect();
+        let (p, s, fallible) =
+            decimal_form(&constants.iter().map(Option::as_ref).collect::<Vec<_>>())?;
+        let columns = arrays(&args)?;
+        let Some(values) = columns.first() else {
+            return exec_err!("{REAL_DECIMAL} takes 4 arguments");
+        };
+        let limit = 10_i128.checked_pow(u32::from(p)).unwrap_or(i128::MAX);
+        let mut out = Decimal128Builder::with_capacity(values.len());
+        for row in 0..values.len() {
+            if values.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let (unscaled, shown) = match values.data_type() {
+                DataType::Float64 => {
+                    let v = values.as_primitive::<Float64Type>().value(row);
+                    let unscaled = v
+                        .is_finite()
+                        .then(|| java_unscaled(v.abs(), v.is_sign_negative(), v == 0.0, s));
+                    (unscaled.flatten(), format!("DOUBLE '{}'", double_text(v)))
+                }
+                DataType::Float32 => {
+                    let v = values.as_primitive::<Float32Type>().value(row);
+                    let unscaled = v
+                        .is_finite()
+                        .then(|| java_unscaled(v.abs(), v.is_sign_negative(), v == 0.0, s));
+                    (unscaled.flatten(), format!("REAL '{}'", real_text(v)))
+                }
+                other => return exec_err!("{REAL_DECIMAL} takes a real number, not {other}"),
+            };
+            match unscaled.filter(|u| u.abs() < limit) {
+                Some(u) => out.append_value(u),
+                None if fallible => out.append_null(),
+                None => {
+                    return Err(DataFusionError::ArrowError(
+                        Box::new(ArrowError::CastError(format!(
+                            "Cannot cast {shown} to DECIMAL({p}, {s})"
+                        ))),
+                        None,
+                    ));
+                }
+            }
+        }
+        let array: ArrayRef = Arc::new(out.finish().with_precision_and_scale(p, s)?);
+        result(&args, array)
+    }
+}
+
 /// `sqe_real_text(x)`: what the dialect puts in place of a cast of a `double` or `real` to
 /// `varchar`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -211,6 +359,21 @@ mod tests {
         ] {
             assert_eq!(real_text(value), text, "{value:e}");
         }
+    }
+
+    #[test]
+    fn decimals_round_the_digits_java_shows() {
+        let at = |v: f64, scale| java_unscaled(v.abs(), v.is_sign_negative(), v == 0.0, scale);
+        assert_eq!(at(1.005, 2), Some(101));
+        assert_eq!(at(2.675, 2), Some(268));
+        assert_eq!(at(-2.675, 2), Some(-268));
+        assert_eq!(at(0.125, 2), Some(13));
+        assert_eq!(at(1e20, 0), Some(100_000_000_000_000_000_000));
+        assert_eq!(at(123.456, -1), Some(12));
+        assert_eq!(at(4e-10, 2), Some(0));
+        assert_eq!(at(0.0, 5), Some(0));
+        assert_eq!(at(0.1f32.into(), 10), Some(1_000_000_015));
+        assert_eq!(java_unscaled(0.1f32, false, false, 10), Some(1_000_000_000));
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`), and a
 //!   timestamp as Trino does (`2020-01-01 10:00:00.500`, not ISO's `…T10:00:00.500`); a zoned
 //!   timestamp cast to a zone-less one keeps its wall-clock reading (Arrow keeps UTC's);
+//! - a real number cast to a decimal rounds the digits Java shows, half up;
 //! - only text casts to `varbinary`;
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
 //!   decimals, with another meaning);
@@ -205,6 +206,22 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let source = input.get_type(schema)?;
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
+    }
+    if let (DataType::Float32 | DataType::Float64, DataType::Decimal128(p, s)) = (&source, target) {
+        // Rounded half up from the digits Java shows (`1.005E0` is `1.01` at scale 2), as
+        // Trino's cast; Arrow scales the binary value (1.00499…, so `1.00`).
+        let fallible = matches!(cast, Expr::TryCast(_));
+        return Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(
+                sqe_functions::real_decimal_function(),
+                vec![
+                    input.clone(),
+                    lit(i64::from(*p)),
+                    lit(i64::from(*s)),
+                    lit(fallible),
+                ],
+            ),
+        )));
     }
     let to_text = matches!(
         target,
