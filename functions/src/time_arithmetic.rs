@@ -105,7 +105,8 @@ impl ScalarUDFImpl for TimePlus {
                     continue;
                 }
             };
-            let at = i128::from(nanos.value(row)) + i128::from(signs.value(row)) * moved;
+            // The sign is the dialect's 1 or -1 (any other counts as its sign).
+            let at = i128::from(nanos.value(row)) + i128::from(signs.value(row).signum()) * moved;
             // Within a day: the wrapped value fits.
             out.append_value(i64::try_from(at.rem_euclid(DAY_NANOS)).unwrap_or(0));
         }

@@ -10,9 +10,7 @@
 //! - `sign` answers in its argument's type;
 //! - `date_trunc` of a date is a date; `EXTRACT`'s fields are bigints, `DOW` the ISO day;
 //! - `ceil`, `floor` and `truncate` of a decimal have no fraction digits (`truncate` of a
-//!   decimal is otherwise a double); `EXTRACT`'s fields are bigints;
-//! - `ceil`, `floor` and `truncate` of a decimal have no fraction digits (`truncate` of a
-//!   decimal is otherwise a double);
+//!   decimal is otherwise a double), and of an integer keep its type;
 //! - a cast of a real number to an integer rounds it, half away from zero (DataFusion
 //!   truncates); so does a cast that lowers a timestamp's or a time's precision (half up);
 //! - a real number cast to text is written as Java writes it (`1.0E-10`, not `1e-10`), and a
@@ -526,31 +524,54 @@ fn is_real(t: &DataType) -> bool {
 /// `-0.0` is less than `0.0` (`nan() > 0` was true, `-0.0E0 = 0E0` false).
 fn ieee_comparison(left: (Expr, DataType), op: Operator, right: (Expr, DataType)) -> Expr {
     use datafusion::functions::math::expr_fn::isnan;
-    let mut checks = Vec::new();
-    let mut operand = |(e, t): (Expr, DataType)| -> Expr {
+    let is_literal = |e: &Expr| matches!(e, Expr::Literal(..));
+    // Beside a number other than zero, -0.0 and 0.0 compare alike, and the bare column keeps
+    // its statistics for pruning; beside anything else a zero is made +0.0 (x + 0.0 is x, but
+    // +0.0 for -0.0).
+    let zero_or_unknown = |e: &Expr| match e {
+        Expr::Literal(ScalarValue::Float64(Some(v)), _) => *v == 0.0,
+        Expr::Literal(ScalarValue::Float32(Some(v)), _) => *v == 0.0,
+        Expr::Literal(ScalarValue::Int8(Some(v)), _) => *v == 0,
+        Expr::Literal(ScalarValue::Int16(Some(v)), _) => *v == 0,
+        Expr::Literal(ScalarValue::Int32(Some(v)), _) => *v == 0,
+        Expr::Literal(ScalarValue::Int64(Some(v)), _) => *v == 0,
+        Expr::Literal(ScalarValue::Decimal128(Some(v), ..), _) => *v == 0,
+        _ => true,
+    };
+    let normalize = |e: Expr, t: &DataType, beside: &Expr| -> Expr {
         match e {
-            // A number written needs no check; a zero is +0.0.
             Expr::Literal(ScalarValue::Float64(Some(v)), m) if !v.is_nan() => {
                 Expr::Literal(ScalarValue::Float64(Some(v + 0.0)), m)
             }
             Expr::Literal(ScalarValue::Float32(Some(v)), m) if !v.is_nan() => {
                 Expr::Literal(ScalarValue::Float32(Some(v + 0.0)), m)
             }
-            e if is_real(&t) && !matches!(e, Expr::Literal(..)) => {
-                checks.push(isnan(e.clone()));
-                // x + 0.0 is x, but +0.0 for -0.0.
-                e + cast(lit(0.0), t)
+            e if is_real(t) && !is_literal(&e) && zero_or_unknown(beside) => {
+                e + cast(lit(0.0), t.clone())
             }
             e => e,
         }
     };
-    let (left, right) = (operand(left), operand(right));
-    let compared = Expr::BinaryExpr(BinaryExpr::new(Box::new(left), op, Box::new(right)));
+    // A NaN in an operand that may hold one, unless the other operand is NULL (then the
+    // comparison is NULL, as Trino's).
+    let mut nans = Vec::new();
+    for ((e, t), other) in [(&left, &right.0), (&right, &left.0)] {
+        if is_real(t)
+            && !matches!(e, Expr::Literal(ScalarValue::Float64(Some(v)), _) if !v.is_nan())
+            && !matches!(e, Expr::Literal(ScalarValue::Float32(Some(v)), _) if !v.is_nan())
+        {
+            nans.push(isnan(e.clone()).and(other.clone().is_not_null()));
+        }
+    }
+    let (l, r) = (
+        normalize(left.0.clone(), &left.1, &right.0),
+        normalize(right.0, &right.1, &left.0),
+    );
+    let compared = Expr::BinaryExpr(BinaryExpr::new(Box::new(l), op, Box::new(r)));
     if op == Operator::NotEq {
-        checks.into_iter().fold(compared, Expr::or)
+        nans.into_iter().fold(compared, Expr::or)
     } else {
-        checks
-            .into_iter()
+        nans.into_iter()
             .fold(compared, |all, nan| all.and(std::ops::Not::not(nan)))
     }
 }
@@ -650,7 +671,7 @@ fn truncated_decimal(args: Vec<Expr>, p: u8, s: i8) -> Result<Expr> {
     let unit = if digits >= 0 {
         ScalarValue::Decimal128(Some(1), (digits + 1).clamp(1, 38) as u8, digits as i8)
     } else {
-        let places = u32::try_from(-digits).unwrap_or(u32::MAX);
+        let places = u32::try_from(digits.unsigned_abs()).unwrap_or(u32::MAX);
         match 10_i128.checked_pow(places).filter(|_| places < 38) {
             Some(unit) => ScalarValue::Decimal128(Some(unit), places as u8 + 1, 0),
             // More digits than a decimal holds: nothing is left.

@@ -324,8 +324,6 @@ impl VisitorMut for Rewrite {
     }
 }
 
-/// Gives each unnamed expression Trino's `_col<position>` as its alias, and a name already
-/// taken by an earlier item an internal one (clients see [`labels`]).
 /// `FETCH FIRST n ROWS ONLY` (or `NEXT`, `ROW`; n is 1 when left out) as the `LIMIT n` it
 /// means: DataFusion refuses the standard spelling. `WITH TIES` and `PERCENT` are refused by
 /// name; `LIMIT` and `FETCH` together are a syntax error, as in Trino.
@@ -476,22 +474,61 @@ fn lateral_unnest(query: &mut Query) -> Result<()> {
     if renames.is_empty() {
         return Ok(());
     }
-    let rename = |expr: &mut Expr| {
-        if let Expr::CompoundIdentifier(parts) = expr
+    // `t.*` would now take the UNNEST's columns too.
+    let wildcard_of_renamed = select
+        .projection
+        .iter()
+        .any(|item| matches!(item, SelectItem::QualifiedWildcard(..)));
+    if wildcard_of_renamed {
+        return Err(Error::NotSupported(
+            "t.* beside CROSS JOIN UNNEST: name the columns, or select *".to_string(),
+        ));
+    }
+    let mut rename = RenameQualifiers {
+        renames,
+        subqueries: 0,
+    };
+    let _ = select.visit(&mut rename);
+    if let Some(order_by) = &mut query.order_by {
+        let _ = order_by.visit(&mut rename);
+    }
+    Ok(())
+}
+
+/// `u.x` as `t.x` for each (u, t) of `renames`, in the query's own clauses only: a subquery
+/// may name a relation of its own `u` (its references to the outer `u` then fail by name
+/// instead of reading another relation).
+struct RenameQualifiers {
+    renames: Vec<(String, Ident)>,
+    subqueries: usize,
+}
+
+impl VisitorMut for RenameQualifiers {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+        self.subqueries += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+        self.subqueries -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if self.subqueries == 0
+            && let Expr::CompoundIdentifier(parts) = expr
             && parts.len() == 2
-            && let Some((_, name)) = renames
+            && let Some((_, name)) = self
+                .renames
                 .iter()
                 .find(|(from, _)| parts[0].value.eq_ignore_ascii_case(from))
         {
             parts[0] = name.clone();
         }
-        ControlFlow::<()>::Continue(())
-    };
-    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(select.as_mut(), rename);
-    if let Some(order_by) = &mut query.order_by {
-        let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(order_by, rename);
+        ControlFlow::Continue(())
     }
-    Ok(())
 }
 
 /// Whether `factor` reads a column (of its own or of another relation).
@@ -537,6 +574,8 @@ fn ordinality_as_array(factor: &mut TableFactor) -> Result<()> {
     Ok(())
 }
 
+/// Gives each unnamed expression Trino's `_col<position>` as its alias, and a name already
+/// taken by an earlier item an internal one (clients see [`labels`]).
 fn name_items(items: &mut [SelectItem]) {
     let mut taken: Vec<String> = Vec::new();
     for (i, item) in items.iter_mut().enumerate() {

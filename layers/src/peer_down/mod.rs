@@ -164,8 +164,22 @@ where
     }
 }
 
-/// An answer's body that reports its peer when it breaks off (a transport error, not a status
-/// the peer sent: that arrives as trailers).
+/// Whether a body's failure is its connection's (an I/O error down its causes: reset,
+/// broken pipe, closed), not a stream the live peer reset or refused (a cancelled task, h2's
+/// flow rules): only the first says the peer is gone.
+fn connection_lost(failure: &tonic::Status) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(failure);
+    while let Some(e) = cause {
+        if e.is::<std::io::Error>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// An answer's body that reports its peer when its connection breaks off mid-answer (a status
+/// the peer sent arrives as trailers, and a stream reset by a live peer is not reported).
 #[pin_project]
 struct ReportingBody {
     #[pin]
@@ -184,7 +198,9 @@ impl http_body::Body for ReportingBody {
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
         let frame = std::task::ready!(this.inner.poll_frame(cx));
-        if let Some(Err(failure)) = &frame {
+        if let Some(Err(failure)) = &frame
+            && connection_lost(failure)
+        {
             this.failures.report(this.target, failure.message());
         }
         Poll::Ready(frame)

@@ -72,7 +72,12 @@ async fn an_answer_cut_off_is_reported() -> Result<(), Box<dyn std::error::Error
     let cut_off = layer.layer(service_fn(|_: ()| async {
         let frames: Vec<Result<http_body::Frame<bytes::Bytes>, tonic::Status>> = vec![
             Ok(http_body::Frame::data(bytes::Bytes::from_static(b"first"))),
-            Err(tonic::Status::unknown("connection reset")),
+            // A stream the live peer reset: not a sign it is gone.
+            Err(tonic::Status::cancelled("stream reset by peer")),
+            Err(tonic::Status::from_error(Box::new(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "connection reset",
+            )))),
         ];
         let body = http_body_util::StreamBody::new(futures::stream::iter(frames));
         Ok::<_, std::io::Error>(Response::new(Body::new(body)))
@@ -80,6 +85,11 @@ async fn an_answer_cut_off_is_reported() -> Result<(), Box<dyn std::error::Error
     let mut body = cut_off.oneshot(()).await?.into_body();
     body.frame().await.ok_or("no first frame")??;
     assert!(heard.0.lock().is_empty(), "nothing is wrong yet");
+    assert!(body.frame().await.ok_or("the reset was lost")?.is_err());
+    assert!(
+        heard.0.lock().is_empty(),
+        "a reset stream is not a lost peer"
+    );
     assert!(body.frame().await.ok_or("the failure was lost")?.is_err());
     assert_eq!(
         heard.0.lock().as_slice(),
