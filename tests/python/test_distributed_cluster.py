@@ -16,7 +16,13 @@ Starts the `sqe` binary as one coordinator and registering workers, then checks,
   4. a worker restarted at the same URL with a new version is noticed;
   5. a worker SIGKILLed while a distributed join runs on it: under retry_policy NONE the query
      fails naming the worker; under QUERY it runs again on the workers left and answers right,
-     system.runtime.queries counting its attempts.
+     system.runtime.queries counting its attempts;
+  6. the same for an INSERT of the join's count under QUERY: its first run had not begun to
+     commit, so it runs again, and the row is in the table once;
+  7. the coordinator SIGKILLed and started again while a Trino client polls a running join:
+     the workers register again within their next heartbeats, the client's poll is answered
+     with a 404 saying the query began before the restart, the workers close the old
+     coordinator's task streams, and distributed queries run again.
 
 Run by tests/tests/integration/processes.rs:
     python test_distributed_cluster.py <sqe binary> <work dir>
@@ -334,6 +340,66 @@ def distributed_count(marker, client="trino"):
     cur.execute(sql)
     total = sum(r[1] for r in cur.fetchall())
     return cur.query_id, total
+
+
+# Two n % 2 classes of 10005 rows each: 2 * 10005^2 pairs, seconds of work per task.
+PAIRS = "numbers a JOIN numbers b ON a.n % 2 = b.n % 2"
+PAIR_COUNT = 2 * 10005 * 10005
+
+
+def active_workers():
+    return {node for node, (_, state) in nodes().items() if state == "active"}
+
+
+def busy_workers(marker, spared="worker-1"):
+    """The workers (but `spared`) running a task of the query whose text has `marker`."""
+    return [
+        r[0]
+        for r in trino_rows(
+            "SELECT DISTINCT t.node_id FROM system.runtime.tasks t JOIN system.runtime.queries q "
+            f"ON t.query_id = q.query_id WHERE strpos(q.query, '{marker}') > 0 AND q.state = 'RUNNING' "
+            f"AND t.state = 'RUNNING' AND t.node_id <> '{spared}'"
+        )
+    ]
+
+
+def killed_mid_join(sql, marker, policy):
+    """Runs `sql` (text with `marker`, over PAIRS) under `policy` and SIGKILLs a worker (never
+    worker-1) while one of its tasks runs there: (the victim, {"rows": ...} or {"error": (name,
+    message)})."""
+    outcome = {}
+
+    def run():
+        conn = trino.dbapi.connect(
+            host="127.0.0.1", port=CLUSTER.trino_port, user="seed", catalog="iceberg", schema="demo",
+            source="seed-004", session_properties={"retry_policy": policy},
+        )
+        cur = conn.cursor()
+        try:
+            cur.execute(sql)
+            outcome["rows"] = cur.fetchall()
+        except TrinoQueryError as e:
+            outcome["error"] = (e.error_name, e.message)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    victim = eventually(lambda: busy_workers(marker), "a task of the join running")[0]
+    CLUSTER.processes[victim].kill()
+    CLUSTER.processes.pop(victim).wait()
+    thread.join(timeout=300)
+    assert not thread.is_alive(), f"{marker} never ended"
+    # The next phase starts with the victim out of the rotation (a query of its own would
+    # otherwise meet it first, and fail or retry for that).
+    eventually(lambda: nodes().get(victim, ("", "unreachable"))[1] == "unreachable", f"{victim} unreachable")
+    return victim, outcome
+
+
+def runs_of(marker):
+    """(query id, attempts, state) of the queries whose text has `marker`."""
+    return trino_rows(
+        "SELECT query_id, attempts, state FROM system.runtime.queries "
+        f"WHERE strpos(query, '{marker}') > 0 AND strpos(query, 'system.runtime') = 0"
+    )
 
 
 class DistributedCluster(unittest.TestCase):
@@ -655,69 +721,91 @@ class DistributedCluster(unittest.TestCase):
         self.assertEqual(workers_of(query_id), {"worker-1", "worker-3", "worker-4"})
 
     def test_5_a_worker_killed_mid_query_fails_it_or_is_retried_by_policy(self):
-        # Two n % 2 classes of 10005 rows each: 2 * 10005^2 pairs, seconds of work per task.
-        expected = 2 * 10005 * 10005
-
-        def killed_mid_join(marker, policy):
-            """Runs the join under `policy` and SIGKILLs a worker (never worker-1) while one of
-            the join's tasks runs on it; (the victim, the answer or the error's name and message)."""
-            outcome = {}
-
-            def join():
-                conn = trino.dbapi.connect(
-                    host="127.0.0.1",
-                    port=CLUSTER.trino_port,
-                    user="seed",
-                    catalog="iceberg",
-                    schema="demo",
-                    source="seed-004",
-                    session_properties={"retry_policy": policy},
-                )
-                cur = conn.cursor()
-                try:
-                    cur.execute(f"SELECT count(*) AS {marker} FROM numbers a JOIN numbers b ON a.n % 2 = b.n % 2")
-                    outcome["count"] = cur.fetchall()[0][0]
-                except TrinoQueryError as e:
-                    outcome["error"] = (e.error_name, e.message)
-
-            thread = threading.Thread(target=join)
-            thread.start()
-            busy = (
-                "SELECT DISTINCT t.node_id FROM system.runtime.tasks t JOIN system.runtime.queries q "
-                f"ON t.query_id = q.query_id WHERE strpos(q.query, '{marker}') > 0 AND q.state = 'RUNNING' "
-                "AND t.state = 'RUNNING' AND t.node_id <> 'worker-1'"
-            )
-            victim = eventually(lambda: [r[0] for r in trino_rows(busy)], "a task of the join running")[0]
-            CLUSTER.processes[victim].kill()
-            CLUSTER.processes.pop(victim).wait()
-            thread.join(timeout=300)
-            self.assertFalse(thread.is_alive(), "the join never ended")
-            return victim, outcome
-
-        def history(marker):
-            return trino_rows(
-                "SELECT query_id, attempts, state FROM system.runtime.queries "
-                f"WHERE strpos(query, '{marker}') > 0 AND strpos(query, 'system.runtime') = 0"
-            )
-
         # NONE (Trino's default): the query fails, and its error says which worker went.
-        victim, failed = killed_mid_join("killed_none", "NONE")
+        victim, failed = killed_mid_join(f"SELECT count(*) AS killed_none FROM {PAIRS}", "killed_none", "NONE")
         self.assertIn("error", failed, failed)
         name, message = failed["error"]
         self.assertIn(name, ("REMOTE_HOST_GONE", "GENERIC_INTERNAL_ERROR"), message)
         self.assertIn(f"127.0.0.1:{CLUSTER.port_of(victim)}", message)
-        [[_, attempts, state]] = history("killed_none")
+        [[_, attempts, state]] = runs_of("killed_none")
         self.assertEqual((attempts, state), (1, "FAILED"))
         # Three workers again, then QUERY: planned again on the workers left, the right answer,
         # its runs counted, and what ran last ran on none of the killed workers.
         CLUSTER.start_worker("worker-5", "v2")
         eventually(lambda: nodes().get("worker-5") == ("v2", "active"), "worker-5 active")
-        second_victim, retried = killed_mid_join("killed_retried", "QUERY")
-        self.assertEqual(retried, {"count": expected})
-        [[query_id, attempts, state]] = history("killed_retried")
+        second_victim, retried = killed_mid_join(
+            f"SELECT count(*) AS killed_retried FROM {PAIRS}", "killed_retried", "QUERY"
+        )
+        self.assertEqual(retried, {"rows": [[PAIR_COUNT]]})
+        [[query_id, attempts, state]] = runs_of("killed_retried")
         self.assertGreaterEqual(attempts, 2)
         self.assertEqual(state, "FINISHED")
         self.assertFalse(workers_of(query_id) & {victim, second_victim}, workers_of(query_id))
+
+    def test_6_an_insert_that_lost_a_worker_before_committing_runs_again(self):
+        trino_rows("CREATE TABLE pair_counts (pairs bigint)")
+        CLUSTER.start_worker("worker-6", "v2")
+        eventually(lambda: nodes().get("worker-6") == ("v2", "active"), "worker-6 active")
+        sql = f"INSERT INTO pair_counts SELECT count(*) AS killed_insert FROM {PAIRS}"
+        _, outcome = killed_mid_join(sql, "killed_insert", "QUERY")
+        self.assertEqual(outcome, {"rows": [[1]]}, "one row inserted")
+        [[_, attempts, state]] = runs_of("killed_insert")
+        self.assertGreaterEqual(attempts, 2)
+        self.assertEqual(state, "FINISHED")
+        # Its first run committed nothing, its second once: the row is there once.
+        self.assertEqual(trino_rows("SELECT pairs FROM pair_counts"), [[PAIR_COUNT]])
+        self.assertEqual(trino_rows("SELECT count(*) FROM \"pair_counts$snapshots\""), [[1]])
+
+    def test_7_a_coordinator_restarted_while_a_client_polls(self):
+        workers = active_workers()
+        self.assertGreaterEqual(len(workers), 2, workers)
+        outcome = {}
+
+        def poll():
+            # Retries a refused connection as a client would (exponential backoff), so it polls
+            # through the restart and asks the new coordinator about the old query.
+            conn = trino.dbapi.connect(
+                host="127.0.0.1", port=CLUSTER.trino_port, user="seed", catalog="iceberg",
+                schema="demo", source="seed-004", max_attempts=16,
+            )
+            cur = conn.cursor()
+            try:
+                cur.execute(f"SELECT count(*) AS polled_through_restart FROM {PAIRS}")
+                outcome["rows"] = cur.fetchall()
+            except Exception as e:  # the test asserts on what it is
+                outcome["error"] = e
+
+        thread = threading.Thread(target=poll)
+        thread.start()
+        eventually(lambda: busy_workers("polled_through_restart", spared=None), "a task of the join running")
+        coordinator = CLUSTER.processes.pop("coordinator")
+        coordinator.kill()
+        coordinator.wait()
+        CLUSTER.start_coordinator()
+        # Every live worker heartbeats to the new process and registers again at its next beat.
+        eventually(
+            lambda: active_workers() == workers,
+            "the workers registered with the restarted coordinator",
+            timeout=3 * HEARTBEAT_SECS + 2,
+        )
+        thread.join(timeout=300)
+        self.assertFalse(thread.is_alive(), "the client never ended")
+        error = outcome.get("error")
+        self.assertIsInstance(error, trino.exceptions.HttpError, outcome)
+        self.assertIn("404", str(error))
+        self.assertIn("before this coordinator restarted", str(error))
+        # The dead coordinator's tasks are gone from the workers: no stream of it stays open.
+        for worker in workers:
+            eventually(
+                lambda: metric(metrics(worker), "sqe_worker_task_streams_open") == 0,
+                f"{worker} holds no task stream of the old coordinator",
+                timeout=60,
+            )
+        # And the cluster answers distributed queries again.
+        query_id, total = distributed_count("after_coordinator_restart")
+        self.assertGreaterEqual(total, 20010)
+        self.assertEqual(workers_of(query_id), workers)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -360,10 +360,12 @@ impl Prepared {
         self.max_run_time
     }
 
-    /// A query that runs its plan is planned again from `replanning` should a run fail for a
-    /// reason not its own; anything else is run once.
+    /// A query or INSERT that runs its plan is planned again from `replanning` should a run
+    /// fail for a reason not its own; anything else is run once.
     fn retry_with(&mut self, replanning: query_retry::Replanning) {
-        if let (StatementKind::Query, Action::Plan { retry, .. }) = (self.kind, &mut self.action) {
+        if let (StatementKind::Query | StatementKind::Insert, Action::Plan { retry, .. }) =
+            (self.kind, &mut self.action)
+        {
             *retry = Some(Box::new(replanning));
         }
     }

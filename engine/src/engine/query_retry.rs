@@ -1,10 +1,13 @@
-//! Trino's `retry_policy = QUERY`: a read-only query whose run fails for a reason not its own
-//! (Trino's INTERNAL_ERROR and EXTERNAL kinds: a worker lost, a task that failed on it, the
-//! catalog away) before any of its rows has been handed on is planned again and run once more,
-//! up to `query_retry_attempts` times. The new plan is made from the same logical plan and
-//! session (its `now()` included) and routed to the workers the pool has then; a worker whose
-//! call failed has already left it. A user's error (a division by zero, a bad cast) is never
-//! retried, nor anything once a row has gone: the client could see rows twice.
+//! Trino's `retry_policy = QUERY`: a query whose run fails for a reason not its own (Trino's
+//! INTERNAL_ERROR and EXTERNAL kinds: a worker lost, a task that failed on it, the catalog
+//! away) before any of its rows has been handed on is planned again and run once more, up to
+//! `query_retry_attempts` times. The new plan is made from the same logical plan and session
+//! (its `now()` included) and routed to the workers the pool has then; a worker whose call
+//! failed has already left it. A user's error (a division by zero, a bad cast) is never
+//! retried, nor anything once a row has gone: the client could see rows twice. An INSERT is
+//! run again only when its failed run had not begun to commit (its files were deleted, so it
+//! certainly added nothing); once a commit has begun its outcome may be unknown, and a second
+//! run could add the rows twice. Other writes (CREATE TABLE AS, DELETE, UPDATE, MERGE) run once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +18,8 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 use tracing::Instrument;
+
+use sqe_iceberg::write::CommitBegun;
 
 use crate::cluster::TaskLedger;
 use crate::error::{Error, ErrorKind};
@@ -31,6 +36,17 @@ pub(super) struct Replanning {
     pub(super) logical: LogicalPlan,
     /// Runs after the first that it may have.
     pub(super) retries: u32,
+    /// An INSERT's mark of its commit having begun (`None` for a query).
+    pub(super) commit_begun: Option<Arc<CommitBegun>>,
+}
+
+impl Replanning {
+    /// Whether a failed run may have changed a table: an INSERT whose commit had begun.
+    fn may_have_written(&self) -> bool {
+        self.commit_begun
+            .as_ref()
+            .is_some_and(|begun| begun.begun())
+    }
 }
 
 /// Whether a run that failed with `error` may be run again: the failure was not the query's.
@@ -66,7 +82,7 @@ pub(super) fn retrying(
                 }
                 Some(Err(e)) => Error::from(e),
             };
-            if retries_left == 0 || !retryable(&failure) {
+            if retries_left == 0 || !retryable(&failure) || replanning.may_have_written() {
                 let error = DataFusionError::External(Box::new(failure));
                 return futures::stream::once(async { Err(error) }).boxed();
             }
@@ -155,6 +171,7 @@ mod tests {
             state,
             logical,
             retries: 2,
+            commit_begun: None,
         };
         Ok((replanning, run))
     }
@@ -224,6 +241,28 @@ mod tests {
         let (values, error, attempts) = answer(replanning, first).await?;
         assert_eq!(values, vec![7], "no row twice, none from another run");
         assert_eq!(attempts, 1);
+        assert_eq!(error.map(|e| e.code()), Some(ErrorCode::RemoteHostGone));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_insert_runs_again_only_if_its_commit_had_not_begun() -> TestResult {
+        let (mut replanning, first) = query_and_first_run(vec![], worker_gone()).await?;
+        replanning.commit_begun = Some(Arc::default());
+        let (values, error, attempts) = answer(replanning, first).await?;
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!((values, attempts), (vec![1, 2, 3], 2));
+
+        let (mut replanning, first) = query_and_first_run(vec![], worker_gone()).await?;
+        let begun = Arc::new(CommitBegun::default());
+        begun.mark();
+        replanning.commit_begun = Some(begun);
+        let (values, error, attempts) = answer(replanning, first).await?;
+        assert_eq!(
+            (values, attempts),
+            (Vec::<i64>::new(), 1),
+            "its rows may be in"
+        );
         assert_eq!(error.map(|e| e.code()), Some(ErrorCode::RemoteHostGone));
         Ok(())
     }

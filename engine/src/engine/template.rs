@@ -7,6 +7,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
+use sqe_iceberg::write::CommitBegun;
 use tracing::Instrument;
 
 use super::reload::reload_iceberg_tables;
@@ -560,14 +561,22 @@ impl Engine {
             cache_span.record("result", used.name());
         }
         drop(entered);
-        let replanning =
-            (template.query_retries > 0 && plain_query(template, &logical)).then(|| {
-                super::query_retry::Replanning {
-                    state: state.clone(),
-                    logical: logical.clone(),
-                    retries: template.query_retries,
-                }
-            });
+        // An INSERT is run again only while its commit has not begun: its writer marks when
+        // it does, in the extension its task context carries from here.
+        let insert = template.kind == StatementKind::Insert;
+        let commit_begun = (template.query_retries > 0 && insert).then(|| {
+            let begun = Arc::new(CommitBegun::default());
+            state.config_mut().set_extension(Arc::clone(&begun));
+            begun
+        });
+        let replanning = (template.query_retries > 0
+            && (insert || plain_query(template, &logical)))
+        .then(|| super::query_retry::Replanning {
+            state: state.clone(),
+            logical: logical.clone(),
+            retries: template.query_retries,
+            commit_begun,
+        });
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())
             .await?;

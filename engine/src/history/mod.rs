@@ -385,6 +385,17 @@ impl QueryHistory {
         )
     }
 
+    /// Whether `id` has the shape of this run's query ids but another run's suffix: a query
+    /// of this coordinator before it restarted (its state is gone with that process).
+    pub fn from_an_earlier_run(&self, id: &str) -> bool {
+        id.rsplit_once('_').is_some_and(|(head, run)| {
+            run != self.run_id
+                && run.len() == self.run_id.len()
+                && run.bytes().all(|b| b.is_ascii_lowercase())
+                && head.len() == "YYYYMMDD_HHMMSS_00000".len()
+        })
+    }
+
     /// Records a query received by an endpoint.
     pub fn begin(self: &Arc<Self>, mut start: QueryStart) -> QueryTracker {
         let id = start.id.take().unwrap_or_else(|| self.next_id());

@@ -222,6 +222,18 @@ fn ids_have_trinos_shape() {
 }
 
 #[test]
+fn ids_of_an_earlier_run_are_told_apart() {
+    let history = QueryHistory::new(HistorySettings::default());
+    let ours = history.next_id();
+    assert!(!history.from_an_earlier_run(&ours));
+    let earlier = QueryHistory::new(HistorySettings::default()).next_id();
+    assert!(history.from_an_earlier_run(&earlier), "{earlier}");
+    for not_an_id in ["x", "abc_defgh", "20261205_120000_00001_ABCDE", "q_abcde"] {
+        assert!(!history.from_an_earlier_run(not_an_id), "{not_an_id}");
+    }
+}
+
+#[test]
 fn a_query_whose_task_panics_is_failed_not_left_running() {
     let history = QueryHistory::new(HistorySettings::default());
     let tracker = history.begin(start("ann", "SELECT a"));

@@ -115,7 +115,7 @@ impl PendingPlans {
     ) -> Result<PollInfo, Status> {
         let gone = || {
             Status::not_found(
-                "no statement is pending under this descriptor (answered, expired or another user's)",
+                "no statement is pending under this descriptor (answered, expired, another user's, or begun before the coordinator restarted)",
             )
         };
         let plan = self

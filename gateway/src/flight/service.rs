@@ -484,7 +484,7 @@ impl FlightSqlService for SqeFlightSqlService {
                 .take_planned(&id, &principal)
                 .ok_or_else(|| {
                     Status::not_found(
-                        "statement ticket unknown, already used, cancelled or expired",
+                        "statement ticket unknown (or issued before the coordinator restarted), already used, cancelled or expired",
                     )
                 })?;
         let handle = match work {

@@ -296,6 +296,21 @@ async fn delete_cancels_the_query_and_its_pages_say_so() -> TestResult {
 }
 
 #[tokio::test]
+async fn polling_a_query_of_a_coordinator_run_before_a_restart_says_so() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let earlier = sqe_engine::history::QueryHistory::new(Default::default()).next_id();
+    let ours = endpoint.queries.engine().history().next_id();
+    for (id, words) in [(&earlier, "restarted"), (&ours, "not found")] {
+        let uri = format!("/v1/statement/executing/{id}/y1/1");
+        let answer = call(&endpoint.router, Method::GET, &uri, As::Named("a"), &[], "").await?;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND);
+        let text = answer.body.as_str().ok_or("no text")?;
+        assert!(text.contains(words), "{text}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn with_authentication_a_query_is_only_its_users() -> TestResult {
     let endpoint = endpoint(crate::client_auth::alice_and_bob()?).await?;
     let first = post(&endpoint.router, As::Basic("alice"), &[], ENDLESS).await?;

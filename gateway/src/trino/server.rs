@@ -73,8 +73,19 @@ impl TrinoEndpoint {
     fn query_for(&self, caller: &Caller, id: &str) -> Result<Arc<TrinoQuery>, Refusal> {
         match self.running.lock().get(id) {
             Some(query) if caller.may_see(&query.user) => Ok(Arc::clone(query)),
-            _ => Err(Refusal::NotFound(format!("query {id} not found"))),
+            _ => Err(self.not_found(id)),
         }
+    }
+
+    /// The refusal for a query this endpoint does not have (or not for this caller).
+    fn not_found(&self, id: &str) -> Refusal {
+        if self.queries.engine().history().from_an_earlier_run(id) {
+            return Refusal::NotFound(format!(
+                "query {id} was started before this coordinator restarted: its state and \
+                 results are lost; run it again"
+            ));
+        }
+        Refusal::NotFound(format!("query {id} not found"))
     }
 
     /// Whether `user` may start another query: one user's queries cannot fill the port.
@@ -304,7 +315,7 @@ async fn next_page(
 ) -> Result<Response, Refusal> {
     let query = endpoint.query_for(&caller, &id)?;
     if query.slug != slug {
-        return Err(Refusal::NotFound(format!("query {id} not found")));
+        return Err(endpoint.not_found(&id));
     }
     let token = token
         .parse::<u64>()
@@ -343,7 +354,7 @@ async fn cancel_statement(
 ) -> Result<StatusCode, Refusal> {
     let query = endpoint.query_for(&caller, &id)?;
     if query.slug != slug {
-        return Err(Refusal::NotFound(format!("query {id} not found")));
+        return Err(endpoint.not_found(&id));
     }
     query.cancel(CancelReason::Client);
     Ok(StatusCode::NO_CONTENT)

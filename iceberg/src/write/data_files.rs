@@ -271,7 +271,7 @@ fn write_partition_type(table: &Table) -> Result<StructType> {
         .map_err(iceberg_to_df)
 }
 
-fn data_files_batch(table: &Table, files: Vec<DataFile>) -> Result<RecordBatch> {
+pub(crate) fn data_files_batch(table: &Table, files: Vec<DataFile>) -> Result<RecordBatch> {
     let partition_type = write_partition_type(table)?;
     let version = table.metadata().format_version();
     let json = files

@@ -39,6 +39,22 @@ pub trait CommitListener: fmt::Debug + Send + Sync {
     fn conflicted(&self, _table: &TableIdent, _conflicts: u32) {}
 }
 
+/// Whether a write has begun committing: [`IcebergWriteExec`] marks the one it finds among its
+/// task context's session extensions before its commit starts. A write that fails while this
+/// is unmarked certainly committed nothing (its files are deleted), so it may be run again.
+#[derive(Debug, Default)]
+pub struct CommitBegun(std::sync::atomic::AtomicBool);
+
+impl CommitBegun {
+    pub fn mark(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn begun(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// How an [`IcebergWriteExec`] makes the files written part of its table.
 #[derive(Debug, Clone, Default)]
 pub enum WriteCommit {
@@ -202,6 +218,7 @@ impl ExecutionPlan for IcebergWriteExec {
                 "IcebergWriteExec gathers one partition of written files, not {partitions}"
             )));
         }
+        let begun = context.session_config().get_extension::<CommitBegun>();
         let mut written = self.input.execute(0, context)?;
         let table = self.table.clone();
         let catalog = Arc::clone(&self.catalog);
@@ -230,6 +247,9 @@ impl ExecutionPlan for IcebergWriteExec {
             // Cancelling stops at the commit: once started it runs to its end in a task of its
             // own, which also deletes the files if it did not apply.
             received.hand_over();
+            if let Some(begun) = begun {
+                begun.mark();
+            }
             let rows: u64 = data_files.iter().map(DataFile::record_count).sum();
             let committing = async move {
                 let locations: Vec<String> = data_files
@@ -428,6 +448,55 @@ mod tests {
         );
         assert_eq!(seen.conflicts.load(std::sync::atomic::Ordering::SeqCst), 7);
         assert_eq!(seen.commits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        Ok(())
+    }
+
+    /// Commits the data files `batch` names into `table` through an [`IcebergWriteExec`]
+    /// whose context carries a [`CommitBegun`]: whether it succeeded and whether it had begun.
+    async fn commit_through_the_exec(
+        catalog: Arc<dyn Catalog>,
+        table: &Table,
+        batch: RecordBatch,
+    ) -> std::result::Result<(bool, bool), Box<dyn std::error::Error>> {
+        use datafusion::datasource::memory::MemorySourceConfig;
+        use datafusion::prelude::SessionConfig;
+
+        let input = MemorySourceConfig::try_new_exec(&[vec![batch.clone()]], batch.schema(), None)?;
+        let exec =
+            IcebergWriteExec::committing(input, catalog, table.clone(), None, WriteCommit::Append);
+        let begun = Arc::new(CommitBegun::default());
+        let config = SessionConfig::new().with_extension(Arc::clone(&begun));
+        let context = Arc::new(TaskContext::default().with_session_config(config));
+        let mut stream = exec.execute(0, context)?;
+        let mut succeeded = true;
+        while let Some(item) = stream.next().await {
+            succeeded &= item.is_ok();
+        }
+        Ok((succeeded, begun.begun()))
+    }
+
+    #[tokio::test]
+    async fn a_write_marks_its_commit_as_begun_only_once_its_files_are_all_in() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (catalog, table) = table_in_memory(dir.path()).await?;
+        let catalog: Arc<dyn Catalog> = Arc::new(catalog);
+        // A batch that names no data file fails the write before its commit.
+        let not_files = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("n", DataType::UInt64, false)])),
+            vec![Arc::new(UInt64Array::from(vec![1]))],
+        )?;
+        let failed = commit_through_the_exec(Arc::clone(&catalog), &table, not_files).await?;
+        assert_eq!(
+            failed,
+            (false, false),
+            "failed before committing: may run again"
+        );
+        let files =
+            super::super::data_files::data_files_batch(&table, vec![data_file(&table, "a")?])?;
+        let committed = commit_through_the_exec(Arc::clone(&catalog), &table, files).await?;
+        assert_eq!(committed, (true, true));
+        let table = catalog.load_table(table.identifier()).await?;
+        assert_eq!(table.metadata().snapshots().count(), 1);
         Ok(())
     }
 
