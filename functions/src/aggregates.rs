@@ -14,6 +14,7 @@ use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf;
 use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF,
@@ -112,20 +113,26 @@ impl AggregateUDFImpl for ApproxPercentile {
     }
 }
 
-/// DataFusion's `avg` answering a decimal argument in the argument's own type, as Trino's.
+/// DataFusion's `avg` answering a decimal argument in the argument's own type, as Trino's, and
+/// a `real`'s average (computed in double) as a `real`.
 /// DataFusion's accumulators compute in their wider type; each answer is cast to the
 /// argument's, which rounds half away from zero (rounding the truncated value rounds the exact
 /// one: the rounding boundary has fewer digits than the truncation kept). Being the aggregate
 /// itself, not a cast above it, the type holds wherever it is used: a `HAVING` condition (where
 /// DataFusion's optimizer could otherwise compare the unrounded value), `typeof`, a window.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub(crate) struct DecimalAverage {
+pub(crate) struct Average {
     inner: Arc<AggregateUDF>,
+    /// User-defined: [`coerce_keeping_real`].
+    signature: Signature,
 }
 
-impl DecimalAverage {
+impl Average {
     pub(crate) fn new() -> Self {
-        Self { inner: avg_udaf() }
+        Self {
+            inner: avg_udaf(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
     }
 
     /// Trino's type for an argument of type `argument`, where it is not DataFusion's.
@@ -170,7 +177,7 @@ impl DecimalAverage {
     }
 }
 
-impl AggregateUDFImpl for DecimalAverage {
+impl AggregateUDFImpl for Average {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -180,14 +187,17 @@ impl AggregateUDFImpl for DecimalAverage {
     }
 
     fn signature(&self) -> &Signature {
-        self.inner.signature()
+        &self.signature
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        self.inner.coerce_types(arg_types)
+        coerce_keeping_real(&self.inner, arg_types)
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if of_real(arg_types) {
+            return Ok(DataType::Float32);
+        }
         match arg_types {
             [argument] => match Self::trino_type(argument) {
                 Some(trino) => Ok(trino),
@@ -198,6 +208,9 @@ impl AggregateUDFImpl for DecimalAverage {
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
+        if *args.return_field.data_type() == DataType::Float32 {
+            return real_state_fields(&self.inner, args);
+        }
         self.inner.state_fields(StateFieldsArgs {
             return_field: self.computed_field(args.name, args.input_fields)?,
             ..args
@@ -205,6 +218,9 @@ impl AggregateUDFImpl for DecimalAverage {
     }
 
     fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+        if *args.return_field.data_type() == DataType::Float32 {
+            return real_accumulator(&self.inner, args, false);
+        }
         let computed = self.computed_field(args.name, args.expr_fields)?;
         let inner = self.inner.accumulator(AccumulatorArgs {
             return_field: Arc::clone(&computed),
@@ -217,6 +233,9 @@ impl AggregateUDFImpl for DecimalAverage {
         &self,
         args: AccumulatorArgs<'_>,
     ) -> Result<Box<dyn Accumulator>> {
+        if *args.return_field.data_type() == DataType::Float32 {
+            return real_accumulator(&self.inner, args, true);
+        }
         let computed = self.computed_field(args.name, args.expr_fields)?;
         let inner = self.inner.create_sliding_accumulator(AccumulatorArgs {
             return_field: Arc::clone(&computed),
@@ -226,6 +245,10 @@ impl AggregateUDFImpl for DecimalAverage {
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs<'_>) -> bool {
+        // A real's average goes row by row (its values need a cast first).
+        if *args.return_field.data_type() == DataType::Float32 {
+            return false;
+        }
         let Ok(return_field) = self.computed_field(args.name, args.expr_fields) else {
             return false;
         };
@@ -286,11 +309,7 @@ impl Accumulator for AnswerInType {
         if !self.values_as_doubles {
             return self.inner.update_batch(values);
         }
-        let mut values = values.to_vec();
-        if let Some(first) = values.first_mut() {
-            *first = cast_with_options(first, &DataType::Float64, &CastOptions::default())?;
-        }
-        self.inner.update_batch(&values)
+        self.inner.update_batch(&doubles(values)?)
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
@@ -316,12 +335,87 @@ impl Accumulator for AnswerInType {
     }
 
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.inner.retract_batch(values)
+        if !self.values_as_doubles {
+            return self.inner.retract_batch(values);
+        }
+        self.inner.retract_batch(&doubles(values)?)
     }
 
     fn supports_retract_batch(&self) -> bool {
         self.inner.supports_retract_batch()
     }
+}
+
+/// `values` with the first (the aggregated values) as doubles.
+fn doubles(values: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
+    let mut values = values.to_vec();
+    if let Some(first) = values.first_mut() {
+        *first = cast_with_options(first, &DataType::Float64, &CastOptions::default())?;
+    }
+    Ok(values)
+}
+
+/// Whether an aggregate of `arg_types` is one of a `real` (Trino's `sum` and `avg` of it
+/// compute in double and answer a `real`; DataFusion's answer the double).
+pub(crate) fn of_real(arg_types: &[DataType]) -> bool {
+    matches!(arg_types, [DataType::Float32])
+}
+
+/// The coercion of `inner` (DataFusion's `sum` or `avg`, whose signatures turn a `real` into a
+/// double before the answer's type is known), keeping a `real` as it is.
+pub(crate) fn coerce_keeping_real(
+    inner: &AggregateUDF,
+    arg_types: &[DataType],
+) -> Result<Vec<DataType>> {
+    if of_real(arg_types) {
+        return Ok(arg_types.to_vec());
+    }
+    let fields: Vec<FieldRef> = arg_types
+        .iter()
+        .map(|t| Arc::new(Field::new(inner.name(), t.clone(), true)))
+        .collect();
+    Ok(fields_with_udf(&fields, inner)?
+        .iter()
+        .map(|f| f.data_type().clone())
+        .collect())
+}
+
+/// The state of `inner` aggregating a `real` as doubles.
+pub(crate) fn real_state_fields(
+    inner: &AggregateUDF,
+    args: StateFieldsArgs<'_>,
+) -> Result<Vec<FieldRef>> {
+    let inputs = as_doubles(args.input_fields);
+    inner.state_fields(StateFieldsArgs {
+        input_fields: &inputs,
+        return_field: Arc::new(Field::new(args.name, DataType::Float64, true)),
+        ..args
+    })
+}
+
+/// `inner`'s accumulator (its sliding one for a window frame) over a `real`'s values as
+/// doubles, answering a `real`.
+pub(crate) fn real_accumulator(
+    inner: &AggregateUDF,
+    args: AccumulatorArgs<'_>,
+    sliding: bool,
+) -> Result<Box<dyn Accumulator>> {
+    let inputs = as_doubles(args.expr_fields);
+    let computing = AccumulatorArgs {
+        return_field: Arc::new(Field::new(args.name, DataType::Float64, true)),
+        expr_fields: &inputs,
+        ..args
+    };
+    let inner = if sliding {
+        inner.create_sliding_accumulator(computing)?
+    } else {
+        inner.accumulator(computing)?
+    };
+    Ok(Box::new(AnswerInType {
+        inner,
+        answer: DataType::Float32,
+        values_as_doubles: true,
+    }))
 }
 
 /// DataFusion's groups accumulator, answering in the aggregate's type.

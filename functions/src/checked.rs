@@ -179,6 +179,114 @@ fn unary_of<T: ArrowPrimitiveType>(
     Ok(std::sync::Arc::new(result))
 }
 
+/// Trino's `round(x, d)` of an integer: `x` itself when `d >= 0`, else `x` rounded half away
+/// from zero to a multiple of `10^-d`, in `x`'s type (out of it, NUMERIC_VALUE_OUT_OF_RANGE).
+/// DataFusion's `round` answers a double.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct IntegerRound {
+    signature: Signature,
+}
+
+impl IntegerRound {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for IntegerRound {
+    fn name(&self) -> &str {
+        "sqe_round_integer"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [x, d] if common_integer(x, x).is_some() && common_integer(d, d).is_some() => Ok(vec![
+                common_integer(x, x).unwrap_or(DataType::Int64),
+                DataType::Int64,
+            ]),
+            _ => plan_err!("sqe_round_integer takes two integers"),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first().and_then(|x| common_integer(x, x)) {
+            Some(t) => Ok(t),
+            None => plan_err!("sqe_round_integer takes two integers"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [x, d] = args.args.as_slice() else {
+            return exec_err!("sqe_round_integer takes two integers");
+        };
+        let rows = args.number_rows;
+        let (values, places) = (x.to_array(rows)?, d.to_array(rows)?);
+        let places = places.as_primitive::<Int64Type>();
+        let result = match values.data_type() {
+            DataType::Int8 => round_of::<Int8Type>(&values, places)?,
+            DataType::Int16 => round_of::<Int16Type>(&values, places)?,
+            DataType::Int32 => round_of::<Int32Type>(&values, places)?,
+            DataType::Int64 => round_of::<Int64Type>(&values, places)?,
+            other => return exec_err!("sqe_round_integer takes an integer, not {other}"),
+        };
+        Ok(match (x, d) {
+            (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)) => {
+                ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
+            }
+            _ => ColumnarValue::Array(result),
+        })
+    }
+}
+
+fn round_of<T: ArrowPrimitiveType>(
+    values: &ArrayRef,
+    places: &PrimitiveArray<Int64Type>,
+) -> Result<ArrayRef>
+where
+    T::Native: Into<i128> + TryFrom<i128>,
+{
+    let result: PrimitiveArray<T> = datafusion::arrow::compute::kernels::arity::try_binary(
+        values.as_primitive::<T>(),
+        places,
+        |v, d| {
+            let rounded = round_integer(v.into(), d);
+            T::Native::try_from(rounded).map_err(|_| {
+                ArrowError::ArithmeticOverflow(format!("Value {rounded} is out of range for round"))
+            })
+        },
+    )?;
+    Ok(std::sync::Arc::new(result))
+}
+
+/// `v` rounded half away from zero to `d` decimal places (`d < 0`: tens, hundreds, ...).
+fn round_integer(v: i128, d: i64) -> i128 {
+    let Some(k) = d
+        .checked_neg()
+        .and_then(|k| u32::try_from(k).ok())
+        .filter(|k| *k > 0)
+    else {
+        // No places to remove (or so many that the exponent does not fit: also none).
+        return if d >= 0 { v } else { 0 };
+    };
+    // Every i64 is less than half of 10^20: rounding to more places than that gives 0.
+    let Some(unit) = 10i128.checked_pow(k).filter(|_| k <= 20) else {
+        return 0;
+    };
+    let (quotient, remainder) = (v / unit, v % unit);
+    let away = if remainder.abs() * 2 >= unit {
+        v.signum()
+    } else {
+        0
+    };
+    (quotient + away) * unit
+}
+
 #[cfg(test)]
 mod tests {
     use datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array};
@@ -189,6 +297,40 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+
+    #[test]
+    fn integers_round_half_away_from_zero_to_tens_and_beyond() {
+        let cases: [(i128, i64, i128); 10] = [
+            (123, 2, 123),
+            (125, -1, 130),
+            (-125, -1, -130),
+            (124, -1, 120),
+            (-124, -1, -120),
+            (150, -2, 200),
+            (49, -2, 0),
+            (i64::MAX as i128, -19, 10_000_000_000_000_000_000),
+            (i64::MAX as i128, -21, 0),
+            (7, i64::MIN, 0),
+        ];
+        for (v, d, expected) in cases {
+            assert_eq!(round_integer(v, d), expected, "round({v}, {d})");
+        }
+    }
+
+    #[test]
+    fn a_rounded_integer_outside_its_type_is_an_overflow() -> Result<()> {
+        let values: ArrayRef = Arc::new(Int32Array::from(vec![2_147_483_600, 2_147_483_647]));
+        let places = PrimitiveArray::<Int64Type>::from(vec![-1, -1]);
+        let error = round_of::<Int32Type>(&values, &places).err();
+        assert!(
+            matches!(error, Some(datafusion::error::DataFusionError::ArrowError(e, _)) if matches!(*e, ArrowError::ArithmeticOverflow(_))),
+        );
+        let fits: ArrayRef = Arc::new(Int32Array::from(vec![2_147_483_643]));
+        let places = PrimitiveArray::<Int64Type>::from(vec![-1]);
+        let rounded = round_of::<Int32Type>(&fits, &places)?;
+        assert_eq!(rounded.as_primitive::<Int32Type>().value(0), 2_147_483_640);
+        Ok(())
+    }
 
     fn run(
         operation: IntegerOperation,

@@ -10,6 +10,7 @@
 mod aggregates;
 mod args;
 mod arrays;
+mod bases;
 mod bounded;
 mod checked;
 mod date_parse;
@@ -25,8 +26,11 @@ mod strings;
 mod sums;
 mod time_arithmetic;
 mod timestamp_text;
+mod top_n;
+mod unixtime;
 mod urls;
 mod wall_clock;
+mod zones;
 
 use std::sync::Arc;
 
@@ -49,6 +53,17 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     let mut functions = vec![
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
+        Arc::new(ScalarUDF::new_from_impl(strings::Pad::left())),
+        Arc::new(ScalarUDF::new_from_impl(strings::Pad::right())),
+        Arc::new(ScalarUDF::new_from_impl(strings::StrposInstance::new())),
+        Arc::new(ScalarUDF::new_from_impl(strings::Normalize::new())),
+        Arc::new(ScalarUDF::new_from_impl(bases::BaseFunction::bit_count())),
+        Arc::new(ScalarUDF::new_from_impl(bases::BaseFunction::to_base())),
+        Arc::new(ScalarUDF::new_from_impl(bases::BaseFunction::from_base())),
+        // The session's zone replaces UTC here where a session is made.
+        from_unixtime_function("UTC"),
+        at_timezone_function("UTC"),
+        with_timezone_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
         Arc::new(ScalarUDF::new_from_impl(strings::HammingDistance::new())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),
@@ -73,6 +88,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         checked_arithmetic_function(IntegerOperation::Multiply),
         checked_arithmetic_function(IntegerOperation::Negate),
         checked_arithmetic_function(IntegerOperation::Abs),
+        integer_round_function(),
         Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
         Arc::new(ScalarUDF::new_from_impl(date_parse::DateParse::new())),
         Arc::new(ScalarUDF::new_from_impl(
@@ -94,10 +110,10 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
         Arc::new(AggregateUDF::new_from_impl(
             aggregates::ApproxPercentile::new(),
         )),
-        Arc::new(AggregateUDF::new_from_impl(
-            aggregates::DecimalAverage::new(),
-        )),
+        Arc::new(AggregateUDF::new_from_impl(aggregates::Average::new())),
         Arc::new(AggregateUDF::new_from_impl(sums::Sum::new())),
+        Arc::new(AggregateUDF::new_from_impl(top_n::TopN::largest())),
+        Arc::new(AggregateUDF::new_from_impl(top_n::TopN::smallest())),
     ]
 }
 
@@ -107,6 +123,33 @@ pub fn checked_arithmetic_function(operation: IntegerOperation) -> Arc<ScalarUDF
     Arc::new(ScalarUDF::new_from_impl(checked::CheckedArithmetic::new(
         operation,
     )))
+}
+
+/// Trino's `from_unixtime`, whose one-argument form answers in `session_zone`. Workers need
+/// no session: the zone is in the answer's type, fixed when the plan was made.
+pub fn from_unixtime_function(session_zone: &str) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(unixtime::FromUnixtime::new(
+        session_zone,
+    )))
+}
+
+/// Trino's `at_timezone`; a zone-less timestamp is read in `session_zone`.
+pub fn at_timezone_function(session_zone: &str) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(zones::ZonePlacing::at_timezone(
+        session_zone,
+    )))
+}
+
+/// Trino's `with_timezone`.
+pub fn with_timezone_function(session_zone: &str) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(zones::ZonePlacing::with_timezone(
+        session_zone,
+    )))
+}
+
+/// What the dialect calls for `round(x, d)` of an integer (in its own type).
+pub fn integer_round_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(checked::IntegerRound::new()))
 }
 
 /// [`REAL_TEXT`]: what the dialect calls for a cast of a real number to `varchar`.

@@ -1,6 +1,6 @@
-//! `substr`, `split_part`, `split` and `hamming_distance` as Trino defines them: positions
-//! count code points from 1, a negative start counts from the end, a part past the last is
-//! NULL, an empty delimiter is refused.
+//! `substr`, `lpad`/`rpad`, `split_part`, `split` and `hamming_distance` as Trino defines
+//! them: positions count code points from 1, a negative start counts from the end, a part past
+//! the last is NULL, an empty delimiter or padding is refused.
 
 use std::sync::Arc;
 
@@ -98,6 +98,272 @@ impl ScalarUDFImpl for Substr {
                 out.append_null();
             } else {
                 out.append_value(substr(s.value(i), start.value(i), len.flatten()));
+            }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// The longest result `lpad`/`rpad` make. Trino allows 2^31 - 1 code points; SQE refuses more
+/// than this rather than let one row take gigabytes of the coordinator's memory.
+const MAX_PADDED: i64 = 1 << 24;
+
+/// `lpad(string, size, padstring)` / `rpad`: `string` padded on its left (right) to `size`
+/// code points with `padstring` repeated, or its first `size` code points when longer. An
+/// empty `padstring` or a negative `size` is refused as Trino refuses them (DataFusion's
+/// answered the string). Without `padstring` (DataFusion's two-argument form), spaces.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Pad {
+    left: bool,
+    signature: Signature,
+}
+
+impl Pad {
+    pub(crate) fn left() -> Self {
+        Self::new(true)
+    }
+
+    pub(crate) fn right() -> Self {
+        Self::new(false)
+    }
+
+    fn new(left: bool) -> Self {
+        Self {
+            left,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    fn padded(&self, s: &str, size: i64, pad: &str) -> Result<String> {
+        if !(0..=MAX_PADDED).contains(&size) {
+            return Err(invalid_argument(format!(
+                "Target length must be in the range [0..{MAX_PADDED}]"
+            )));
+        }
+        if pad.is_empty() {
+            return Err(invalid_argument("Padding string must not be empty"));
+        }
+        let size = size as usize;
+        let count = s.chars().count();
+        if size <= count {
+            let end = s.char_indices().nth(size).map_or(s.len(), |(at, _)| at);
+            return Ok(s[..end].to_string());
+        }
+        let fill: String = pad.chars().cycle().take(size - count).collect();
+        Ok(if self.left {
+            fill + s
+        } else {
+            format!("{s}{fill}")
+        })
+    }
+}
+
+impl ScalarUDFImpl for Pad {
+    fn name(&self) -> &str {
+        if self.left { "lpad" } else { "rpad" }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, size] if is_string(s) && is_integer(size) => {
+                Ok(vec![DataType::Utf8, DataType::Int64])
+            }
+            [s, size, pad] if is_string(s) && is_integer(size) && is_string(pad) => {
+                Ok(vec![DataType::Utf8, DataType::Int64, DataType::Utf8])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function {}: {arg_types:?}; expected (varchar, bigint, varchar)",
+                self.name()
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let (Some(s), Some(size)) = (columns.first(), columns.get(1)) else {
+            return exec_err!("{} takes 2 or 3 arguments", self.name());
+        };
+        let s = strings(s)?;
+        let s = s.as_string::<i32>();
+        let size = longs(size)?;
+        let pad = columns.get(2).map(strings).transpose()?;
+        let pad = pad.as_ref().map(|p| p.as_string::<i32>());
+        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
+        for i in 0..s.len() {
+            let pad_of_row = match pad {
+                Some(p) if p.is_null(i) => None,
+                Some(p) => Some(p.value(i)),
+                None => Some(" "),
+            };
+            match pad_of_row {
+                Some(p) if !s.is_null(i) && !size.is_null(i) => {
+                    out.append_value(self.padded(s.value(i), size.value(i), p)?);
+                }
+                _ => out.append_null(),
+            }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// `strpos(string, substring, instance)` (spelled `sqe_strpos_instance` for the dialect): the
+/// code point position of the `instance`-th occurrence of `substring`, counted from the end
+/// when `instance` is negative (occurrences may overlap, as Trino finds them); 0 when there is
+/// none, 1 for an empty substring, and `instance` 0 refused.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct StrposInstance {
+    signature: Signature,
+}
+
+impl StrposInstance {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+fn instance_position(s: &str, substring: &str, instance: i64) -> Result<i64> {
+    if instance == 0 {
+        return Err(invalid_argument(
+            "'instance' must be a positive or negative number.",
+        ));
+    }
+    if substring.is_empty() {
+        return Ok(1);
+    }
+    let starts: Vec<usize> = s
+        .char_indices()
+        .map(|(at, _)| at)
+        .filter(|at| s[*at..].starts_with(substring))
+        .collect();
+    let nth = usize::try_from(instance.unsigned_abs()).unwrap_or(usize::MAX);
+    let found = if instance > 0 {
+        starts.get(nth - 1)
+    } else {
+        starts.len().checked_sub(nth).and_then(|i| starts.get(i))
+    };
+    Ok(found.map_or(0, |at| s[..*at].chars().count() as i64 + 1))
+}
+
+impl ScalarUDFImpl for StrposInstance {
+    fn name(&self) -> &str {
+        "sqe_strpos_instance"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, substring, instance]
+                if is_string(s) && is_string(substring) && is_integer(instance) =>
+            {
+                Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function strpos: {arg_types:?}; expected (varchar, varchar, bigint)"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [s, substring, instance] = columns.as_slice() else {
+            return exec_err!("strpos takes 2 or 3 arguments");
+        };
+        let (s, substring) = (strings(s)?, strings(substring)?);
+        let (s, substring) = (s.as_string::<i32>(), substring.as_string::<i32>());
+        let instance = longs(instance)?;
+        let mut out = Int64Builder::with_capacity(s.len());
+        for i in 0..s.len() {
+            if s.is_null(i) || substring.is_null(i) || instance.is_null(i) {
+                out.append_null();
+            } else {
+                out.append_value(instance_position(
+                    s.value(i),
+                    substring.value(i),
+                    instance.value(i),
+                )?);
+            }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// `normalize(string [, form])` (spelled `sqe_normalize(string, 'FORM')` for the dialect): the
+/// string in Unicode normal form NFC (the default), NFD, NFKC or NFKD.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Normalize {
+    signature: Signature,
+}
+
+impl Normalize {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+fn normalized(s: &str, form: &str) -> Result<String> {
+    use unicode_normalization::UnicodeNormalization;
+    Ok(match form.to_ascii_uppercase().as_str() {
+        "NFC" => s.nfc().collect(),
+        "NFD" => s.nfd().collect(),
+        "NFKC" => s.nfkc().collect(),
+        "NFKD" => s.nfkd().collect(),
+        _ => {
+            return Err(invalid_argument(format!(
+                "Normalization form must be one of [NFD, NFC, NFKD, NFKC]: {form}"
+            )));
+        }
+    })
+}
+
+impl ScalarUDFImpl for Normalize {
+    fn name(&self) -> &str {
+        "sqe_normalize"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        crate::args::all_text(self.name(), arg_types)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [s, form] = columns.as_slice() else {
+            return exec_err!("normalize takes a string and a form");
+        };
+        let (s, form) = (strings(s)?, strings(form)?);
+        let (s, form) = (s.as_string::<i32>(), form.as_string::<i32>());
+        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
+        for i in 0..s.len() {
+            if s.is_null(i) || form.is_null(i) {
+                out.append_null();
+            } else {
+                out.append_value(normalized(s.value(i), form.value(i))?);
             }
         }
         result(&args, Arc::new(out.finish()))

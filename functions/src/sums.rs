@@ -2,8 +2,8 @@
 //! `decimal(38,s)`, and either fails with NUMERIC_VALUE_OUT_OF_RANGE when it leaves its type
 //! (DataFusion's wraps around: `sum` of two `9223372036854775807` answered `-2`). The checked
 //! accumulators are DataFusion's own groups accumulator given a checked addition, and row
-//! accumulators over Arrow's checked `sum` kernel; other sums (real numbers, `DISTINCT`) are
-//! DataFusion's.
+//! accumulators over Arrow's checked `sum` kernel; a `real`'s sum is computed in double and
+//! answered as a `real` (as Trino's); other sums (doubles, `DISTINCT`) are DataFusion's.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -21,19 +21,27 @@ use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature,
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF,
+    Signature, Volatility,
 };
 use datafusion_functions_aggregate_common::aggregate::groups_accumulator::prim_op::PrimitiveGroupsAccumulator;
+
+use crate::aggregates::{coerce_keeping_real, real_accumulator, real_state_fields};
 
 /// Trino's `sum`, over DataFusion's for what needs no check.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Sum {
     inner: Arc<AggregateUDF>,
+    /// User-defined: [`coerce_keeping_real`].
+    signature: Signature,
 }
 
 impl Sum {
     pub(crate) fn new() -> Self {
-        Self { inner: sum_udaf() }
+        Self {
+            inner: sum_udaf(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
     }
 }
 
@@ -83,15 +91,16 @@ impl AggregateUDFImpl for Sum {
     }
 
     fn signature(&self) -> &Signature {
-        self.inner.signature()
+        &self.signature
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        self.inner.coerce_types(arg_types)
+        coerce_keeping_real(&self.inner, arg_types)
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types {
+            [DataType::Float32] => Ok(DataType::Float32),
             [DataType::Decimal128(_, scale)] => {
                 Ok(DataType::Decimal128(DECIMAL128_MAX_PRECISION, *scale))
             }
@@ -100,12 +109,18 @@ impl AggregateUDFImpl for Sum {
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
+        if *args.return_field.data_type() == DataType::Float32 {
+            return real_state_fields(&self.inner, args);
+        }
         // DataFusion's: the running sum in the answer's type (or the distinct values).
         self.inner.state_fields(args)
     }
 
     fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
         let answer = args.return_field.data_type().clone();
+        if answer == DataType::Float32 {
+            return real_accumulator(&self.inner, args, false);
+        }
         match Checked::of(&answer) {
             Some(Checked::Bigint) if !args.is_distinct => {
                 Ok(Box::new(CheckedSum::<Int64Type>::new(answer)))
@@ -121,6 +136,9 @@ impl AggregateUDFImpl for Sum {
         &self,
         args: AccumulatorArgs<'_>,
     ) -> Result<Box<dyn Accumulator>> {
+        if *args.return_field.data_type() == DataType::Float32 {
+            return real_accumulator(&self.inner, args, true);
+        }
         // A window frame's sum: the same accumulator, which also retracts.
         if !args.is_distinct && Checked::of(args.return_field.data_type()).is_some() {
             return self.accumulator(args);
@@ -129,7 +147,9 @@ impl AggregateUDFImpl for Sum {
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs<'_>) -> bool {
-        self.inner.groups_accumulator_supported(args)
+        // A real's sum goes row by row (its values need a cast first).
+        *args.return_field.data_type() != DataType::Float32
+            && self.inner.groups_accumulator_supported(args)
     }
 
     fn create_groups_accumulator(

@@ -430,6 +430,9 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         ("ceil" | "floor" | "round" | "trunc", [t]) if is_integer(t) => {
             call.args.into_iter().next()
         }
+        ("round", [t, d]) if is_integer(t) && is_integer(d) => Some(Expr::ScalarFunction(
+            ScalarFunction::new_udf(sqe_functions::integer_round_function(), call.args),
+        )),
         ("date_part", [_, _]) => Some(extracted(call, schema)?),
         // Trino's `sign` (spelled `signum`): -1, 0 or 1 in the argument's type (a decimal's is
         // decimal(1,0)), NaN for NaN; DataFusion's answers a double and 1 for zero.

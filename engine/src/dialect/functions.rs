@@ -142,5 +142,8 @@ pub fn session_functions(context: &SessionContext) -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(TypeOf {
             signature: Signature::any(1, Volatility::Immutable),
         })),
+        sqe_functions::from_unixtime_function(&context.time_zone),
+        sqe_functions::at_timezone_function(&context.time_zone),
+        sqe_functions::with_timezone_function(&context.time_zone),
     ]
 }

@@ -308,7 +308,9 @@ impl VisitorMut for Rewrite {
                 Err(e) => return ControlFlow::Break(e),
             },
             Expr::Function(function) => super::spellings::respelled(function)
-                .or_else(|| super::spellings::listagg(function)),
+                .or_else(|| super::spellings::listagg(function))
+                .or_else(|| super::spellings::normalize(function))
+                .or_else(|| super::spellings::from_unixtime_offset(function)),
             Expr::Cast {
                 kind,
                 expr: inner,

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments, Ident,
-    ObjectName, Value, ValueWithSpan, VisitMut, VisitorMut,
+    ObjectName, UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -70,6 +70,10 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     // Strings and binary.
     ("length", 1, "CAST(character_length($1) AS BIGINT)"),
     ("strpos", 2, "CAST(strpos($1, $2) AS BIGINT)"),
+    ("strpos", 3, "sqe_strpos_instance($1, $2, $3)"),
+    // The n largest (smallest) values, as an array.
+    ("max", 2, "sqe_max_n($1, $2)"),
+    ("min", 2, "sqe_min_n($1, $2)"),
     ("codepoint", 1, "CAST(ascii($1) AS INTEGER)"),
     ("to_utf8", 1, "CAST($1 AS VARBINARY)"),
     // Both count code points.
@@ -231,6 +235,83 @@ pub(super) fn listagg(function: &Function) -> Option<Expr> {
         within_group: Vec::new(),
         ..function.clone()
     }))
+}
+
+/// `normalize(s [, form])` as `sqe_normalize(s, 'FORM')`: Trino's form is a bare word (`NFD`,
+/// read as a column otherwise), NFC unless given.
+pub(super) fn normalize(function: &Function) -> Option<Expr> {
+    if !function.name.to_string().eq_ignore_ascii_case("normalize") || function.over.is_some() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let args: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let form = match args.as_slice() {
+        [_] => "NFC".to_string(),
+        [_, Expr::Identifier(form)] => form.value.clone(),
+        _ => return None,
+    };
+    let form = Expr::Value(Value::SingleQuotedString(form).into());
+    spelled("sqe_normalize($1, $2)", &[args[0].clone(), form])
+}
+
+/// `from_unixtime(x, hours, minutes)` with constant hours and minutes as
+/// `from_unixtime(x, '+HH:MM')`: the offset is the answer's zone, so it must be known when
+/// the statement is planned.
+pub(super) fn from_unixtime_offset(function: &Function) -> Option<Expr> {
+    if !function
+        .name
+        .to_string()
+        .eq_ignore_ascii_case("from_unixtime")
+    {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let [seconds, hours, minutes] = list.args.as_slice() else {
+        return None;
+    };
+    let constant = |arg: &FunctionArg| -> Option<i64> {
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg else {
+            return None;
+        };
+        integer_literal(e)
+    };
+    let (hours, minutes) = (constant(hours)?, constant(minutes)?);
+    let FunctionArg::Unnamed(FunctionArgExpr::Expr(seconds)) = seconds else {
+        return None;
+    };
+    // Trino's offset is hours * 60 + minutes minutes east of UTC.
+    let offset = hours.checked_mul(60)?.checked_add(minutes)?;
+    let sign = if offset < 0 { '-' } else { '+' };
+    let zone = format!("{sign}{:02}:{:02}", offset.abs() / 60, offset.abs() % 60);
+    let zone = Expr::Value(Value::SingleQuotedString(zone).into());
+    spelled("from_unixtime($1, $2)", &[seconds.clone(), zone])
+}
+
+/// An integer literal, as the dialect has written it by now (`CAST(5 AS INTEGER)`, `-5`).
+fn integer_literal(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Value(ValueWithSpan {
+            value: Value::Number(n, _),
+            ..
+        }) => n.parse().ok(),
+        Expr::Cast { expr, .. } => integer_literal(expr),
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => integer_literal(expr).and_then(i64::checked_neg),
+        _ => None,
+    }
 }
 
 /// `text` (DataFusion's SQL with `$n` for the n-th of `args`) as an expression.

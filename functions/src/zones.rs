@@ -1,0 +1,167 @@
+//! Trino's `at_timezone(ts, zone)` (the same instant, read in another zone) and
+//! `with_timezone(ts, zone)` (a zone-less timestamp's wall-clock reading, placed in a zone).
+//! The zone must be a constant: it is part of the answer's type, `timestamp(p) with time zone`.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::timezone::Tz;
+use datafusion::arrow::array::{Array, Int64Builder};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{Result, ScalarValue, exec_err, not_impl_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::args::{arrays, is_string, result};
+use crate::datetime::Clock;
+use crate::error::invalid_argument;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Placing {
+    /// `at_timezone`: a zoned timestamp keeps its instant (a zone-less one is first read in
+    /// the session's zone, as Trino's implicit cast does).
+    SameInstant,
+    /// `with_timezone`: a zone-less timestamp keeps its wall-clock reading.
+    SameWallClock,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ZonePlacing {
+    placing: Placing,
+    session_zone: String,
+    signature: Signature,
+}
+
+impl ZonePlacing {
+    pub(crate) fn at_timezone(session_zone: &str) -> Self {
+        Self::new(Placing::SameInstant, session_zone)
+    }
+
+    pub(crate) fn with_timezone(session_zone: &str) -> Self {
+        Self::new(Placing::SameWallClock, session_zone)
+    }
+
+    fn new(placing: Placing, session_zone: &str) -> Self {
+        Self {
+            placing,
+            session_zone: session_zone.to_string(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    /// The zone the answer is in, and its type for a timestamp of type `from`.
+    fn answer(&self, from: &DataType, zone: Option<&ScalarValue>) -> Result<DataType> {
+        let DataType::Timestamp(unit, _) = from else {
+            return plan_err!("{} takes a timestamp, not {from}", self.name());
+        };
+        let zone = match zone {
+            Some(ScalarValue::Utf8(Some(z)) | ScalarValue::Utf8View(Some(z))) => z.clone(),
+            Some(_) => return plan_err!("{}'s zone must be a time zone name", self.name()),
+            None => {
+                return not_impl_err!(
+                    "{} with a zone that differs from row to row (the zone must be a constant)",
+                    self.name()
+                );
+            }
+        };
+        zone.parse::<Tz>()
+            .map_err(|_| invalid_argument(format!("Time zone not supported: {zone}")))?;
+        Ok(DataType::Timestamp(*unit, Some(zone.into())))
+    }
+}
+
+impl ScalarUDFImpl for ZonePlacing {
+    fn name(&self) -> &str {
+        match self.placing {
+            Placing::SameInstant => "at_timezone",
+            Placing::SameWallClock => "with_timezone",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match (self.placing, arg_types) {
+            // The zone keeps its type: a cast around a constant would hide it from the
+            // answer's type.
+            (Placing::SameInstant, [t @ DataType::Timestamp(..), z]) if is_string(z) => {
+                Ok(vec![t.clone(), z.clone()])
+            }
+            (Placing::SameWallClock, [t @ DataType::Timestamp(_, None), z]) if is_string(z) => {
+                Ok(vec![t.clone(), z.clone()])
+            }
+            _ => plan_err!(
+                "Unexpected parameters to function {}: {arg_types:?}; expected ({}, varchar)",
+                self.name(),
+                match self.placing {
+                    Placing::SameInstant => "timestamp with time zone",
+                    Placing::SameWallClock => "timestamp",
+                }
+            ),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first() {
+            Some(DataType::Timestamp(unit, _)) => Ok(DataType::Timestamp(
+                *unit,
+                Some(self.session_zone.as_str().into()),
+            )),
+            _ => plan_err!("{} takes a timestamp", self.name()),
+        }
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let Some(from) = args.arg_fields.first() else {
+            return plan_err!("{} takes a timestamp and a zone", self.name());
+        };
+        let zone = args.scalar_arguments.get(1).copied().flatten();
+        let answer = self.answer(from.data_type(), zone)?;
+        Ok(Arc::new(Field::new(self.name(), answer, true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let answer = args.return_field.data_type().clone();
+        let columns = arrays(&args)?;
+        let Some(timestamps) = columns.first() else {
+            return exec_err!("{} takes a timestamp and a zone", self.name());
+        };
+        let from = timestamps.data_type().clone();
+        // A zoned value keeps its instant: the stored values are the answer's as they are.
+        let reading = match (&from, self.placing) {
+            (DataType::Timestamp(_, Some(_)), _) => {
+                return result(&args, cast(timestamps, &answer)?);
+            }
+            // A zone-less reading is placed in the session's zone (at_timezone), or in the
+            // answer's (with_timezone).
+            (DataType::Timestamp(unit, None), Placing::SameInstant) => {
+                DataType::Timestamp(*unit, Some(self.session_zone.as_str().into()))
+            }
+            _ => answer.clone(),
+        };
+        let (wall, placed) = (Clock::of(&from)?, Clock::of(&reading)?);
+        let values = wall.values(timestamps)?;
+        let mut out = Int64Builder::with_capacity(values.len());
+        for i in 0..values.len() {
+            if values.is_null(i) {
+                out.append_null();
+                continue;
+            }
+            let stored = wall
+                .local(values.value(i))
+                .and_then(|local| placed.stored(local))
+                .ok_or_else(|| {
+                    invalid_argument(format!(
+                        "{}: the local time does not exist in {reading}",
+                        self.name()
+                    ))
+                })?;
+            out.append_value(stored);
+        }
+        let stored: Arc<dyn Array> = Arc::new(out.finish());
+        result(&args, cast(&cast(&stored, &reading)?, &answer)?)
+    }
+}
