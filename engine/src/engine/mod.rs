@@ -342,6 +342,14 @@ impl Prepared {
         Some(ledger)
     }
 
+    /// The gate between its commit and a cancel: an INSERT's; `None` for anything else.
+    pub fn commit_gate(&self) -> Option<Arc<sqe_iceberg::write::CommitGate>> {
+        let Action::Plan { task_ctx, .. } = &self.action else {
+            return None;
+        };
+        task_ctx.session_config().get_extension()
+    }
+
     /// Its share of the coordinator's memory pool; `None` unless it runs a plan.
     pub fn memory(&self) -> Option<Arc<QueryMemory>> {
         let Action::Plan { task_ctx, .. } = &self.action else {

@@ -19,7 +19,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 use tracing::Instrument;
 
-use sqe_iceberg::write::CommitBegun;
+use sqe_iceberg::write::CommitGate;
 
 use crate::cluster::TaskLedger;
 use crate::error::{Error, ErrorKind};
@@ -36,16 +36,14 @@ pub(super) struct Replanning {
     pub(super) logical: LogicalPlan,
     /// Runs after the first that it may have.
     pub(super) retries: u32,
-    /// An INSERT's mark of its commit having begun (`None` for a query).
-    pub(super) commit_begun: Option<Arc<CommitBegun>>,
+    /// An INSERT's gate, which knows whether its commit has begun (`None` for a query).
+    pub(super) commit_gate: Option<Arc<CommitGate>>,
 }
 
 impl Replanning {
     /// Whether a failed run may have changed a table: an INSERT whose commit had begun.
     fn may_have_written(&self) -> bool {
-        self.commit_begun
-            .as_ref()
-            .is_some_and(|begun| begun.begun())
+        self.commit_gate.as_ref().is_some_and(|gate| gate.begun())
     }
 }
 
@@ -171,7 +169,7 @@ mod tests {
             state,
             logical,
             retries: 2,
-            commit_begun: None,
+            commit_gate: None,
         };
         Ok((replanning, run))
     }
@@ -248,15 +246,15 @@ mod tests {
     #[tokio::test]
     async fn an_insert_runs_again_only_if_its_commit_had_not_begun() -> TestResult {
         let (mut replanning, first) = query_and_first_run(vec![], worker_gone()).await?;
-        replanning.commit_begun = Some(Arc::default());
+        replanning.commit_gate = Some(Arc::default());
         let (values, error, attempts) = answer(replanning, first).await?;
         assert!(error.is_none(), "{error:?}");
         assert_eq!((values, attempts), (vec![1, 2, 3], 2));
 
         let (mut replanning, first) = query_and_first_run(vec![], worker_gone()).await?;
-        let begun = Arc::new(CommitBegun::default());
-        begun.mark();
-        replanning.commit_begun = Some(begun);
+        let gate = Arc::new(CommitGate::default());
+        assert!(gate.begin());
+        replanning.commit_gate = Some(gate);
         let (values, error, attempts) = answer(replanning, first).await?;
         assert_eq!(
             (values, attempts),

@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{DdlStatement, DmlStatement, Expr, LogicalPlan, WriteOp};
-use sqe_iceberg::write::CommitBegun;
+use sqe_iceberg::write::CommitGate;
 use tracing::Instrument;
 
 use super::reload::reload_iceberg_tables;
@@ -561,13 +561,13 @@ impl Engine {
             cache_span.record("result", used.name());
         }
         drop(entered);
-        // An INSERT is run again only while its commit has not begun: its writer marks when
-        // it does, in the extension its task context carries from here.
+        // An INSERT's commit and a cancel of it meet at a gate in its task context: a cancel
+        // stops it only before its commit begins, and a retry runs it again only then.
         let insert = template.kind == StatementKind::Insert;
-        let commit_begun = (template.query_retries > 0 && insert).then(|| {
-            let begun = Arc::new(CommitBegun::default());
-            state.config_mut().set_extension(Arc::clone(&begun));
-            begun
+        let commit_gate = insert.then(|| {
+            let gate = Arc::new(CommitGate::default());
+            state.config_mut().set_extension(Arc::clone(&gate));
+            gate
         });
         let replanning = (template.query_retries > 0
             && (insert || plain_query(template, &logical)))
@@ -575,7 +575,7 @@ impl Engine {
             state: state.clone(),
             logical: logical.clone(),
             retries: template.query_retries,
-            commit_begun,
+            commit_gate,
         });
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())

@@ -25,6 +25,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::memory::MemoryStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
+use sqe_iceberg::write::CommitGate;
 use tracing::Instrument;
 
 use self::admission::Slot;
@@ -385,7 +386,7 @@ impl QueryHandle {
                 return Err(Error::Internal("the query has already run".into()));
             };
             let driver = &self.driver;
-            let planned = Box::pin(driver.stopped_or(driver.plan(statement))).await;
+            let planned = Box::pin(driver.stopped_or(driver.plan(statement), None)).await;
             let planned = driver.or_fail(planned)?;
             let described = planned.describe();
             self.stage = Stage::Planned(planned, described);
@@ -410,7 +411,7 @@ impl QueryHandle {
         let driver = &self.driver;
         // Bulk ingest runs unbounded once admitted, so it waits unbounded too.
         let bounded = !matches!(self.stage, Stage::Submitted(Statement::Ingest { .. }));
-        let slot = Box::pin(driver.stopped_or(driver.admit(bounded))).await;
+        let slot = Box::pin(driver.stopped_or(driver.admit(bounded), None)).await;
         let slot = driver.or_fail(slot)?;
         if let Some(tracker) = &driver.tracker {
             tracker.admitted();
@@ -437,7 +438,11 @@ impl QueryHandle {
             });
         }
         let driver = &self.driver;
-        let output = Box::pin(driver.stopped_or(driver.execute(planned))).await;
+        let gate = match &planned {
+            Planned::Plan { prepared, .. } => prepared.commit_gate(),
+            _ => None,
+        };
+        let output = Box::pin(driver.stopped_or(driver.execute(planned), gate)).await;
         let (output, changes) = driver.or_fail(output)?;
         let tracker = self
             .driver
@@ -463,6 +468,30 @@ impl QueryHandle {
     }
 }
 
+/// `work` unless `stopped` comes first: then `error()`. A write whose commit has begun (its
+/// `gate` refuses the cancel) is not stopped: its true outcome is awaited and answered, so a
+/// client never hears of a cancel while the rows went in (and would add them twice again).
+async fn unless_stopped<T>(
+    work: impl std::future::Future<Output = Result<T>>,
+    stopped: impl std::future::Future<Output = ()>,
+    error: impl FnOnce() -> Error,
+    gate: Option<Arc<CommitGate>>,
+) -> Result<T> {
+    let mut work = std::pin::pin!(work);
+    tokio::select! {
+        biased;
+        () = stopped => {}
+        result = &mut work => return result,
+    }
+    match gate {
+        Some(gate) if !gate.cancel() => {
+            tracing::info!("stopped while committing: the commit runs to its end");
+            work.await
+        }
+        _ => Err(error()),
+    }
+}
+
 impl Driver {
     fn tracker(&self) -> Result<&QueryTracker> {
         self.tracker
@@ -480,17 +509,23 @@ impl Driver {
             .map_or_else(tracing::Span::none, |t| t.span().clone())
     }
 
-    /// `work` unless the query is stopped first: then the stop's error.
-    async fn stopped_or<T>(&self, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    /// `work` unless the query is stopped first: then the stop's error ([`unless_stopped`]).
+    async fn stopped_or<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T>>,
+        gate: Option<Arc<CommitGate>>,
+    ) -> Result<T> {
         let Some(record) = self.record() else {
             return Err(Error::Internal("the query has already run".into()));
         };
-        let span = self.span();
-        tokio::select! {
-            biased;
-            () = record.control().cancelled() => Err(record.control().error()),
-            result = work.instrument(span) => result,
-        }
+        let control = record.control();
+        unless_stopped(
+            work.instrument(self.span()),
+            control.cancelled(),
+            || control.error(),
+            gate,
+        )
+        .await
     }
 
     /// Waits for a slot for the query (or is refused: the queue is full). `bounded`: its
@@ -697,4 +732,63 @@ pub fn command_batch(described: &Described, rows: Option<u64>) -> Result<RecordB
         Arc::new(Schema::new(vec![field])),
         vec![column],
     )?)
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn cancelled() -> Error {
+        Error::Cancelled
+    }
+
+    /// A write that takes 50 ms before its commit and 100 ms in it, stopped after `stop_after`.
+    async fn write_stopped_after(
+        stop_after: Duration,
+    ) -> (std::result::Result<u64, Error>, Arc<CommitGate>) {
+        let gate = Arc::new(CommitGate::default());
+        let writer = Arc::clone(&gate);
+        let work = async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if !writer.begin() {
+                return Err(Error::Internal("refused to commit".into()));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(7)
+        };
+        let stopped = tokio::time::sleep(stop_after);
+        let outcome = unless_stopped(work, stopped, cancelled, Some(Arc::clone(&gate))).await;
+        (outcome, gate)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_during_the_commit_waits_for_its_true_outcome() {
+        let (outcome, gate) = write_stopped_after(Duration::from_millis(80)).await;
+        assert_eq!(
+            outcome.ok(),
+            Some(7),
+            "the rows went in: the answer says so"
+        );
+        assert!(gate.begun());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_before_the_commit_stops_it() {
+        let (outcome, gate) = write_stopped_after(Duration::from_millis(20)).await;
+        assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
+        assert!(!gate.begin(), "the commit can no longer begin");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_gate_a_stop_is_the_answer() {
+        let work = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(1)
+        };
+        let stopped = tokio::time::sleep(Duration::from_millis(10));
+        let outcome = unless_stopped(work, stopped, cancelled, None).await;
+        assert!(matches!(outcome, Err(Error::Cancelled)));
+    }
 }

@@ -39,19 +39,43 @@ pub trait CommitListener: fmt::Debug + Send + Sync {
     fn conflicted(&self, _table: &TableIdent, _conflicts: u32) {}
 }
 
-/// Whether a write has begun committing: [`IcebergWriteExec`] marks the one it finds among its
-/// task context's session extensions before its commit starts. A write that fails while this
-/// is unmarked certainly committed nothing (its files are deleted), so it may be run again.
+/// Between a write's commit and a cancel of its statement, the first to come wins:
+/// [`IcebergWriteExec`] asks to [`begin`](Self::begin) its commit (the gate it finds among its
+/// task context's session extensions) and the statement's driver asks to
+/// [`cancel`](Self::cancel) it. A cancel that wins stops the write before its commit (its files
+/// are deleted, nothing is added); one that loses waits for the commit's true outcome, which the
+/// client then hears (not a cancel while the rows went in). A write that failed before its
+/// commit began certainly added nothing, so it may be run again.
 #[derive(Debug, Default)]
-pub struct CommitBegun(std::sync::atomic::AtomicBool);
+pub struct CommitGate(std::sync::atomic::AtomicU8);
 
-impl CommitBegun {
-    pub fn mark(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+const GATE_OPEN: u8 = 0;
+const GATE_COMMITTING: u8 = 1;
+const GATE_CANCELLED: u8 = 2;
+
+impl CommitGate {
+    /// Whether the commit may begin: false once the statement was cancelled.
+    pub fn begin(&self) -> bool {
+        self.settle(GATE_COMMITTING) == GATE_COMMITTING
     }
 
+    /// Whether the cancel stops the write: false once its commit has begun.
+    pub fn cancel(&self) -> bool {
+        self.settle(GATE_CANCELLED) == GATE_CANCELLED
+    }
+
+    /// Whether the commit has begun.
     pub fn begun(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+        self.0.load(std::sync::atomic::Ordering::SeqCst) == GATE_COMMITTING
+    }
+
+    /// The gate's state once `to` has been tried: `to`, or what came first.
+    fn settle(&self, to: u8) -> u8 {
+        use std::sync::atomic::Ordering::SeqCst;
+        match self.0.compare_exchange(GATE_OPEN, to, SeqCst, SeqCst) {
+            Ok(_) => to,
+            Err(first) => first,
+        }
     }
 }
 
@@ -218,7 +242,7 @@ impl ExecutionPlan for IcebergWriteExec {
                 "IcebergWriteExec gathers one partition of written files, not {partitions}"
             )));
         }
-        let begun = context.session_config().get_extension::<CommitBegun>();
+        let gate = context.session_config().get_extension::<CommitGate>();
         let mut written = self.input.execute(0, context)?;
         let table = self.table.clone();
         let catalog = Arc::clone(&self.catalog);
@@ -246,10 +270,13 @@ impl ExecutionPlan for IcebergWriteExec {
             }
             // Cancelling stops at the commit: once started it runs to its end in a task of its
             // own, which also deletes the files if it did not apply.
-            received.hand_over();
-            if let Some(begun) = begun {
-                begun.mark();
+            if gate.as_ref().is_some_and(|gate| !gate.begin()) {
+                received.delete().await;
+                return Err(DataFusionError::Execution(
+                    "the statement was cancelled before its commit".into(),
+                ));
             }
+            received.hand_over();
             let rows: u64 = data_files.iter().map(DataFile::record_count).sum();
             let committing = async move {
                 let locations: Vec<String> = data_files
@@ -452,11 +479,12 @@ mod tests {
     }
 
     /// Commits the data files `batch` names into `table` through an [`IcebergWriteExec`]
-    /// whose context carries a [`CommitBegun`]: whether it succeeded and whether it had begun.
+    /// whose context carries `gate`: whether it succeeded and whether its commit had begun.
     async fn commit_through_the_exec(
         catalog: Arc<dyn Catalog>,
         table: &Table,
         batch: RecordBatch,
+        gate: Arc<CommitGate>,
     ) -> std::result::Result<(bool, bool), Box<dyn std::error::Error>> {
         use datafusion::datasource::memory::MemorySourceConfig;
         use datafusion::prelude::SessionConfig;
@@ -464,37 +492,62 @@ mod tests {
         let input = MemorySourceConfig::try_new_exec(&[vec![batch.clone()]], batch.schema(), None)?;
         let exec =
             IcebergWriteExec::committing(input, catalog, table.clone(), None, WriteCommit::Append);
-        let begun = Arc::new(CommitBegun::default());
-        let config = SessionConfig::new().with_extension(Arc::clone(&begun));
+        let config = SessionConfig::new().with_extension(Arc::clone(&gate));
         let context = Arc::new(TaskContext::default().with_session_config(config));
         let mut stream = exec.execute(0, context)?;
         let mut succeeded = true;
         while let Some(item) = stream.next().await {
             succeeded &= item.is_ok();
         }
-        Ok((succeeded, begun.begun()))
+        Ok((succeeded, gate.begun()))
     }
 
     #[tokio::test]
-    async fn a_write_marks_its_commit_as_begun_only_once_its_files_are_all_in() -> TestResult {
+    async fn a_write_begins_its_commit_only_once_its_files_are_all_in_and_not_cancelled()
+    -> TestResult {
         let dir = tempfile::tempdir()?;
         let (catalog, table) = table_in_memory(dir.path()).await?;
         let catalog: Arc<dyn Catalog> = Arc::new(catalog);
+        let files = || -> std::result::Result<RecordBatch, Box<dyn std::error::Error>> {
+            Ok(super::super::data_files::data_files_batch(
+                &table,
+                vec![data_file(&table, "a")?],
+            )?)
+        };
         // A batch that names no data file fails the write before its commit.
         let not_files = RecordBatch::try_new(
             Arc::new(Schema::new(vec![Field::new("n", DataType::UInt64, false)])),
             vec![Arc::new(UInt64Array::from(vec![1]))],
         )?;
-        let failed = commit_through_the_exec(Arc::clone(&catalog), &table, not_files).await?;
+        let gate = Arc::new(CommitGate::default());
+        let failed =
+            commit_through_the_exec(Arc::clone(&catalog), &table, not_files, Arc::clone(&gate))
+                .await?;
         assert_eq!(
             failed,
             (false, false),
             "failed before committing: may run again"
         );
-        let files =
-            super::super::data_files::data_files_batch(&table, vec![data_file(&table, "a")?])?;
-        let committed = commit_through_the_exec(Arc::clone(&catalog), &table, files).await?;
+        assert!(gate.cancel(), "nothing began: a cancel still stops it");
+        // Cancelled first: the files are in, but the commit does not begin.
+        let gate = Arc::new(CommitGate::default());
+        assert!(gate.cancel());
+        let refused =
+            commit_through_the_exec(Arc::clone(&catalog), &table, files()?, Arc::clone(&gate))
+                .await?;
+        assert_eq!(refused, (false, false));
+        let unchanged = catalog.load_table(table.identifier()).await?;
+        assert_eq!(unchanged.metadata().snapshots().count(), 0);
+        // Not cancelled: it commits, and a cancel after that loses.
+        let gate = Arc::new(CommitGate::default());
+        let committed =
+            commit_through_the_exec(Arc::clone(&catalog), &table, files()?, Arc::clone(&gate))
+                .await?;
         assert_eq!(committed, (true, true));
+        assert!(
+            !gate.cancel(),
+            "the commit began: the cancel waits for its outcome"
+        );
         let table = catalog.load_table(table.identifier()).await?;
         assert_eq!(table.metadata().snapshots().count(), 1);
         Ok(())

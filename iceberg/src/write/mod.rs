@@ -10,5 +10,5 @@ mod racing;
 mod sorting;
 
 pub use data_files::{DATA_FILE_COLUMN, DataFileWriteExec};
-pub use exec::{CommitBegun, CommitListener, IcebergWriteExec, Replacement, WriteCommit};
+pub use exec::{CommitGate, CommitListener, IcebergWriteExec, Replacement, WriteCommit};
 pub use files::{CreatedFiles, WRITTEN, WriteTotals, WrittenFiles, write_partition};
