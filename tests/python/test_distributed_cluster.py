@@ -352,13 +352,15 @@ def active_workers():
 
 
 def busy_workers(marker, spared="worker-1"):
-    """The workers (but `spared`) running a task of the query whose text has `marker`."""
+    """The workers (but `spared`) given a task of the query whose text has `marker` that has
+    not finished. PLANNED counts: a task shows RUNNING only once its worker's progress is
+    polled, by when a short task may be done and its worker no longer needed."""
     return [
         r[0]
         for r in trino_rows(
             "SELECT DISTINCT t.node_id FROM system.runtime.tasks t JOIN system.runtime.queries q "
             f"ON t.query_id = q.query_id WHERE strpos(q.query, '{marker}') > 0 AND q.state = 'RUNNING' "
-            f"AND t.state = 'RUNNING' AND t.node_id <> '{spared}'"
+            f"AND t.state IN ('PLANNED', 'RUNNING') AND t.node_id <> '{spared}'"
         )
     ]
 

@@ -214,16 +214,15 @@ async fn create_insert_drop_and_errors() -> TestResult {
     Ok(())
 }
 
-/// An INSERT dropped while its writers run (what cancelling a query does) leaves no data file
-/// behind, finished or not, and no snapshot.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_cancelled_insert_leaves_no_files() -> TestResult {
+/// `demo.big (n BIGINT)`, written in files of 64 KiB so an INSERT's first files show while it
+/// still runs.
+async fn table_of_small_files(
+    cluster: &TestCluster,
+) -> Result<TableIdent, Box<dyn std::error::Error + Send + Sync>> {
     use iceberg::transaction::{ApplyTransactionAction, Transaction};
-    let cluster = TestCluster::start(2, 0.0).await?;
     cluster.sql("CREATE SCHEMA demo").await?;
     cluster.sql("CREATE TABLE demo.big (n BIGINT)").await?;
     let table = ident("demo", "big");
-    // Small files, so the writers finish some before the statement is cancelled.
     let catalog = cluster.engine().catalog();
     let loaded = catalog.load_table(&table).await?;
     let tx = Transaction::new(&loaded);
@@ -232,48 +231,105 @@ async fn a_cancelled_insert_leaves_no_files() -> TestResult {
         .set("write.target-file-size-bytes".into(), "65536".into())
         .apply(tx)?;
     tx.commit(catalog.as_ref()).await?;
-    let before = snapshots(&cluster, &table).await?;
+    Ok(table)
+}
 
-    let mut insert = Box::pin(
-        cluster.sql("INSERT INTO demo.big SELECT value FROM generate_series(1, 2000000000)"),
-    );
+/// Polls `statement` until the warehouse holds `count` finished data files; an error if the
+/// statement ends first or writes none within two minutes.
+async fn until_files_are_written<T: std::fmt::Debug>(
+    cluster: &TestCluster,
+    statement: &mut std::pin::Pin<Box<impl std::future::Future<Output = T>>>,
+    count: usize,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let finished = |files: &[String]| files.iter().filter(|f| f.ends_with(".parquet")).count();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         tokio::select! {
-            done = &mut insert => return Err(format!("the INSERT ended before it was cancelled: {done:?}").into()),
-            () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            done = statement.as_mut() => return Err(format!("the statement ended first: {done:?}").into()),
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
         }
-        if finished(&data_files(&cluster).await?) >= 4 {
-            break;
+        if finished(&data_files(cluster).await?) >= count {
+            return Ok(());
         }
         if std::time::Instant::now() > deadline {
-            return Err("the INSERT wrote no finished file in time".into());
+            return Err("the statement wrote no finished file in time".into());
         }
     }
-    drop(insert);
+}
 
-    // The files go in the background, once every writer has stopped.
+/// The data files left once they stop going (they go in the background; up to 30 s).
+async fn files_left(
+    cluster: &TestCluster,
+) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let left = loop {
-        let left = data_files(&cluster).await?;
+    loop {
+        let left = data_files(cluster).await?;
         if left.is_empty() || std::time::Instant::now() > deadline {
-            break left;
+            return Ok(left);
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    }
+}
+
+/// Whether `demo.big` counts no row.
+async fn is_empty(cluster: &TestCluster) -> Result<bool, Box<dyn std::error::Error + Send + Sync>> {
+    let counted = cluster.query("SELECT count(*) FROM demo.big").await?;
+    Ok(render(&counted).matches("| 0 ").count() == 1)
+}
+
+/// An INSERT dropped while its writers run (what cancelling a query does) leaves no data file
+/// behind, finished or not, and no snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_insert_leaves_no_files() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    let table = table_of_small_files(&cluster).await?;
+    let before = snapshots(&cluster, &table).await?;
+    let mut insert = Box::pin(
+        cluster.sql("INSERT INTO demo.big SELECT value FROM generate_series(1, 2000000000)"),
+    );
+    until_files_are_written(&cluster, &mut insert, 4).await?;
+    drop(insert);
+    let left = files_left(&cluster).await?;
     assert!(
         left.is_empty(),
         "a cancelled INSERT left {} files: {left:?}",
         left.len()
     );
     assert_eq!(snapshots(&cluster, &table).await?, before);
-    let counted = cluster.query("SELECT count(*) FROM demo.big").await?;
+    assert!(is_empty(&cluster).await?);
+    cluster.stop().await;
+    Ok(())
+}
+
+/// A table dropped and created again under its name while an INSERT writes into it: the
+/// INSERT fails with TABLE_NOT_FOUND (its commit checks the table's UUID), the new table gets
+/// none of its rows, and its files are deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_insert_into_a_table_dropped_and_created_again_commits_nothing() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    let table = table_of_small_files(&cluster).await?;
+    let mut insert =
+        Box::pin(cluster.sql("INSERT INTO demo.big SELECT value FROM generate_series(1, 6000000)"));
+    until_files_are_written(&cluster, &mut insert, 1).await?;
+    // While it writes (its future is polled again only below, its writers run on).
+    cluster.sql("DROP TABLE demo.big").await?;
+    cluster.sql("CREATE TABLE demo.big (n BIGINT)").await?;
+    let error = insert
+        .await
+        .err()
+        .ok_or("the INSERT committed into the new table")?;
     assert_eq!(
-        render(&counted).matches("| 0 ").count(),
-        1,
-        "{}",
-        render(&counted)
+        error.code(),
+        sqe_engine::error::ErrorCode::TableNotFound,
+        "{error}"
+    );
+    assert_eq!(snapshots(&cluster, &table).await?, (None, 0));
+    assert!(is_empty(&cluster).await?);
+    let left = files_left(&cluster).await?;
+    assert!(
+        left.is_empty(),
+        "the failed INSERT left {} files: {left:?}",
+        left.len()
     );
     cluster.stop().await;
     Ok(())
