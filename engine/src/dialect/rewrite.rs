@@ -310,7 +310,8 @@ impl VisitorMut for Rewrite {
             Expr::Function(function) => super::spellings::respelled(function)
                 .or_else(|| super::spellings::listagg(function))
                 .or_else(|| super::spellings::normalize(function))
-                .or_else(|| super::spellings::from_unixtime_offset(function)),
+                .or_else(|| super::spellings::from_unixtime_offset(function))
+                .or_else(|| super::spellings::local_time(function)),
             Expr::Cast {
                 kind,
                 expr: inner,

@@ -298,6 +298,28 @@ pub(super) fn from_unixtime_offset(function: &Function) -> Option<Expr> {
     spelled("from_unixtime($1, $2)", &[seconds.clone(), zone])
 }
 
+/// `localtimestamp[(p)]` and `localtime[(p)]`: the statement's instant read on the session
+/// zone's wall clock, as a `timestamp(p)` / `time(p)` (p 3 unless given), as Trino's.
+pub(super) fn local_time(function: &Function) -> Option<Expr> {
+    let name = function.name.to_string().to_ascii_lowercase();
+    if !matches!(name.as_str(), "localtimestamp" | "localtime") {
+        return None;
+    }
+    let precision = match &function.args {
+        FunctionArguments::None => 3,
+        FunctionArguments::List(list) => match list.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(p))] => integer_literal(p)?,
+            _ => return None,
+        },
+        FunctionArguments::Subquery(_) => return None,
+    };
+    let local = format!("CAST(current_timestamp AS TIMESTAMP({precision}))");
+    if name == "localtime" {
+        return parse(&format!("CAST({local} AS TIME({precision}))"));
+    }
+    parse(&local)
+}
+
 /// An integer literal, as the dialect has written it by now (`CAST(5 AS INTEGER)`, `-5`).
 fn integer_literal(e: &Expr) -> Option<i64> {
     match e {
