@@ -22,6 +22,7 @@ mod query_runtime;
 mod session_properties;
 #[cfg(any(test, feature = "stand-in"))]
 pub mod stand_in;
+mod stopping;
 
 pub use commits::Commits;
 pub use error::{Error, ErrorCode, ErrorKind, ObjectKind};

@@ -351,10 +351,10 @@ impl Storage for ObjectStoreStorage {
 
     async fn writer(&self, path: &str) -> iceberg::Result<Box<dyn FileWrite>> {
         let (store, key) = self.resolve(path)?;
-        Ok(Box::new(ObjectWriter {
-            inner: BufWriter::new(store, key),
-            location: path.to_string(),
-        }))
+        Ok(Box::new(ObjectWriter::new(
+            BufWriter::new(store, key),
+            path,
+        )))
     }
 
     async fn delete(&self, path: &str) -> iceberg::Result<()> {
@@ -411,22 +411,49 @@ impl FileRead for ObjectReader {
     }
 }
 
+/// Writes a file, in parts once it outgrows the buffer (an S3 multipart upload). A writer
+/// dropped before it is closed (its statement cancelled, or failed) aborts its upload: the
+/// store would otherwise keep, and bill, the parts of an upload nobody completes.
 struct ObjectWriter {
-    inner: BufWriter,
+    /// Until it is closed.
+    open: Option<BufWriter>,
     location: String,
+}
+
+impl ObjectWriter {
+    fn new(writer: BufWriter, location: &str) -> Self {
+        Self {
+            open: Some(writer),
+            location: location.to_string(),
+        }
+    }
+
+    fn closed(&self) -> Error {
+        Error::new(
+            ErrorKind::Unexpected,
+            format!("'{}' was already closed", self.location),
+        )
+    }
 }
 
 #[async_trait]
 impl FileWrite for ObjectWriter {
     async fn write(&mut self, bs: Bytes) -> iceberg::Result<()> {
-        self.inner
+        let Some(writer) = self.open.as_mut() else {
+            return Err(self.closed());
+        };
+        writer
             .put(bs)
             .await
             .map_err(|e| object_store_error(&self.location, e))
     }
 
     async fn close(&mut self) -> iceberg::Result<()> {
-        self.inner.shutdown().await.map_err(|e| {
+        // Once closing has begun the upload is being completed; it can no longer be aborted.
+        let Some(mut writer) = self.open.take() else {
+            return Err(self.closed());
+        };
+        writer.shutdown().await.map_err(|e| {
             Error::new(
                 ErrorKind::Unexpected,
                 format!("failed to finish writing '{}'", self.location),
@@ -436,9 +463,182 @@ impl FileWrite for ObjectWriter {
     }
 }
 
+impl Drop for ObjectWriter {
+    fn drop(&mut self) {
+        let Some(mut writer) = self.open.take() else {
+            return;
+        };
+        let location = std::mem::take(&mut self.location);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(%location, "a file left unfinished outside a runtime: its upload is not aborted");
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = writer.abort().await {
+                tracing::warn!(%location, error = %e, "could not abort the upload of an unfinished file");
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An in-memory store counting the multipart uploads begun and aborted.
+    #[derive(Debug, Default)]
+    struct CountingStore {
+        inner: object_store::memory::InMemory,
+        begun: Arc<std::sync::atomic::AtomicUsize>,
+        aborted: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl std::fmt::Display for CountingStore {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("CountingStore")
+        }
+    }
+
+    #[derive(Debug)]
+    struct CountedUpload {
+        inner: Box<dyn object_store::MultipartUpload>,
+        aborted: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    #[async_trait]
+    impl object_store::MultipartUpload for CountedUpload {
+        fn put_part(&mut self, data: object_store::PutPayload) -> object_store::UploadPart {
+            self.inner.put_part(data)
+        }
+
+        async fn complete(&mut self) -> object_store::Result<object_store::PutResult> {
+            self.inner.complete().await
+        }
+
+        async fn abort(&mut self) -> object_store::Result<()> {
+            self.aborted
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.abort().await
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for CountingStore {
+        async fn put_opts(
+            &self,
+            location: &ObjectPath,
+            payload: object_store::PutPayload,
+            opts: object_store::PutOptions,
+        ) -> object_store::Result<object_store::PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjectPath,
+            opts: object_store::PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+            self.begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let inner = self.inner.put_multipart_opts(location, opts).await?;
+            Ok(Box::new(CountedUpload {
+                inner,
+                aborted: Arc::clone(&self.aborted),
+            }))
+        }
+
+        async fn get_opts(
+            &self,
+            location: &ObjectPath,
+            options: object_store::GetOptions,
+        ) -> object_store::Result<object_store::GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+        ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+            self.inner.delete_stream(locations)
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> object_store::Result<object_store::ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &ObjectPath,
+            to: &ObjectPath,
+            options: object_store::CopyOptions,
+        ) -> object_store::Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    /// A writer of `key` into `store` that uploads in parts past 16 bytes.
+    fn small_writer(store: &Arc<CountingStore>, key: &str) -> ObjectWriter {
+        let store: Arc<dyn ObjectStore> = Arc::clone(store) as Arc<dyn ObjectStore>;
+        ObjectWriter::new(
+            BufWriter::with_capacity(store, ObjectPath::from(key), 16),
+            key,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_writer_dropped_unfinished_aborts_its_upload() {
+        let store = Arc::new(CountingStore::default());
+        let mut writer = small_writer(&store, "t/data/a.parquet");
+        writer
+            .write(Bytes::from(vec![7u8; 64]))
+            .await
+            .expect("written");
+        assert_eq!(store.begun.load(std::sync::atomic::Ordering::SeqCst), 1);
+        drop(writer);
+        for _ in 0..100 {
+            if store.aborted.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(store.aborted.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(
+            store
+                .head(&ObjectPath::from("t/data/a.parquet"))
+                .await
+                .is_err(),
+            "no object was made"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_writer_completes_its_upload_and_aborts_nothing() {
+        let store = Arc::new(CountingStore::default());
+        let mut writer = small_writer(&store, "t/data/b.parquet");
+        writer
+            .write(Bytes::from(vec![7u8; 64]))
+            .await
+            .expect("written");
+        writer.close().await.expect("closed");
+        assert!(writer.write(Bytes::from_static(b"x")).await.is_err());
+        drop(writer);
+        tokio::task::yield_now().await;
+        assert_eq!(store.aborted.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let meta = store
+            .head(&ObjectPath::from("t/data/b.parquet"))
+            .await
+            .expect("the object");
+        assert_eq!(meta.size, 64);
+    }
 
     #[test]
     fn vended_credentials_replace_every_configured_credential() {

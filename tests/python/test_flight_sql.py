@@ -184,15 +184,31 @@ class OpenEndpoint(unittest.TestCase):
         self.assertEqual(self.cur.fetchall(), [("append",), ("append",), ("overwrite",)])
         self.cur.execute(f"SELECT count(*) FROM ingest.people FOR VERSION AS OF {before}")
         self.assertEqual(self.cur.fetchall(), [(6,)])
-        # Other columns: a new table takes the name, the old one is gone, nothing is left aside.
+        # Other columns: the same table given them with its rows in one commit, its history kept.
+        self.cur.execute('SELECT snapshot_id FROM ingest."people$snapshots" ORDER BY committed_at DESC LIMIT 1')
+        ((narrow,),) = self.cur.fetchall()
         wider = table.append_column("score", pa.array([1.5, 2.5, 3.5]))
         self.assertEqual(self.cur.adbc_ingest("people", wider, mode="replace", db_schema_name="ingest"), 3)
         self.cur.execute("SELECT id, name, score FROM ingest.people ORDER BY id")
         self.assertEqual(self.cur.fetchall(), [(1, "a", 1.5), (2, "b", 2.5), (3, None, 3.5)])
-        self.cur.execute('SELECT count(*) FROM ingest."people$snapshots"')
-        self.assertEqual(self.cur.fetchall(), [(1,)])
+        self.cur.execute('SELECT operation FROM ingest."people$snapshots" ORDER BY committed_at')
+        self.assertEqual(self.cur.fetchall(), [("append",), ("append",), ("overwrite",), ("append",)])
+        self.cur.execute(f"SELECT * FROM ingest.people FOR VERSION AS OF {narrow}")
+        self.assertEqual(self.cur.fetchall(), [(1, "a")])
         self.cur.execute("SHOW TABLES FROM ingest")
         self.assertEqual(self.cur.fetchall(), [("people",)])
+        # A replace whose client fails part-way leaves the rows, columns and snapshots as they were.
+        def failing():
+            yield wider.to_batches()[0]
+            raise RuntimeError("the client's data source failed")
+
+        reader = pa.RecordBatchReader.from_batches(wider.schema.remove(2), (b.drop_columns(["score"]) for b in failing()))
+        with self.assertRaises(Exception):
+            self.cur.adbc_ingest("people", reader, mode="replace", db_schema_name="ingest")
+        self.cur.execute("SELECT id, name, score FROM ingest.people ORDER BY id")
+        self.assertEqual(self.cur.fetchall(), [(1, "a", 1.5), (2, "b", 2.5), (3, None, 3.5)])
+        self.cur.execute('SELECT count(*) FROM ingest."people$snapshots"')
+        self.assertEqual(self.cur.fetchall(), [(4,)])
         with self.assertRaises(adbc_driver_manager.Error) as failed:
             self.cur.adbc_ingest("people", table, mode="create", db_schema_name="ingest")
         self.assertIn("already exists", str(failed.exception))

@@ -385,6 +385,42 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         got = self.check_same("evolved", ["id", "quantity"])
         self.assertEqual([list(r) for r in got], [[1, 10], [2, None], [3, 5000000000]])
 
+    def test_sqe_create_or_replace_keeps_the_table_and_its_history(self):
+        """CREATE OR REPLACE TABLE with other columns and partitioning is one commit of the same
+        table through the REST catalog (SQE's own): pyiceberg reads the new columns, spec and rows,
+        and the old snapshot still reads in its old columns."""
+        sqe("CREATE TABLE replaced AS SELECT value AS id, 'old' AS tag FROM generate_series(1, 4)")
+        before = CATALOG.load_table(f"{NAMESPACE}.replaced")
+        old_snapshot = before.current_snapshot().snapshot_id
+        rows, _ = sqe(
+            "CREATE OR REPLACE TABLE replaced WITH (partitioning = ARRAY['bucket(id, 4)']) AS "
+            "SELECT value AS id, value * 1.5 AS amount FROM generate_series(1, 6)"
+        )
+        self.assertEqual(rows, [[6]])
+        table = CATALOG.load_table(f"{NAMESPACE}.replaced")
+        self.assertEqual(table.metadata.table_uuid, before.metadata.table_uuid)
+        self.assertEqual([f.name for f in table.schema().fields], ["id", "amount"])
+        self.assertGreater(table.schema().find_field("id").field_id, before.metadata.last_column_id)
+        self.assertEqual([str(f.transform) for f in table.spec().fields], ["bucket[4]"])
+        current = table.current_snapshot()
+        self.assertIsNone(current.parent_snapshot_id)
+        self.assertEqual(current.summary.operation, Operation.APPEND)
+        got = table.scan().to_arrow().sort_by("id")
+        self.assertEqual(got.column("amount").to_pylist(), [1.5, 3.0, 4.5, 6.0, 7.5, 9.0])
+        old = table.scan(snapshot_id=old_snapshot).to_arrow().sort_by("id")
+        self.assertEqual(old.column_names, ["id", "tag"])
+        self.assertEqual(old.column("tag").to_pylist(), ["old"] * 4)
+        rows, _ = sqe(f"SELECT id, tag FROM replaced FOR VERSION AS OF {old_snapshot} WHERE id = 2")
+        self.assertEqual(rows, [[2, "old"]])
+        rows, _ = sqe("SELECT sum(amount) FROM replaced WHERE id > 4")
+        self.assertEqual(rows, [[16.5]])
+        # No rows and other columns: the commit leaves the table without a current snapshot.
+        sqe("CREATE OR REPLACE TABLE replaced (name varchar)")
+        table = CATALOG.load_table(f"{NAMESPACE}.replaced")
+        self.assertIsNone(table.current_snapshot())
+        self.assertEqual(table.scan().to_arrow().num_rows, 0)
+        self.assertEqual(len(table.snapshots()), 2)
+
     def test_sqe_maintenance_reads_back_in_pyiceberg(self):
         """optimize, expire_snapshots and remove_orphan_files on a table pyiceberg wrote: one replace
         snapshot pyiceberg reads as SQE does, old snapshots and their files gone, orphans gone."""

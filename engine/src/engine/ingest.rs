@@ -15,11 +15,15 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, execute_stream,
 };
+use datafusion::prelude::SessionConfig;
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use sqe_iceberg::types::iceberg_schema_for;
-use sqe_iceberg::write::{IcebergWriteExec, WriteCommit};
+use sqe_iceberg::write::{CommitGate, IcebergWriteExec, WriteCommit};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use super::replace_table::Stop;
 use super::table_properties::TableLayout;
 use super::{Engine, SessionSettings, count_rows};
 use crate::error::{Error, ObjectKind, Result};
@@ -51,15 +55,38 @@ pub struct IngestTarget {
 
 impl Engine {
     /// Loads `data` into the target table and returns the rows written. Append commits one
-    /// snapshot; create makes the table from the data's schema. Replace, when the data has
-    /// the table's columns, commits one `overwrite` snapshot (the old files out, the new in:
-    /// readers see one or the other); otherwise it fills a new table and swaps it in by name,
-    /// the old table purged only once the new one holds its name.
+    /// snapshot; create makes the table from the data's schema. Replace commits one snapshot
+    /// of the same table (readers see the old rows or the new): an `overwrite` when the data
+    /// has the table's columns, otherwise the data's columns made current with its rows.
+    ///
+    /// It runs in a task of its own: a caller that goes away once the commit has begun does
+    /// not stop it; `cancel` stops it only before that (`gate`).
     pub async fn ingest(
+        self: &Arc<Self>,
+        session: &SessionSettings,
+        target: IngestTarget,
+        data: SendableRecordBatchStream,
+        gate: Arc<CommitGate>,
+        cancel: CancellationToken,
+    ) -> Result<u64> {
+        let engine = Arc::clone(self);
+        let session = session.clone();
+        let load = async move {
+            let stop = Stop { gate, cancel };
+            stop.unless_stopped(Box::pin(engine.load(&session, target, data, &stop.gate)))
+                .await
+        };
+        sqe_layers::task::spawn(load.instrument(tracing::Span::current()))
+            .await
+            .map_err(|e| Error::Internal(format!("ingest task failed: {e}")))?
+    }
+
+    async fn load(
         &self,
         session: &SessionSettings,
         target: IngestTarget,
         data: SendableRecordBatchStream,
+        gate: &Arc<CommitGate>,
     ) -> Result<u64> {
         let schema = target
             .schema
@@ -79,21 +106,20 @@ impl Engine {
             }
             (true, IfExists::Append, _) => {
                 let table = catalog.load_table(&ident).await?;
-                self.write_stream(table, data, WriteCommit::Append).await?
+                self.write_stream(table, data, WriteCommit::Append, gate)
+                    .await?
             }
-            (false, _, IfMissing::Create) => self.create_and_fill(&ident, data).await?,
+            (false, _, IfMissing::Create) => self.create_and_fill(&ident, data, gate).await?,
             (true, IfExists::Replace, _) => {
                 let table = catalog.load_table(&ident).await?;
                 let columns = iceberg_schema_for(data.schema().as_ref(), false)?;
-                if super::replace_table::same_columns(table.metadata().current_schema(), &columns) {
-                    let commit = self.overwrite_commit(&table).await?;
-                    self.write_stream(table, data, commit).await?
-                } else {
-                    let staging = self.staging_name(&ident, "replace");
-                    let rows = self.create_and_fill(&staging, data).await?;
-                    self.swap_into(&ident, &staging).await?;
-                    rows
-                }
+                let same =
+                    super::replace_table::same_columns(table.metadata().current_schema(), &columns);
+                // Other columns: unpartitioned and unsorted, as a table the ingest creates.
+                let (table, commit) = self
+                    .replacing(table, same, &columns, &TableLayout::default())
+                    .await?;
+                self.write_stream(table, data, commit, gate).await?
             }
         };
         self.refresh_names(true).await?;
@@ -105,12 +131,16 @@ impl Engine {
         &self,
         ident: &TableIdent,
         data: SendableRecordBatchStream,
+        gate: &Arc<CommitGate>,
     ) -> Result<u64> {
         let schema = iceberg_schema_for(data.schema().as_ref(), false)?;
         let table = self
             .create_table(ident, schema, TableLayout::default(), None)
             .await?;
-        match self.write_stream(table, data, WriteCommit::Append).await {
+        match self
+            .write_stream(table, data, WriteCommit::Append, gate)
+            .await
+        {
             Ok(rows) => Ok(rows),
             Err(e) => {
                 if let Err(purge) = self.catalog().purge_table(ident).await {
@@ -121,12 +151,13 @@ impl Engine {
         }
     }
 
-    /// Writes `data` into `table`, committed as `commit` says.
+    /// Writes `data` into `table`, committed as `commit` says once `gate` lets it begin.
     async fn write_stream(
         &self,
         table: Table,
         data: SendableRecordBatchStream,
         commit: WriteCommit,
+        gate: &Arc<CommitGate>,
     ) -> Result<u64> {
         let input: Arc<dyn ExecutionPlan> = Arc::new(OneShotExec::new(data));
         let write: Arc<dyn ExecutionPlan> = Arc::new(
@@ -140,7 +171,9 @@ impl Engine {
             )
             .with_commit(commit),
         );
-        count_rows(execute_stream(write, Arc::new(TaskContext::default()))?).await
+        let config = SessionConfig::new().with_extension(Arc::clone(gate));
+        let context = TaskContext::default().with_session_config(config);
+        count_rows(execute_stream(write, Arc::new(context))?).await
     }
 }
 

@@ -56,6 +56,7 @@ use sqe_iceberg::codec::SqeCodec;
 use sqe_iceberg::scan::IcebergTaskEstimator;
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::types::iceberg_schema_for;
+use sqe_iceberg::write::CommitGate;
 use sqe_tpch::{TpchCodec, TpchTaskEstimator};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -272,6 +273,7 @@ enum Action {
         location: Option<String>,
         if_not_exists: bool,
         or_replace: bool,
+        gate: Arc<CommitGate>,
     },
     CreateSchema {
         namespace: NamespaceIdent,
@@ -318,6 +320,7 @@ struct CreateTableAs {
     /// Partitioning, sort order and location.
     properties: TableProperties,
     state: SessionState,
+    gate: Arc<CommitGate>,
 }
 
 impl Prepared {
@@ -342,12 +345,15 @@ impl Prepared {
         Some(ledger)
     }
 
-    /// The gate between its commit and a cancel: an INSERT's; `None` for anything else.
-    pub fn commit_gate(&self) -> Option<Arc<sqe_iceberg::write::CommitGate>> {
-        let Action::Plan { task_ctx, .. } = &self.action else {
-            return None;
-        };
-        task_ctx.session_config().get_extension()
+    /// The gate between its commit and a cancel: an INSERT's, a CREATE TABLE's (AS);
+    /// `None` for anything else.
+    pub fn commit_gate(&self) -> Option<Arc<CommitGate>> {
+        match &self.action {
+            Action::Plan { task_ctx, .. } => task_ctx.session_config().get_extension(),
+            Action::CreateTableAs(ctas) => Some(Arc::clone(&ctas.gate)),
+            Action::CreateTable { gate, .. } => Some(Arc::clone(gate)),
+            _ => None,
+        }
     }
 
     /// Its share of the coordinator's memory pool; `None` unless it runs a plan.
@@ -861,6 +867,7 @@ impl Engine {
                             location: properties.location,
                             if_not_exists: create.if_not_exists,
                             or_replace: create.or_replace,
+                            gate: Arc::default(),
                         },
                     ));
                 }
@@ -877,6 +884,7 @@ impl Engine {
                         or_replace: create.or_replace,
                         properties,
                         state,
+                        gate: Arc::default(),
                     })),
                 ))
             }
@@ -1095,12 +1103,17 @@ impl Engine {
                 location,
                 if_not_exists,
                 or_replace,
+                gate,
             } => {
                 if or_replace && self.catalog().table_exists(&ident).await? {
+                    let stop = replace_table::Stop { gate, cancel };
                     // Boxed: its future would make every statement's as large.
-                    Box::pin(self.replace_table(&ident, *schema, *layout, location, None, cancel))
+                    Box::pin(self.replace_table(&ident, *schema, *layout, location, None, stop))
                         .await?;
                 } else if !(if_not_exists && self.catalog().table_exists(&ident).await?) {
+                    if !gate.begin() {
+                        return Err(Error::Cancelled);
+                    }
                     // Boxed: its future would make every statement's as large.
                     Box::pin(self.create_table(&ident, *schema, *layout, location)).await?;
                 }
@@ -1290,8 +1303,10 @@ impl Engine {
             if_not_exists,
             or_replace,
             properties,
-            state,
+            mut state,
+            gate,
         } = ctas;
+        let stop = replace_table::Stop { gate, cancel };
         let location = properties.location.clone();
         if if_not_exists && self.catalog().table_exists(&ident).await? {
             return Ok(0);
@@ -1310,7 +1325,7 @@ impl Engine {
                 layout,
                 location,
                 Some(fill),
-                cancel,
+                stop,
             ))
             .await
             .map(|rows| rows.unwrap_or(0));
@@ -1330,20 +1345,14 @@ impl Engine {
                 InsertOp::Append,
             )?
             .build()?;
+            state.config_mut().set_extension(Arc::clone(&stop.gate));
             let physical = state.create_physical_plan(&plan).await?;
             let stream = self
                 .query_runtime
                 .execute(physical, Arc::new(TaskContext::from(&state)));
             count_rows(stream).await
         };
-        let insert = async {
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => Err(Error::Cancelled),
-                rows = insert => rows,
-            }
-        };
-        match insert.await {
+        match stop.unless_stopped(insert).await {
             Ok(rows) => Ok(rows),
             Err(e) => {
                 if let Err(drop_err) = self.catalog().purge_table(&ident).await {

@@ -1,7 +1,6 @@
-//! Replacing a table that exists (`CREATE OR REPLACE TABLE`, a replacing Flight SQL ingest):
-//! with the same columns and partitioning, one `overwrite` snapshot of the same table (readers
-//! see the old rows or the new, and its history stays); otherwise a new table is filled and
-//! takes the name, the old one purged only once it has been given up.
+//! Replacing a table that exists (`CREATE OR REPLACE TABLE`, a replacing Flight SQL ingest), as
+//! Trino does: always the same table, in one commit; readers see the old rows or the new and
+//! its history stays.
 
 use std::sync::Arc;
 
@@ -16,12 +15,12 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 use sqe_iceberg::table::IcebergTableProvider;
-use sqe_iceberg::write::{CommitListener, Replacement, WriteCommit};
+use sqe_iceberg::write::{CommitGate, CommitListener, Replacement, WriteCommit};
 use tokio_util::sync::CancellationToken;
 
 use super::table_properties::TableLayout;
 use super::{Engine, count_rows};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// The rows a replacing CREATE TABLE AS fills the table with.
 pub(super) struct Fill {
@@ -93,8 +92,12 @@ fn same_sort_order(
 }
 
 impl Engine {
-    /// Replaces the existing table `ident` by one of `schema`, `layout` and `location`,
-    /// filled by `fill` (empty without it). Returns the rows written by a fill.
+    /// Replaces the existing table `ident` by one of `schema` and `layout`, filled by `fill`
+    /// (empty without it), in one commit of the same table (readers see the old rows or the
+    /// new; the old snapshots stay for time travel): with the same columns and layout an
+    /// `overwrite` snapshot, otherwise the new columns, partitioning and sort order become
+    /// current with the rows ([`sqe_iceberg::write::recreation`]). A `location` other than the
+    /// table's is refused, as Trino does. Returns the rows written by a fill.
     pub(super) async fn replace_table(
         &self,
         ident: &TableIdent,
@@ -102,11 +105,23 @@ impl Engine {
         layout: TableLayout,
         location: Option<String>,
         fill: Option<Fill>,
-        cancel: CancellationToken,
+        stop: Stop,
     ) -> Result<Option<u64>> {
         let table = self.catalog().load_table(ident).await?;
         let metadata = table.metadata();
-        let in_place = same_columns(metadata.current_schema(), &schema)
+        if let Some(location) = location.as_deref()
+            && location.trim_end_matches('/') != metadata.location().trim_end_matches('/')
+        {
+            return Err(Error::invalid(
+                ErrorCode::InvalidTableProperty,
+                format!(
+                    "The provided location '{location}' does not match the existing table \
+                     location '{}'",
+                    metadata.location()
+                ),
+            ));
+        }
+        let same_layout = same_columns(metadata.current_schema(), &schema)
             && same_partitioning(
                 metadata.default_partition_spec(),
                 metadata.current_schema(),
@@ -118,60 +133,51 @@ impl Engine {
                 metadata.current_schema(),
                 layout.sort_order.as_ref(),
                 &schema,
-            )
-            && location.as_deref().is_none_or(|l| {
-                l.trim_end_matches('/') == metadata.location().trim_end_matches('/')
-            });
-        if in_place {
-            return self.overwrite(table, fill, cancel).await;
-        }
-        if location
-            .as_deref()
-            .is_some_and(|l| l.trim_end_matches('/') == metadata.location().trim_end_matches('/'))
-        {
-            // The new table would be made where the old one's files are, and purging the old
-            // one may take the new one's with them.
-            return Err(Error::NotSupported(format!(
-                "replacing {ident} with other columns or partitioning at its own location; \
-                 give a new location or drop the table first"
-            )));
-        }
-        let staging = self.staging_name(ident, "replace");
-        let created = self
-            .create_table(&staging, schema, layout, location)
-            .await?;
-        let rows = match fill {
-            Some(fill) => match self
-                .insert_fill(created, fill, WriteCommit::Append, cancel)
-                .await
-            {
-                Ok(rows) => Some(rows),
-                Err(e) => {
-                    if let Err(purge) = self.catalog().purge_table(&staging).await {
-                        tracing::error!(table = %staging, error = %purge, "could not drop the table of a failed replace");
-                    }
-                    return Err(e);
+            );
+        let (table, commit) = self.replacing(table, same_layout, &schema, &layout).await?;
+        match fill {
+            Some(fill) => self.insert_fill(table, fill, commit, stop).await.map(Some),
+            None => {
+                if !stop.gate.begin() {
+                    return Err(Error::Cancelled);
                 }
-            },
-            None => None,
-        };
-        self.swap_into(ident, &staging).await?;
-        Ok(rows)
+                self.commit_no_rows(&table, commit).await?;
+                Ok(None)
+            }
+        }
     }
 
-    /// `table`'s rows replaced by `fill`'s (none without it) in one `overwrite` snapshot,
-    /// committed only while the table is still at the snapshot read.
-    async fn overwrite(
+    /// How rows written into the table replace its rows: `keeping` its columns and layout, an
+    /// `overwrite` of `table`; otherwise `schema` and `layout` become current with them (the
+    /// table as it will be is what they are written for).
+    pub(super) async fn replacing(
         &self,
         table: Table,
-        fill: Option<Fill>,
-        cancel: CancellationToken,
-    ) -> Result<Option<u64>> {
-        let commit = self.overwrite_commit(&table).await?;
-        let Some(fill) = fill else {
-            if let WriteCommit::Replace(replacement) = commit {
-                let committed = sqe_iceberg::delete::commit_replace(
-                    &table,
+        keeping: bool,
+        schema: &IcebergSchema,
+        layout: &TableLayout,
+    ) -> Result<(Table, WriteCommit)> {
+        if keeping {
+            let commit = self.overwrite_commit(&table).await?;
+            return Ok((table, commit));
+        }
+        let (future, recreation) = sqe_iceberg::write::recreation(
+            &table,
+            schema,
+            layout.partition.as_ref(),
+            layout.sort_order.as_ref(),
+            Arc::clone(&self.committer),
+        )?;
+        Ok((future, WriteCommit::Recreate(recreation)))
+    }
+
+    /// Commits `commit` with no files written: the table emptied (and given its new columns).
+    async fn commit_no_rows(&self, table: &Table, commit: WriteCommit) -> Result<()> {
+        let committed = match commit {
+            WriteCommit::Append => return Ok(()),
+            WriteCommit::Replace(replacement) => {
+                sqe_iceberg::delete::commit_replace(
+                    table,
                     replacement.snapshot_id,
                     &replacement.removed,
                     Vec::new(),
@@ -179,13 +185,14 @@ impl Engine {
                     self.committer.as_ref(),
                 )
                 .await
-                .map_err(|e| Error::from(e.into_inner()))?;
-                self.commits.committed(table.identifier(), committed);
             }
-            return Ok(None);
-        };
-        let rows = self.insert_fill(table, fill, commit, cancel).await?;
-        Ok(Some(rows))
+            WriteCommit::Recreate(recreation) => {
+                sqe_iceberg::delete::commit_recreation(table, &recreation, Vec::new()).await
+            }
+        }
+        .map_err(|e| Error::from(e.into_inner()))?;
+        self.commits.committed(table.identifier(), committed);
+        Ok(())
     }
 
     /// How rows written into `table` replace all of its rows: an `overwrite` of every live data
@@ -214,7 +221,7 @@ impl Engine {
         table: Table,
         fill: Fill,
         commit: WriteCommit,
-        cancel: CancellationToken,
+        stop: Stop,
     ) -> Result<u64> {
         let provider = IcebergTableProvider::try_new(
             Arc::clone(self.catalog()),
@@ -230,71 +237,36 @@ impl Engine {
             InsertOp::Append,
         )?
         .build()?;
-        let physical = fill.state.create_physical_plan(&plan).await?;
-        let written = count_rows(
-            self.query_runtime
-                .execute(physical, Arc::new(TaskContext::from(&fill.state))),
-        );
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(Error::Cancelled),
-            rows = written => rows,
-        }
+        let mut state = fill.state;
+        state.config_mut().set_extension(Arc::clone(&stop.gate));
+        let physical = state.create_physical_plan(&plan).await?;
+        // Started only if not stopped first.
+        let written = async {
+            let context = Arc::new(TaskContext::from(&state));
+            count_rows(self.query_runtime.execute(physical, context)).await
+        };
+        stop.unless_stopped(written).await
     }
+}
 
-    /// A name beside `ident`'s for a table set aside while replacing it.
-    pub(super) fn staging_name(&self, ident: &TableIdent, what: &str) -> TableIdent {
-        TableIdent::new(
-            ident.namespace().clone(),
-            format!(
-                "{}__sqe_{what}_{}",
-                ident.name(),
-                uuid::Uuid::new_v4().simple()
-            ),
+/// How a write is stopped: its cancel, and the gate it meets its commit at.
+pub(super) struct Stop {
+    pub gate: Arc<CommitGate>,
+    pub cancel: CancellationToken,
+}
+
+impl Stop {
+    /// `work` unless cancelled before its commit began ([`crate::stopping::unless_stopped`]).
+    pub(super) async fn unless_stopped<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        crate::stopping::unless_stopped(
+            work,
+            self.cancel.cancelled(),
+            || Error::Cancelled,
+            Some(Arc::clone(&self.gate)),
         )
-    }
-
-    /// Gives the filled table `staging` the name `ident`: the table that had it is renamed
-    /// aside first and purged only after that, and gets its name back if the swap fails
-    /// (`staging` is purged then).
-    pub(super) async fn swap_into(&self, ident: &TableIdent, staging: &TableIdent) -> Result<()> {
-        let catalog = self.catalog();
-        let replaced = self.staging_name(ident, "replaced");
-        let purge = |table: TableIdent| async move {
-            if let Err(e) = catalog.purge_table(&table).await {
-                tracing::error!(%table, error = %e, "could not drop a table set aside while replacing");
-            }
-        };
-        // A rename that failed may still have been applied (a REST call that timed out): what
-        // the catalog holds decides.
-        let moved = |from: &TableIdent, to: &TableIdent| {
-            let (from, to) = (from.clone(), to.clone());
-            async move {
-                match catalog.rename_table(&from, &to).await {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        let applied = !catalog.table_exists(&from).await.unwrap_or(true)
-                            && catalog.table_exists(&to).await.unwrap_or(false);
-                        if applied { Ok(()) } else { Err(e) }
-                    }
-                }
-            }
-        };
-        if let Err(e) = moved(ident, &replaced).await {
-            purge(staging.clone()).await;
-            return Err(e.into());
-        }
-        if let Err(e) = moved(staging, ident).await {
-            if let Err(back) = moved(&replaced, ident).await {
-                tracing::error!(table = %ident, kept_as = %replaced, error = %back, "could not give a replaced table its name back");
-            }
-            purge(staging.clone()).await;
-            return Err(e.into());
-        }
-        purge(replaced).await;
-        if let Err(e) = self.refresh_names(true).await {
-            tracing::warn!(error = %e, "table names not refreshed after a replace");
-        }
-        Ok(())
+        .await
     }
 }

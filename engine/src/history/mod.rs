@@ -206,12 +206,15 @@ impl QueryRecord {
             _ => QueryState::Canceled,
         };
         let error = reason.error();
-        let ended = self.end(state, Some((error.code().name(), error.to_string())));
-        // A query that has ended is not stopped after the fact: its outcome stands.
-        if ended {
-            self.control.cancel(reason);
-        }
-        ended
+        // A query that has ended is not stopped after the fact: its outcome stands. One that
+        // is stopped is so before it counts as ended (whoever waits for its end sees why).
+        self.end_then(
+            state,
+            Some((error.code().name(), error.to_string())),
+            || {
+                self.control.cancel(reason);
+            },
+        )
     }
 
     fn update(&self, change: impl FnOnce(&mut Progress)) {
@@ -239,6 +242,16 @@ impl QueryRecord {
 
     /// Ends the query unless it has ended already; whether this call ended it.
     fn end(&self, state: QueryState, error: Option<(&'static str, String)>) -> bool {
+        self.end_then(state, error, || {})
+    }
+
+    /// [`Self::end`], running `first` (if it ends it) before its end is announced.
+    fn end_then(
+        &self,
+        state: QueryState,
+        error: Option<(&'static str, String)>,
+        first: impl FnOnce(),
+    ) -> bool {
         let ended = self.transition(state, |p| {
             p.ended = Some((Utc::now(), Instant::now()));
             p.error = error;
@@ -246,6 +259,7 @@ impl QueryRecord {
         if !ended {
             return false;
         }
+        first();
         self.control.end();
         let output = {
             let p = self.progress.lock();

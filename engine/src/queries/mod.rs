@@ -233,14 +233,13 @@ enum Planned {
         /// Trino's names for its columns.
         names: Vec<String>,
     },
-    /// A prepared DML statement run once per row of parameters.
-    Updates {
-        template: Box<StatementTemplate>,
-        parameters: Vec<Vec<ScalarValue>>,
-    },
+    /// A prepared DML statement with its rows of parameters bound: one statement, one commit
+    /// (it answers a count, never rows).
+    Updates(Box<Prepared>),
     Ingest {
         target: IngestTarget,
         data: SendableRecordBatchStream,
+        gate: Arc<CommitGate>,
     },
     /// A session statement, answered while planning.
     Session {
@@ -272,10 +271,10 @@ impl Planned {
                     kind: Some(kind),
                 }
             }
-            Planned::Updates { template, .. } => Described {
-                schema: template.kind().command_schema(),
-                update_type: template.kind().update_type(),
-                kind: Some(template.kind()),
+            Planned::Updates(prepared) => Described {
+                schema: prepared.kind().command_schema(),
+                update_type: prepared.kind().update_type(),
+                kind: Some(prepared.kind()),
             },
             Planned::Ingest { .. } => Described {
                 schema: StatementKind::Insert.command_schema(),
@@ -439,7 +438,8 @@ impl QueryHandle {
         }
         let driver = &self.driver;
         let gate = match &planned {
-            Planned::Plan { prepared, .. } => prepared.commit_gate(),
+            Planned::Plan { prepared, .. } | Planned::Updates(prepared) => prepared.commit_gate(),
+            Planned::Ingest { gate, .. } => Some(Arc::clone(gate)),
             _ => None,
         };
         let output = Box::pin(driver.stopped_or(driver.execute(planned), gate)).await;
@@ -465,30 +465,6 @@ impl QueryHandle {
             changes,
             memory,
         })
-    }
-}
-
-/// `work` unless `stopped` comes first: then `error()`. A write whose commit has begun (its
-/// `gate` refuses the cancel) is not stopped: its true outcome is awaited and answered, so a
-/// client never hears of a cancel while the rows went in (and would add them twice again).
-async fn unless_stopped<T>(
-    work: impl std::future::Future<Output = Result<T>>,
-    stopped: impl std::future::Future<Output = ()>,
-    error: impl FnOnce() -> Error,
-    gate: Option<Arc<CommitGate>>,
-) -> Result<T> {
-    let mut work = std::pin::pin!(work);
-    tokio::select! {
-        biased;
-        () = stopped => {}
-        result = &mut work => return result,
-    }
-    match gate {
-        Some(gate) if !gate.cancel() => {
-            tracing::info!("stopped while committing: the commit runs to its end");
-            work.await
-        }
-        _ => Err(error()),
     }
 }
 
@@ -519,7 +495,7 @@ impl Driver {
             return Err(Error::Internal("the query has already run".into()));
         };
         let control = record.control();
-        unless_stopped(
+        crate::stopping::unless_stopped(
             work.instrument(self.span()),
             control.cancelled(),
             || control.error(),
@@ -597,13 +573,17 @@ impl Driver {
                     if parameters.is_empty() {
                         parameters.push(Vec::new());
                     }
-                    Planned::Updates {
-                        template,
-                        parameters,
-                    }
+                    // All rows are one statement: one commit, or none.
+                    Planned::Updates(Box::new(
+                        queries.engine.bind_rows(&template, parameters).await?,
+                    ))
                 }
             }
-            Statement::Ingest { target, data, .. } => Planned::Ingest { target, data },
+            Statement::Ingest { target, data, .. } => Planned::Ingest {
+                target,
+                data,
+                gate: Arc::default(),
+            },
         };
         self.start_deadline(&planned);
         Ok(planned)
@@ -614,7 +594,7 @@ impl Driver {
     fn start_deadline(&self, planned: &Planned) {
         let limit = match planned {
             Planned::Plan { prepared, .. } => prepared.max_run_time(),
-            Planned::Updates { template, .. } => template.max_run_time(),
+            Planned::Updates(prepared) => prepared.max_run_time(),
             Planned::Ingest { .. } | Planned::Session { .. } | Planned::Rows(_) => None,
         };
         let (Some(limit), Some(record)) = (limit, self.record()) else {
@@ -652,14 +632,9 @@ impl Driver {
                 };
                 Ok((output, SessionChanges::default()))
             }
-            Planned::Updates {
-                template,
-                parameters,
-            } => {
-                // All rows are one statement: one commit, or none.
-                let prepared = engine.bind_rows(&template, parameters).await?;
+            Planned::Updates(prepared) => {
                 prepared.mark_running(tracker);
-                match engine.run_cancellable(prepared, token).await? {
+                match engine.run_cancellable(*prepared, token).await? {
                     Outcome::Updated { rows } => Ok((
                         Output::Updated {
                             rows: Some(rows.unwrap_or(0)),
@@ -672,10 +647,10 @@ impl Driver {
                     )),
                 }
             }
-            Planned::Ingest { target, data } => {
+            Planned::Ingest { target, data, gate } => {
                 tracker.started(None, None, None);
                 let settings = session::settings(engine, &self.session)?;
-                let rows = engine.ingest(&settings, target, data).await?;
+                let rows = engine.ingest(&settings, target, data, gate, token).await?;
                 Ok((
                     Output::Updated { rows: Some(rows) },
                     SessionChanges::default(),
@@ -732,63 +707,4 @@ pub fn command_batch(described: &Described, rows: Option<u64>) -> Result<RecordB
         Arc::new(Schema::new(vec![field])),
         vec![column],
     )?)
-}
-
-#[cfg(test)]
-mod stop_tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn cancelled() -> Error {
-        Error::Cancelled
-    }
-
-    /// A write that takes 50 ms before its commit and 100 ms in it, stopped after `stop_after`.
-    async fn write_stopped_after(
-        stop_after: Duration,
-    ) -> (std::result::Result<u64, Error>, Arc<CommitGate>) {
-        let gate = Arc::new(CommitGate::default());
-        let writer = Arc::clone(&gate);
-        let work = async move {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            if !writer.begin() {
-                return Err(Error::Internal("refused to commit".into()));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            Ok(7)
-        };
-        let stopped = tokio::time::sleep(stop_after);
-        let outcome = unless_stopped(work, stopped, cancelled, Some(Arc::clone(&gate))).await;
-        (outcome, gate)
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_stop_during_the_commit_waits_for_its_true_outcome() {
-        let (outcome, gate) = write_stopped_after(Duration::from_millis(80)).await;
-        assert_eq!(
-            outcome.ok(),
-            Some(7),
-            "the rows went in: the answer says so"
-        );
-        assert!(gate.begun());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_stop_before_the_commit_stops_it() {
-        let (outcome, gate) = write_stopped_after(Duration::from_millis(20)).await;
-        assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
-        assert!(!gate.begin(), "the commit can no longer begin");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn without_a_gate_a_stop_is_the_answer() {
-        let work = async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            Ok(1)
-        };
-        let stopped = tokio::time::sleep(Duration::from_millis(10));
-        let outcome = unless_stopped(work, stopped, cancelled, None).await;
-        assert!(matches!(outcome, Err(Error::Cancelled)));
-    }
 }

@@ -212,10 +212,31 @@ impl TrinoQuery {
                 }
                 drop(progress);
                 let _ = started_tx.send(true);
+                // A stopped query's encoded pages go back to the memory pool now, not when its
+                // client next asks for one (after a DELETE it never does).
+                let ended = background.record.control().ended();
+                tokio::select! {
+                    biased;
+                    () = background.canceller.cancelled() => {}
+                    () = ended.cancelled() => {}
+                }
+                if background.canceller.is_cancelled() {
+                    background.release_rows().await;
+                }
             },
             span,
         ));
         Some(query)
+    }
+
+    /// Drops the rows of a stopped query (and the pool's bytes they hold); its next page
+    /// reports why it stopped.
+    async fn release_rows(&self) {
+        let mut progress = self.progress.lock().await;
+        if matches!(progress.execution, Execution::Rows(_)) {
+            progress.execution = Execution::Failed(self.canceller.error());
+            progress.carry = None;
+        }
     }
 
     /// What the statement changed in the client's session; `None` until it has run.

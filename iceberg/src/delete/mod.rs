@@ -145,6 +145,40 @@ pub async fn commit_replace(
     producer.commit(prepared, committer).await
 }
 
+/// Commits `recreation` (the table's new columns, partitioning and order, its main branch
+/// cleared) of `table` (as it will be, [`crate::write::recreation`]) with `added` as its rows:
+/// one `append` snapshot with no parent, or none when nothing was added. Files `added` are the
+/// caller's to delete if this fails.
+pub async fn commit_recreation(
+    table: &Table,
+    recreation: &crate::write::Recreation,
+    added: Vec<DataFile>,
+) -> std::result::Result<Option<i64>, DeleteError> {
+    let committer = recreation.committer.as_ref();
+    let mut producer = DeleteProducer::new(table, None).map_err(DeleteError::NotApplied)?;
+    let adds = !added.is_empty();
+    let prepared = if !adds {
+        Ok(PreparedCommit {
+            requirements: Vec::new(),
+            updates: Vec::new(),
+        })
+    } else {
+        producer
+            .prepare_replace(&HashSet::new(), added, Operation::Append)
+            .await
+    };
+    let with_changes = prepared.map(|snapshot| {
+        let mut updates = recreation.changes.clone();
+        updates.extend(snapshot.updates);
+        PreparedCommit {
+            requirements: recreation.requirements.clone(),
+            updates,
+        }
+    });
+    let snapshot = producer.commit(with_changes, committer).await?;
+    Ok(snapshot.filter(|_| adds))
+}
+
 /// A live data file of the snapshot a DELETE read, and where its entry is.
 struct LiveFile {
     data_file: DataFile,

@@ -249,9 +249,23 @@ impl Drop for UncommittedFiles {
             return;
         };
         let (table, locations) = (self.table.clone(), self.created.locations());
-        runtime.spawn(async move { delete_files(&table, &locations).await }.in_current_span());
+        runtime.spawn(
+            async move {
+                delete_files(&table, &locations).await;
+                // A writer dropped while its file was being finished may still make it: the
+                // store completes a put or rename already under way (a local rename on a
+                // blocking thread, an S3 PUT whose body was sent). Once those have settled, the
+                // files go again.
+                tokio::time::sleep(SETTLED).await;
+                delete_files(&table, &locations).await;
+            }
+            .in_current_span(),
+        );
     }
 }
+
+/// How long a store may take to complete a write whose writer was dropped.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Best effort: uncommitted files are invisible either way; this only gives the space back.
 pub(crate) async fn delete_files(table: &Table, locations: &[String]) {

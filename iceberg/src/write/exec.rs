@@ -87,6 +87,9 @@ pub enum WriteCommit {
     Append,
     /// A snapshot that swaps data files for the files written (optimize, a replacing ingest).
     Replace(Arc<Replacement>),
+    /// The table's columns, partitioning and sort order replaced with its rows
+    /// ([`super::recreation`]): the files written, written for the new ones, are its rows.
+    Recreate(Arc<super::Recreation>),
 }
 
 /// Data files of one snapshot to swap for the files written.
@@ -290,6 +293,9 @@ impl ExecutionPlan for IcebergWriteExec {
                     WriteCommit::Replace(replacement) => {
                         replace(&table, replacement, data_files, listener.as_deref()).await
                     }
+                    WriteCommit::Recreate(recreation) => {
+                        recreate(&table, recreation, data_files, listener.as_deref()).await
+                    }
                 };
                 match committed {
                     Ok(()) => Ok(()),
@@ -354,6 +360,33 @@ async fn replace(
         tracing::info_span!("iceberg.commit", table = %table.identifier(), operation = "replace"),
     )
     .await;
+    settled(table, committed, listener)
+}
+
+/// Commits `recreation` with the `written` files as the table's rows: never retried (a
+/// conflict fails the statement, which can simply run again).
+async fn recreate(
+    table: &Table,
+    recreation: &super::Recreation,
+    written: Vec<DataFile>,
+    listener: Option<&dyn CommitListener>,
+) -> Result<(), CommitError> {
+    let committed = crate::delete::commit_recreation(table, recreation, written)
+        .instrument(tracing::info_span!(
+            "iceberg.commit",
+            table = %table.identifier(),
+            operation = "recreate"
+        ))
+        .await;
+    settled(table, committed, listener)
+}
+
+/// A row-level commit's outcome as a write's.
+fn settled(
+    table: &Table,
+    committed: std::result::Result<Option<i64>, crate::delete::DeleteError>,
+    listener: Option<&dyn CommitListener>,
+) -> Result<(), CommitError> {
     match committed {
         Ok(snapshot_id) => {
             if let Some(listener) = listener {

@@ -7,8 +7,10 @@ mod exec;
 mod files;
 #[cfg(test)]
 mod racing;
+mod recreate;
 mod sorting;
 
 pub use data_files::{DATA_FILE_COLUMN, DataFileWriteExec};
 pub use exec::{CommitGate, CommitListener, IcebergWriteExec, Replacement, WriteCommit};
 pub use files::{CreatedFiles, WRITTEN, WriteTotals, WrittenFiles, write_partition};
+pub use recreate::{Recreation, recreation};

@@ -66,9 +66,16 @@ async fn the_cache_answers_only_the_same_question() -> TestResult {
 
     // The same query twice: a miss, then a hit with the same answer.
     let same = "SELECT count(*) FROM demo.t WHERE x > 3";
+    let idle = engine.memory_reserved();
     assert_eq!(
         count(&engine, "ann", same, vec![]).await?,
         (7, Some(CacheUse::Miss))
+    );
+    // The entry is held in the coordinator's memory pool, beside its queries.
+    assert!(
+        engine.memory_reserved() > idle,
+        "cached: {} bytes reserved, {idle} before",
+        engine.memory_reserved()
     );
     assert_eq!(
         count(&engine, "ann", same, vec![]).await?,

@@ -192,3 +192,50 @@ async fn pages_are_compressed_as_the_client_accepts() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// Result pages the Trino endpoint has encoded ahead of a client that has stopped polling are
+/// held in the coordinator's memory pool (they count against its limit like a query's own
+/// memory), and go back to it when the client cancels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pages_waiting_for_a_client_are_held_in_the_memory_pool() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    let engine = std::sync::Arc::clone(cluster.engine());
+    let idle = engine.memory_reserved();
+    let client = reqwest::Client::new();
+    let (first, _) = sqe_tests::trino::submit(
+        &client,
+        cluster.trino_addr()?,
+        "SELECT value, repeat('x', 200) AS padding FROM generate_series(1, 2000000)",
+        None,
+    )
+    .await?;
+    // One page, then the client stops reading.
+    let page = sqe_tests::trino::next_page(&client, &first)
+        .await?
+        .ok_or("no second page")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while engine.memory_reserved() <= idle && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let held = engine.memory_reserved();
+    assert!(
+        held > idle,
+        "pages waiting: {held} bytes reserved, {idle} idle"
+    );
+    let next = page
+        .get("nextUri")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("no nextUri")?;
+    client
+        .delete(next)
+        .header("X-Trino-User", "test")
+        .send()
+        .await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while engine.memory_reserved() > idle && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(engine.memory_reserved(), idle, "given back on cancel");
+    cluster.stop().await;
+    Ok(())
+}

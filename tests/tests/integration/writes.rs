@@ -456,9 +456,9 @@ async fn inserts_write_their_files_on_the_workers() -> TestResult {
     Ok(())
 }
 
-/// CREATE OR REPLACE TABLE: with the same columns, one overwrite snapshot of the same table
-/// (its past still there to travel to); with others, a new table under the name, nothing left
-/// aside; a table that does not exist is created.
+/// CREATE OR REPLACE TABLE: always the same table in one commit, its past still there to
+/// travel to: with the same columns and layout an overwrite snapshot; with others they become
+/// current with the rows; a table that does not exist is created.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn create_or_replace_table() -> TestResult {
     let cluster = TestCluster::start(2, 0.0).await?;
@@ -502,7 +502,8 @@ async fn create_or_replace_table() -> TestResult {
         "+---+\n| n |\n+---+\n| 3 |\n+---+"
     );
 
-    // Other columns: another table takes the name.
+    // Other columns: the same table, given them with its rows in one commit; its past stays.
+    let uuid = cluster.iceberg_table("demo", "r").await?.metadata().uuid();
     cluster
         .sql("CREATE OR REPLACE TABLE demo.r AS SELECT 1 AS k, 'x' AS v, 2.5 AS score")
         .await?;
@@ -510,13 +511,49 @@ async fn create_or_replace_table() -> TestResult {
         render(&cluster.query("SELECT * FROM demo.r").await?),
         "+---+---+-------+\n| k | v | score |\n+---+---+-------+\n| 1 | x | 2.5   |\n+---+---+-------+"
     );
-    assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 1);
+    let table = cluster.iceberg_table("demo", "r").await?;
+    assert_eq!(table.metadata().uuid(), uuid, "the same table");
+    assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 3);
+    assert_eq!(
+        render(
+            &cluster
+                .query(&format!(
+                    "SELECT k, v FROM demo.r FOR VERSION AS OF {first} ORDER BY k"
+                ))
+                .await?
+        ),
+        "+---+-----+\n| k | v   |\n+---+-----+\n| 1 | old |\n| 2 | old |\n| 3 | old |\n+---+-----+",
+        "the old snapshot reads in its own columns"
+    );
+    // Another partitioning of the same columns is a new layout too.
+    cluster
+        .sql(
+            "CREATE OR REPLACE TABLE demo.r WITH (partitioning = ARRAY['k']) AS \
+             SELECT value AS k, 'p' AS v, 0.5 AS score FROM generate_series(1, 3)",
+        )
+        .await?;
+    let table = cluster.iceberg_table("demo", "r").await?;
+    let spec = table.metadata().default_partition_spec();
+    assert_eq!(spec.fields().len(), 1, "{spec:?}");
+    assert_eq!(
+        render(&cluster.query("SELECT k, v FROM demo.r WHERE k = 2").await?),
+        "+---+---+\n| k | v |\n+---+---+\n| 2 | p |\n+---+---+"
+    );
     cluster
         .sql("CREATE OR REPLACE TABLE demo.r (a INT)")
         .await?;
     assert_eq!(
         render(&cluster.query("SELECT count(*) AS n FROM demo.r").await?),
         "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
+    assert_eq!(
+        cluster
+            .iceberg_table("demo", "r")
+            .await?
+            .metadata()
+            .current_snapshot_id(),
+        None,
+        "new columns and no rows: no current snapshot"
     );
     cluster.sql("INSERT INTO demo.r VALUES (7)").await?;
     // The same columns, no rows: the rows go, the table stays.
@@ -527,23 +564,28 @@ async fn create_or_replace_table() -> TestResult {
         render(&cluster.query("SELECT count(*) AS n FROM demo.r").await?),
         "+---+\n| n |\n+---+\n| 0 |\n+---+"
     );
-    assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 2);
-    // Other columns at the old table's own location would share its files: refused.
+    assert_eq!(snapshots(&cluster, &ident("demo", "r")).await?.1, 6);
+    // Its own location may be named; another is refused, as Trino does.
     let location = cluster
         .iceberg_table("demo", "r")
         .await?
         .metadata()
         .location()
         .to_string();
-    let refused = cluster
-        .error_code(&format!(
+    cluster
+        .sql(&format!(
             "CREATE OR REPLACE TABLE demo.r WITH (location = '{location}') AS SELECT 'b' AS b"
         ))
         .await?;
-    assert_eq!(refused, sqe_engine::ErrorCode::NotSupported);
+    let refused = cluster
+        .error_code(&format!(
+            "CREATE OR REPLACE TABLE demo.r WITH (location = '{location}-elsewhere') AS SELECT 'c' AS b"
+        ))
+        .await?;
+    assert_eq!(refused, sqe_engine::ErrorCode::InvalidTableProperty);
     assert_eq!(
-        render(&cluster.query("SELECT count(*) AS n FROM demo.r").await?),
-        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+        render(&cluster.query("SELECT b FROM demo.r").await?),
+        "+---+\n| b |\n+---+\n| b |\n+---+"
     );
     // A table that is not there is created.
     let created = cluster
@@ -694,6 +736,211 @@ async fn sorted_tables_write_every_file_in_their_order() -> TestResult {
         .await?;
     let created = render(&cluster.query("SHOW CREATE TABLE demo.sorted").await?);
     assert!(!created.contains("sorted_by"), "{created}");
+    cluster.stop().await;
+    Ok(())
+}
+
+/// A replacing ingest of `name` strings into `demo.t` whose data stream, after its one batch,
+/// runs `between` (while the ingest's rows are being written, before its commit) and ends.
+async fn replace_ingest_with(
+    cluster: &TestCluster,
+    between: impl std::future::Future<Output = ()> + Send + 'static,
+    gate: std::sync::Arc<sqe_iceberg::write::CommitGate>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Result<u64, sqe_engine::Error> {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{RecordBatch, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+    use futures::StreamExt;
+    use sqe_engine::engine::{IfExists, IfMissing, IngestTarget, SessionSettings};
+
+    let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, true)]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(StringArray::from(vec!["a", "b"]))],
+    )
+    .map_err(|e| sqe_engine::Error::Internal(e.to_string()))?;
+    let tail = futures::stream::once(between).filter_map(|()| async { None });
+    let data = futures::stream::iter([Ok(batch)]).chain(tail);
+    let target = IngestTarget {
+        schema: Some("demo".into()),
+        table: "t".into(),
+        if_missing: IfMissing::Fail,
+        if_exists: IfExists::Replace,
+    };
+    cluster
+        .engine()
+        .ingest(
+            &SessionSettings::default(),
+            target,
+            Box::pin(RecordBatchStreamAdapter::new(schema, data)),
+            gate,
+            cancel,
+        )
+        .await
+}
+
+/// A replacing ingest of other columns commits only onto the table it read: another writer's
+/// INSERT landing while its rows are written makes its commit conflict, and the table keeps its
+/// columns, its rows and the other writer's, with no file of the ingest left; a cancel before
+/// its commit leaves it as it was too. Without the commit's requirements the replace would
+/// have swept the other writer's row away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replacing_ingest_that_loses_its_commit_leaves_the_table_as_it_was() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.t AS SELECT value AS k FROM generate_series(1, 3)")
+        .await?;
+    let files_before = data_files(&cluster).await?;
+    let engine = std::sync::Arc::clone(cluster.engine());
+    let other_writer = async move {
+        let inserted = engine
+            .execute(
+                &sqe_engine::engine::SessionSettings::default(),
+                "INSERT INTO demo.t VALUES (4)",
+            )
+            .await;
+        assert!(inserted.is_ok(), "{:?}", inserted.err());
+    };
+    let lost = replace_ingest_with(
+        &cluster,
+        other_writer,
+        std::sync::Arc::default(),
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await;
+    assert!(lost.is_err(), "the ingest's commit conflicted: {lost:?}");
+    let everything = "+---+\n| k |\n+---+\n| 1 |\n| 2 |\n| 3 |\n| 4 |\n+---+";
+    assert_eq!(
+        render(&cluster.query("SELECT k FROM demo.t ORDER BY k").await?),
+        everything
+    );
+    let after_insert = data_files(&cluster).await?;
+    assert_eq!(
+        after_insert.len(),
+        files_before.len() + 1,
+        "the INSERT's file only: {after_insert:?}"
+    );
+
+    // Cancelled while its rows are written: nothing changes, nothing is left.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let stop = cancel.clone();
+    let cancelled = replace_ingest_with(
+        &cluster,
+        async move {
+            stop.cancel();
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        },
+        std::sync::Arc::default(),
+        cancel,
+    )
+    .await;
+    assert!(
+        matches!(cancelled, Err(sqe_engine::Error::Cancelled)),
+        "{cancelled:?}"
+    );
+    assert_eq!(
+        render(&cluster.query("SELECT k FROM demo.t ORDER BY k").await?),
+        everything
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while data_files(&cluster).await? != after_insert && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(data_files(&cluster).await?, after_insert);
+
+    // Unhindered, it replaces the columns and rows.
+    let rows = replace_ingest_with(
+        &cluster,
+        async {},
+        std::sync::Arc::default(),
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await?;
+    assert_eq!(rows, 2);
+    assert_eq!(
+        render(&cluster.query("SELECT * FROM demo.t ORDER BY name").await?),
+        "+------+\n| name |\n+------+\n| a    |\n| b    |\n+------+"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+/// A CREATE TABLE AS cancelled once its commit has begun answers the commit's outcome (its rows
+/// and its table, as a client retrying must see), not a cancel with its table dropped after
+/// the rows went in; cancelled before its commit, it leaves no table. The same for a CREATE OR
+/// REPLACE TABLE AS: begun, its rows replace the old; not begun, the old rows stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_create_table_as_cancelled_during_its_commit_answers_its_outcome() -> TestResult {
+    use sqe_engine::engine::{Outcome, SessionSettings};
+
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    let session = SessionSettings::default();
+    let cancelled_run = |sql: &'static str, begun: bool| {
+        let engine = std::sync::Arc::clone(cluster.engine());
+        let session = session.clone();
+        async move {
+            let prepared = engine.prepare(&session, sql).await?;
+            let gate = prepared
+                .commit_gate()
+                .ok_or("a CREATE TABLE AS has a commit gate")?;
+            if begun {
+                assert!(gate.begin(), "nothing else has stopped it");
+            }
+            let cancel = tokio_util::sync::CancellationToken::new();
+            cancel.cancel();
+            let outcome = engine.run_cancellable(prepared, cancel).await;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(match outcome {
+                Ok(Outcome::Updated { rows }) => Ok(rows),
+                Ok(Outcome::Rows(_)) => return Err("rows from a CREATE TABLE AS".into()),
+                Err(e) => Err(e),
+            })
+        }
+    };
+    let create = "CREATE TABLE demo.c AS SELECT value AS k FROM generate_series(1, 5)";
+    let replace = "CREATE OR REPLACE TABLE demo.c AS SELECT 'x' AS v FROM generate_series(1, 2)";
+    let five = "+---+\n| n |\n+---+\n| 5 |\n+---+";
+    // (statement, whether its commit has begun when the cancel comes, its answer, what a
+    // query then reads)
+    let cases = [
+        (create, false, None, ("SHOW TABLES FROM demo", "++\n++")),
+        (
+            create,
+            true,
+            Some(5),
+            ("SELECT count(*) AS n FROM demo.c", five),
+        ),
+        (
+            replace,
+            false,
+            None,
+            ("SELECT count(*) AS n FROM demo.c", five),
+        ),
+        (
+            replace,
+            true,
+            Some(2),
+            (
+                "SELECT * FROM demo.c",
+                "+---+\n| v |\n+---+\n| x |\n| x |\n+---+",
+            ),
+        ),
+    ];
+    for (sql, begun, rows, (query, read)) in cases {
+        let outcome = cancelled_run(sql, begun).await?;
+        match rows {
+            Some(rows) => assert_eq!(outcome.ok(), Some(Some(rows)), "{sql}"),
+            None => assert!(
+                matches!(outcome, Err(sqe_engine::Error::Cancelled)),
+                "{sql}: {outcome:?}"
+            ),
+        }
+        assert_eq!(render(&cluster.query(query).await?), read, "after {sql}");
+    }
     cluster.stop().await;
     Ok(())
 }
