@@ -301,6 +301,63 @@ async fn a_cancelled_insert_leaves_no_files() -> TestResult {
     Ok(())
 }
 
+/// An INSERT stopped after its writers have written but before its commit (the cancel won
+/// its commit gate) leaves no file, no snapshot and no row; one whose commit began before the
+/// cancel commits its rows once, in one snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_insert_commits_only_if_its_commit_began_before_the_cancel() -> TestResult {
+    use sqe_engine::engine::{Outcome, SessionSettings};
+
+    let cluster = TestCluster::start(2, 0.0).await?;
+    let table = table_of_small_files(&cluster).await?;
+    let before = snapshots(&cluster, &table).await?;
+    let insert = "INSERT INTO demo.big SELECT value FROM generate_series(1, 300000)";
+    let engine = cluster.engine();
+    let session = SessionSettings::default();
+
+    let prepared = engine.prepare(&session, insert).await?;
+    let gate = prepared
+        .commit_gate()
+        .ok_or("an INSERT has a commit gate")?;
+    assert!(gate.cancel(), "nothing has begun");
+    let refused = engine
+        .run_cancellable(prepared, tokio_util::sync::CancellationToken::new())
+        .await;
+    assert!(refused.is_err(), "the commit went ahead");
+    let left = files_left(&cluster).await?;
+    assert!(left.is_empty(), "{} files left: {left:?}", left.len());
+    assert_eq!(snapshots(&cluster, &table).await?, before);
+    assert!(is_empty(&cluster).await?);
+
+    let prepared = engine.prepare(&session, insert).await?;
+    let gate = prepared
+        .commit_gate()
+        .ok_or("an INSERT has a commit gate")?;
+    assert!(gate.begin());
+    assert!(
+        !gate.cancel(),
+        "a cancel after the commit began does not stop it"
+    );
+    let committed = engine
+        .run_cancellable(prepared, tokio_util::sync::CancellationToken::new())
+        .await?;
+    assert!(
+        matches!(committed, Outcome::Updated { rows: Some(300000) }),
+        "the rows went in once"
+    );
+    assert_eq!(snapshots(&cluster, &table).await?.1, before.1 + 1);
+    assert_eq!(
+        render(
+            &cluster
+                .query("SELECT count(*) AS n, count(DISTINCT n) AS d FROM demo.big")
+                .await?
+        ),
+        "+--------+--------+\n| n      | d      |\n+--------+--------+\n| 300000 | 300000 |\n+--------+--------+"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
 /// A table dropped and created again under its name while an INSERT writes into it: the
 /// INSERT fails with TABLE_NOT_FOUND (its commit checks the table's UUID), the new table gets
 /// none of its rows, and its files are deleted.
