@@ -232,10 +232,24 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         // A space, not ISO's `T`, and the zone after the time.
         DataType::Timestamp(..) if to_text => Some(sqe_functions::timestamp_text_function()),
-        // The wall-clock reading in its zone (Arrow keeps the UTC reading); the cast that
-        // stays sets the precision.
-        DataType::Timestamp(_, Some(_)) if matches!(target, DataType::Timestamp(_, None)) => {
-            Some(sqe_functions::wall_clock_function())
+        // The wall-clock reading in its zone (Arrow keeps the UTC reading), rounded to the
+        // precision the cast that stays sets (it would truncate).
+        DataType::Timestamp(unit, Some(_)) if matches!(target, DataType::Timestamp(_, None)) => {
+            let local = DataType::Timestamp(unit, None);
+            let digits = sqe_functions::lowered_digits(&local, target);
+            return with_input(cast, |input| {
+                let reading = Expr::ScalarFunction(ScalarFunction::new_udf(
+                    sqe_functions::wall_clock_function(),
+                    vec![input],
+                ));
+                Ok(Transformed::yes(match digits {
+                    Some(digits) => Expr::ScalarFunction(ScalarFunction::new_udf(
+                        sqe_functions::round_fraction_function(),
+                        vec![reading, lit(i64::from(digits))],
+                    )),
+                    None => reading,
+                }))
+            });
         }
         _ => None,
     };

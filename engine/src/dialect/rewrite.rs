@@ -311,7 +311,7 @@ impl VisitorMut for Rewrite {
                 .or_else(|| super::spellings::listagg(function))
                 .or_else(|| super::spellings::normalize(function))
                 .or_else(|| super::spellings::from_unixtime_offset(function))
-                .or_else(|| super::spellings::local_time(function)),
+                .or_else(|| super::spellings::clock(function)),
             Expr::Cast {
                 kind,
                 expr: inner,

@@ -298,26 +298,35 @@ pub(super) fn from_unixtime_offset(function: &Function) -> Option<Expr> {
     spelled("from_unixtime($1, $2)", &[seconds.clone(), zone])
 }
 
-/// `localtimestamp[(p)]` and `localtime[(p)]`: the statement's instant read on the session
-/// zone's wall clock, as a `timestamp(p)` / `time(p)` (p 3 unless given), as Trino's.
-pub(super) fn local_time(function: &Function) -> Option<Expr> {
+/// The statement's clock as Trino reads it, of precision 3 unless given:
+/// `current_timestamp[(p)]` and `now()` a `timestamp(p) with time zone` in the session's zone;
+/// `localtimestamp[(p)]` and `localtime[(p)]` its wall clock there as a `timestamp(p)` /
+/// `time(p)`; `current_time[(p)]` the same wall clock (Trino's is a `time(p) with time zone`,
+/// a type SQE lacks).
+pub(super) fn clock(function: &Function) -> Option<Expr> {
     let name = function.name.to_string().to_ascii_lowercase();
-    if !matches!(name.as_str(), "localtimestamp" | "localtime") {
-        return None;
-    }
     let precision = match &function.args {
         FunctionArguments::None => 3,
         FunctionArguments::List(list) => match list.args.as_slice() {
-            [FunctionArg::Unnamed(FunctionArgExpr::Expr(p))] => integer_literal(p)?,
+            [] if name == "now" => 3,
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(p))] if name != "now" => {
+                integer_literal(p)?
+            }
             _ => return None,
         },
         FunctionArguments::Subquery(_) => return None,
     };
-    let local = format!("CAST(current_timestamp AS TIMESTAMP({precision}))");
-    if name == "localtime" {
-        return parse(&format!("CAST({local} AS TIME({precision}))"));
-    }
-    parse(&local)
+    // Left as they are by this rewrite: DataFusion's own clock, to nanoseconds.
+    let instant = "current_timestamp";
+    let local = format!("CAST({instant} AS TIMESTAMP({precision}))");
+    parse(&match name.as_str() {
+        "current_timestamp" | "now" => {
+            format!("CAST({instant} AS TIMESTAMP({precision}) WITH TIME ZONE)")
+        }
+        "localtimestamp" => local,
+        "localtime" | "current_time" => format!("CAST({local} AS TIME({precision}))"),
+        _ => return None,
+    })
 }
 
 /// An integer literal, as the dialect has written it by now (`CAST(5 AS INTEGER)`, `-5`).
