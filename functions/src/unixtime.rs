@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{Array, AsArray, TimestampMillisecondArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit};
-use datafusion::common::{Result, ScalarValue, exec_err, not_impl_err, plan_err};
+use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -34,27 +33,11 @@ impl FromUnixtime {
 
     /// The zone of the answer: the session's, or a constant zone name.
     fn zone(&self, constants: &[Option<&ScalarValue>]) -> Result<String> {
-        let text = |v: &ScalarValue| match v {
-            ScalarValue::Utf8(s) | ScalarValue::Utf8View(s) | ScalarValue::LargeUtf8(s) => {
-                s.clone()
-            }
-            _ => None,
-        };
-        let zone = match constants {
-            [_] => self.session_zone.clone(),
-            [_, Some(zone)] => match text(zone) {
-                Some(zone) => zone,
-                None => return plan_err!("from_unixtime's zone must not be NULL"),
-            },
-            _ => {
-                return not_impl_err!(
-                    "from_unixtime with a zone that differs from row to row (the zone must be a constant)"
-                );
-            }
-        };
-        zone.parse::<Tz>()
-            .map_err(|_| invalid_argument(format!("Time zone not supported: {zone}")))?;
-        Ok(zone)
+        match constants {
+            [_] => Ok(self.session_zone.clone()),
+            [_, zone] => crate::zones::constant_zone("from_unixtime", *zone),
+            _ => plan_err!("from_unixtime takes seconds and a zone"),
+        }
     }
 }
 

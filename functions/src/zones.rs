@@ -55,20 +55,31 @@ impl ZonePlacing {
         let DataType::Timestamp(unit, _) = from else {
             return plan_err!("{} takes a timestamp, not {from}", self.name());
         };
-        let zone = match zone {
-            Some(ScalarValue::Utf8(Some(z)) | ScalarValue::Utf8View(Some(z))) => z.clone(),
-            Some(_) => return plan_err!("{}'s zone must be a time zone name", self.name()),
-            None => {
-                return not_impl_err!(
-                    "{} with a zone that differs from row to row (the zone must be a constant)",
-                    self.name()
-                );
-            }
-        };
-        zone.parse::<Tz>()
-            .map_err(|_| invalid_argument(format!("Time zone not supported: {zone}")))?;
+        let zone = constant_zone(self.name(), zone)?;
         Ok(DataType::Timestamp(*unit, Some(zone.into())))
     }
+}
+
+/// The zone `function` was given as a constant (`zone`; `None` when it is not one): a name
+/// Trino knows. Arrow holds one zone per column, so a zone that differs from row to row is
+/// NOT_SUPPORTED.
+pub(crate) fn constant_zone(function: &str, zone: Option<&ScalarValue>) -> Result<String> {
+    let zone = match zone {
+        Some(
+            ScalarValue::Utf8(Some(z))
+            | ScalarValue::Utf8View(Some(z))
+            | ScalarValue::LargeUtf8(Some(z)),
+        ) => z.clone(),
+        Some(_) => return plan_err!("{function}'s zone must be a time zone name, not NULL"),
+        None => {
+            return not_impl_err!(
+                "{function} with a zone that differs from row to row (the zone must be a constant)"
+            );
+        }
+    };
+    zone.parse::<Tz>()
+        .map_err(|_| invalid_argument(format!("Time zone not supported: {zone}")))?;
+    Ok(zone)
 }
 
 impl ScalarUDFImpl for ZonePlacing {

@@ -36,14 +36,16 @@ pub(super) struct Replanning {
     pub(super) logical: LogicalPlan,
     /// Runs after the first that it may have.
     pub(super) retries: u32,
-    /// An INSERT's gate, which knows whether its commit has begun (`None` for a query).
-    pub(super) commit_gate: Option<Arc<CommitGate>>,
 }
 
 impl Replanning {
-    /// Whether a failed run may have changed a table: an INSERT whose commit had begun.
+    /// Whether a failed run may have changed a table: an INSERT whose commit had begun (its
+    /// gate, among the state's extensions, knows; a query has none).
     fn may_have_written(&self) -> bool {
-        self.commit_gate.as_ref().is_some_and(|gate| gate.begun())
+        self.state
+            .config()
+            .get_extension::<CommitGate>()
+            .is_some_and(|gate| gate.begun())
     }
 }
 
@@ -169,7 +171,6 @@ mod tests {
             state,
             logical,
             retries: 2,
-            commit_gate: None,
         };
         Ok((replanning, run))
     }
@@ -246,7 +247,10 @@ mod tests {
     #[tokio::test]
     async fn an_insert_runs_again_only_if_its_commit_had_not_begun() -> TestResult {
         let (mut replanning, first) = query_and_first_run(vec![], worker_gone()).await?;
-        replanning.commit_gate = Some(Arc::default());
+        replanning
+            .state
+            .config_mut()
+            .set_extension(Arc::new(CommitGate::default()));
         let (values, error, attempts) = answer(replanning, first).await?;
         assert!(error.is_none(), "{error:?}");
         assert_eq!((values, attempts), (vec![1, 2, 3], 2));
@@ -254,7 +258,7 @@ mod tests {
         let (mut replanning, first) = query_and_first_run(vec![], worker_gone()).await?;
         let gate = Arc::new(CommitGate::default());
         assert!(gate.begin());
-        replanning.commit_gate = Some(gate);
+        replanning.state.config_mut().set_extension(gate);
         let (values, error, attempts) = answer(replanning, first).await?;
         assert_eq!(
             (values, attempts),

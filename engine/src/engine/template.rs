@@ -564,18 +564,17 @@ impl Engine {
         // An INSERT's commit and a cancel of it meet at a gate in its task context: a cancel
         // stops it only before its commit begins, and a retry runs it again only then.
         let insert = template.kind == StatementKind::Insert;
-        let commit_gate = insert.then(|| {
-            let gate = Arc::new(CommitGate::default());
-            state.config_mut().set_extension(Arc::clone(&gate));
-            gate
-        });
+        if insert {
+            state
+                .config_mut()
+                .set_extension(Arc::new(CommitGate::default()));
+        }
         let replanning = (template.query_retries > 0
             && (insert || plain_query(template, &logical)))
         .then(|| super::query_retry::Replanning {
             state: state.clone(),
             logical: logical.clone(),
             retries: template.query_retries,
-            commit_gate,
         });
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())
