@@ -122,13 +122,14 @@ impl AggregateUDFImpl for Sum {
             return real_accumulator(&self.inner, args, false);
         }
         match Checked::of(&answer) {
-            Some(Checked::Bigint) if !args.is_distinct => {
-                Ok(Box::new(CheckedSum::<Int64Type>::new(answer)))
-            }
-            Some(Checked::Decimal) if !args.is_distinct => {
-                Ok(Box::new(CheckedSum::<Decimal128Type>::new(answer)))
-            }
-            _ => self.inner.accumulator(args),
+            Some(checked) if args.is_distinct => Ok(Box::new(CheckedDistinctSum {
+                inner: self.inner.accumulator(args)?,
+                checked,
+                answer,
+            })),
+            Some(Checked::Bigint) => Ok(Box::new(CheckedSum::<Int64Type>::new(answer))),
+            Some(Checked::Decimal) => Ok(Box::new(CheckedSum::<Decimal128Type>::new(answer))),
+            None => self.inner.accumulator(args),
         }
     }
 
@@ -254,6 +255,55 @@ impl<T: ArrowPrimitiveType + Debug> Accumulator for CheckedSum<T> {
 
     fn size(&self) -> usize {
         size_of::<Self>()
+    }
+}
+
+/// `sum(DISTINCT …)`: DataFusion's accumulator gathers the distinct values (its state) and
+/// wraps around when it adds them up; they are added up here, checked.
+#[derive(Debug)]
+struct CheckedDistinctSum {
+    inner: Box<dyn Accumulator>,
+    checked: Checked,
+    answer: DataType,
+}
+
+impl Accumulator for CheckedDistinctSum {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.inner.update_batch(values)
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.inner.merge_batch(states)
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        self.inner.state()
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let state = self.inner.state()?;
+        let [ScalarValue::List(distinct)] = state.as_slice() else {
+            return Err(DataFusionError::Internal(format!(
+                "a distinct sum's state is its values, not {state:?}"
+            )));
+        };
+        let values = datafusion::arrow::compute::cast(&distinct.value(0), &self.answer)?;
+        match self.checked {
+            Checked::Bigint => {
+                let mut sum = CheckedSum::<Int64Type>::new(self.answer.clone());
+                sum.add(&values)?;
+                sum.evaluate()
+            }
+            Checked::Decimal => {
+                let mut sum = CheckedSum::<Decimal128Type>::new(self.answer.clone());
+                sum.add(&values)?;
+                sum.evaluate()
+            }
+        }
+    }
+
+    fn size(&self) -> usize {
+        size_of::<Self>() + self.inner.size()
     }
 }
 
