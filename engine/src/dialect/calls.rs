@@ -96,8 +96,122 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             }
             Ok(Transformed::no(expr))
         }
+        Expr::InList(in_list) => real_in_list(in_list, schema),
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// `x [NOT] IN (…)` of real numbers as Trino's: each item compared as `=` compares them (IEEE
+/// 754: NaN matches nothing, -0.0 matches 0.0; Arrow's list matched NaN with NaN and kept -0.0
+/// apart), and a decimal among them taken as the real type (DataFusion cast the reals to a
+/// decimal, failing on NaN and above 10^15). Other lists stay as they are.
+fn real_in_list(
+    in_list: datafusion::logical_expr::expr::InList,
+    schema: &DFSchema,
+) -> Result<Transformed<Expr>> {
+    use datafusion::functions::math::expr_fn::isnan;
+    use datafusion::logical_expr::expr::InList;
+    let is_decimal =
+        |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    let types = std::iter::once(&*in_list.expr)
+        .chain(&in_list.list)
+        .map(|e| e.get_type(schema))
+        .collect::<Result<Vec<_>>>()?;
+    let Some(real) = types
+        .iter()
+        .filter(|t| is_real(t))
+        .max_by_key(|t| matches!(t, DataType::Float64))
+        .cloned()
+    else {
+        return Ok(Transformed::no(Expr::InList(in_list)));
+    };
+    let InList {
+        expr,
+        list,
+        negated,
+    } = in_list;
+    let as_real = |e: Expr, t: &DataType| {
+        if is_decimal(t) {
+            cast(e, real.clone())
+        } else {
+            e
+        }
+    };
+    let x = as_real(*expr, &types[0]);
+    let is_nan_literal = |e: &Expr| match e {
+        Expr::Literal(ScalarValue::Float64(Some(v)), _) => v.is_nan(),
+        Expr::Literal(ScalarValue::Float32(Some(v)), _) => v.is_nan(),
+        _ => false,
+    };
+    let mut nulls: Vec<Expr> = Vec::new();
+    let mut items = Vec::with_capacity(list.len());
+    for (item, t) in list.into_iter().zip(&types[1..]) {
+        match &item {
+            Expr::Literal(value, _) if value.is_null() => nulls.push(lit(true)),
+            Expr::Literal(..) => {}
+            other => nulls.push(other.clone().is_null()),
+        }
+        // A NaN item matches nothing: x is not NaN where the list is asked.
+        if is_nan_literal(&item) {
+            continue;
+        }
+        let item = as_real(item, t);
+        // x + 0.0 is x, but +0.0 for -0.0.
+        items.push(match item {
+            Expr::Literal(..) => item,
+            other if is_real(t) || is_decimal(t) => other + cast(lit(0.0), real.clone()),
+            other => other,
+        });
+    }
+    let normalized = |e: Expr| match e {
+        Expr::Literal(ScalarValue::Float64(Some(v)), m) => {
+            Expr::Literal(ScalarValue::Float64(Some(v + 0.0)), m)
+        }
+        Expr::Literal(ScalarValue::Float32(Some(v)), m) => {
+            Expr::Literal(ScalarValue::Float32(Some(v + 0.0)), m)
+        }
+        other => other,
+    };
+    let items: Vec<Expr> = items.into_iter().map(normalized).collect();
+    // x NaN: each `=` is false, or NULL beside a NULL item.
+    let nan_answer = match nulls.into_iter().reduce(Expr::or) {
+        None => lit(false),
+        Some(any_null) => Expr::Case(datafusion::logical_expr::Case::new(
+            None,
+            vec![(
+                Box::new(any_null),
+                Box::new(lit(ScalarValue::Boolean(None))),
+            )],
+            Some(Box::new(lit(false))),
+        )),
+    };
+    let matched = if items.is_empty() {
+        // Only NaN items: NULL for a NULL x, false otherwise.
+        Expr::Case(datafusion::logical_expr::Case::new(
+            None,
+            vec![(
+                Box::new(x.clone().is_null()),
+                Box::new(lit(ScalarValue::Boolean(None))),
+            )],
+            Some(Box::new(lit(false))),
+        ))
+    } else {
+        Expr::InList(InList::new(
+            Box::new(x.clone() + cast(lit(0.0), real.clone())),
+            items,
+            false,
+        ))
+    };
+    let answer = Expr::Case(datafusion::logical_expr::Case::new(
+        None,
+        vec![(Box::new(isnan(x)), Box::new(nan_answer))],
+        Some(Box::new(matched)),
+    ));
+    Ok(Transformed::yes(if negated {
+        std::ops::Not::not(answer)
+    } else {
+        answer
+    }))
 }
 
 /// `left op right` for `+`, `-`, `*` and `/` as Trino means them: a quotient of decimals (or of
