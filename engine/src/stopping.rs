@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use sqe_iceberg::write::CommitGate;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 
@@ -28,6 +29,28 @@ pub(crate) async fn unless_stopped<T>(
             work.await
         }
         _ => Err(error()),
+    }
+}
+
+/// How a write is stopped: its cancel, and the gate it meets its commit at.
+pub(crate) struct Stop {
+    pub(crate) gate: Arc<CommitGate>,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl Stop {
+    /// `work` unless cancelled before its commit began ([`unless_stopped`]).
+    pub(crate) async fn unless_stopped<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        unless_stopped(
+            work,
+            self.cancel.cancelled(),
+            || Error::Cancelled,
+            Some(Arc::clone(&self.gate)),
+        )
+        .await
     }
 }
 

@@ -23,10 +23,10 @@ use sqe_iceberg::write::{CommitGate, IcebergWriteExec, WriteCommit};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::replace_table::Stop;
 use super::table_properties::TableLayout;
 use super::{Engine, SessionSettings, count_rows};
 use crate::error::{Error, ObjectKind, Result};
+use crate::stopping::Stop;
 
 /// What to do when the target table does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

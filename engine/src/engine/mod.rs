@@ -345,13 +345,14 @@ impl Prepared {
         Some(ledger)
     }
 
-    /// The gate between its commit and a cancel: an INSERT's, a CREATE TABLE's (AS);
-    /// `None` for anything else.
+    /// The gate between its commit and a cancel: an INSERT's, a CREATE TABLE's (AS), a
+    /// DELETE's, UPDATE's or MERGE's; `None` for anything else.
     pub fn commit_gate(&self) -> Option<Arc<CommitGate>> {
         match &self.action {
             Action::Plan { task_ctx, .. } => task_ctx.session_config().get_extension(),
             Action::CreateTableAs(ctas) => Some(Arc::clone(&ctas.gate)),
             Action::CreateTable { gate, .. } => Some(Arc::clone(gate)),
+            Action::ChangeRows(plan) => Some(Arc::clone(&plan.gate)),
             _ => None,
         }
     }
@@ -1106,7 +1107,7 @@ impl Engine {
                 gate,
             } => {
                 if or_replace && self.catalog().table_exists(&ident).await? {
-                    let stop = replace_table::Stop { gate, cancel };
+                    let stop = crate::stopping::Stop { gate, cancel };
                     // Boxed: its future would make every statement's as large.
                     Box::pin(self.replace_table(&ident, *schema, *layout, location, None, stop))
                         .await?;
@@ -1306,7 +1307,7 @@ impl Engine {
             mut state,
             gate,
         } = ctas;
-        let stop = replace_table::Stop { gate, cancel };
+        let stop = crate::stopping::Stop { gate, cancel };
         let location = properties.location.clone();
         if if_not_exists && self.catalog().table_exists(&ident).await? {
             return Ok(0);

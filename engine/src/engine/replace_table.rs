@@ -15,12 +15,12 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 use sqe_iceberg::table::IcebergTableProvider;
-use sqe_iceberg::write::{CommitGate, CommitListener, Replacement, WriteCommit};
-use tokio_util::sync::CancellationToken;
+use sqe_iceberg::write::{CommitListener, Replacement, WriteCommit};
 
 use super::table_properties::TableLayout;
 use super::{Engine, count_rows};
 use crate::error::{Error, ErrorCode, Result};
+use crate::stopping::Stop;
 
 /// The rows a replacing CREATE TABLE AS fills the table with.
 pub(super) struct Fill {
@@ -246,27 +246,5 @@ impl Engine {
             count_rows(self.query_runtime.execute(physical, context)).await
         };
         stop.unless_stopped(written).await
-    }
-}
-
-/// How a write is stopped: its cancel, and the gate it meets its commit at.
-pub(super) struct Stop {
-    pub gate: Arc<CommitGate>,
-    pub cancel: CancellationToken,
-}
-
-impl Stop {
-    /// `work` unless cancelled before its commit began ([`crate::stopping::unless_stopped`]).
-    pub(super) async fn unless_stopped<T>(
-        &self,
-        work: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        crate::stopping::unless_stopped(
-            work,
-            self.cancel.cancelled(),
-            || Error::Cancelled,
-            Some(Arc::clone(&self.gate)),
-        )
-        .await
     }
 }

@@ -31,18 +31,21 @@ use iceberg::TableIdent;
 use iceberg::table::Table;
 use sqe_iceberg::delete::{FILE_COLUMN, POS_COLUMN, RowPositionsProvider, SelectedRows};
 use sqe_iceberg::table::{IcebergTableProvider, with_iceberg_provider};
-use sqe_iceberg::write::{CommitListener, CreatedFiles, WrittenFiles, write_partition};
+use sqe_iceberg::write::{CommitGate, CommitListener, CreatedFiles, WrittenFiles, write_partition};
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
 use crate::dialect::merge::{self, ClauseAction};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
+use crate::stopping::Stop;
 
 /// A planned DELETE, TRUNCATE, UPDATE or MERGE.
 pub(super) struct RowChangePlan {
     ident: TableIdent,
     /// The table as planned; `None`: it has no snapshot, so no rows to change.
     target: Option<Target>,
+    /// Where its commit and a cancel of it meet ([`CommitGate`]).
+    pub(super) gate: Arc<CommitGate>,
 }
 
 struct Target {
@@ -85,6 +88,7 @@ impl Engine {
         })?;
         let Some(snapshot_id) = provider.snapshot_id() else {
             return Ok(RowChangePlan {
+                gate: Arc::default(),
                 ident,
                 target: None,
             });
@@ -129,6 +133,7 @@ impl Engine {
             .create_physical_plan(&optimized, state)
             .await?;
         Ok(RowChangePlan {
+            gate: Arc::default(),
             ident,
             target: Some(Target {
                 table,
@@ -206,6 +211,7 @@ impl Engine {
             .create_physical_plan(&optimized, &planning)
             .await?;
         Ok(RowChangePlan {
+            gate: Arc::default(),
             ident,
             target: Some(Target {
                 table,
@@ -231,11 +237,13 @@ impl Engine {
             return Ok(0);
         };
         let created = CreatedFiles::default();
-        let selecting = select_and_write(&target, created.clone());
-        let selected = tokio::select! {
-            selected = selecting => selected,
-            () = cancel.cancelled() => Err(Error::Cancelled),
+        let stop = Stop {
+            gate: plan.gate,
+            cancel,
         };
+        let selected = stop
+            .unless_stopped(select_and_write(&target, created.clone()))
+            .await;
         let (mut selected, written, rows) = match selected {
             Ok(done) => done,
             Err(e) => {
@@ -251,6 +259,11 @@ impl Engine {
             ));
         }
         let rows = rows.unwrap_or_else(|| selected.rows());
+        // Cancelled from here on, the commit runs to its end and its outcome is the answer.
+        if !stop.gate.begin() {
+            delete_files(&target.table, &created.locations()).await;
+            return Err(Error::Cancelled);
+        }
         let committer = Arc::clone(&self.committer);
         let commits = Arc::clone(&self.commits);
         let ident = plan.ident;

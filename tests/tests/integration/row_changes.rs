@@ -596,3 +596,50 @@ async fn of_two_merges_planned_on_one_snapshot_the_second_fails_cleanly() -> Tes
     cluster.stop().await;
     Ok(())
 }
+
+/// An UPDATE cancelled before its commit changes nothing and leaves no file; cancelled once its
+/// commit has begun, it answers the commit's outcome (its rows changed once), not a cancel a
+/// client would retry, adding 1 twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_update_cancelled_during_its_commit_answers_its_outcome() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.counters AS SELECT value AS id, 0 AS hits FROM generate_series(1, 5)")
+        .await?;
+    let engine = cluster.engine();
+    let session = SessionSettings::default();
+    let update = "UPDATE demo.counters SET hits = hits + 1 WHERE id <= 2";
+    let hits = || async {
+        cluster
+            .query("SELECT CAST(sum(hits) AS bigint) AS id FROM demo.counters")
+            .await
+            .map(|b| ids(&b))
+    };
+    for (begun, answer, total) in [(false, None, 0), (true, Some(2), 2)] {
+        let prepared = engine.prepare(&session, update).await?;
+        let gate = prepared
+            .commit_gate()
+            .ok_or("an UPDATE has a commit gate")?;
+        if begun {
+            assert!(gate.begin());
+        }
+        let cancel = tokio_util::sync::CancellationToken::new();
+        cancel.cancel();
+        let outcome = match engine.run_cancellable(prepared, cancel).await {
+            Ok(Outcome::Updated { rows }) => Ok(rows),
+            Ok(Outcome::Rows(_)) => return Err("rows from an UPDATE".into()),
+            Err(e) => Err(e),
+        };
+        match answer {
+            Some(rows) => assert_eq!(outcome.ok(), Some(Some(rows)), "begun"),
+            None => assert!(
+                matches!(outcome, Err(sqe_engine::Error::Cancelled)),
+                "not begun: {outcome:?}"
+            ),
+        }
+        assert_eq!(hits().await?, vec![total], "begun: {begun}");
+    }
+    cluster.stop().await;
+    Ok(())
+}
