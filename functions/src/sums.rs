@@ -289,22 +289,24 @@ impl Accumulator for CheckedDistinctSum {
         };
         let values = datafusion::arrow::compute::cast(&distinct.value(0), &self.answer)?;
         match self.checked {
-            Checked::Bigint => {
-                let mut sum = CheckedSum::<Int64Type>::new(self.answer.clone());
-                sum.add(&values)?;
-                sum.evaluate()
-            }
-            Checked::Decimal => {
-                let mut sum = CheckedSum::<Decimal128Type>::new(self.answer.clone());
-                sum.add(&values)?;
-                sum.evaluate()
-            }
+            Checked::Bigint => checked_total::<Int64Type>(&values, &self.answer),
+            Checked::Decimal => checked_total::<Decimal128Type>(&values, &self.answer),
         }
     }
 
     fn size(&self) -> usize {
         size_of::<Self>() + self.inner.size()
     }
+}
+
+/// The sum of `values` (of `T`) as `answer`, checked.
+fn checked_total<T: ArrowPrimitiveType + Debug>(
+    values: &ArrayRef,
+    answer: &DataType,
+) -> Result<ScalarValue> {
+    let mut sum = CheckedSum::<T>::new(answer.clone());
+    sum.add(values)?;
+    sum.evaluate()
 }
 
 /// DataFusion's groups accumulator for sums, whose addition notes an overflow instead of

@@ -111,8 +111,6 @@ fn real_in_list(
 ) -> Result<Transformed<Expr>> {
     use datafusion::functions::math::expr_fn::isnan;
     use datafusion::logical_expr::expr::InList;
-    let is_decimal =
-        |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
     let types = std::iter::once(&*in_list.expr)
         .chain(&in_list.list)
         .map(|e| e.get_type(schema))
@@ -137,12 +135,9 @@ fn real_in_list(
             e
         }
     };
+    // x + 0.0 is x, but +0.0 for -0.0.
+    let signless = |e: Expr| e + cast(lit(0.0), real.clone());
     let x = as_real(*expr, &types[0]);
-    let is_nan_literal = |e: &Expr| match e {
-        Expr::Literal(ScalarValue::Float64(Some(v)), _) => v.is_nan(),
-        Expr::Literal(ScalarValue::Float32(Some(v)), _) => v.is_nan(),
-        _ => false,
-    };
     let mut nulls: Vec<Expr> = Vec::new();
     let mut items = Vec::with_capacity(list.len());
     for (item, t) in list.into_iter().zip(&types[1..]) {
@@ -155,52 +150,22 @@ fn real_in_list(
         if is_nan_literal(&item) {
             continue;
         }
-        let item = as_real(item, t);
-        // x + 0.0 is x, but +0.0 for -0.0.
-        items.push(match item {
-            Expr::Literal(..) => item,
-            other if is_real(t) || is_decimal(t) => other + cast(lit(0.0), real.clone()),
+        items.push(match as_real(item, t) {
+            literal @ Expr::Literal(..) => signless_literal(literal),
+            other if is_real(t) || is_decimal(t) => signless(other),
             other => other,
         });
     }
-    let normalized = |e: Expr| match e {
-        Expr::Literal(ScalarValue::Float64(Some(v)), m) => {
-            Expr::Literal(ScalarValue::Float64(Some(v + 0.0)), m)
-        }
-        Expr::Literal(ScalarValue::Float32(Some(v)), m) => {
-            Expr::Literal(ScalarValue::Float32(Some(v + 0.0)), m)
-        }
-        other => other,
-    };
-    let items: Vec<Expr> = items.into_iter().map(normalized).collect();
     // x NaN: each `=` is false, or NULL beside a NULL item.
     let nan_answer = match nulls.into_iter().reduce(Expr::or) {
         None => lit(false),
-        Some(any_null) => Expr::Case(datafusion::logical_expr::Case::new(
-            None,
-            vec![(
-                Box::new(any_null),
-                Box::new(lit(ScalarValue::Boolean(None))),
-            )],
-            Some(Box::new(lit(false))),
-        )),
+        Some(any_null) => null_when_else_false(any_null),
     };
     let matched = if items.is_empty() {
         // Only NaN items: NULL for a NULL x, false otherwise.
-        Expr::Case(datafusion::logical_expr::Case::new(
-            None,
-            vec![(
-                Box::new(x.clone().is_null()),
-                Box::new(lit(ScalarValue::Boolean(None))),
-            )],
-            Some(Box::new(lit(false))),
-        ))
+        null_when_else_false(x.clone().is_null())
     } else {
-        Expr::InList(InList::new(
-            Box::new(x.clone() + cast(lit(0.0), real.clone())),
-            items,
-            false,
-        ))
+        Expr::InList(InList::new(Box::new(signless(x.clone())), items, false))
     };
     let answer = Expr::Case(datafusion::logical_expr::Case::new(
         None,
@@ -212,6 +177,44 @@ fn real_in_list(
     } else {
         answer
     }))
+}
+
+/// `CASE WHEN condition THEN NULL ELSE false END`.
+fn null_when_else_false(condition: Expr) -> Expr {
+    Expr::Case(datafusion::logical_expr::Case::new(
+        None,
+        vec![(
+            Box::new(condition),
+            Box::new(lit(ScalarValue::Boolean(None))),
+        )],
+        Some(Box::new(lit(false))),
+    ))
+}
+
+/// Whether `e` is a real-number literal holding NaN.
+fn is_nan_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(ScalarValue::Float64(Some(v)), _) => v.is_nan(),
+        Expr::Literal(ScalarValue::Float32(Some(v)), _) => v.is_nan(),
+        _ => false,
+    }
+}
+
+/// A real-number literal other than NaN with -0.0 made +0.0 (`v + 0.0`); anything else as it is.
+fn signless_literal(e: Expr) -> Expr {
+    match e {
+        Expr::Literal(ScalarValue::Float64(Some(v)), m) if !v.is_nan() => {
+            Expr::Literal(ScalarValue::Float64(Some(v + 0.0)), m)
+        }
+        Expr::Literal(ScalarValue::Float32(Some(v)), m) if !v.is_nan() => {
+            Expr::Literal(ScalarValue::Float32(Some(v + 0.0)), m)
+        }
+        other => other,
+    }
+}
+
+fn is_decimal(t: &DataType) -> bool {
+    matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
 }
 
 /// `left op right` for `+`, `-`, `*` and `/` as Trino means them: a quotient of decimals (or of
@@ -249,10 +252,10 @@ fn arithmetic(
         }
         _ => {}
     }
-    let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
-    let in_quotient = |t: &DataType| is_decimal(t) || integer_digits(t).is_some();
+    let is_decimal128 = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    let in_quotient = |t: &DataType| is_decimal128(t) || integer_digits(t).is_some();
     if op == Operator::Divide {
-        if (is_decimal(&left_type) || is_decimal(&right_type))
+        if (is_decimal128(&left_type) || is_decimal128(&right_type))
             && in_quotient(&left_type)
             && in_quotient(&right_type)
         {
@@ -601,8 +604,6 @@ fn comparison(
     // A decimal beside a real number is compared as that real type, as Trino coerces it:
     // DataFusion would cast the double to a decimal (failing above 10^15, and `1e20 = DECIMAL
     // '100000000000000000000'` was false).
-    let is_decimal =
-        |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
     let (left, left_type, right, right_type) = match (&left_type, &right_type) {
         (l, r) if is_real(l) && is_decimal(r) => (
             left,
@@ -655,7 +656,6 @@ fn is_real(t: &DataType) -> bool {
 /// `-0.0` is less than `0.0` (`nan() > 0` was true, `-0.0E0 = 0E0` false).
 fn ieee_comparison(left: (Expr, DataType), op: Operator, right: (Expr, DataType)) -> Expr {
     use datafusion::functions::math::expr_fn::isnan;
-    let is_literal = |e: &Expr| matches!(e, Expr::Literal(..));
     // Beside a number other than zero, -0.0 and 0.0 compare alike, and the bare column keeps
     // its statistics for pruning; beside anything else a zero is made +0.0 (x + 0.0 is x, but
     // +0.0 for -0.0).
@@ -671,15 +671,8 @@ fn ieee_comparison(left: (Expr, DataType), op: Operator, right: (Expr, DataType)
     };
     let normalize = |e: Expr, t: &DataType, beside: &Expr| -> Expr {
         match e {
-            Expr::Literal(ScalarValue::Float64(Some(v)), m) if !v.is_nan() => {
-                Expr::Literal(ScalarValue::Float64(Some(v + 0.0)), m)
-            }
-            Expr::Literal(ScalarValue::Float32(Some(v)), m) if !v.is_nan() => {
-                Expr::Literal(ScalarValue::Float32(Some(v + 0.0)), m)
-            }
-            e if is_real(t) && !is_literal(&e) && zero_or_unknown(beside) => {
-                e + cast(lit(0.0), t.clone())
-            }
+            literal @ Expr::Literal(..) => signless_literal(literal),
+            e if is_real(t) && zero_or_unknown(beside) => e + cast(lit(0.0), t.clone()),
             e => e,
         }
     };

@@ -28,7 +28,6 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Typ
 use datafusion::catalog::{CatalogProvider, CatalogProviderList};
 use datafusion::common::{SchemaReference, TableReference};
 use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
@@ -36,10 +35,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::{
     SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
 };
-use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{
-    DdlStatement, DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp,
-};
+use datafusion::logical_expr::{DdlStatement, DmlStatement, LogicalPlan, WriteOp};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::memory::MemoryStream;
@@ -54,9 +50,8 @@ use iceberg::spec::Schema as IcebergSchema;
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
 use sqe_iceberg::codec::SqeCodec;
 use sqe_iceberg::scan::IcebergTaskEstimator;
-use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::types::iceberg_schema_for;
-use sqe_iceberg::write::CommitGate;
+use sqe_iceberg::write::{CommitGate, WriteCommit};
 use sqe_tpch::{TpchCodec, TpchTaskEstimator};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -1304,7 +1299,7 @@ impl Engine {
             if_not_exists,
             or_replace,
             properties,
-            mut state,
+            state,
             gate,
         } = ctas;
         let stop = crate::stopping::Stop { gate, cancel };
@@ -1314,12 +1309,12 @@ impl Engine {
         }
         let schema = iceberg_schema_for(input.schema().as_arrow(), true)?;
         let layout = TableLayout::new(&schema, &properties)?;
+        let fill = replace_table::Fill {
+            table_ref,
+            input,
+            state,
+        };
         if or_replace && self.catalog().table_exists(&ident).await? {
-            let fill = replace_table::Fill {
-                table_ref,
-                input,
-                state,
-            };
             return Box::pin(self.replace_table(
                 &ident,
                 schema,
@@ -1332,28 +1327,10 @@ impl Engine {
             .map(|rows| rows.unwrap_or(0));
         }
         let table = self.create_table(&ident, schema, layout, location).await?;
-        let insert = async {
-            let provider = IcebergTableProvider::try_new(
-                Arc::clone(self.catalog()),
-                table,
-                Arc::new(self.settings.storage_props.clone()),
-                Some(Arc::clone(&self.commits) as Arc<dyn sqe_iceberg::write::CommitListener>),
-            )?;
-            let plan = LogicalPlanBuilder::insert_into(
-                input,
-                table_ref,
-                provider_as_source(Arc::new(provider)),
-                InsertOp::Append,
-            )?
-            .build()?;
-            state.config_mut().set_extension(Arc::clone(&stop.gate));
-            let physical = state.create_physical_plan(&plan).await?;
-            let stream = self
-                .query_runtime
-                .execute(physical, Arc::new(TaskContext::from(&state)));
-            count_rows(stream).await
-        };
-        match stop.unless_stopped(insert).await {
+        match self
+            .insert_fill(table, fill, WriteCommit::Append, stop)
+            .await
+        {
             Ok(rows) => Ok(rows),
             Err(e) => {
                 if let Err(drop_err) = self.catalog().purge_table(&ident).await {

@@ -22,7 +22,7 @@ use super::{Engine, count_rows};
 use crate::error::{Error, ErrorCode, Result};
 use crate::stopping::Stop;
 
-/// The rows a replacing CREATE TABLE AS fills the table with.
+/// The rows a CREATE TABLE AS fills its table with.
 pub(super) struct Fill {
     pub table_ref: TableReference,
     pub input: LogicalPlan,
@@ -215,8 +215,9 @@ impl Engine {
         })))
     }
 
-    /// Inserts `fill`'s rows into `table`, committed as `commit` says; the rows written.
-    async fn insert_fill(
+    /// Inserts `fill`'s rows into `table`, committed as `commit` says unless `stop` comes
+    /// first; the rows written.
+    pub(super) async fn insert_fill(
         &self,
         table: Table,
         fill: Fill,

@@ -221,7 +221,7 @@ impl TrinoQuery {
                     () = ended.cancelled() => {}
                 }
                 if background.canceller.is_cancelled() {
-                    background.release_rows().await;
+                    background.fail_stopped(&mut *background.progress.lock().await);
                 }
             },
             span,
@@ -229,11 +229,10 @@ impl TrinoQuery {
         Some(query)
     }
 
-    /// Drops the rows of a stopped query (and the pool's bytes they hold); its next page
-    /// reports why it stopped.
-    async fn release_rows(&self) {
-        let mut progress = self.progress.lock().await;
-        if matches!(progress.execution, Execution::Rows(_)) {
+    /// A stopped query's next page reports why it stopped; its rows (and the pool's bytes they
+    /// hold) are dropped.
+    fn fail_stopped(&self, progress: &mut Progress) {
+        if self.canceller.is_cancelled() {
             progress.execution = Execution::Failed(self.canceller.error());
             progress.carry = None;
         }
@@ -385,10 +384,7 @@ impl TrinoQuery {
                 return Page::empty(self.live_state(), None, progress.rows);
             }
         }
-        if self.canceller.is_cancelled() {
-            progress.execution = Execution::Failed(self.canceller.error());
-            progress.carry = None;
-        }
+        self.fail_stopped(progress);
         let columns = progress.columns.clone();
         match std::mem::replace(&mut progress.execution, Execution::Pending) {
             Execution::Pending => Page::empty(self.live_state(), columns, progress.rows),
