@@ -221,6 +221,29 @@ class OpenEndpoint(unittest.TestCase):
             self.cur.adbc_ingest("people", table, mode="create", db_schema_name="ingest")
         self.assertIn("already exists", str(failed.exception))
 
+    def test_incremental_execution_polls_the_query_and_reads_its_rows(self):
+        """ADBC's incremental execution is PollFlightInfo: the first call answers with the
+        query's partition (readable before the query completes), the next reports the end with
+        no new partitions; a failing query fails the call that polls it."""
+        incremental = {adbc_driver_manager.StatementOptions.INCREMENTAL.value: "true"}
+        self.cur.adbc_statement.set_options(**incremental)
+        sql = "SELECT l_orderkey, l_linenumber FROM tpch.lineitem"
+        partitions, schema = self.cur.adbc_execute_partitions(sql)
+        self.assertEqual(len(partitions), 1)
+        self.assertEqual(schema.names, ["l_orderkey", "l_linenumber"])
+        with self.conn.cursor() as reader:
+            reader.adbc_read_partition(partitions[0])
+            rows = reader.fetchall()
+        self.assertEqual(len(rows), 60175)
+        self.assertEqual(len(set(rows)), 60175, "every row once")
+        more, _ = self.cur.adbc_execute_partitions(sql)
+        self.assertEqual(more, [], "the query is complete")
+        with self.conn.cursor() as failing:
+            failing.adbc_statement.set_options(**incremental)
+            with self.assertRaises(adbc_driver_manager.ProgrammingError) as failed:
+                failing.adbc_execute_partitions("SELECT CAST(l_comment AS INTEGER) FROM tpch.lineitem")
+            self.assertIn("Cannot cast string", str(failed.exception))
+
     def test_cancel_stops_a_running_query(self):
         cursor = self.conn.cursor()
         outcome = {}

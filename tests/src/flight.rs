@@ -1,8 +1,10 @@
 //! A Flight SQL client over tonic, for tests that talk to the endpoint without ADBC.
 
 use arrow_flight::sql::client::FlightSqlServiceClient;
+use arrow_flight::sql::{CommandStatementQuery, ProstMessageExt};
 use datafusion::arrow::array::RecordBatch;
 use futures::TryStreamExt;
+use prost::Message;
 use tonic::transport::Channel;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -13,6 +15,37 @@ pub async fn connect(url: &str) -> Result<FlightSqlServiceClient<Channel>> {
         .connect()
         .await?;
     Ok(FlightSqlServiceClient::new(channel))
+}
+
+/// The descriptor of statement `sql`, for GetFlightInfo, PollFlightInfo or GetSchema.
+pub fn statement_descriptor(sql: &str) -> arrow_flight::FlightDescriptor {
+    let command = CommandStatementQuery {
+        query: sql.to_string(),
+        transaction_id: None,
+    };
+    arrow_flight::FlightDescriptor::new_cmd(command.as_any().encode_to_vec())
+}
+
+/// Asks the endpoint to cancel the statement `info` describes (`CancelFlightInfo`): its answer.
+pub async fn cancel(
+    client: &mut FlightSqlServiceClient<Channel>,
+    info: arrow_flight::FlightInfo,
+) -> Result<arrow_flight::CancelStatus> {
+    let request = arrow_flight::CancelFlightInfoRequest { info: Some(info) };
+    let action = arrow_flight::Action::new("CancelFlightInfo", request.encode_to_vec());
+    let results: Vec<_> = client
+        .inner_mut()
+        .do_action(action)
+        .await?
+        .into_inner()
+        .try_collect()
+        .await?;
+    let body = &results
+        .first()
+        .ok_or("CancelFlightInfo answered nothing")?
+        .body;
+    let result = arrow_flight::CancelFlightInfoResult::decode(body.as_ref())?;
+    Ok(arrow_flight::CancelStatus::try_from(result.status)?)
 }
 
 /// Every batch of the endpoints of `info`, fetched in order.

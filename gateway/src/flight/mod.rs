@@ -9,6 +9,7 @@ mod auth;
 mod metadata;
 mod polling;
 pub(crate) mod protocol;
+mod read_ahead;
 mod server;
 pub(crate) mod service;
 mod sessions;

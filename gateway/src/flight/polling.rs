@@ -1,10 +1,15 @@
 //! `PollFlightInfo`: a statement that waits for a slot in the admission queue (or plans for
 //! long) is answered within [`POLL_WAIT`] with a descriptor to poll again, instead of holding
 //! the call open. Its planning goes on in a task of its own; a client that stops polling for
-//! [`PENDING_IDLE`] loses it (the task is aborted, which cancels the query).
+//! [`PENDING_IDLE`] before it is planned loses it (the task is aborted, which cancels the
+//! query). Once planned, a query runs at once, its rows read ahead of its DoGet
+//! ([`super::read_ahead`]): the polls report its progress until it completes, and its info
+//! (the ticket) is in every answer, so the client may fetch rows before then.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use arrow_flight::sql::Any;
 use arrow_flight::{FlightDescriptor, FlightInfo, PollInfo};
@@ -15,29 +20,49 @@ use tonic::Status;
 use uuid::Uuid;
 
 use super::protocol::{handle_bytes, parse_handle};
+use super::read_ahead::{Execution, RunState};
 use super::statements::MAX_STATEMENTS_PER_USER;
 use crate::client_auth::Principal;
 
 /// Longest one poll waits for its statement before answering "not yet".
 pub(super) const POLL_WAIT: Duration = Duration::from_secs(1);
+/// How long the poll that sees a query planned waits for it to complete: a small query is
+/// answered complete in that poll, a longer one's ticket goes out at once.
+const COMPLETION_GRACE: Duration = Duration::from_millis(100);
 /// A statement nobody has polled for this long is dropped.
 const PENDING_IDLE: Duration = Duration::from_secs(60);
 const MAX_PENDING: u64 = 10_000;
 /// What marks a descriptor as a poll of a pending statement of this server.
 const PENDING_TYPE_URL: &str = "type.sqe.dev/sqe.PendingFlightInfo";
 
-/// What GetFlightInfo answers for the statement, once it has.
-type Planning = JoinHandle<Result<FlightInfo, Status>>;
-
-/// A statement still being admitted or planned.
-struct PendingPlan {
-    principal: Principal,
-    /// Taken by the poll that sees it finish: a finished task is never polled again (two
-    /// clients polling one descriptor at once would otherwise poll it after completion).
-    task: tokio::sync::Mutex<Option<Planning>>,
-    abort: AbortHandle,
+/// What planning a polled statement gives.
+pub(super) enum Polled {
+    /// All there will be: metadata, or the result of a statement that ran while planned.
+    Complete(FlightInfo),
+    /// A query that runs on, its rows read ahead of the DoGet the info's ticket opens.
+    Running(FlightInfo, Execution),
 }
 
+/// The task planning a polled statement.
+type Planning = JoinHandle<Result<Polled, Status>>;
+
+/// Where a polled statement is.
+enum Stage {
+    /// Admitted and planned in a task; taken by the poll that sees it finish (a finished task
+    /// is never polled again: two clients polling one descriptor at once would otherwise).
+    Planning(Option<Planning>),
+    /// Planned and running: its info is the client's to fetch while it polls on.
+    Running(FlightInfo, Execution),
+    /// Answered in full: a poll that waited for the one that answered finds nothing.
+    Answered,
+}
+
+/// A statement polled for and not yet answered in full.
+struct PendingPlan {
+    principal: Principal,
+    stage: tokio::sync::Mutex<Stage>,
+    abort: AbortHandle,
+}
 impl Drop for PendingPlan {
     fn drop(&mut self) {
         // Forgotten before it finished: its query is cancelled (a finished task is unaffected).
@@ -96,7 +121,7 @@ impl PendingPlans {
         let abort = planning.abort_handle();
         let plan = Arc::new(PendingPlan {
             principal,
-            task: tokio::sync::Mutex::new(Some(planning)),
+            stage: tokio::sync::Mutex::new(Stage::Planning(Some(planning))),
             abort,
         });
         self.plans
@@ -105,14 +130,17 @@ impl PendingPlans {
         Ok(id)
     }
 
-    /// Waits up to `wait` for statement `id`: its whole FlightInfo once planned, else a
-    /// descriptor to poll again. Only its principal may poll for it.
+    /// Waits up to `wait` for statement `id` to change: while it is queued or planned, a
+    /// descriptor to poll again and an info without endpoints; once it runs, its info (the
+    /// client may fetch its rows now), how far it got and, until it has ended, a descriptor to
+    /// poll again. Only its principal may poll for it.
     pub(super) async fn poll(
         &self,
         id: Uuid,
         principal: &Principal,
         wait: Duration,
     ) -> Result<PollInfo, Status> {
+        let mut deadline = Instant::now() + wait;
         let gone = || {
             Status::not_found(
                 "no statement is pending under this descriptor (answered, expired, another user's, or begun before the coordinator restarted)",
@@ -123,35 +151,68 @@ impl PendingPlans {
             .get(&id)
             .filter(|plan| &plan.principal == principal)
             .ok_or_else(gone)?;
-        let mut task = plan.task.lock().await;
-        let running = task.as_mut().ok_or_else(gone)?;
-        let answered = match tokio::time::timeout(wait, running).await {
-            Err(_) => None,
-            Ok(Ok(answer)) => Some(answer),
-            Ok(Err(e)) => Some(Err(Status::internal(format!(
-                "planning the statement stopped: {e}"
-            )))),
-        };
-        if answered.is_some() {
+        let mut stage = plan.stage.lock().await;
+        if let Stage::Planning(task) = &mut *stage {
+            let planning = task.as_mut().ok_or_else(gone)?;
+            let planned = match tokio::time::timeout_at(deadline, planning).await {
+                Err(_) => return Ok(still_planning(id)),
+                Ok(Ok(planned)) => planned,
+                Ok(Err(e)) => Err(Status::internal(format!(
+                    "planning the statement stopped: {e}"
+                ))),
+            };
             task.take();
-        }
-        drop(task);
-        match answered {
-            None => Ok(PollInfo {
-                info: None,
-                flight_descriptor: Some(pending_descriptor(id)),
-                progress: Some(0.0),
-                expiration_time: Some((SystemTime::now() + PENDING_IDLE).into()),
-            }),
-            Some(answer) => {
-                self.plans.remove(&id);
-                Ok(PollInfo {
-                    info: Some(answer?),
-                    flight_descriptor: None,
-                    progress: Some(1.0),
-                    expiration_time: None,
-                })
+            match planned {
+                Ok(Polled::Running(info, execution)) => {
+                    *stage = Stage::Running(info, execution);
+                    // Its ticket is news: answered soon, or at once complete if it is small.
+                    deadline = deadline.min(Instant::now() + COMPLETION_GRACE);
+                }
+                Ok(Polled::Complete(info)) => {
+                    self.plans.remove(&id);
+                    return Ok(complete(info));
+                }
+                Err(status) => {
+                    self.plans.remove(&id);
+                    return Err(status);
+                }
             }
         }
+        let Stage::Running(info, execution) = &mut *stage else {
+            return Err(gone());
+        };
+        execution.ended_by(deadline).await;
+        let ended = match execution.state() {
+            RunState::Running => return Ok(poll_again(id, info.clone(), execution.progress())),
+            RunState::Finished => Ok(complete(info.clone())),
+            RunState::Failed(status) => Err(status),
+        };
+        *stage = Stage::Answered;
+        self.plans.remove(&id);
+        ended
+    }
+}
+
+/// A statement still waiting for its slot or its plan: no endpoints yet (ADBC's incremental
+/// execution wants an info in every answer).
+fn still_planning(id: Uuid) -> PollInfo {
+    poll_again(id, FlightInfo::new(), Some(0.0))
+}
+
+fn poll_again(id: Uuid, info: FlightInfo, progress: Option<f64>) -> PollInfo {
+    PollInfo {
+        info: Some(info),
+        flight_descriptor: Some(pending_descriptor(id)),
+        progress,
+        expiration_time: Some((SystemTime::now() + PENDING_IDLE).into()),
+    }
+}
+
+fn complete(info: FlightInfo) -> PollInfo {
+    PollInfo {
+        info: Some(info),
+        flight_descriptor: None,
+        progress: Some(1.0),
+        expiration_time: None,
     }
 }

@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::metadata::{foreign_keys_schema, primary_keys_schema, sql_info, xdbc_types};
 use super::parse_handle_or_status;
 use super::polling::{POLL_WAIT, PendingPlans, pending_id};
-use super::service::{SqeFlightSqlService, principal};
+use super::service::{SqeFlightSqlService, principal, ticket_handle};
 
 /// Serves Flight SQL; see the module documentation.
 pub(crate) struct SqeFlightService {
@@ -128,15 +128,16 @@ impl FlightService for SqeFlightService {
                 // Refused before anything starts: a statement over the quota never runs.
                 self.pending.check_room(&principal.user)?;
                 let inner = Arc::clone(&self.inner);
-                let planning = sqe_layers::task::spawn(async move {
-                    FlightService::get_flight_info(inner.as_ref(), request)
-                        .await
-                        .map(Response::into_inner)
-                });
+                let planning =
+                    sqe_layers::task::spawn(async move { inner.plan_polled(request).await });
                 self.pending.start(principal.clone(), planning)?
             }
         };
         let info = self.pending.poll(id, &principal, POLL_WAIT).await?;
+        // Its rows wait for their DoGet as long as the client polls.
+        if let Some(ticket) = info.info.as_ref().and_then(ticket_handle) {
+            self.inner.statements().renew(&ticket, &principal);
+        }
         Ok(Response::new(info))
     }
 

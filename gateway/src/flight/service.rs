@@ -11,13 +11,13 @@ use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
     ActionBeginTransactionRequest, ActionBeginTransactionResult, ActionCancelQueryRequest,
     ActionCancelQueryResult, ActionClosePreparedStatementRequest,
-    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, CommandGetCatalogs,
-    CommandGetCrossReference, CommandGetDbSchemas, CommandGetExportedKeys, CommandGetImportedKeys,
-    CommandGetPrimaryKeys, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
-    CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandPreparedStatementUpdate,
-    CommandStatementIngest, CommandStatementQuery, CommandStatementUpdate,
-    DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TableExistsOption, TableNotExistOption,
-    TicketStatementQuery,
+    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Command,
+    CommandGetCatalogs, CommandGetCrossReference, CommandGetDbSchemas, CommandGetExportedKeys,
+    CommandGetImportedKeys, CommandGetPrimaryKeys, CommandGetSqlInfo, CommandGetTableTypes,
+    CommandGetTables, CommandGetXdbcTypeInfo, CommandPreparedStatementQuery,
+    CommandPreparedStatementUpdate, CommandStatementIngest, CommandStatementQuery,
+    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
+    TableExistsOption, TableNotExistOption, TicketStatementQuery,
 };
 use arrow_flight::{
     Action, ActionType, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus,
@@ -31,6 +31,7 @@ use datafusion::arrow::ipc::CompressionType;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::common::ScalarValue;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt, stream};
@@ -42,6 +43,7 @@ use uuid::Uuid;
 
 use super::auth::{Credentials, credentials};
 use super::metadata::{self, foreign_keys_schema, primary_keys_schema, sql_info, xdbc_types};
+use super::polling::Polled;
 use super::protocol::{
     self, CANCEL_FLIGHT_INFO, CLOSE_SESSION, CloseSessionResult, CloseSessionStatus,
     GET_SESSION_OPTIONS, GetSessionOptionsResult, QUERY_PROGRESS, SESSION_COOKIE,
@@ -49,6 +51,7 @@ use super::protocol::{
     SetSessionOptionsRequest, SetSessionOptionsResult, handle_bytes, parse_handle, session_key,
     session_option_value::OptionValue,
 };
+use super::read_ahead::{Execution, ReadAhead};
 use super::sessions::Sessions;
 use super::statements::{Cancelled, Planned, PreparedStatement, RunningGuard, Statements, Work};
 use crate::client_auth::{ClientAuth, Principal};
@@ -58,6 +61,15 @@ use sqe_engine::error::{Error, ErrorCode};
 use sqe_engine::queries::{
     Endpoint, Output, Queries, QueryHandle, QueryRequest, Session, Statement, command_batch,
 };
+
+/// When a planned query runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// In the DoGet of its ticket: GetFlightInfo's client reads as it runs.
+    OnDoGet,
+    /// Now, its rows read ahead of the DoGet: PollFlightInfo's client polls its progress.
+    Now,
+}
 
 type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
@@ -119,6 +131,10 @@ impl SqeFlightSqlService {
         &self.queries
     }
 
+    pub(super) fn statements(&self) -> &Statements {
+        &self.statements
+    }
+
     pub(super) fn prepared_statement(
         &self,
         id: &Uuid,
@@ -153,35 +169,57 @@ impl SqeFlightSqlService {
         })
     }
 
-    /// Plans `handle` for a later DoGet of its ticket and describes it. A statement that
-    /// changes something (DDL, a write) runs now: ADBC's `cursor.execute` never reads its
-    /// result, and Trino runs a statement when it is submitted.
+    /// Plans `handle` and describes it, for a DoGet of its ticket. A statement that changes
+    /// something (DDL, a write) runs now: ADBC's `cursor.execute` never reads its result, and
+    /// Trino runs a statement when it is submitted. A query runs in its DoGet, or at once when
+    /// `start` says so (with how its run goes, for the polls).
     async fn planned_info(
         &self,
         mut handle: QueryHandle,
         principal: Principal,
         descriptor: FlightDescriptor,
-    ) -> Result<FlightInfo, Status> {
+        start: Start,
+    ) -> Result<(FlightInfo, Option<Execution>), Status> {
         // Over the user's share nothing is planned, let alone run (a write would be applied
         // and then reported refused).
         let reservation = match self.statements.reserve(&principal.user) {
             Ok(reservation) => reservation,
             Err(full) => return Err(handle.fail(sqe_engine::Error::from(full)).into()),
         };
+        let id = reservation.id();
         let span = rpc_span(&handle, "GetFlightInfo");
         let described = handle.describe().instrument(span.clone()).await?.clone();
-        let work = if described.update_type.is_some() {
-            let output = handle.run().instrument(span).await?;
-            match output.output {
-                Output::Updated { rows } => Work::Ran(command_batch(&output.described, rows)?),
-                Output::Rows(_) => return Err(Status::internal("an update returned rows")),
+        let mut execution = None;
+        let work = match (described.update_type, start) {
+            (Some(_), _) => {
+                let output = handle.run().instrument(span).await?;
+                match output.output {
+                    Output::Updated { rows } => Work::Ran(command_batch(&output.described, rows)?),
+                    Output::Rows(_) => return Err(Status::internal("an update returned rows")),
+                }
             }
-        } else {
-            // Waiting for its DoGet it runs nothing: its slot is for others meanwhile.
-            handle.park();
-            Work::Run(Box::new(handle))
+            (None, Start::OnDoGet) => {
+                // Waiting for its DoGet it runs nothing: its slot is for others meanwhile.
+                handle.park();
+                Work::Run(Box::new(handle))
+            }
+            (None, Start::Now) => {
+                let record = handle.record();
+                let running = self
+                    .statements
+                    .start(id, principal.clone(), &handle)
+                    .ok_or_else(|| Status::internal("the statement has already run"))?;
+                let output = handle.run().instrument(span.clone()).await?;
+                let Output::Rows(stream) = output.output else {
+                    return Err(Status::internal("a query returned no rows"));
+                };
+                let memory = output.memory.map(|m| m as Arc<dyn MemoryPool>);
+                let (rows, run) =
+                    span.in_scope(|| ReadAhead::spawn(stream, memory, record, running));
+                execution = Some(run);
+                Work::ReadAhead(rows)
+            }
         };
-        let id = reservation.id();
         reservation.fill(Planned { work, principal });
         let ticket = TicketStatementQuery {
             statement_handle: handle_bytes(id),
@@ -191,10 +229,77 @@ impl SqeFlightSqlService {
             ticket.as_any().encode_to_vec(),
             descriptor,
         )?;
-        Ok(match described.update_type {
+        let info = match described.update_type {
             Some(kind) => info.with_app_metadata(protocol::update_type_metadata(kind)),
             None => info,
+        };
+        Ok((info, execution))
+    }
+
+    /// Plans a polled statement: a query starts at once ([`super::read_ahead`]); anything
+    /// else is answered as GetFlightInfo answers it.
+    pub(super) async fn plan_polled(
+        &self,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Polled, Status> {
+        let command = arrow_flight::sql::Any::decode(request.get_ref().cmd.as_ref())
+            .ok()
+            .and_then(|any| Command::try_from(any).ok());
+        let handle = match command {
+            Some(Command::CommandStatementQuery(query)) => {
+                self.submit(&request, Statement::Sql(query.query))
+            }
+            Some(Command::CommandPreparedStatementQuery(command)) => {
+                self.prepared_handle(&command, &request)?
+            }
+            _ => {
+                let info = FlightService::get_flight_info(self, request).await?;
+                return Ok(Polled::Complete(info.into_inner()));
+            }
+        };
+        let principal = principal(&request);
+        let (info, execution) = self
+            .planned_info(handle, principal, request.into_inner(), Start::Now)
+            .await?;
+        Ok(match execution {
+            Some(execution) => Polled::Running(info, execution),
+            None => Polled::Complete(info),
         })
+    }
+
+    /// GetFlightInfo of a query: planned now, run by the DoGet of its ticket.
+    async fn info_for_do_get(
+        &self,
+        handle: QueryHandle,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let principal = principal(&request);
+        let (info, _) = self
+            .planned_info(handle, principal, request.into_inner(), Start::OnDoGet)
+            .await?;
+        Ok(Response::new(info))
+    }
+
+    /// The query of prepared statement `command`, with the parameters last bound to it.
+    fn prepared_handle<T>(
+        &self,
+        command: &CommandPreparedStatementQuery,
+        request: &Request<T>,
+    ) -> Result<QueryHandle, Status> {
+        let id = parse_handle(&command.prepared_statement_handle)
+            .ok_or_else(|| Status::invalid_argument("malformed prepared statement handle"))?;
+        let statement = self
+            .statements
+            .prepared(&id, &principal(request))
+            .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
+        Ok(self.submit(
+            request,
+            Statement::Prepared {
+                sql: statement.sql,
+                template: Box::new(statement.template),
+                parameters: statement.parameter_rows,
+            },
+        ))
     }
 
     /// Runs an update to its end: the rows it wrote. A statement that returns rows is refused
@@ -385,7 +490,7 @@ fn cancel_result(cancelled: Cancelled) -> CancelStatus {
     }
 }
 
-fn ticket_handle(info: &FlightInfo) -> Option<Uuid> {
+pub(super) fn ticket_handle(info: &FlightInfo) -> Option<Uuid> {
     let ticket = info.endpoint.first()?.ticket.as_ref()?;
     let any = arrow_flight::sql::Any::decode(ticket.ticket.as_ref()).ok()?;
     let statement: TicketStatementQuery = any.unpack().ok()??;
@@ -438,10 +543,7 @@ impl FlightSqlService for SqeFlightSqlService {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let handle = self.submit(&request, Statement::Sql(query.query));
-        let info = self
-            .planned_info(handle, principal(&request), request.into_inner())
-            .await?;
-        Ok(Response::new(info))
+        self.info_for_do_get(handle, request).await
     }
 
     async fn get_flight_info_prepared_statement(
@@ -449,25 +551,8 @@ impl FlightSqlService for SqeFlightSqlService {
         command: CommandPreparedStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let principal = principal(&request);
-        let id = parse_handle(&command.prepared_statement_handle)
-            .ok_or_else(|| Status::invalid_argument("malformed prepared statement handle"))?;
-        let statement = self
-            .statements
-            .prepared(&id, &principal)
-            .ok_or_else(|| Status::not_found("unknown or closed prepared statement"))?;
-        let handle = self.submit(
-            &request,
-            Statement::Prepared {
-                sql: statement.sql,
-                template: Box::new(statement.template),
-                parameters: statement.parameter_rows,
-            },
-        );
-        let info = self
-            .planned_info(handle, principal, request.into_inner())
-            .await?;
-        Ok(Response::new(info))
+        let handle = self.prepared_handle(&command, &request)?;
+        self.info_for_do_get(handle, request).await
     }
 
     async fn do_get_statement(
@@ -493,6 +578,14 @@ impl FlightSqlService for SqeFlightSqlService {
                 return Ok(Response::new(encode_with(
                     batch.schema(),
                     one_batch(Ok(batch)),
+                    options,
+                )));
+            }
+            // Registered as running by its read-ahead task, for as long as that runs.
+            Work::ReadAhead(rows) => {
+                return Ok(Response::new(encode_with(
+                    rows.schema(),
+                    rows.into_batches(),
                     options,
                 )));
             }

@@ -14,6 +14,7 @@ use sqe_engine::history::{CancelReason, QueryRecord};
 use sqe_engine::queries::{Canceller, QueryHandle};
 use uuid::Uuid;
 
+use super::read_ahead::ReadAhead;
 use crate::client_auth::Principal;
 
 /// How long a planned statement waits for its DoGet, and a prepared statement for its next use.
@@ -37,6 +38,8 @@ pub(super) enum Work {
     /// Sends the result of a statement that already ran: DDL and writes run when executed,
     /// whether or not the client reads their result.
     Ran(RecordBatch),
+    /// Sends the rows of a query that started when it was polled for.
+    ReadAhead(ReadAhead),
 }
 
 /// A prepared statement: its template and the parameters last bound (a row of values per
@@ -158,6 +161,22 @@ impl Statements {
         ticketed.lock().take()
     }
 
+    /// Gives the planned statement `id` its full time to wait for its DoGet again, from now:
+    /// a polled statement stays while its client polls.
+    pub(super) fn renew(&self, id: &Uuid, principal: &Principal) {
+        let Some(ticketed) = self.planned.get(id) else {
+            return;
+        };
+        let owned = ticketed
+            .lock()
+            .as_ref()
+            .is_some_and(|p| &p.principal == principal);
+        // Replacing its own entry: never over the quota.
+        if owned {
+            let _renewed = self.planned.insert_owned(&principal.user, *id, ticketed);
+        }
+    }
+
     pub(super) fn prepare(&self, statement: PreparedStatement) -> Result<Uuid, QuotaExceeded> {
         let id = Uuid::new_v4();
         let owner = statement.principal.user.clone();
@@ -221,21 +240,22 @@ impl Statements {
         statement.record.clone()
     }
 
-    /// Stops statement `id` if it runs, or drops it if it waits for its DoGet.
+    /// Stops statement `id` if it runs, and drops it if it waits for its DoGet (a polled
+    /// statement does both: it runs before its DoGet).
     pub(super) fn cancel(&self, id: &Uuid) -> Cancelled {
         let running = self.running.lock().get(id).map(|r| r.canceller.clone());
-        if let Some(canceller) = running {
+        if let Some(canceller) = &running {
             canceller.cancel(CancelReason::Client);
-            return Cancelled::Yes;
         }
-        // A dropped handle ends its query.
-        match self
+        // A dropped handle ends its query; dropped rows read ahead free their memory.
+        let waiting = self
             .planned
             .remove(id)
-            .and_then(|ticketed| ticketed.lock().take())
-        {
-            Some(_) => Cancelled::Yes,
-            None => Cancelled::NotFound,
+            .and_then(|ticketed| ticketed.lock().take());
+        if running.is_some() || waiting.is_some() {
+            Cancelled::Yes
+        } else {
+            Cancelled::NotFound
         }
     }
 }

@@ -5,15 +5,12 @@ use std::sync::Arc;
 
 use arrow_flight::sql::client::FlightSqlServiceClient;
 use arrow_flight::sql::{CommandGetPrimaryKeys, CommandStatementQuery, ProstMessageExt, SqlInfo};
-use arrow_flight::{
-    Action, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus, FlightDescriptor,
-};
+use arrow_flight::{CancelStatus, FlightDescriptor};
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use futures::TryStreamExt;
 use prost::Message;
 use sqe_tests::cluster::TestCluster;
-use sqe_tests::flight::fetch;
+use sqe_tests::flight::{cancel, fetch, statement_descriptor};
 use sqe_tests::python::run_python;
 use sqe_tests::render;
 use tonic::transport::Channel;
@@ -116,8 +113,9 @@ async fn flight_sql_commands_adbc_does_not_send() -> TestResult {
     assert_eq!(schema.field(0).name(), "n_nationkey");
     assert_eq!(schema.field(1).data_type(), &DataType::Utf8);
     let poll = flight.poll_flight_info(descriptor).await?.into_inner();
+    // A small query completes within the poll that sees it planned.
     assert_eq!(poll.progress, Some(1.0));
-    assert!(poll.flight_descriptor.is_none(), "planning is complete");
+    assert!(poll.flight_descriptor.is_none(), "the query is complete");
     let rows: usize = fetch(&mut client, poll.info.ok_or("no info")?)
         .await?
         .iter()
@@ -129,18 +127,10 @@ async fn flight_sql_commands_adbc_does_not_send() -> TestResult {
     let info = client
         .execute("SELECT * FROM tpch.lineitem".into(), None)
         .await?;
-    let request = CancelFlightInfoRequest {
-        info: Some(info.clone()),
-    };
-    let action = Action::new("CancelFlightInfo", request.encode_to_vec());
-    let results: Vec<_> = flight
-        .do_action(action)
-        .await?
-        .into_inner()
-        .try_collect()
-        .await?;
-    let result = CancelFlightInfoResult::decode(results.first().ok_or("no result")?.body.as_ref())?;
-    assert_eq!(result.status, CancelStatus::Cancelled as i32);
+    assert_eq!(
+        cancel(&mut client, info.clone()).await?,
+        CancelStatus::Cancelled
+    );
     let err = fetch(&mut client, info)
         .await
         .err()
@@ -184,6 +174,81 @@ async fn flight_sql_commands_adbc_does_not_send() -> TestResult {
 }
 
 /// A prepared statement is planned once and run many times: each run's `now()` is its own.
+/// A long join over both workers' partitions.
+const LONG_JOIN: &str = "SELECT count(*) FROM tpch.lineitem a JOIN tpch.lineitem b \
+     ON a.l_linenumber = b.l_linenumber WHERE a.l_orderkey < 10000";
+
+/// PollFlightInfo as Flight means it: a polled query runs as soon as it is planned; every
+/// answer carries its ticket (its rows may be fetched before it completes) and its progress,
+/// which rises until the answer that completes it. A cancelled one's next poll says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_polled_query_reports_its_progress_until_it_completes() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let mut client = client(&cluster).await?;
+    let mut flight = client.inner().clone();
+    let info = client.execute(LONG_JOIN.into(), None).await?;
+    let expected = fetch(&mut client, info).await?;
+
+    let mut poll = flight
+        .poll_flight_info(statement_descriptor(LONG_JOIN))
+        .await?
+        .into_inner();
+    let first = poll.info.clone().ok_or("an answer without info")?;
+    assert_eq!(
+        first.endpoint.len(),
+        1,
+        "its ticket in the first answer: {poll:?}"
+    );
+    assert!(
+        poll.flight_descriptor.is_some(),
+        "the join ran on: {poll:?}"
+    );
+    // Its rows, fetched while it runs.
+    let mut reader = client.clone();
+    let rows = tokio::spawn(async move { fetch(&mut reader, first).await });
+    let mut progress = Vec::new();
+    while let Some(again) = poll.flight_descriptor.take() {
+        let info = poll.info.as_ref().ok_or("an answer without info")?;
+        assert_eq!(info.endpoint.len(), 1, "{poll:?}");
+        progress.extend(poll.progress);
+        poll = flight.poll_flight_info(again).await?.into_inner();
+    }
+    assert_eq!(poll.progress, Some(1.0), "the complete answer");
+    assert!(
+        progress.iter().any(|p| 0.0 < *p && *p < 1.0),
+        "no progress between start and end: {progress:?}"
+    );
+    assert!(
+        progress.windows(2).all(|w| w[0] <= w[1]),
+        "progress went back: {progress:?}"
+    );
+    assert_eq!(render(&rows.await??), render(&expected));
+
+    // Cancelled while polled: the next poll hears it, the ticket is gone.
+    let poll = flight
+        .poll_flight_info(statement_descriptor(LONG_JOIN))
+        .await?
+        .into_inner();
+    let info = poll.info.clone().ok_or("an answer without info")?;
+    assert_eq!(
+        cancel(&mut client, info.clone()).await?,
+        CancelStatus::Cancelled
+    );
+    let status = flight
+        .poll_flight_info(poll.flight_descriptor.ok_or("no descriptor")?)
+        .await
+        .err()
+        .ok_or("a cancelled query polled as running")?;
+    assert_eq!(status.code(), tonic::Code::Cancelled, "{status}");
+    let err = fetch(&mut client, info)
+        .await
+        .err()
+        .ok_or("a cancelled ticket ran")?;
+    assert!(err.to_string().contains("cancelled or expired"), "{err}");
+    cluster.stop().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn prepared_statements_read_the_clock_on_each_run() -> TestResult {
     let cluster = TestCluster::start(1, 0.0).await?;

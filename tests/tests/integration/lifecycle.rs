@@ -47,10 +47,7 @@ async fn every_state_a_query_enters_is_counted_alike_on_both_endpoints() -> Test
     let info = flight
         .execute("SELECT value FROM range(10000000000)".to_string(), None)
         .await?;
-    let request = arrow_flight::CancelFlightInfoRequest { info: Some(info) };
-    let action =
-        arrow_flight::Action::new("CancelFlightInfo", prost::Message::encode_to_vec(&request));
-    flight.do_action(action).await?;
+    sqe_tests::flight::cancel(&mut flight, info).await?;
 
     let addr = cluster
         .cluster
