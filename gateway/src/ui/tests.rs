@@ -13,7 +13,8 @@ use sqe_engine::queries::Queries;
 use tower::ServiceExt;
 
 use super::{Ui, ui_router};
-use crate::client_auth::alice_and_bob;
+use crate::client_auth::{ClientAuth, alice_and_bob};
+use crate::config::{ClientAuthConfig, ClientAuthType};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -24,6 +25,13 @@ struct Fixture {
 }
 
 async fn fixture(admin_users: &[&str]) -> Result<Fixture, Box<dyn std::error::Error>> {
+    fixture_with(admin_users, alice_and_bob()?).await
+}
+
+async fn fixture_with(
+    admin_users: &[&str],
+    auth: Arc<ClientAuth>,
+) -> Result<Fixture, Box<dyn std::error::Error>> {
     let warehouse = tempfile::tempdir()?;
     let settings = EngineSettings {
         admin_users: admin_users.iter().map(|u| u.to_string()).collect(),
@@ -32,7 +40,7 @@ async fn fixture(admin_users: &[&str]) -> Result<Fixture, Box<dyn std::error::Er
     let queries = sqe_engine::stand_in::queries_in(warehouse.path(), settings).await?;
     let ui = Ui::new(
         Arc::clone(&queries),
-        alice_and_bob()?,
+        auth,
         false,
         Some("http://grafana/trace/{trace_id}".into()),
     );
@@ -79,7 +87,12 @@ impl Fixture {
 
     /// Logs `user` in (their password is their name) and returns the cookie to send.
     async fn login(&self, user: &str) -> Result<String, Box<dyn std::error::Error>> {
-        let form = serde_json::json!({"user": user, "password": user});
+        self.login_with(serde_json::json!({"user": user, "password": user}))
+            .await
+    }
+
+    /// Logs in with `form` and returns the cookie to send.
+    async fn login_with(&self, form: Value) -> Result<String, Box<dyn std::error::Error>> {
         let (status, headers, _) = self
             .send(Method::POST, "/ui/api/login", None, Some(form))
             .await?;
@@ -124,6 +137,61 @@ async fn pages_are_served_from_the_binary() -> TestResult {
             .starts_with("text/javascript")
     );
     assert!(String::from_utf8(body)?.contains("/ui/api/"));
+    Ok(())
+}
+
+/// Where the port takes only an identity provider's JWTs, the browser logs in with one: the
+/// cookie carries it, so the token's own expiry ends the session; a forged one is refused.
+#[tokio::test]
+async fn with_only_external_jwts_the_browser_logs_in_with_a_token() -> TestResult {
+    let auth = ClientAuth::from_config(&ClientAuthConfig {
+        kind: ClientAuthType::Jwt,
+        jwt_secret: Some("idp-secret".into()),
+        ..Default::default()
+    })?;
+    let ui = fixture_with(&[], auth).await?;
+    let password = serde_json::json!({"user": "carol", "password": "x"});
+    let (status, _, _) = ui
+        .send(Method::POST, "/ui/api/login", None, Some(password))
+        .await?;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "no passwords here");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    let token = |secret: &[u8], exp: u64| -> Result<String, Box<dyn std::error::Error>> {
+        let key = jsonwebtoken::EncodingKey::from_secret(secret)?;
+        let claims = serde_json::json!({"sub": "carol", "exp": exp});
+        Ok(jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &claims,
+            &key,
+        )?)
+    };
+    let forged = serde_json::json!({"token": token(b"guess", now.as_secs() + 3600)?});
+    let (status, headers, _) = ui
+        .send(Method::POST, "/ui/api/login", None, Some(forged))
+        .await?;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(headers.get(header::SET_COOKIE).is_none());
+
+    let lasting = token(b"idp-secret", now.as_secs() + 3600)?;
+    let cookie = ui.login_with(serde_json::json!({"token": lasting})).await?;
+    let (status, cluster) = ui.json("/ui/api/cluster", &cookie).await?;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cluster["user"], "carol");
+
+    let expired = token(b"idp-secret", now.as_secs() - 3600)?;
+    let (status, _, _) = ui
+        .send(
+            Method::GET,
+            "/ui/api/cluster",
+            Some(&format!("sqe_ui_session={expired}")),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "an expired token's session ends"
+    );
     Ok(())
 }
 

@@ -69,9 +69,11 @@ function showLogin(message) {
   delete app.dataset.html;
   app.innerHTML = `<form class="login" id="login">
       <strong>Log in to SQE</strong>
-      <label>User <input name="user" id="user" autocomplete="username" required></label>
+      <label>User <input name="user" id="user" autocomplete="username"></label>
       <label>Password <input name="password" id="password" type="password" autocomplete="current-password"></label>
       <span class="muted">Without client authentication any user name will do.</span>
+      <label>Or a token <input name="token" id="token" type="password" autocomplete="off"></label>
+      <span class="muted">A bearer token from your identity provider, where SQE takes JWTs.</span>
       <button type="submit" id="login-button">Log in</button>
       <span class="error" id="login-error">${esc(message || "")}</span>
     </form>`;
@@ -82,7 +84,11 @@ function showLogin(message) {
       await api("login", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ user: form.get("user"), password: form.get("password") }),
+        body: JSON.stringify({
+          user: form.get("user"),
+          password: form.get("password"),
+          token: form.get("token"),
+        }),
       });
       route();
     } catch (e) {
