@@ -3,7 +3,9 @@
 //! and position (`sqe_iceberg::delete::positions`) by its WHERE (subqueries included), or for
 //! MERGE by joining the source to it ([`crate::dialect::merge`]); the positions become position
 //! deletes or removed files, new row versions and inserted rows new data files, all in one
-//! snapshot. The selection runs on the coordinator.
+//! snapshot. The selection runs on the coordinator. Another writer's commit in between is
+//! checked ([`sqe_iceberg::delete::conflict_since`]): the change is rebased onto it unless it
+//! touched what the statement read.
 
 use std::sync::Arc;
 
@@ -29,7 +31,9 @@ use datafusion::sql::planner::object_name_to_table_reference;
 use futures::StreamExt;
 use iceberg::TableIdent;
 use iceberg::table::Table;
-use sqe_iceberg::delete::{FILE_COLUMN, POS_COLUMN, RowPositionsProvider, SelectedRows};
+use sqe_iceberg::delete::{
+    DeleteError, FILE_COLUMN, POS_COLUMN, RowPositionsProvider, SelectedRows,
+};
 use sqe_iceberg::table::{IcebergTableProvider, with_iceberg_provider};
 use sqe_iceberg::write::{CommitGate, CommitListener, CreatedFiles, WrittenFiles, write_partition};
 use tokio_util::sync::CancellationToken;
@@ -38,6 +42,10 @@ use super::Engine;
 use crate::dialect::merge::{self, ClauseAction};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 use crate::stopping::Stop;
+
+/// Times a row-level change is rebased onto other writers' commits before it gives up (as
+/// Iceberg's `commit.retry.num-retries`).
+const MAX_REBASES: u32 = 4;
 
 /// A planned DELETE, TRUNCATE, UPDATE or MERGE.
 pub(super) struct RowChangePlan {
@@ -266,23 +274,54 @@ impl Engine {
         }
         let committer = Arc::clone(&self.committer);
         let commits = Arc::clone(&self.commits);
+        let catalog = Arc::clone(self.catalog());
         let ident = plan.ident;
         let committing = async move {
-            let changed = sqe_iceberg::delete::commit_row_changes(
-                &target.table,
-                target.snapshot_id,
-                selected,
-                written.files,
-                committer.as_ref(),
-            )
-            .await;
+            let (mut table, mut base) = (target.table, target.snapshot_id);
+            let mut rebases = 0;
+            let changed = loop {
+                let changed = sqe_iceberg::delete::commit_row_changes(
+                    &table,
+                    base,
+                    &mut selected,
+                    written.files.clone(),
+                    committer.as_ref(),
+                )
+                .await;
+                // Another writer committed first: rebased onto its snapshot unless it changed
+                // what this statement read (serializable isolation).
+                let overtaken = matches!(&changed, Err(DeleteError::NotApplied(e))
+                    if e.kind() == iceberg::ErrorKind::CatalogCommitConflicts);
+                if !overtaken || rebases == MAX_REBASES {
+                    break changed;
+                }
+                rebases += 1;
+                let now = match catalog.load_table(&ident).await {
+                    Ok(now) => now,
+                    Err(_) => break changed,
+                };
+                match sqe_iceberg::delete::conflict_since(&table, base, &now, &selected.files())
+                    .await
+                {
+                    Ok(None) => {}
+                    Ok(Some(reason)) => {
+                        break Err(DeleteError::NotApplied(iceberg::Error::new(
+                            iceberg::ErrorKind::CatalogCommitConflicts,
+                            format!("another writer committed first: {reason}"),
+                        )));
+                    }
+                    Err(e) => break Err(DeleteError::NotApplied(e)),
+                }
+                base = now.metadata().current_snapshot_id();
+                table = now;
+            };
             let snapshot_id = match changed {
                 Ok(snapshot_id) => snapshot_id,
-                Err(sqe_iceberg::delete::DeleteError::NotApplied(e)) => {
-                    delete_files(&target.table, &created.locations()).await;
+                Err(DeleteError::NotApplied(e)) => {
+                    delete_files(&table, &created.locations()).await;
                     return Err(commit_error(&ident, e));
                 }
-                Err(sqe_iceberg::delete::DeleteError::Unknown(e)) => {
+                Err(DeleteError::Unknown(e)) => {
                     return Err(commit_error(&ident, e));
                 }
             };

@@ -4,6 +4,7 @@
 //! One snapshot (`delete`, or `overwrite` when it adds data) holds it all, committed only if
 //! the table is still at the snapshot the statement read.
 
+mod conflicts;
 mod deleted;
 mod files;
 pub mod positions;
@@ -21,6 +22,7 @@ use iceberg::table::Table;
 use iceberg::{Error, ErrorKind, Result, TableRequirement, TableUpdate};
 
 use crate::commit::CommitUpdates;
+pub use conflicts::conflict_since;
 pub use positions::{FILE_COLUMN, POS_COLUMN, RowPositionsProvider};
 
 /// The rows a DELETE selected: positions by data file.
@@ -63,6 +65,11 @@ impl SelectedRows {
     pub fn rows(&mut self) -> u64 {
         self.normalize();
         self.by_file.values().map(|p| p.len() as u64).sum()
+    }
+
+    /// The data files some selected row is in.
+    pub fn files(&self) -> HashSet<&str> {
+        self.by_file.keys().map(String::as_str).collect()
     }
 
     /// Whether a row was selected more than once (a MERGE whose target row matched several
@@ -109,7 +116,7 @@ impl DeleteError {
 pub async fn commit_row_changes(
     table: &Table,
     snapshot_id: Option<i64>,
-    mut selected: SelectedRows,
+    selected: &mut SelectedRows,
     added: Vec<DataFile>,
     committer: &dyn CommitUpdates,
 ) -> std::result::Result<Option<i64>, DeleteError> {
@@ -118,7 +125,7 @@ pub async fn commit_row_changes(
         return Ok(None);
     }
     let mut producer = DeleteProducer::new(table, snapshot_id).map_err(DeleteError::NotApplied)?;
-    let prepared = producer.prepare(&selected, added).await;
+    let prepared = producer.prepare(selected, added).await;
     producer.commit(prepared, committer).await
 }
 
