@@ -20,6 +20,7 @@ use iceberg::table::Table;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
+use crate::delete::{RowChangeWriteExec, RowPositionsExec};
 use crate::error::TableError;
 use crate::scan::{IcebergScanExec, ScanIo};
 use crate::storage::{file_io_with_props, overlay_table_props};
@@ -27,6 +28,8 @@ use crate::write::DataFileWriteExec;
 
 const ICEBERG_SCAN: &str = "sqe.iceberg_scan.v1";
 const DATA_FILE_WRITE: &str = "sqe.data_file_write.v1";
+const ROW_POSITIONS: &str = "sqe.row_positions.v1";
+const ROW_CHANGE_WRITE: &str = "sqe.row_change_write.v1";
 
 /// Encodes and decodes SQE's own execution plan nodes.
 ///
@@ -53,12 +56,22 @@ struct SqeNodeProto {
     /// JSON: Iceberg's own types (predicates, specs, schemas) already have a serde form.
     #[prost(bytes = "vec", tag = "3")]
     payload: Vec<u8>,
+    /// The columns a row-position read reads from its files.
+    #[prost(message, optional, tag = "4")]
+    read_schema: Option<protobuf::Schema>,
 }
 
 #[derive(Serialize, Deserialize)]
 struct ScanPayload {
     table: String,
     limit: Option<usize>,
+    #[serde(flatten)]
+    files: FilesWire,
+}
+
+/// Files to read, by partition, and how to reach them.
+#[derive(Serialize, Deserialize)]
+struct FilesWire {
     plan_props: HashMap<String, String>,
     schemas: Vec<Schema>,
     specs: BTreeMap<i32, PartitionSpec>,
@@ -111,22 +124,48 @@ impl PhysicalExtensionCodec for SqeCodec {
                 if !inputs.is_empty() {
                     return Err(codec_err("IcebergScanExec takes no inputs"));
                 }
-                let schema: ArrowSchema = node
-                    .schema
-                    .as_ref()
-                    .ok_or_else(|| codec_err("IcebergScanExec without schema"))?
-                    .try_into()?;
+                let schema = decoded_schema(node.schema.as_ref(), "IcebergScanExec")?;
                 let payload: ScanPayload = serde_json::from_slice(&node.payload)
                     .map_err(|e| codec_err(format!("bad IcebergScanExec payload: {e}")))?;
-                Ok(Arc::new(self.decode_scan(Arc::new(schema), payload)?))
+                let (partitions, io) = self.decode_files(payload.files)?;
+                Ok(Arc::new(IcebergScanExec::with_partitions(
+                    payload.table,
+                    schema,
+                    partitions,
+                    io,
+                    payload.limit,
+                )))
             }
-            DATA_FILE_WRITE => {
+            ROW_POSITIONS => {
+                if !inputs.is_empty() {
+                    return Err(codec_err("RowPositionsExec takes no inputs"));
+                }
+                let schema = decoded_schema(node.schema.as_ref(), "RowPositionsExec")?;
+                let read_schema = decoded_schema(node.read_schema.as_ref(), "RowPositionsExec")?;
+                let files: FilesWire = serde_json::from_slice(&node.payload)
+                    .map_err(|e| codec_err(format!("bad RowPositionsExec payload: {e}")))?;
+                let (partitions, io) = self.decode_files(files)?;
+                Ok(Arc::new(RowPositionsExec::with_partitions(
+                    schema,
+                    read_schema,
+                    partitions,
+                    io,
+                )))
+            }
+            DATA_FILE_WRITE | ROW_CHANGE_WRITE => {
                 let [input] = inputs else {
-                    return Err(codec_err("DataFileWriteExec takes one input"));
+                    return Err(codec_err(format!("{} takes one input", node.kind)));
                 };
                 let payload: WritePayload = serde_json::from_slice(&node.payload)
-                    .map_err(|e| codec_err(format!("bad DataFileWriteExec payload: {e}")))?;
-                Ok(Arc::new(self.decode_write(Arc::clone(input), payload)?))
+                    .map_err(|e| codec_err(format!("bad {} payload: {e}", node.kind)))?;
+                let plan_props = payload.plan_props.clone();
+                let table = self.decode_table(payload)?;
+                let input = Arc::clone(input);
+                Ok(if node.kind == DATA_FILE_WRITE {
+                    Arc::new(DataFileWriteExec::new(input, table, plan_props))
+                } else {
+                    Arc::new(RowChangeWriteExec::new(input, table, plan_props)?)
+                })
             }
             other => Err(codec_err(format!(
                 "unknown SQE plan node '{other}': coordinator and worker versions differ?"
@@ -136,22 +175,22 @@ impl PhysicalExtensionCodec for SqeCodec {
 
     fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>) -> Result<()> {
         if let Some(write) = node.downcast_ref::<DataFileWriteExec>() {
-            let table = write.table();
-            let payload = WritePayload {
-                table: table.identifier().clone(),
-                metadata: table.metadata().clone(),
-                metadata_location: table.metadata_location().map(str::to_string),
-                plan_props: write.plan_props().clone(),
-            };
-            let proto = SqeNodeProto {
-                kind: DATA_FILE_WRITE.to_string(),
-                schema: None,
-                payload: serde_json::to_vec(&payload)
-                    .map_err(|e| codec_err(format!("cannot encode DataFileWriteExec: {e}")))?,
-            };
-            return proto
-                .encode(buf)
-                .map_err(|e| codec_err(format!("cannot encode DataFileWriteExec: {e}")));
+            let payload = write_payload(write.table(), write.plan_props());
+            return encode_node(DATA_FILE_WRITE, None, None, &payload, buf);
+        }
+        if let Some(write) = node.downcast_ref::<RowChangeWriteExec>() {
+            let payload = write_payload(write.table(), write.plan_props());
+            return encode_node(ROW_CHANGE_WRITE, None, None, &payload, buf);
+        }
+        if let Some(positions) = node.downcast_ref::<RowPositionsExec>() {
+            let files = encode_files(positions.partitions(), positions.io())?;
+            return encode_node(
+                ROW_POSITIONS,
+                Some(node.schema().as_ref()),
+                Some(positions.read_schema().as_ref()),
+                &files,
+                buf,
+            );
         }
         let Some(scan) = node.downcast_ref::<IcebergScanExec>() else {
             return Err(codec_err(format!(
@@ -159,24 +198,27 @@ impl PhysicalExtensionCodec for SqeCodec {
                 node.name()
             )));
         };
-        let proto = SqeNodeProto {
-            kind: ICEBERG_SCAN.to_string(),
-            schema: Some(node.schema().as_ref().try_into()?),
-            payload: serde_json::to_vec(&encode_scan(scan)?)
-                .map_err(|e| codec_err(format!("cannot encode IcebergScanExec: {e}")))?,
+        let payload = ScanPayload {
+            table: scan.table().to_string(),
+            limit: scan.limit(),
+            files: encode_files(scan.partitions(), scan.io())?,
         };
-        proto
-            .encode(buf)
-            .map_err(|e| codec_err(format!("cannot encode IcebergScanExec: {e}")))
+        encode_node(
+            ICEBERG_SCAN,
+            Some(node.schema().as_ref()),
+            None,
+            &payload,
+            buf,
+        )
     }
 }
 
-fn encode_scan(scan: &IcebergScanExec) -> Result<ScanPayload> {
+fn encode_files(partitions: &[Vec<FileScanTask>], io: &ScanIo) -> Result<FilesWire> {
     let mut schemas: Vec<Arc<Schema>> = Vec::new();
     let mut specs = BTreeMap::new();
     let mut name_mapping = None;
-    let mut partitions = Vec::with_capacity(scan.partitions().len());
-    for tasks in scan.partitions() {
+    let mut wired = Vec::with_capacity(partitions.len());
+    for tasks in partitions {
         let mut wires = Vec::with_capacity(tasks.len());
         for task in tasks {
             let schema = match schemas.iter().position(|s| s == &task.schema) {
@@ -215,25 +257,56 @@ fn encode_scan(scan: &IcebergScanExec) -> Result<ScanPayload> {
                 case_sensitive: task.case_sensitive,
             });
         }
-        partitions.push(wires);
+        wired.push(wires);
     }
-    Ok(ScanPayload {
-        table: scan.table().to_string(),
-        limit: scan.limit(),
-        plan_props: scan.io().plan_props.clone(),
+    Ok(FilesWire {
+        plan_props: io.plan_props.clone(),
         schemas: schemas.iter().map(|s| s.as_ref().clone()).collect(),
         specs,
         name_mapping,
-        partitions,
+        partitions: wired,
     })
 }
 
+/// `payload`, and the node's schemas, as one SQE node.
+fn encode_node(
+    kind: &str,
+    schema: Option<&ArrowSchema>,
+    read_schema: Option<&ArrowSchema>,
+    payload: &impl Serialize,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    let proto = SqeNodeProto {
+        kind: kind.to_string(),
+        schema: schema.map(TryInto::try_into).transpose()?,
+        payload: serde_json::to_vec(payload)
+            .map_err(|e| codec_err(format!("cannot encode {kind}: {e}")))?,
+        read_schema: read_schema.map(TryInto::try_into).transpose()?,
+    };
+    proto
+        .encode(buf)
+        .map_err(|e| codec_err(format!("cannot encode {kind}: {e}")))
+}
+
+fn write_payload(table: &Table, plan_props: &HashMap<String, String>) -> WritePayload {
+    WritePayload {
+        table: table.identifier().clone(),
+        metadata: table.metadata().clone(),
+        metadata_location: table.metadata_location().map(str::to_string),
+        plan_props: plan_props.clone(),
+    }
+}
+
+fn decoded_schema(schema: Option<&protobuf::Schema>, what: &str) -> Result<Arc<ArrowSchema>> {
+    let schema: ArrowSchema = schema
+        .ok_or_else(|| codec_err(format!("{what} without schema")))?
+        .try_into()?;
+    Ok(Arc::new(schema))
+}
+
 impl SqeCodec {
-    fn decode_write(
-        &self,
-        input: Arc<dyn ExecutionPlan>,
-        payload: WritePayload,
-    ) -> Result<DataFileWriteExec> {
+    /// A written table on a worker: its metadata and storage, no catalog.
+    fn decode_table(&self, payload: WritePayload) -> Result<Table> {
         let props = overlay_table_props(self.storage_props.clone(), &payload.plan_props);
         let mut table = Table::builder()
             .identifier(payload.table)
@@ -243,30 +316,25 @@ impl SqeCodec {
             .readonly(true)
             .runtime(
                 iceberg::Runtime::try_current()
-                    .map_err(|e| codec_err(format!("DataFileWriteExec outside a runtime: {e}")))?,
+                    .map_err(|e| codec_err(format!("a writer outside a runtime: {e}")))?,
             );
         if let Some(location) = payload.metadata_location {
             table = table.metadata_location(location);
         }
-        let table = table
+        table
             .build()
-            .map_err(|e| codec_err(format!("DataFileWriteExec table: {e}")))?;
-        Ok(DataFileWriteExec::new(input, table, payload.plan_props))
+            .map_err(|e| codec_err(format!("a writer's table: {e}")))
     }
 
-    fn decode_scan(
-        &self,
-        schema: Arc<ArrowSchema>,
-        payload: ScanPayload,
-    ) -> Result<IcebergScanExec> {
-        let schemas: Vec<Arc<Schema>> = payload.schemas.into_iter().map(Arc::new).collect();
-        let specs: BTreeMap<i32, Arc<PartitionSpec>> = payload
+    fn decode_files(&self, wire: FilesWire) -> Result<(Vec<Vec<FileScanTask>>, ScanIo)> {
+        let schemas: Vec<Arc<Schema>> = wire.schemas.into_iter().map(Arc::new).collect();
+        let specs: BTreeMap<i32, Arc<PartitionSpec>> = wire
             .specs
             .into_iter()
             .map(|(id, s)| (id, Arc::new(s)))
             .collect();
-        let name_mapping = payload.name_mapping.map(Arc::new);
-        let partitions = payload
+        let name_mapping = wire.name_mapping.map(Arc::new);
+        let partitions = wire
             .partitions
             .into_iter()
             .map(|tasks| {
@@ -309,18 +377,12 @@ impl SqeCodec {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
-        let props = overlay_table_props(self.storage_props.clone(), &payload.plan_props);
+        let props = overlay_table_props(self.storage_props.clone(), &wire.plan_props);
         let io = ScanIo {
             file_io: file_io_with_props(props),
-            plan_props: payload.plan_props,
+            plan_props: wire.plan_props,
         };
-        Ok(IcebergScanExec::with_partitions(
-            payload.table,
-            schema,
-            partitions,
-            io,
-            payload.limit,
-        ))
+        Ok((partitions, io))
     }
 }
 

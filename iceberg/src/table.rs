@@ -71,6 +71,19 @@ impl IcebergTableProvider {
         })
     }
 
+    /// How a scan of this table reaches its files, here and on the workers.
+    pub fn scan_io(&self) -> ScanIo {
+        ScanIo {
+            file_io: self.table.file_io().clone(),
+            plan_props: plan_props(&self.table, &self.static_props),
+        }
+    }
+
+    /// The storage properties its files need beyond a process's own (see [`plan_props`]).
+    pub fn plan_props(&self) -> HashMap<String, String> {
+        plan_props(&self.table, &self.static_props)
+    }
+
     /// The table with inserts committed as `commit` says.
     pub fn committing(mut self, commit: WriteCommit) -> Self {
         self.commit = commit;
@@ -246,10 +259,7 @@ impl TableProvider for IcebergTableProvider {
         };
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let tasks = self.plan_files(&columns, filters).await?;
-        let io = ScanIo {
-            file_io: self.table.file_io().clone(),
-            plan_props: plan_props(&self.table, &self.static_props),
-        };
+        let io = self.scan_io();
         Ok(Arc::new(IcebergScanExec::new(
             self.table.identifier().to_string(),
             schema,
@@ -309,7 +319,7 @@ impl TableProvider for IcebergTableProvider {
                 Arc::clone(&self.catalog),
                 self.table.clone(),
                 self.listener.clone(),
-                plan_props(&self.table, &self.static_props),
+                self.plan_props(),
             )
             .with_commit(self.commit.clone()),
         ))

@@ -3,39 +3,41 @@
 //! and position (`sqe_iceberg::delete::positions`) by its WHERE (subqueries included), or for
 //! MERGE by joining the source to it ([`crate::dialect::merge`]); the positions become position
 //! deletes or removed files, new row versions and inserted rows new data files, all in one
-//! snapshot. The selection runs on the coordinator. Another writer's commit in between is
+//! snapshot. The selection is planned as any query is, so it runs on the workers, and there
+//! UPDATE's and MERGE's new rows are written ([`RowChangeWriteExec`]): only positions and the
+//! written files' metadata reach the coordinator, which commits. Another writer's commit in between is
 //! checked ([`sqe_iceberg::delete::conflict_since`]): the change is rebased onto it unless it
 //! touched what the statement read.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{AsArray, BooleanArray, RecordBatch};
-use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::catalog::{
     CatalogProvider, CatalogProviderList, MemoryCatalogProvider, MemorySchemaProvider,
-    SchemaProvider,
+    SchemaProvider, Session,
 };
-use datafusion::common::Column;
-use datafusion::datasource::{TableProvider, provider_as_source};
+use datafusion::common::{Column, DataFusionError, TableReference};
+use datafusion::datasource::{TableProvider, TableType, provider_as_source};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::{SessionState, TaskContext};
+use datafusion::functions::expr_fn::coalesce;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{
     DmlStatement, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Projection, SubqueryAlias,
-    TableScan, WriteOp,
+    TableScan, WriteOp, lit, when,
 };
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::sql::planner::object_name_to_table_reference;
 use futures::StreamExt;
 use iceberg::TableIdent;
+use iceberg::spec::DataFile;
 use iceberg::table::Table;
 use sqe_iceberg::delete::{
-    DeleteError, FILE_COLUMN, POS_COLUMN, RowPositionsProvider, SelectedRows,
+    APPLIED_COLUMN, DeleteError, FILE_COLUMN, POS_COLUMN, RowChangeWriteExec, RowPositionsProvider,
+    SelectedRows, WRITE_COLUMN, applied_rows, changed_files,
 };
 use sqe_iceberg::table::{IcebergTableProvider, with_iceberg_provider};
-use sqe_iceberg::write::{CommitGate, CommitListener, CreatedFiles, WrittenFiles, write_partition};
+use sqe_iceberg::write::{CommitGate, CommitListener, CreatedFiles};
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
@@ -60,24 +62,22 @@ struct Target {
     table: Table,
     /// `None`: the table has no snapshot yet (a MERGE can still insert).
     snapshot_id: Option<i64>,
-    /// The selected rows' files and positions, and the rows to write.
+    /// The selection, distributed where the session is: the selected rows' files and
+    /// positions and, for UPDATE and MERGE, the files their writers wrote.
     selection: Arc<dyn ExecutionPlan>,
     task_ctx: Arc<TaskContext>,
     layout: Layout,
 }
 
-/// What the selection's columns are.
+/// What the statement counts and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {
-    /// File and position.
+    /// The rows selected; nothing written.
     Delete,
-    /// File, position and the row's new version (the table's columns).
-    Update(SchemaRef),
-    /// The clause applied (0: none), file and position (NULL for a source row that matched
-    /// none), and the row to write; a clause's action by its number.
-    Merge {
-        rows: SchemaRef,
-        actions: Vec<ClauseAction>,
-    },
+    /// The rows selected; their new versions written.
+    Update,
+    /// The source rows a clause applied to; new and updated rows written.
+    Merge,
 }
 
 impl Engine {
@@ -103,7 +103,7 @@ impl Engine {
         };
         let table = provider.table().clone();
         let columns = provider.schema();
-        let positions = Arc::new(RowPositionsProvider::try_new(provider)?);
+        let positions = Arc::new(RowPositionsProvider::try_new(provider.clone())?);
         let scan = LogicalPlan::TableScan(TableScan::try_new(
             dml.table_name.clone(),
             provider_as_source(positions),
@@ -115,31 +115,25 @@ impl Engine {
             WriteOp::Truncate => scan,
             _ => over_positions(Arc::unwrap_or_clone(dml.input), scan)?,
         };
-        let mut outputs: Vec<Expr> = [FILE_COLUMN, POS_COLUMN]
-            .map(|c| Expr::Column(Column::from_name(c)))
-            .to_vec();
+        let column = |name: &str| Expr::Column(Column::from_name(name));
+        let mut outputs: Vec<Expr> = vec![column(FILE_COLUMN), column(POS_COLUMN)];
         let layout = if dml.op == WriteOp::Update {
-            Layout::Update(Arc::clone(&columns))
+            Layout::Update
         } else {
             Layout::Delete
         };
-        if matches!(layout, Layout::Update(_)) {
-            outputs.extend(
-                columns
-                    .fields()
-                    .iter()
-                    .map(|f| Expr::Column(Column::from_name(f.name()))),
-            );
+        if layout == Layout::Update {
+            outputs.push(lit(true).alias(WRITE_COLUMN));
+            outputs.push(lit(false).alias(APPLIED_COLUMN));
+            outputs.extend(columns.fields().iter().map(|f| column(f.name())));
         }
         let selected = LogicalPlanBuilder::from(selected)
             .project(outputs)?
             .build()?;
-        // On the coordinator (DataFusion's own planner, not the distributed one): the selection
-        // reads a node the workers do not know.
-        let optimized = state.optimize(&selected)?;
-        let selection = DefaultPhysicalPlanner::default()
-            .create_physical_plan(&optimized, state)
-            .await?;
+        let selection = match layout {
+            Layout::Delete => state.create_physical_plan(&selected).await?,
+            _ => changes_plan(state, &provider, selected).await?,
+        };
         Ok(RowChangePlan {
             gate: Arc::default(),
             ident,
@@ -184,7 +178,8 @@ impl Engine {
         let (query, actions) = merge::selection(&merge, &names, FILE_COLUMN, POS_COLUMN)?;
 
         // The target is planned under a catalog of its own, read with its row positions.
-        let positions: Arc<dyn TableProvider> = Arc::new(RowPositionsProvider::try_new(provider)?);
+        let positions: Arc<dyn TableProvider> =
+            Arc::new(RowPositionsProvider::try_new(provider.clone())?);
         let schema = MemorySchemaProvider::new();
         schema.register_table(merge::TARGET_TABLE.to_string(), positions)?;
         let catalog = MemoryCatalogProvider::new();
@@ -200,10 +195,39 @@ impl Engine {
         self.expand_views(state, &mut query).await?;
         let selected = planning.statement_to_plan(query).await?;
         let selected = crate::dialect::logical::to_trino(selected)?;
-        // The rows written in the table's types, as INSERT converts them.
-        let mut outputs: Vec<Expr> = [merge::ACTION_COLUMN, FILE_COLUMN, POS_COLUMN]
-            .map(|c| Expr::Column(Column::from_name(c)))
-            .to_vec();
+        // Which rows remove their target row, which are written (in the table's types, as
+        // INSERT converts them), which a clause applied to: from the clause each took.
+        let action = Expr::Column(Column::from_name(merge::ACTION_COLUMN))
+            .cast_to(&DataType::Int64, selected.schema())?;
+        let clause = |wanted: &[ClauseAction]| -> Expr {
+            let numbers: Vec<Expr> = actions
+                .iter()
+                .enumerate()
+                .filter(|(_, action)| wanted.contains(action))
+                .map(|(i, _)| lit(i64::try_from(i + 1).unwrap_or(i64::MAX)))
+                .collect();
+            if numbers.is_empty() {
+                return lit(false);
+            }
+            coalesce(vec![action.clone().in_list(numbers, false), lit(false)])
+        };
+        let removes = clause(&[ClauseAction::Delete, ClauseAction::Update]);
+        let kept_if_removed = |name: &str| {
+            when(removes.clone(), Expr::Column(Column::from_name(name)))
+                .end()
+                .map(|e| e.alias(name))
+        };
+        let mut outputs: Vec<Expr> = vec![
+            kept_if_removed(FILE_COLUMN)?,
+            kept_if_removed(POS_COLUMN)?,
+            clause(&[ClauseAction::Update, ClauseAction::Insert]).alias(WRITE_COLUMN),
+            clause(&[
+                ClauseAction::Delete,
+                ClauseAction::Update,
+                ClauseAction::Insert,
+            ])
+            .alias(APPLIED_COLUMN),
+        ];
         for field in columns.fields() {
             outputs.push(
                 Expr::Column(Column::from_name(field.name()))
@@ -214,10 +238,7 @@ impl Engine {
         let selected = LogicalPlanBuilder::from(selected)
             .project(outputs)?
             .build()?;
-        let optimized = planning.optimize(&selected)?;
-        let selection = DefaultPhysicalPlanner::default()
-            .create_physical_plan(&optimized, &planning)
-            .await?;
+        let selection = changes_plan(&planning, &provider, selected).await?;
         Ok(RowChangePlan {
             gate: Arc::default(),
             ident,
@@ -226,10 +247,7 @@ impl Engine {
                 snapshot_id,
                 selection,
                 task_ctx: Arc::new(TaskContext::from(&planning)),
-                layout: Layout::Merge {
-                    rows: columns,
-                    actions,
-                },
+                layout: Layout::Merge,
             }),
         })
     }
@@ -250,7 +268,7 @@ impl Engine {
             cancel,
         };
         let selected = stop
-            .unless_stopped(select_and_write(&target, created.clone()))
+            .unless_stopped(collect_changes(&target, created.clone()))
             .await;
         let (mut selected, written, rows) = match selected {
             Ok(done) => done,
@@ -259,7 +277,7 @@ impl Engine {
                 return Err(e);
             }
         };
-        if matches!(target.layout, Layout::Merge { .. }) && selected.has_repeats() {
+        if target.layout == Layout::Merge && selected.has_repeats() {
             delete_files(&target.table, &created.locations()).await;
             return Err(Error::invalid(
                 ErrorCode::MergeTargetRowMultipleMatches,
@@ -284,7 +302,7 @@ impl Engine {
                     &table,
                     base,
                     &mut selected,
-                    written.files.clone(),
+                    written.clone(),
                     committer.as_ref(),
                 )
                 .await;
@@ -336,114 +354,104 @@ impl Engine {
     }
 }
 
-/// Runs the selection: positions into [`SelectedRows`], rows to write into data files
-/// (written while the selection runs; every file created is recorded in `created`), and for a
-/// MERGE the number of source rows a clause applied to.
-async fn select_and_write(
+/// Runs the selection (on the workers, where the plan is distributed): positions into
+/// [`SelectedRows`], the data files UPDATE's and MERGE's writers wrote (each recorded in
+/// `received` as it arrives, to delete if the statement fails), and for a MERGE the number of
+/// source rows a clause applied to.
+async fn collect_changes(
     target: &Target,
-    created: CreatedFiles,
-) -> Result<(SelectedRows, WrittenFiles, Option<u64>)> {
+    received: CreatedFiles,
+) -> Result<(SelectedRows, Vec<DataFile>, Option<u64>)> {
     let mut stream = datafusion::physical_plan::execute_stream(
         Arc::clone(&target.selection),
         Arc::clone(&target.task_ctx),
     )?;
-    let schema = match &target.layout {
-        Layout::Delete => {
-            let mut selected = SelectedRows::default();
-            while let Some(batch) = stream.next().await {
-                selected.add(&batch?)?;
+    let mut selected = SelectedRows::default();
+    let mut written = Vec::new();
+    let mut applied = 0u64;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        selected.add(&batch)?;
+        if target.layout != Layout::Delete {
+            let files = changed_files(&target.table, &batch)?;
+            for file in &files {
+                received.add(file.file_path());
             }
-            return Ok((selected, WrittenFiles::default(), None));
+            written.extend(files);
+            applied += applied_rows(&batch);
         }
-        Layout::Update(schema) | Layout::Merge { rows: schema, .. } => Arc::clone(schema),
-    };
-    let (sender, receiver) = tokio::sync::mpsc::channel(2);
-    let rows = Box::pin(RecordBatchStreamAdapter::new(
-        schema,
-        tokio_stream::wrappers::ReceiverStream::new(receiver),
-    ));
-    let prefix = format!("{}-change", uuid::Uuid::now_v7());
-    // Boxed: a writer's future would make every statement's as large.
-    let writing = Box::pin(write_partition(
-        &target.table,
-        rows,
-        prefix,
-        created,
-        Arc::clone(&target.task_ctx),
-    ));
-    let layout = &target.layout;
-    let selecting = async move {
-        let mut selected = SelectedRows::default();
-        let mut applied = 0u64;
-        while let Some(batch) = stream.next().await {
-            let (positions, new_rows) = match layout {
-                Layout::Merge { actions, .. } => {
-                    let split = split_merged(&batch?, actions)?;
-                    applied += split.applied;
-                    (split.positions, split.new_rows)
-                }
-                _ => {
-                    let batch = batch?;
-                    // The new rows are the columns after the file and the position.
-                    let indices: Vec<usize> = (2..batch.num_columns()).collect();
-                    let new_rows = batch.project(&indices)?;
-                    (batch, new_rows)
-                }
-            };
-            selected.add(&positions)?;
-            if new_rows.num_rows() > 0 && sender.send(Ok(new_rows)).await.is_err() {
-                break;
-            }
-        }
-        drop(sender);
-        Ok::<_, Error>((selected, applied))
-    };
-    let (selected, written) = tokio::join!(selecting, writing);
-    let (selected, applied) = selected?;
-    let written = written?;
-    let applied = matches!(layout, Layout::Merge { .. }).then_some(applied);
+    }
+    let applied = (target.layout == Layout::Merge).then_some(applied);
     Ok((selected, written, applied))
 }
 
-/// One batch of a MERGE's selection, split by what its clauses do.
-struct MergedRows {
-    /// File and position of the target rows deleted or updated.
-    positions: RecordBatch,
-    /// Updated and inserted rows, in the table's columns.
-    new_rows: RecordBatch,
-    /// Source rows some clause applied to.
-    applied: u64,
+/// The physical plan of an UPDATE's or MERGE's `selection` (its columns: [`FILE_COLUMN`],
+/// [`POS_COLUMN`], [`WRITE_COLUMN`], [`APPLIED_COLUMN`], the table's) with a
+/// [`RowChangeWriteExec`] over it: planned as an INSERT into a sink whose `insert_into` adds
+/// that node, so the session's planner distributes it with the selection (the writers run
+/// where the rows are selected).
+async fn changes_plan(
+    state: &SessionState,
+    target: &IcebergTableProvider,
+    selection: LogicalPlan,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let sink = Arc::new(RowChangeSink {
+        table: target.table().clone(),
+        plan_props: target.plan_props(),
+        schema: Arc::clone(selection.schema().inner()),
+    });
+    let insert = LogicalPlan::Dml(DmlStatement::new(
+        TableReference::bare("row_change"),
+        provider_as_source(sink),
+        WriteOp::Insert(InsertOp::Append),
+        Arc::new(selection),
+    ));
+    Ok(state.create_physical_plan(&insert).await?)
 }
 
-fn split_merged(batch: &RecordBatch, actions: &[ClauseAction]) -> Result<MergedRows> {
-    let action = cast(batch.column(0), &DataType::Int64)?;
-    let action = action.as_primitive::<Int64Type>();
-    let does = |wanted: &[ClauseAction]| -> BooleanArray {
-        action
-            .iter()
-            .map(|n| {
-                let clause = n
-                    .and_then(|n| usize::try_from(n).ok())
-                    .and_then(|n| n.checked_sub(1));
-                Some(
-                    clause
-                        .and_then(|c| actions.get(c))
-                        .is_some_and(|a| wanted.contains(a)),
-                )
-            })
-            .collect()
-    };
-    let removes = does(&[ClauseAction::Delete, ClauseAction::Update]);
-    let writes = does(&[ClauseAction::Update, ClauseAction::Insert]);
-    let applied = action.iter().filter(|n| n.is_some_and(|n| n > 0)).count() as u64;
-    let positions = filter_record_batch(&batch.project(&[1, 2])?, &removes)?;
-    let row_columns: Vec<usize> = (3..batch.num_columns()).collect();
-    let new_rows = filter_record_batch(&batch.project(&row_columns)?, &writes)?;
-    Ok(MergedRows {
-        positions,
-        new_rows,
-        applied,
-    })
+/// Where an UPDATE's or MERGE's selection is "inserted" to place its writers: see
+/// [`changes_plan`]. It is never read.
+#[derive(Debug)]
+struct RowChangeSink {
+    table: Table,
+    plan_props: std::collections::HashMap<String, String>,
+    schema: SchemaRef,
+}
+
+#[async_trait::async_trait]
+impl TableProvider for RowChangeSink {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        _projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        Err(DataFusionError::Internal(
+            "a row change's sink is not read".into(),
+        ))
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        _insert_op: InsertOp,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(RowChangeWriteExec::new(
+            input,
+            self.table.clone(),
+            self.plan_props.clone(),
+        )?))
+    }
 }
 
 /// The session's catalogs and [`merge::TARGET_CATALOG`], for planning one MERGE.

@@ -4,6 +4,7 @@
 //! One snapshot (`delete`, or `overwrite` when it adds data) holds it all, committed only if
 //! the table is still at the snapshot the statement read.
 
+mod changes;
 mod conflicts;
 mod deleted;
 mod files;
@@ -22,8 +23,12 @@ use iceberg::table::Table;
 use iceberg::{Error, ErrorKind, Result, TableRequirement, TableUpdate};
 
 use crate::commit::CommitUpdates;
+pub use changes::{
+    APPLIED_COLUMN, RowChangeWriteExec, WRITE_COLUMN, applied_rows, changed_files,
+    row_change_schema,
+};
 pub use conflicts::conflict_since;
-pub use positions::{FILE_COLUMN, POS_COLUMN, RowPositionsProvider};
+pub use positions::{FILE_COLUMN, POS_COLUMN, RowPositionsExec, RowPositionsProvider};
 
 /// The rows a DELETE selected: positions by data file.
 #[derive(Debug, Default)]

@@ -29,7 +29,7 @@ use iceberg::scan::FileScanTask;
 
 use super::deleted::deleted_positions;
 use crate::error::iceberg_to_df;
-use crate::scan::balance_by_bytes;
+use crate::scan::{ScanIo, balance_by_bytes};
 use crate::table::IcebergTableProvider;
 use crate::types::cast_batch;
 
@@ -108,11 +108,11 @@ impl TableProvider for RowPositionsProvider {
         let tasks = self.table.plan_files(&read, filters).await?;
         let tasks = whole_files(tasks);
         let partitions = target_partitions(state).min(tasks.len()).max(1);
-        Ok(Arc::new(RowPositionsExec::new(
+        Ok(Arc::new(RowPositionsExec::with_partitions(
             output,
             read_schema,
             balance_by_bytes(tasks, partitions),
-            self.table.table().file_io().clone(),
+            self.table.scan_io(),
         )))
     }
 
@@ -144,22 +144,25 @@ fn whole_files(tasks: Vec<FileScanTask>) -> Vec<FileScanTask> {
         .collect()
 }
 
-/// Reads whole data files in storage order, numbering their rows.
+/// Reads whole data files in storage order, numbering their rows. The codec ships it to
+/// workers, and it splits across tasks as a scan does (by its files).
 #[derive(Debug)]
 pub struct RowPositionsExec {
     schema: SchemaRef,
     read_schema: SchemaRef,
     partitions: Vec<Vec<FileScanTask>>,
-    io: FileIO,
+    io: ScanIo,
     properties: Arc<PlanProperties>,
 }
 
 impl RowPositionsExec {
-    fn new(
+    /// Reads `partitions` (whole files each) of the columns of `read_schema`, yielding
+    /// `schema`'s: some of those, then the file and position columns.
+    pub fn with_partitions(
         schema: SchemaRef,
         read_schema: SchemaRef,
         partitions: Vec<Vec<FileScanTask>>,
-        io: FileIO,
+        io: ScanIo,
     ) -> Self {
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),
@@ -174,6 +177,33 @@ impl RowPositionsExec {
             io,
             properties,
         }
+    }
+}
+
+impl RowPositionsExec {
+    /// The columns read from the files (the output's table columns, or one to count by).
+    pub fn read_schema(&self) -> &SchemaRef {
+        &self.read_schema
+    }
+
+    pub fn partitions(&self) -> &[Vec<FileScanTask>] {
+        &self.partitions
+    }
+
+    pub fn io(&self) -> &ScanIo {
+        &self.io
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.partitions.iter().map(Vec::len).sum()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.partitions
+            .iter()
+            .flatten()
+            .map(|task| task.length)
+            .sum()
     }
 }
 
@@ -216,7 +246,7 @@ impl ExecutionPlan for RowPositionsExec {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let tasks = self.partitions.get(partition).cloned().unwrap_or_default();
-        let io = self.io.clone();
+        let io = self.io.file_io.clone();
         let schema = Arc::clone(&self.schema);
         let read_schema = Arc::clone(&self.read_schema);
         let batch_size = context.session_config().batch_size();

@@ -9,7 +9,10 @@ use datafusion_distributed::{
     DistributedConfig, DistributedLeafExec, TaskEstimation, TaskEstimator,
 };
 
+use iceberg::scan::FileScanTask;
+
 use super::exec::{IcebergScanExec, balance_by_bytes};
+use crate::delete::RowPositionsExec;
 
 /// Asks for one task per `distributed.file_scan_config_bytes_per_partition` x
 /// `target_partitions` bytes of data (the same knob DataFusion's own file scans use), never
@@ -18,17 +21,27 @@ use super::exec::{IcebergScanExec, balance_by_bytes};
 pub struct IcebergTaskEstimator;
 
 impl IcebergTaskEstimator {
-    fn desired_tasks(scan: &IcebergScanExec, cfg: &ConfigOptions) -> usize {
+    fn desired_tasks(total_bytes: u64, file_count: usize, cfg: &ConfigOptions) -> usize {
         let bytes_per_partition = cfg
             .extensions
             .get::<DistributedConfig>()
             .map(|d| d.file_scan_config_bytes_per_partition)
             .unwrap_or(16 * 1024 * 1024)
             .max(1) as u64;
-        let partitions = scan.total_bytes().div_ceil(bytes_per_partition);
+        let partitions = total_bytes.div_ceil(bytes_per_partition);
         let tasks = partitions.div_ceil(cfg.execution.target_partitions.max(1) as u64) as usize;
-        tasks.clamp(1, scan.file_count().max(1))
+        tasks.clamp(1, file_count.max(1))
     }
+}
+
+/// The leaves this estimator splits: a scan, and the row-position read of a DELETE, UPDATE
+/// or MERGE.
+fn leaf_size(plan: &Arc<dyn ExecutionPlan>) -> Option<(u64, usize)> {
+    if let Some(scan) = plan.downcast_ref::<IcebergScanExec>() {
+        return Some((scan.total_bytes(), scan.file_count()));
+    }
+    let positions = plan.downcast_ref::<RowPositionsExec>()?;
+    Some((positions.total_bytes(), positions.file_count()))
 }
 
 impl TaskEstimator for IcebergTaskEstimator {
@@ -37,8 +50,10 @@ impl TaskEstimator for IcebergTaskEstimator {
         plan: &Arc<dyn ExecutionPlan>,
         cfg: &ConfigOptions,
     ) -> Option<TaskEstimation> {
-        let scan = plan.downcast_ref::<IcebergScanExec>()?;
-        Some(TaskEstimation::desired(Self::desired_tasks(scan, cfg)))
+        let (bytes, files) = leaf_size(plan)?;
+        Some(TaskEstimation::desired(Self::desired_tasks(
+            bytes, files, cfg,
+        )))
     }
 
     fn scale_up_leaf_node(
@@ -47,37 +62,51 @@ impl TaskEstimator for IcebergTaskEstimator {
         task_count: usize,
         _cfg: &ConfigOptions,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let Some(scan) = plan.downcast_ref::<IcebergScanExec>() else {
-            return Ok(None);
-        };
         if task_count <= 1 {
             return Ok(None);
         }
-        Ok(Some(Arc::new(split_scan(plan, scan, task_count)?)))
+        if let Some(scan) = plan.downcast_ref::<IcebergScanExec>() {
+            let split = split_files(plan, scan.partitions(), task_count, |partitions| {
+                Arc::new(IcebergScanExec::with_partitions(
+                    scan.table().to_string(),
+                    scan.schema(),
+                    partitions,
+                    scan.io().clone(),
+                    scan.limit(),
+                ))
+            })?;
+            return Ok(Some(Arc::new(split)));
+        }
+        let Some(positions) = plan.downcast_ref::<RowPositionsExec>() else {
+            return Ok(None);
+        };
+        let split = split_files(plan, positions.partitions(), task_count, |partitions| {
+            Arc::new(RowPositionsExec::with_partitions(
+                positions.schema(),
+                Arc::clone(positions.read_schema()),
+                partitions,
+                positions.io().clone(),
+            ))
+        })?;
+        Ok(Some(Arc::new(split)))
     }
 }
 
-/// One variant of the scan per task; every variant keeps the original partition count (the
-/// planner requires it) and reads its own share of the files.
-fn split_scan(
+/// One variant of the leaf per task, made by `variant` from its partitions: every variant
+/// keeps the original partition count (the planner requires it) and reads its own share of
+/// the files.
+fn split_files(
     original: &Arc<dyn ExecutionPlan>,
-    scan: &IcebergScanExec,
+    partitions: &[Vec<FileScanTask>],
     task_count: usize,
+    variant: impl Fn(Vec<Vec<FileScanTask>>) -> Arc<dyn ExecutionPlan>,
 ) -> Result<DistributedLeafExec> {
     let partitions_per_task = original.output_partitioning().partition_count().max(1);
-    let tasks: Vec<_> = scan.partitions().iter().flatten().cloned().collect();
+    let tasks: Vec<_> = partitions.iter().flatten().cloned().collect();
     // Files over tasks first (so every task gets work), then each task's files over its partitions.
     let variants = balance_by_bytes(tasks, task_count)
         .into_iter()
-        .map(|files| {
-            Arc::new(IcebergScanExec::with_partitions(
-                scan.table().to_string(),
-                scan.schema(),
-                balance_by_bytes(files, partitions_per_task),
-                scan.io().clone(),
-                scan.limit(),
-            )) as Arc<dyn ExecutionPlan>
-        });
+        .map(|files| variant(balance_by_bytes(files, partitions_per_task)));
     DistributedLeafExec::try_new(Arc::clone(original), variants.collect::<Vec<_>>())
 }
 
@@ -86,10 +115,11 @@ mod tests {
     use std::collections::HashMap;
 
     use datafusion::arrow::datatypes::Schema;
-    use iceberg::scan::FileScanTask;
     use iceberg::spec::DataFileFormat;
 
     use super::*;
+    use datafusion::error::DataFusionError;
+
     use crate::scan::ScanIo;
     use crate::storage::file_io_with_props;
 
@@ -126,7 +156,12 @@ mod tests {
         // As many partitions as files: the case where naive grouping put everything in task 0.
         let scan = IcebergScanExec::new("t".into(), Arc::new(Schema::empty()), files, 8, io, None);
         let plan: Arc<dyn ExecutionPlan> = Arc::new(scan.clone());
-        let leaf = split_scan(&plan, &scan, 4)?;
+        let leaf = IcebergTaskEstimator
+            .scale_up_leaf_node(&plan, 4, &ConfigOptions::default())?
+            .ok_or_else(|| DataFusionError::Internal("the scan was not split".into()))?;
+        let leaf = leaf
+            .downcast_ref::<DistributedLeafExec>()
+            .ok_or_else(|| DataFusionError::Internal("not a distributed leaf".into()))?;
         let mut seen = Vec::new();
         for variant in leaf.variants() {
             let variant = variant

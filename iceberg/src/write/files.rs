@@ -38,7 +38,7 @@ impl CreatedFiles {
         self.0.lock().clone()
     }
 
-    pub(crate) fn add(&self, location: &str) {
+    pub fn add(&self, location: &str) {
         self.0.lock().push(location.to_string());
     }
 }

@@ -608,6 +608,24 @@ async fn credentials_vended_by_the_catalog_are_used_by_the_coordinator_and_the_w
         assert_eq!(grouped[0], json!([0, 5714, 114294285]));
         let after: u64 = cluster.tasks_per_worker().iter().sum();
         assert!(after > before, "the workers read the table's files");
+        // An UPDATE reads the rows and writes their new versions on the workers, with the
+        // same vended credentials.
+        let updated = sql(
+            addr,
+            "UPDATE vend.numbers SET bucket = bucket + 10 WHERE bucket = 0",
+        )
+        .await?;
+        assert_eq!(updated, vec![json!([5714])]);
+        assert!(
+            cluster.tasks_per_worker().iter().sum::<u64>() > after,
+            "the workers ran the UPDATE"
+        );
+        let moved = sql(
+            addr,
+            "SELECT bucket, count(*), sum(n) FROM vend.numbers WHERE bucket IN (0, 10) GROUP BY bucket",
+        )
+        .await?;
+        assert_eq!(moved, vec![json!([10, 5714, 114294285])]);
 
         // The catalog asked STS for a credential scoped to the table for each load.
         let calls = assumed.all();

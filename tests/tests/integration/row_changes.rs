@@ -750,3 +750,87 @@ async fn an_update_cancelled_during_its_commit_answers_its_outcome() -> TestResu
     cluster.stop().await;
     Ok(())
 }
+
+/// The one bigint value `sql` answers.
+async fn one_number(cluster: &TestCluster, sql: &str) -> Result<i64, String> {
+    let batches = cluster.query(sql).await.map_err(|e| e.to_string())?;
+    let values = ids(&batches);
+    match values.as_slice() {
+        [value] => Ok(*value),
+        other => Err(format!("{sql}: {other:?}")),
+    }
+}
+
+/// On a cluster, a row-level change is selected where the rows are, on the workers, and an
+/// UPDATE's or MERGE's new rows are written there: both workers run tasks of each statement,
+/// and every answer is the one the statement asks for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn row_changes_select_and_write_on_the_workers() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster
+        .sql(
+            "CREATE TABLE del.lines AS SELECT l_orderkey AS k, CAST(l_linenumber AS BIGINT) AS n, \
+             CAST(l_quantity AS BIGINT) AS q FROM tpch.lineitem",
+        )
+        .await?;
+    let firsts = one_number(&cluster, "SELECT count(*) FROM del.lines WHERE n = 1").await?;
+    let quantity = one_number(&cluster, "SELECT sum(q) FROM del.lines").await?;
+
+    let before = cluster.tasks_per_worker();
+    let updated = changed(&cluster, "UPDATE del.lines SET q = q + 1 WHERE n = 1").await?;
+    let after = cluster.tasks_per_worker();
+    assert_eq!(updated, u64::try_from(firsts)?);
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| a > b),
+        "the UPDATE ran on both workers: {before:?} -> {after:?}"
+    );
+    assert_eq!(
+        one_number(&cluster, "SELECT sum(q) FROM del.lines").await?,
+        quantity + firsts
+    );
+    assert_eq!(
+        one_number(&cluster, "SELECT count(*) FROM del.lines").await?,
+        60175
+    );
+
+    let even = one_number(
+        &cluster,
+        "SELECT count(*) FROM del.lines WHERE n = 1 AND k % 2 = 0",
+    )
+    .await?;
+    let before = cluster.tasks_per_worker();
+    let merged = changed(
+        &cluster,
+        "MERGE INTO del.lines t USING (SELECT o_orderkey FROM tpch.orders WHERE o_orderkey % 2 = 0) s \
+         ON t.k = s.o_orderkey AND t.n = 1 \
+         WHEN MATCHED THEN UPDATE SET q = 0",
+    )
+    .await?;
+    let after = cluster.tasks_per_worker();
+    assert_eq!(merged, u64::try_from(even)?);
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| a > b),
+        "the MERGE ran on both workers: {before:?} -> {after:?}"
+    );
+    assert_eq!(
+        one_number(&cluster, "SELECT count(*) FROM del.lines WHERE q = 0").await?,
+        even
+    );
+    assert_eq!(
+        one_number(&cluster, "SELECT count(*) FROM del.lines").await?,
+        60175
+    );
+
+    let seconds = one_number(&cluster, "SELECT count(*) FROM del.lines WHERE n = 2").await?;
+    assert_eq!(
+        changed(&cluster, "DELETE FROM del.lines WHERE n = 2").await?,
+        u64::try_from(seconds)?
+    );
+    assert_eq!(
+        one_number(&cluster, "SELECT count(*) FROM del.lines").await?,
+        60175 - seconds
+    );
+    cluster.stop().await;
+    Ok(())
+}

@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, BooleanArray, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion_distributed::DistributedLeafExec;
@@ -15,6 +17,10 @@ use iceberg::spec::DataContentType;
 use parquet::arrow::ArrowWriter;
 use sqe_engine::engine::SessionSettings;
 use sqe_iceberg::codec::SqeCodec;
+use sqe_iceberg::delete::{
+    APPLIED_COLUMN, FILE_COLUMN, POS_COLUMN, RowChangeWriteExec, RowPositionsProvider,
+    WRITE_COLUMN, changed_files,
+};
 use sqe_iceberg::scan::{IcebergScanExec, ScanIo};
 use sqe_iceberg::storage::file_io_with_props;
 use sqe_iceberg::table::IcebergTableProvider;
@@ -201,6 +207,98 @@ async fn positional_deletes_survive_the_codec_and_hide_rows() -> TestResult {
         rows,
         10 - 2,
         "two rows of {first_file_rows} in the first file are deleted"
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
+/// A row-level change's nodes travel to workers: through the codec and back, the row-position
+/// read numbers the table's rows, and the row-change writer passes positions on and writes the
+/// new rows into a data file of the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn row_change_nodes_survive_the_codec() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster.sql("CREATE TABLE demo.three (id bigint)").await?;
+    cluster
+        .sql("INSERT INTO demo.three VALUES (1), (2), (3)")
+        .await?;
+    let catalog = Arc::clone(cluster.engine().catalog());
+    let table = catalog
+        .load_table(&iceberg::TableIdent::from_strs(["demo", "three"])?)
+        .await?;
+    let provider = IcebergTableProvider::try_new(
+        Arc::clone(&catalog),
+        table.clone(),
+        Arc::new(HashMap::new()),
+        None,
+    )?;
+    let codec = SqeCodec::new(HashMap::new());
+    let through_codec = |node: Arc<dyn ExecutionPlan>, inputs: Vec<Arc<dyn ExecutionPlan>>| {
+        let mut buf = Vec::new();
+        codec.try_encode(node, &mut buf)?;
+        codec.try_decode(&buf, &inputs, &TaskContext::default())
+    };
+
+    let positions = RowPositionsProvider::try_new(provider)?;
+    let state = datafusion::prelude::SessionContext::new().state();
+    let read = positions.scan(&state, None, &[], None).await?;
+    let read = through_codec(read, vec![])?;
+    assert_eq!(read.name(), "RowPositionsExec");
+    let numbered = collect(read, Arc::new(TaskContext::default())).await?;
+    let text = render(&numbered);
+    assert_eq!(
+        numbered.iter().map(|b| b.num_rows()).sum::<usize>(),
+        3,
+        "{text}"
+    );
+    assert!(
+        text.contains(POS_COLUMN) && text.contains(".parquet"),
+        "{text}"
+    );
+
+    // An update of two rows: positions 0 and 2 of a file, new versions 10 and 30.
+    let schema = Arc::new(Schema::new(vec![
+        Field::new(FILE_COLUMN, DataType::Utf8, true),
+        Field::new(POS_COLUMN, DataType::Int64, true),
+        Field::new(WRITE_COLUMN, DataType::Boolean, true),
+        Field::new(APPLIED_COLUMN, DataType::Boolean, true),
+        Field::new("id", DataType::Int64, true),
+    ]));
+    let selection = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from(vec!["f", "f"])),
+            Arc::new(Int64Array::from(vec![0, 2])),
+            Arc::new(BooleanArray::from(vec![true, true])),
+            Arc::new(BooleanArray::from(vec![false, false])),
+            Arc::new(Int64Array::from(vec![10, 30])),
+        ],
+    )?;
+    let input = MemorySourceConfig::try_new_exec(&[vec![selection]], schema, None)?;
+    let write: Arc<dyn ExecutionPlan> = Arc::new(RowChangeWriteExec::new(
+        Arc::clone(&input) as Arc<dyn ExecutionPlan>,
+        table.clone(),
+        HashMap::new(),
+    )?);
+    let write = through_codec(write, vec![input])?;
+    assert_eq!(write.name(), "RowChangeWriteExec");
+    let sent = collect(write, Arc::new(TaskContext::default())).await?;
+    let mut files = Vec::new();
+    let mut positions = 0;
+    for batch in &sent {
+        positions += batch.column(1).len() - batch.column(1).null_count();
+        files.extend(changed_files(&table, batch)?);
+    }
+    assert_eq!(positions, 2);
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].record_count(), 2);
+    assert!(
+        files[0]
+            .file_path()
+            .starts_with(table.metadata().location()),
+        "{}",
+        files[0].file_path()
     );
     cluster.stop().await;
     Ok(())

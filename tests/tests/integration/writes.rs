@@ -722,7 +722,7 @@ fn file_in_order(
     Ok((sorted, batch.num_rows()))
 }
 
-/// `sorted_by`: every file a write makes (INSERT on both workers, UPDATE on the coordinator)
+/// `sorted_by`: every file a write makes (INSERT and UPDATE, on both workers)
 /// holds its rows in the table's sort order and records the order's id; a new order set with
 /// SET PROPERTIES applies to files written after it; SHOW CREATE TABLE prints it back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -771,7 +771,10 @@ async fn sorted_tables_write_every_file_in_their_order() -> TestResult {
         .await?;
     let files = files_and_orders(&cluster, "sorted").await?;
     let new: Vec<_> = files.iter().filter(|(_, o)| *o == Some(2)).collect();
-    assert_eq!(new.len(), 1, "the UPDATE's one file: {files:?}");
+    assert!(
+        !new.is_empty(),
+        "the UPDATE's files (a writer's each): {files:?}"
+    );
     for (path, _) in &new {
         let (sorted, _) = file_in_order(path, &[("q", true, true)])?;
         assert!(sorted, "{path} is not in the new order");
