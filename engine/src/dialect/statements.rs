@@ -401,6 +401,8 @@ pub struct TableProcedureCall {
     /// Lower case: `optimize`, `expire_snapshots`, `remove_orphan_files`.
     pub procedure: String,
     pub arguments: std::collections::HashMap<String, String>,
+    /// optimize's `WHERE` condition, as written: which partitions it rewrites.
+    pub filter: Option<String>,
 }
 
 /// The table procedures and the names of their arguments, in order.
@@ -434,16 +436,26 @@ pub fn table_procedure(tokens: Vec<Token>) -> Result<Option<TableProcedureCall>>
     } else {
         std::collections::HashMap::new()
     };
-    if t.keyword("WHERE") {
-        return Err(Error::NotSupported(format!(
-            "ALTER TABLE EXECUTE {procedure} ... WHERE: it runs on the whole table"
-        )));
-    }
-    t.end()?;
+    let filter = if t.keyword("WHERE") {
+        if procedure != "optimize" {
+            return Err(Error::NotSupported(format!(
+                "ALTER TABLE EXECUTE {procedure} ... WHERE: it runs on the whole table"
+            )));
+        }
+        let condition = t.rest_text();
+        if condition.is_empty() {
+            return Err(syntax("expected a condition after WHERE"));
+        }
+        Some(condition)
+    } else {
+        t.end()?;
+        None
+    };
     Ok(Some(TableProcedureCall {
         table,
         procedure,
         arguments,
+        filter,
     }))
 }
 
@@ -703,6 +715,7 @@ mod tests {
                 table: vec!["s".into(), "t".into()],
                 procedure: "optimize".into(),
                 arguments: [("file_size_threshold".to_string(), "10MB".to_string())].into(),
+                filter: None,
             })
         );
         let bare = call("alter table \"T\" execute OPTIMIZE")?.ok_or("not read")?;
@@ -728,7 +741,14 @@ mod tests {
             .ok_or("must fail")?;
         assert_eq!(unknown.code(), ErrorCode::ProcedureNotFound);
         assert!(call("ALTER TABLE t EXECUTE optimize(retention_threshold => '1d')").is_err());
-        assert!(call("ALTER TABLE t EXECUTE optimize WHERE a = 1").is_err());
+        let some = call("ALTER TABLE t EXECUTE optimize WHERE a = 1 AND b IN ('x', 'y');")?
+            .ok_or("not read")?;
+        assert_eq!(some.filter.as_deref(), Some("a = 1 AND b IN ('x', 'y')"));
+        assert!(call("ALTER TABLE t EXECUTE optimize WHERE").is_err());
+        let whole = call("ALTER TABLE t EXECUTE expire_snapshots WHERE a = 1")
+            .err()
+            .ok_or("expire_snapshots took a WHERE")?;
+        assert_eq!(whole.code(), ErrorCode::NotSupported);
         Ok(())
     }
 

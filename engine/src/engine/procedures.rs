@@ -1,17 +1,22 @@
 //! Trino's Iceberg table procedures, `ALTER TABLE t EXECUTE name(...)`: `optimize` (compaction:
 //! small files and files with deletes rewritten into fewer, as one `replace` snapshot, written
-//! on the workers), `expire_snapshots` and `remove_orphan_files`.
+//! on the workers; `WHERE` picks partitions), `expire_snapshots` and `remove_orphan_files`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::common::DFSchema;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{SessionState, TaskContext};
 use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::TableReference;
 use iceberg::TableIdent;
+use iceberg::spec::{DataFile, Transform};
 use iceberg::table::Table;
 use sqe_iceberg::maintenance;
 use sqe_iceberg::table::IcebergTableProvider;
@@ -39,6 +44,8 @@ enum ProcedureKind {
     /// Rewrites the data files smaller than this, and those with deletes.
     Optimize {
         file_size_threshold: u64,
+        /// `WHERE`: the partitions to rewrite, by their identity partition columns.
+        filter: Option<String>,
     },
     ExpireSnapshots {
         retention: Duration,
@@ -106,6 +113,7 @@ impl Engine {
                 };
                 ProcedureKind::Optimize {
                     file_size_threshold: threshold,
+                    filter: call.filter.clone(),
                 }
             }
             "expire_snapshots" => ProcedureKind::ExpireSnapshots {
@@ -145,9 +153,20 @@ impl Engine {
         match procedure.kind {
             ProcedureKind::Optimize {
                 file_size_threshold,
+                filter,
             } => {
+                let filter = filter
+                    .map(|text| PartitionFilter::new(&table, &state, &text))
+                    .transpose()?;
                 let rows = self
-                    .optimize(table, procedure.name, file_size_threshold, state, cancel)
+                    .optimize(
+                        table,
+                        procedure.name,
+                        file_size_threshold,
+                        filter,
+                        state,
+                        cancel,
+                    )
                     .await?;
                 Ok(Some(rows))
             }
@@ -189,12 +208,13 @@ impl Engine {
     /// one with deletes. The rows are read and written by the workers as an INSERT's are (a
     /// partition's rows by one writer; an unpartitioned table's by as many writers as read
     /// them); one `replace` snapshot swaps the files, only while the table is still at the
-    /// snapshot read.
+    /// snapshot read. With a `filter`, only the partitions it selects.
     async fn optimize(
         &self,
         table: Table,
         name: TableReference,
         file_size_threshold: u64,
+        filter: Option<PartitionFilter>,
         state: SessionState,
         cancel: CancellationToken,
     ) -> Result<u64> {
@@ -203,11 +223,21 @@ impl Engine {
         };
         let tasks = sqe_iceberg::scan::snapshot_files(&table, snapshot_id).await?;
         // The spec each file was written with is its manifest's (scan tasks do not say).
-        let spec_of: HashMap<String, i32> = crate::catalog::live_files(&table)
-            .await?
-            .into_iter()
-            .map(|(spec_id, file)| (file.file_path().to_string(), spec_id))
+        let live = crate::catalog::live_files(&table).await?;
+        let spec_of: HashMap<String, i32> = live
+            .iter()
+            .map(|(spec_id, file)| (file.file_path().to_string(), *spec_id))
             .collect();
+        let tasks = match &filter {
+            Some(filter) => {
+                let selected = filter.selected_files(&table, &live)?;
+                tasks
+                    .into_iter()
+                    .filter(|task| selected.contains(&task.data_file_path))
+                    .collect()
+            }
+            None => tasks,
+        };
         // Candidates by partition (spec and values), each file once.
         let mut partitions: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
         let mut seen = HashSet::new();
@@ -258,5 +288,112 @@ impl Engine {
             () = cancel.cancelled() => Err(Error::Cancelled),
             rows = rewrite => rows,
         }
+    }
+}
+
+/// optimize's `WHERE`: a condition on identity partition columns (as Trino, which can rewrite
+/// only whole partitions), evaluated on each file's partition values.
+pub(crate) struct PartitionFilter {
+    /// The condition's columns, with their field ids.
+    columns: Vec<(String, i32)>,
+    schema: SchemaRef,
+    condition: Arc<dyn PhysicalExpr>,
+}
+
+impl PartitionFilter {
+    /// `text` read against `table`'s columns; a column that is not an identity partition
+    /// column of every partition spec of the table is `NOT_SUPPORTED`.
+    fn new(table: &Table, state: &SessionState, text: &str) -> Result<Self> {
+        let metadata = table.metadata();
+        let iceberg_schema = metadata.current_schema();
+        let arrow = sqe_iceberg::types::table_arrow_schema(iceberg_schema)?;
+        let all = DFSchema::try_from(Arc::clone(&arrow))?;
+        let condition = state.create_logical_expr(text, &all)?;
+        let mut columns = Vec::new();
+        for column in condition.column_refs() {
+            let name = column.name().to_string();
+            let id = iceberg_schema
+                .field_by_name(&name)
+                .map(|field| field.id)
+                .ok_or_else(|| Error::Internal(format!("column {name} has no field id")))?;
+            let identity_everywhere = metadata.partition_specs_iter().all(|spec| {
+                spec.fields()
+                    .iter()
+                    .any(|f| f.source_id == id && f.transform == Transform::Identity)
+            });
+            if !identity_everywhere {
+                return Err(Error::NotSupported(format!(
+                    "optimize WHERE on {name}: optimize rewrites whole partitions, so its \
+                     condition may use only identity partition columns (of every partition \
+                     spec of {})",
+                    table.identifier()
+                )));
+            }
+            columns.push((name, id));
+        }
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|(name, _)| arrow.field_with_name(name).cloned())
+            .collect::<std::result::Result<_, _>>()?;
+        let schema: SchemaRef = Arc::new(Schema::new(fields));
+        let condition =
+            state.create_physical_expr(condition, &DFSchema::try_from(Arc::clone(&schema))?)?;
+        Ok(Self {
+            columns,
+            schema,
+            condition,
+        })
+    }
+
+    /// The paths of the `live` files (with their specs) whose partition the condition holds
+    /// for.
+    fn selected_files(&self, table: &Table, live: &[(i32, DataFile)]) -> Result<HashSet<String>> {
+        let metadata = table.metadata();
+        let mut rows = Vec::with_capacity(live.len());
+        for (spec_id, file) in live {
+            let spec = metadata
+                .partition_spec_by_id(*spec_id)
+                .ok_or_else(|| Error::Internal(format!("partition spec {spec_id} is missing")))?;
+            let partition_type = spec.partition_type(metadata.current_schema())?;
+            let mut row = serde_json::Map::new();
+            for (name, id) in &self.columns {
+                let index = spec
+                    .fields()
+                    .iter()
+                    .position(|f| f.source_id == *id && f.transform == Transform::Identity)
+                    .ok_or_else(|| Error::Internal(format!("{name} is not a partition column")))?;
+                let value = match (
+                    file.partition().iter().nth(index),
+                    partition_type.fields().get(index),
+                ) {
+                    (Some(Some(literal)), Some(field)) => {
+                        literal.clone().try_into_json(&field.field_type)?
+                    }
+                    _ => serde_json::Value::Null,
+                };
+                row.insert(name.clone(), value);
+            }
+            rows.push(serde_json::Value::Object(row));
+        }
+        let mut decoder =
+            arrow::json::ReaderBuilder::new(Arc::clone(&self.schema)).build_decoder()?;
+        decoder.serialize(&rows)?;
+        let batch = match decoder.flush()? {
+            Some(batch) => batch,
+            None => return Ok(HashSet::new()),
+        };
+        let holds = self
+            .condition
+            .evaluate(&batch)?
+            .into_array(batch.num_rows())?;
+        let holds = holds.as_boolean_opt().ok_or_else(|| {
+            Error::invalid(ErrorCode::TypeMismatch, "optimize WHERE is not a condition")
+        })?;
+        Ok(live
+            .iter()
+            .enumerate()
+            .filter(|(row, _)| holds.is_valid(*row) && holds.value(*row))
+            .map(|(_, (_, file))| file.file_path().to_string())
+            .collect())
     }
 }

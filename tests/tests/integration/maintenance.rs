@@ -53,6 +53,73 @@ async fn with_session(
 
 /// A table of many small files in two partitions, with deletes, made into few: same rows, one
 /// `replace` snapshot, the delete files gone; a query planned before still reads its snapshot.
+/// `optimize WHERE`, as in Trino: the condition picks whole partitions by their identity
+/// partition columns; only those are rewritten. A condition on any other column is refused,
+/// and one that selects nothing rewrites nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn optimize_where_rewrites_only_the_partitions_it_selects() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA demo").await?;
+    cluster
+        .sql("CREATE TABLE demo.w (k BIGINT, p VARCHAR) WITH (partitioning = ARRAY['p'])")
+        .await?;
+    for batch in 0..3 {
+        let from = batch * 10 + 1;
+        cluster
+            .sql(&format!(
+                "INSERT INTO demo.w SELECT value, CASE WHEN value % 2 = 0 THEN 'a' ELSE 'b' END \
+                 FROM generate_series({from}, {})",
+                from + 9
+            ))
+            .await?;
+    }
+    let files = "SELECT \"partition\".p AS p, file_count FROM demo.\"w$partitions\" ORDER BY p";
+    let before = render(&cluster.query(files).await?);
+    assert!(
+        before.contains("| a | 3 ") && before.contains("| b | 3 "),
+        "{before}"
+    );
+    let snapshots = "SELECT count(*) FROM demo.\"w$snapshots\"";
+    let committed = number(&cluster, snapshots).await?;
+
+    let rewritten = cluster
+        .sql("ALTER TABLE demo.w EXECUTE optimize WHERE p = 'a'")
+        .await?;
+    assert!(
+        matches!(rewritten, Collected::Updated(Some(15))),
+        "the even rows: {rewritten:?}"
+    );
+    let after = render(&cluster.query(files).await?);
+    assert!(
+        after.contains("| a | 1 ") && after.contains("| b | 3 "),
+        "{after}"
+    );
+    assert_eq!(
+        number(&cluster, "SELECT count(*) FROM demo.w").await?,
+        30,
+        "the same rows"
+    );
+
+    let refused = cluster
+        .sql("ALTER TABLE demo.w EXECUTE optimize WHERE k > 5")
+        .await
+        .err()
+        .ok_or("a condition on a data column was taken")?;
+    assert_eq!(refused.code(), ErrorCode::NotSupported, "{refused}");
+    assert!(
+        refused.to_string().contains("identity partition columns"),
+        "{refused}"
+    );
+
+    let none = cluster
+        .sql("ALTER TABLE demo.w EXECUTE optimize WHERE p = 'zzz'")
+        .await?;
+    assert!(matches!(none, Collected::Updated(Some(0))), "{none:?}");
+    assert_eq!(number(&cluster, snapshots).await?, committed + 1);
+    cluster.stop().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn optimize_compacts_small_files_and_applies_deletes() -> TestResult {
     let cluster = TestCluster::start(2, 0.0).await?;
