@@ -1,19 +1,18 @@
 //! Trino's `$files`, `$manifests` and `$partitions` of an Iceberg table: what its current
-//! snapshot's manifest list and manifests hold, read when the statement is planned. Columns
-//! Trino derives from values (`$files`' `lower_bounds`, `upper_bounds`, `readable_metrics`,
-//! `$manifests`' `partition_summaries`, `$partitions`' `data`) and `key_metadata` are not shown
-//! yet.
+//! snapshot's manifest list and manifests hold, read when the statement is planned.
+//! `$partitions`' `data` is not shown yet.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder, MapBuilder,
-    RecordBatch, StringArray, StructArray, new_empty_array,
+    ArrayRef, BinaryArray, Int32Array, Int32Builder, Int64Array, Int64Builder, ListBuilder,
+    MapBuilder, RecordBatch, StringArray, StringBuilder, StructArray, new_empty_array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use iceberg::spec::{
-    DataContentType, DataFile, ManifestFile, NestedField, Schema as IcebergSchema, TableMetadata,
+    DataContentType, DataFile, Datum, Literal, ManifestFile, NestedField, PrimitiveLiteral,
+    Schema as IcebergSchema, TableMetadata, Type,
 };
 use iceberg::table::Table;
 
@@ -59,6 +58,82 @@ fn counts(files: &[DataFile], of: impl Fn(&DataFile) -> &HashMap<i32, u64>) -> R
         map.append(true)?;
     }
     Ok(Arc::new(map.finish()))
+}
+
+/// A column's bound as Trino's `$files` shows it: the value as text.
+fn bound_text(datum: &Datum) -> String {
+    match datum.literal() {
+        PrimitiveLiteral::String(text) => text.clone(),
+        _ => datum.to_string(),
+    }
+}
+
+/// `lower_bounds` or `upper_bounds`: per file, field id to the bound as text.
+fn bounds(files: &[DataFile], of: impl Fn(&DataFile) -> &HashMap<i32, Datum>) -> Result<ArrayRef> {
+    let mut map = MapBuilder::new(None, Int32Builder::new(), StringBuilder::new());
+    for file in files {
+        let sorted: BTreeMap<_, _> = of(file).iter().collect();
+        for (id, datum) in sorted {
+            map.keys().append_value(*id);
+            map.values().append_value(bound_text(datum));
+        }
+        map.append(true)?;
+    }
+    Ok(Arc::new(map.finish()))
+}
+
+/// The primitive columns of `schema`, nested ones by their dotted names: what Trino's
+/// `readable_metrics` names.
+fn metric_columns(schema: &IcebergSchema) -> Vec<(String, i32)> {
+    fn walk(fields: &[Arc<NestedField>], prefix: &str, out: &mut Vec<(String, i32)>) {
+        for field in fields {
+            let name = format!("{prefix}{}", field.name);
+            match field.field_type.as_ref() {
+                Type::Primitive(_) => out.push((name, field.id)),
+                Type::Struct(inner) => walk(inner.fields(), &format!("{name}."), out),
+                // Trino shows no metrics for the elements of lists and maps.
+                Type::List(_) | Type::Map(_) => {}
+            }
+        }
+    }
+    let mut columns = Vec::new();
+    walk(schema.as_struct().fields(), "", &mut columns);
+    columns
+}
+
+/// A bound as a JSON value of its type (numbers as numbers), as `readable_metrics` has it.
+fn bound_json(datum: &Datum) -> serde_json::Value {
+    Literal::Primitive(datum.literal().clone())
+        .try_into_json(&Type::Primitive(datum.data_type().clone()))
+        .unwrap_or_else(|_| serde_json::Value::String(bound_text(datum)))
+}
+
+/// Trino's `readable_metrics`: per column (by name), its size, counts and bounds in this file,
+/// as JSON.
+fn readable_metrics(schema: &IcebergSchema, file: &DataFile) -> String {
+    let count = |counts: &HashMap<i32, u64>, id: i32| {
+        counts
+            .get(&id)
+            .map_or(serde_json::Value::Null, |n| serde_json::Value::from(*n))
+    };
+    let bound = |bounds: &HashMap<i32, Datum>, id: i32| {
+        bounds.get(&id).map_or(serde_json::Value::Null, bound_json)
+    };
+    let metrics: serde_json::Map<String, serde_json::Value> = metric_columns(schema)
+        .into_iter()
+        .map(|(name, id)| {
+            let column = serde_json::json!({
+                "column_size": count(file.column_sizes(), id),
+                "value_count": count(file.value_counts(), id),
+                "null_value_count": count(file.null_value_counts(), id),
+                "nan_value_count": count(file.nan_value_counts(), id),
+                "lower_bound": bound(file.lower_bounds(), id),
+                "upper_bound": bound(file.upper_bounds(), id),
+            });
+            (name, column)
+        })
+        .collect();
+    serde_json::Value::Object(metrics).to_string()
 }
 
 fn bigint(value: u64) -> i64 {
@@ -117,11 +192,19 @@ pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
         counts(&files, DataFile::value_counts)?,
         counts(&files, DataFile::null_value_counts)?,
         counts(&files, DataFile::nan_value_counts)?,
+        bounds(&files, DataFile::lower_bounds)?,
+        bounds(&files, DataFile::upper_bounds)?,
+        Arc::new(BinaryArray::from_iter(
+            files.iter().map(DataFile::key_metadata),
+        )),
         Arc::new(split_offsets.finish()),
         Arc::new(equality_ids.finish()),
         Arc::new(Int32Array::from_iter(
             files.iter().map(DataFile::sort_order_id),
         )),
+        Arc::new(StringArray::from_iter_values(files.iter().map(|file| {
+            readable_metrics(table.metadata().current_schema(), file)
+        }))),
     ];
     let mut fields: Vec<Field> = [
         ("content", DataType::Int32, false),
@@ -139,9 +222,13 @@ pub(super) async fn files(table: &Table) -> Result<RecordBatch> {
             "value_counts",
             "null_value_counts",
             "nan_value_counts",
+            "lower_bounds",
+            "upper_bounds",
+            "key_metadata",
             "split_offsets",
             "equality_ids",
             "sort_order_id",
+            "readable_metrics",
         ]
         .into_iter()
         .zip(&columns[6..])
@@ -205,8 +292,79 @@ pub(super) async fn manifests(table: &Table) -> Result<RecordBatch> {
         rows(|m| m.existing_rows_count),
         count(|m| m.deleted_files_count),
         rows(|m| m.deleted_rows_count),
+        partition_summaries(table.metadata(), &manifests)?,
     ];
-    Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(
+        "partition_summaries",
+        columns[columns.len() - 1].data_type().clone(),
+        true,
+    ));
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+/// `$manifests`' `partition_summaries`: per partition field of the manifest's spec, whether
+/// some file's value is NULL or NaN and the lowest and highest values, as text (Trino's
+/// `array(row(contains_null, contains_nan, lower_bound, upper_bound))`).
+fn partition_summaries(metadata: &TableMetadata, manifests: &[ManifestFile]) -> Result<ArrayRef> {
+    let summary = Arc::new(Schema::new(vec![
+        Field::new("contains_null", DataType::Boolean, true),
+        Field::new("contains_nan", DataType::Boolean, true),
+        Field::new("lower_bound", DataType::Utf8, true),
+        Field::new("upper_bound", DataType::Utf8, true),
+    ]));
+    let list = DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(summary.fields().clone()),
+        true,
+    )));
+    let row_schema = Arc::new(Schema::new(vec![Field::new(
+        "partition_summaries",
+        list.clone(),
+        true,
+    )]));
+    let mut rows = Vec::with_capacity(manifests.len());
+    for manifest in manifests {
+        let types = match metadata.partition_spec_by_id(manifest.partition_spec_id) {
+            Some(spec) => spec.partition_type(metadata.current_schema())?,
+            None => iceberg::spec::StructType::new(Vec::new()),
+        };
+        let text = |bytes: Option<&[u8]>, index: usize| -> serde_json::Value {
+            let primitive = types
+                .fields()
+                .get(index)
+                .and_then(|f| f.field_type.as_primitive_type().cloned());
+            match (bytes, primitive) {
+                (Some(bytes), Some(primitive)) => Datum::try_from_bytes(bytes, primitive)
+                    .map_or(serde_json::Value::Null, |d| bound_text(&d).into()),
+                _ => serde_json::Value::Null,
+            }
+        };
+        let summaries: Option<Vec<serde_json::Value>> = manifest.partitions.as_ref().map(|fields| {
+            fields
+                .iter()
+                .enumerate()
+                .map(|(index, field)| {
+                    serde_json::json!({
+                        "contains_null": field.contains_null,
+                        "contains_nan": field.contains_nan,
+                        "lower_bound": text(field.lower_bound.as_ref().map(|b| b.as_slice()), index),
+                        "upper_bound": text(field.upper_bound.as_ref().map(|b| b.as_slice()), index),
+                    })
+                })
+                .collect()
+        });
+        rows.push(serde_json::json!({ "partition_summaries": summaries }));
+    }
+    let mut decoder = arrow::json::ReaderBuilder::new(row_schema).build_decoder()?;
+    decoder.serialize(&rows)?;
+    Ok(match decoder.flush()? {
+        Some(batch) => Arc::clone(batch.column(0)),
+        None => new_empty_array(&list),
+    })
 }
 
 /// The `partition` column of Trino's `$files` and `$partitions`: a row of the partition fields

@@ -407,6 +407,23 @@ async fn partitioning_evolves_and_older_files_keep_their_spec() -> TestResult {
             id = format_args!("{:<7}", spec.spec_id())
         )
     );
+    // "$manifests": each manifest's partition fields summarized in its own spec's terms.
+    let summaries = rows(
+        &cluster,
+        "SELECT partition_spec_id, partition_summaries FROM pe.\"t$manifests\" \
+         ORDER BY partition_spec_id",
+    )
+    .await?;
+    assert!(
+        summaries.contains(
+            "contains_null: false, contains_nan: false, lower_bound: eu, upper_bound: us}]"
+        ),
+        "{summaries}"
+    );
+    assert!(
+        summaries.contains("lower_bound: 672, upper_bound: 674}, {contains_null: false"),
+        "{summaries}"
+    );
     // Filters on either spec's columns read both kinds of files right, and so do deletes.
     assert_eq!(
         rows(

@@ -3,10 +3,11 @@
 //! and `$refs` say what the table's metadata says, `$files` and `$manifests` what its current
 //! snapshot's manifests hold.
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use sqe_engine::ErrorCode;
 use sqe_tests::cluster::TestCluster;
+use sqe_tests::render;
 
 use crate::TestResult;
 
@@ -246,6 +247,52 @@ async fn files_and_manifests_are_the_current_snapshots() -> TestResult {
         )
         .await?;
     assert_eq!(longs(&nulls, 0)[0], Some(total("total-data-files")?));
+    // Bounds by field id as text, and per column by name in readable_metrics, as Trino's.
+    let bounds = render(
+        &cluster
+            .query(
+                "SELECT lower_bounds, upper_bounds, key_metadata FROM fm.\"t$files\" \
+                 WHERE content = 0 ORDER BY record_count DESC",
+            )
+            .await?,
+    );
+    assert!(
+        bounds.contains("| {1: 1, 2: a} | {1: 2, 2: b} |"),
+        "{bounds}"
+    );
+    assert!(
+        bounds.contains("| {1: 3}       | {1: 3}       |"),
+        "{bounds}"
+    );
+    let metrics = cluster
+        .query(
+            "SELECT readable_metrics FROM fm.\"t$files\" WHERE content = 0 \
+             ORDER BY record_count DESC LIMIT 1",
+        )
+        .await?;
+    let text = metrics
+        .first()
+        .and_then(|b| b.column(0).as_any().downcast_ref::<StringArray>())
+        .map(|c| c.value(0).to_string())
+        .ok_or("no readable_metrics")?;
+    let metrics: serde_json::Value = serde_json::from_str(&text)?;
+    assert_eq!(metrics["id"]["lower_bound"], serde_json::json!(1), "{text}");
+    assert_eq!(metrics["id"]["upper_bound"], serde_json::json!(2), "{text}");
+    assert_eq!(
+        metrics["name"]["upper_bound"],
+        serde_json::json!("b"),
+        "{text}"
+    );
+    assert_eq!(
+        metrics["name"]["value_count"],
+        serde_json::json!(2),
+        "{text}"
+    );
+    assert_eq!(
+        metrics["name"]["null_value_count"],
+        serde_json::json!(0),
+        "{text}"
+    );
 
     // Manifests: those of the current snapshot's list, counting every live file.
     let manifest_list = table.manifest_list_reader(&snapshot).load().await?;
