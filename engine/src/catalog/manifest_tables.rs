@@ -1,6 +1,6 @@
 //! Trino's `$files`, `$manifests` and `$partitions` of an Iceberg table: what its current
 //! snapshot's manifest list and manifests hold, read when the statement is planned.
-//! `$partitions`' `data` is not shown yet.
+//! Bounds come from the files' statistics, as Trino's do.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -459,21 +459,31 @@ pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
         .collect();
     let partition = PartitionRows::new(metadata, files.iter().map(|(id, _)| *id))?;
     // Per partition: its values, rows, files, bytes.
-    let mut groups: BTreeMap<String, (serde_json::Map<String, serde_json::Value>, [i64; 3])> =
-        BTreeMap::new();
+    type Group<'f> = (
+        serde_json::Map<String, serde_json::Value>,
+        [i64; 3],
+        Vec<&'f DataFile>,
+    );
+    let mut groups: BTreeMap<String, Group<'_>> = BTreeMap::new();
     for (spec_id, file) in &files {
         let values = partition.values(*spec_id, file)?;
         let key = serde_json::Value::Object(values.clone()).to_string();
-        let (_, totals) = groups.entry(key).or_insert_with(|| (values, [0; 3]));
+        let (_, totals, members) = groups
+            .entry(key)
+            .or_insert_with(|| (values, [0; 3], Vec::new()));
         totals[0] += bigint(file.record_count());
         totals[1] += 1;
         totals[2] += bigint(file.file_size_in_bytes());
+        members.push(file);
     }
     let mut columns: Vec<ArrayRef> = Vec::new();
     let mut schema_fields: Vec<Field> = Vec::new();
-    if let Some((field, column)) =
-        partition.column(groups.values().map(|(values, _)| values.clone()).collect())?
-    {
+    if let Some((field, column)) = partition.column(
+        groups
+            .values()
+            .map(|(values, _, _)| values.clone())
+            .collect(),
+    )? {
         schema_fields.push(field);
         columns.push(column);
     }
@@ -483,11 +493,102 @@ pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
     {
         schema_fields.push(Field::new(*name, DataType::Int64, false));
         columns.push(Arc::new(Int64Array::from_iter_values(
-            groups.values().map(|(_, totals)| totals[i]),
+            groups.values().map(|(_, totals, _)| totals[i]),
         )));
     }
+    let members: Vec<&[&DataFile]> = groups
+        .values()
+        .map(|(_, _, files)| files.as_slice())
+        .collect();
+    let (field, column) = data_column(metadata.current_schema(), &members)?;
+    schema_fields.push(field);
+    columns.push(column);
     Ok(RecordBatch::try_new(
         Arc::new(Schema::new(schema_fields)),
         columns,
     )?)
+}
+
+/// `$partitions`' `data`: per top-level primitive column, the lowest and highest value, the
+/// NULLs and the NaNs in each group of files, from their statistics (a count is NULL when some
+/// file does not give it; binary columns have no bounds here).
+fn data_column(schema: &IcebergSchema, groups: &[&[&DataFile]]) -> Result<(Field, ArrayRef)> {
+    let arrow = sqe_iceberg::types::table_arrow_schema(schema)?;
+    let mut columns: Vec<(String, i32, DataType)> = Vec::new();
+    for field in schema.as_struct().fields() {
+        if !matches!(field.field_type.as_ref(), Type::Primitive(_)) {
+            continue;
+        }
+        let data_type = arrow.field_with_name(&field.name)?.data_type().clone();
+        columns.push((field.name.clone(), field.id, data_type));
+    }
+    let stats_fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, _, data_type)| {
+            let stats = vec![
+                Field::new("min", data_type.clone(), true),
+                Field::new("max", data_type.clone(), true),
+                Field::new("null_count", DataType::Int64, true),
+                Field::new("nan_count", DataType::Int64, true),
+            ];
+            Field::new(name, DataType::Struct(stats.into()), true)
+        })
+        .collect();
+    let data_type = DataType::Struct(stats_fields.into());
+    let total = |files: &[&DataFile], of: fn(&DataFile) -> &HashMap<i32, u64>, id: i32| {
+        files
+            .iter()
+            .map(|f| of(f).get(&id).copied())
+            .sum::<Option<u64>>()
+            .map_or(serde_json::Value::Null, |n| {
+                serde_json::Value::from(bigint(n))
+            })
+    };
+    let rows: Vec<serde_json::Value> = groups
+        .iter()
+        .map(|files| {
+            let data: serde_json::Map<String, serde_json::Value> = columns
+                .iter()
+                .map(|(name, id, data_type)| {
+                    let binary = matches!(
+                        data_type,
+                        DataType::Binary | DataType::LargeBinary | DataType::FixedSizeBinary(_)
+                    );
+                    let bound = |of: fn(&DataFile) -> &HashMap<i32, Datum>, lowest: bool| {
+                        let bounds = files.iter().filter_map(|f| of(f).get(id));
+                        let chosen = if lowest {
+                            bounds.min_by(|a, b| {
+                                a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+                            })
+                        } else {
+                            bounds.max_by(|a, b| {
+                                a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+                            })
+                        };
+                        match chosen {
+                            Some(datum) if !binary => bound_json(datum),
+                            _ => serde_json::Value::Null,
+                        }
+                    };
+                    let stats = serde_json::json!({
+                        "min": bound(DataFile::lower_bounds, true),
+                        "max": bound(DataFile::upper_bounds, false),
+                        "null_count": total(files, DataFile::null_value_counts, *id),
+                        "nan_count": total(files, DataFile::nan_value_counts, *id),
+                    });
+                    (name.clone(), stats)
+                })
+                .collect();
+            serde_json::json!({ "data": data })
+        })
+        .collect();
+    let field = Field::new("data", data_type.clone(), true);
+    let mut decoder = arrow::json::ReaderBuilder::new(Arc::new(Schema::new(vec![field.clone()])))
+        .build_decoder()?;
+    decoder.serialize(&rows)?;
+    let column = match decoder.flush()? {
+        Some(batch) => Arc::clone(batch.column(0)),
+        None => new_empty_array(&data_type),
+    };
+    Ok((field, column))
 }

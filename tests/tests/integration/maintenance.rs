@@ -79,6 +79,20 @@ async fn optimize_where_rewrites_only_the_partitions_it_selects() -> TestResult 
         before.contains("| a | 3 ") && before.contains("| b | 3 "),
         "{before}"
     );
+    // `data`: each partition's column statistics over its three files.
+    let data = render(
+        &cluster
+            .query(
+                "SELECT \"partition\".p AS p, data.k.min AS lo, data.k.max AS hi, \
+                 data.k.null_count AS nulls, data.k.nan_count AS nans FROM demo.\"w$partitions\" ORDER BY p",
+            )
+            .await?,
+    );
+    assert!(
+        data.contains("| a | 2  | 30 | 0     |      |")
+            && data.contains("| b | 1  | 29 | 0     |      |"),
+        "{data}"
+    );
     let snapshots = "SELECT count(*) FROM demo.\"w$snapshots\"";
     let committed = number(&cluster, snapshots).await?;
 
