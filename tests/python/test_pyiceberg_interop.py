@@ -519,12 +519,15 @@ class PyicebergTablesThroughSqe(unittest.TestCase):
         sql = sql.root  # pyiceberg wraps each kind of representation
         self.assertEqual((sql.dialect, sql.sql), ("trino", "SELECT name FROM viewed WHERE id = 2"))
         self.assertEqual(view.properties.get("comment"), "the second")
+        # SECURITY DEFINER (Trino's default) keeps its owner where Trino does.
+        self.assertEqual(view.properties.get("trino.run-as-owner"), "interop")
         self.assertEqual(sqe("SELECT * FROM named_two")[0], [["b"]])
-        sqe("CREATE OR REPLACE VIEW named_two AS SELECT name, id FROM viewed WHERE id = 1")
+        sqe("CREATE OR REPLACE VIEW named_two SECURITY INVOKER AS SELECT name, id FROM viewed WHERE id = 1")
         self.assertEqual(sqe("SELECT * FROM named_two")[0], [["a", 1]])
         view = CATALOG.load_view(f"{NAMESPACE}.named_two").metadata
         self.assertEqual(len(view.versions), 2)
         self.assertNotIn("comment", view.properties)
+        self.assertNotIn("trino.run-as-owner", view.properties)
         sqe("DROP VIEW named_two")
         self.assertFalse(CATALOG.view_exists(f"{NAMESPACE}.named_two"))
 

@@ -192,8 +192,12 @@ impl Engine {
             .comment
             .as_deref()
             .map_or_else(String::new, |c| format!(" COMMENT {}", literal(c)));
+        let security = match view.run_as_owner {
+            Some(_) => "DEFINER",
+            None => "INVOKER",
+        };
         Ok(format!(
-            "CREATE VIEW {}.{}.{}{comment} AS\n{}",
+            "CREATE VIEW {}.{}.{}{comment} SECURITY {security} AS\n{}",
             ident_if_needed(c),
             ident_if_needed(s),
             ident_if_needed(v),

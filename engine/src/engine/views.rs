@@ -126,6 +126,11 @@ impl Engine {
                         default_namespace: NamespaceIdent::new(defaults.default_schema.clone()),
                         columns,
                         comment: clauses.comment,
+                        // Trino's default is DEFINER.
+                        run_as_owner: match clauses.security.as_deref() {
+                            Some("INVOKER") => None,
+                            _ => Some(session.user.clone()),
+                        },
                     }),
                     ident,
                     replace: create.or_replace,
@@ -668,6 +673,7 @@ mod tests {
             default_namespace: NamespaceIdent::new("s".into()),
             columns: IcebergSchema::builder().with_fields(fields).build()?,
             comment: None,
+            run_as_owner: None,
         })
     }
 

@@ -182,7 +182,7 @@ async fn views_are_read_as_their_query_where_they_were_written() -> TestResult {
     );
     let show = rows(&cluster, "SHOW CREATE VIEW vw.big").await?;
     assert!(
-        show.contains("CREATE VIEW iceberg.vw.big COMMENT 'orders over 10' AS"),
+        show.contains("CREATE VIEW iceberg.vw.big COMMENT 'orders over 10' SECURITY DEFINER AS"),
         "{show}"
     );
     assert!(
@@ -196,18 +196,16 @@ async fn views_are_read_as_their_query_where_they_were_written() -> TestResult {
         &cluster,
         "vw",
         None,
-        "CREATE OR REPLACE VIEW big AS SELECT id FROM orders WHERE amount > 25",
+        "CREATE OR REPLACE VIEW big SECURITY INVOKER AS SELECT id FROM orders WHERE amount > 25",
     )
     .await?;
     assert_eq!(
         rows(&cluster, "SELECT * FROM vw.big").await?,
         "+----+\n| id |\n+----+\n| 3  |\n+----+"
     );
-    assert!(
-        !rows(&cluster, "SHOW CREATE VIEW vw.big")
-            .await?
-            .contains("COMMENT")
-    );
+    let show = rows(&cluster, "SHOW CREATE VIEW vw.big").await?;
+    assert!(!show.contains("COMMENT"), "{show}");
+    assert!(show.contains("big SECURITY INVOKER AS"), "{show}");
     for (sql, code) in [
         (
             "CREATE VIEW vw.big AS SELECT 1 AS x",

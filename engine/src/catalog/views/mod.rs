@@ -23,6 +23,8 @@ use crate::error::{Error, Result};
 pub const TRINO_DIALECT: &str = "trino";
 /// The view property Trino keeps a view's comment in.
 const COMMENT_PROPERTY: &str = "comment";
+/// Where Trino keeps a `SECURITY DEFINER` view's owner (absent: `SECURITY INVOKER`).
+const RUN_AS_OWNER_PROPERTY: &str = "trino.run-as-owner";
 
 /// Where a catalog keeps views. A catalog without views lists none and refuses to create one.
 #[async_trait]
@@ -55,6 +57,8 @@ pub struct ViewDefinition {
     /// The columns it shows (schema id 0).
     pub columns: Schema,
     pub comment: Option<String>,
+    /// `SECURITY DEFINER`: the user who created it; `None`: `SECURITY INVOKER`.
+    pub run_as_owner: Option<String>,
 }
 
 impl ViewDefinition {
@@ -77,10 +81,25 @@ impl ViewDefinition {
     }
 
     fn properties(&self) -> HashMap<String, String> {
-        self.comment
-            .iter()
-            .map(|c| (COMMENT_PROPERTY.to_string(), c.clone()))
-            .collect()
+        [
+            (COMMENT_PROPERTY, &self.comment),
+            (RUN_AS_OWNER_PROPERTY, &self.run_as_owner),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_string(), value.clone()?)))
+        .collect()
+    }
+
+    /// The properties a replaced view drops: those this definition has no value for.
+    fn unset_properties(&self) -> Vec<String> {
+        [
+            (COMMENT_PROPERTY, &self.comment),
+            (RUN_AS_OWNER_PROPERTY, &self.run_as_owner),
+        ]
+        .into_iter()
+        .filter(|(_, value)| value.is_none())
+        .map(|(key, _)| key.to_string())
+        .collect()
     }
 
     /// The definition as a view version (its id and schema id are set where it is added).
@@ -106,6 +125,8 @@ pub struct StoredView {
     pub default_namespace: NamespaceIdent,
     pub columns: Schema,
     pub comment: Option<String>,
+    /// `SECURITY DEFINER`'s owner; `None`: `SECURITY INVOKER`.
+    pub run_as_owner: Option<String>,
 }
 
 impl StoredView {
@@ -133,6 +154,7 @@ impl StoredView {
             default_namespace: version.default_namespace().clone(),
             columns: (*columns).clone(),
             comment: metadata.properties().get(COMMENT_PROPERTY).cloned(),
+            run_as_owner: metadata.properties().get(RUN_AS_OWNER_PROPERTY).cloned(),
         })
     }
 }
@@ -183,6 +205,7 @@ mod tests {
                 ])
                 .build()?,
             comment: Some("counts".into()),
+            run_as_owner: Some("ann".into()),
         })
     }
 

@@ -189,13 +189,11 @@ impl ViewCatalog for RestViews {
                     view_version_id: -1,
                 },
             ];
-            updates.push(match &definition.comment {
-                Some(_) => ViewUpdate::SetProperties {
-                    updates: definition.properties(),
-                },
-                None => ViewUpdate::RemoveProperties {
-                    removals: vec![super::COMMENT_PROPERTY.to_string()],
-                },
+            updates.push(ViewUpdate::SetProperties {
+                updates: definition.properties(),
+            });
+            updates.push(ViewUpdate::RemoveProperties {
+                removals: definition.unset_properties(),
             });
             let body = json(&CommitViewRequest {
                 identifier: Identifier {

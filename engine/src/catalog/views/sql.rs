@@ -174,10 +174,9 @@ impl ViewCatalog for SqlViews {
         let mut builder = previous
             .into_builder()
             .set_current_version(definition.version()?, definition.columns.clone())?;
-        builder = match &definition.comment {
-            Some(_) => builder.set_properties(definition.properties())?,
-            None => builder.remove_properties(&[super::COMMENT_PROPERTY.to_string()]),
-        };
+        builder = builder
+            .set_properties(definition.properties())?
+            .remove_properties(&definition.unset_properties());
         let metadata = builder.build()?.metadata;
         let file = MetadataLocation::from_str(&current)?.with_next_version();
         let file = self.write(&file, &metadata).await?;
