@@ -247,7 +247,7 @@ impl Engine {
                 };
                 if within.contains(&ident) {
                     return Err(Error::invalid(
-                        ErrorCode::InvalidView,
+                        ErrorCode::ViewIsRecursive,
                         format!("View is recursive: {ident}"),
                     ));
                 }
@@ -367,7 +367,7 @@ fn view_query(ident: &TableIdent, view: &StoredView) -> Result<Query> {
     let invalid = |why: String| {
         Error::invalid(
             ErrorCode::InvalidView,
-            format!("View '{ident}' is stale or in invalid state: {why}"),
+            format!("Failed analyzing stored view '{ident}': {why}"),
         )
     };
     if !view.dialect.eq_ignore_ascii_case(TRINO_DIALECT) {

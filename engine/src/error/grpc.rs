@@ -27,7 +27,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::InvalidArguments
         | ErrorCode::InvalidProcedureArgument
         | ErrorCode::MergeTargetRowMultipleMatches
-        | ErrorCode::InvalidView => Code::InvalidArgument,
+        | ErrorCode::InvalidView
+        | ErrorCode::ViewIsRecursive => Code::InvalidArgument,
         ErrorCode::NotFound
         | ErrorCode::FunctionNotFound
         | ErrorCode::ProcedureNotFound

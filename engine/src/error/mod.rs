@@ -141,8 +141,10 @@ pub enum ErrorCode {
     CatalogUnavailable,
     /// A MERGE whose target row matched more than one source row.
     MergeTargetRowMultipleMatches,
-    /// A view that cannot be read: its SQL no longer plans, or it reads itself.
+    /// A view that cannot be read: its SQL no longer reads as a query.
     InvalidView,
+    /// A view reads itself, directly or through others (Trino's `VIEW_IS_RECURSIVE`).
+    ViewIsRecursive,
     /// A commit lost to another writer's (Trino's Iceberg connector's name).
     IcebergCommitError,
     /// A worker running part of the query could not be reached.
@@ -200,6 +202,7 @@ impl ErrorCode {
             ErrorCode::IcebergCommitError => "ICEBERG_COMMIT_ERROR",
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
             ErrorCode::InvalidView => "INVALID_VIEW",
+            ErrorCode::ViewIsRecursive => "VIEW_IS_RECURSIVE",
             ErrorCode::RemoteHostGone => "REMOTE_HOST_GONE",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
             ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
@@ -235,6 +238,7 @@ impl ErrorCode {
             | ErrorCode::NotInTransaction
             | ErrorCode::IncompatibleClient
             | ErrorCode::InvalidView
+            | ErrorCode::ViewIsRecursive
             | ErrorCode::ProcedureNotFound
             | ErrorCode::SchemaNotEmpty
             | ErrorCode::AdministrativelyKilled

@@ -75,8 +75,9 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::InvalidLiteral => (59, USER),
         ErrorCode::AmbiguousName => (62, USER),
         ErrorCode::InvalidParameterUsage => (80, USER),
+        ErrorCode::ViewIsRecursive => (82, USER),
         ErrorCode::InvalidArguments => (76, USER),
-        ErrorCode::InvalidProcedureArgument => (58, USER),
+        ErrorCode::InvalidProcedureArgument => (30, USER),
         ErrorCode::MergeTargetRowMultipleMatches => (119, USER),
         ErrorCode::GenericInternalError => (65536, INTERNAL),
         ErrorCode::ConfigurationInvalid => (65559, INTERNAL),
@@ -228,6 +229,17 @@ mod tests {
                 Error::Catalog("unreachable".into()),
                 "ICEBERG_CATALOG_ERROR",
                 0x0504_0000 + 13,
+            ),
+            // Trino's numbers (StandardErrorCode): 58 is TYPE_MISMATCH's.
+            (
+                Error::invalid(ErrorCode::InvalidProcedureArgument, "retention"),
+                "INVALID_PROCEDURE_ARGUMENT",
+                30,
+            ),
+            (
+                Error::invalid(ErrorCode::ViewIsRecursive, "View is recursive"),
+                "VIEW_IS_RECURSIVE",
+                82,
             ),
         ];
         for (error, name, number) in cases {

@@ -251,7 +251,7 @@ async fn views_are_read_as_their_query_where_they_were_written() -> TestResult {
     .await?;
     assert_eq!(
         cluster.error_code("SELECT * FROM vw.a1").await?,
-        ErrorCode::InvalidView
+        ErrorCode::ViewIsRecursive
     );
 
     // Dropped: gone from the catalog and from reads; the schema drops with its views.
