@@ -3,6 +3,7 @@
 
 mod alter;
 mod ingest;
+mod partition_filter;
 mod procedures;
 mod query_retry;
 mod reload;

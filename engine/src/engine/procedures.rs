@@ -6,23 +6,19 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use datafusion::common::DFSchema;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{SessionState, TaskContext};
 use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::TableReference;
 use iceberg::TableIdent;
-use iceberg::spec::{DataFile, Transform};
 use iceberg::table::Table;
 use sqe_iceberg::maintenance;
 use sqe_iceberg::table::IcebergTableProvider;
 use sqe_iceberg::write::CommitListener;
 use tokio_util::sync::CancellationToken;
 
+use super::partition_filter::PartitionFilter;
 use super::{Engine, SessionSettings, count_rows};
 use crate::dialect::statements::TableProcedureCall;
 use crate::dialect::units::{format_duration, parse_data_size, parse_duration};
@@ -156,7 +152,7 @@ impl Engine {
                 filter,
             } => {
                 let filter = filter
-                    .map(|text| PartitionFilter::new(&table, &state, &text))
+                    .map(|text| PartitionFilter::from_text(&table, &state, &text))
                     .transpose()?;
                 let rows = self
                     .optimize(
@@ -288,112 +284,5 @@ impl Engine {
             () = cancel.cancelled() => Err(Error::Cancelled),
             rows = rewrite => rows,
         }
-    }
-}
-
-/// optimize's `WHERE`: a condition on identity partition columns (as Trino, which can rewrite
-/// only whole partitions), evaluated on each file's partition values.
-pub(crate) struct PartitionFilter {
-    /// The condition's columns, with their field ids.
-    columns: Vec<(String, i32)>,
-    schema: SchemaRef,
-    condition: Arc<dyn PhysicalExpr>,
-}
-
-impl PartitionFilter {
-    /// `text` read against `table`'s columns; a column that is not an identity partition
-    /// column of every partition spec of the table is `NOT_SUPPORTED`.
-    fn new(table: &Table, state: &SessionState, text: &str) -> Result<Self> {
-        let metadata = table.metadata();
-        let iceberg_schema = metadata.current_schema();
-        let arrow = sqe_iceberg::types::table_arrow_schema(iceberg_schema)?;
-        let all = DFSchema::try_from(Arc::clone(&arrow))?;
-        let condition = state.create_logical_expr(text, &all)?;
-        let mut columns = Vec::new();
-        for column in condition.column_refs() {
-            let name = column.name().to_string();
-            let id = iceberg_schema
-                .field_by_name(&name)
-                .map(|field| field.id)
-                .ok_or_else(|| Error::Internal(format!("column {name} has no field id")))?;
-            let identity_everywhere = metadata.partition_specs_iter().all(|spec| {
-                spec.fields()
-                    .iter()
-                    .any(|f| f.source_id == id && f.transform == Transform::Identity)
-            });
-            if !identity_everywhere {
-                return Err(Error::NotSupported(format!(
-                    "optimize WHERE on {name}: optimize rewrites whole partitions, so its \
-                     condition may use only identity partition columns (of every partition \
-                     spec of {})",
-                    table.identifier()
-                )));
-            }
-            columns.push((name, id));
-        }
-        let fields: Vec<Field> = columns
-            .iter()
-            .map(|(name, _)| arrow.field_with_name(name).cloned())
-            .collect::<std::result::Result<_, _>>()?;
-        let schema: SchemaRef = Arc::new(Schema::new(fields));
-        let condition =
-            state.create_physical_expr(condition, &DFSchema::try_from(Arc::clone(&schema))?)?;
-        Ok(Self {
-            columns,
-            schema,
-            condition,
-        })
-    }
-
-    /// The paths of the `live` files (with their specs) whose partition the condition holds
-    /// for.
-    fn selected_files(&self, table: &Table, live: &[(i32, DataFile)]) -> Result<HashSet<String>> {
-        let metadata = table.metadata();
-        let mut rows = Vec::with_capacity(live.len());
-        for (spec_id, file) in live {
-            let spec = metadata
-                .partition_spec_by_id(*spec_id)
-                .ok_or_else(|| Error::Internal(format!("partition spec {spec_id} is missing")))?;
-            let partition_type = spec.partition_type(metadata.current_schema())?;
-            let mut row = serde_json::Map::new();
-            for (name, id) in &self.columns {
-                let index = spec
-                    .fields()
-                    .iter()
-                    .position(|f| f.source_id == *id && f.transform == Transform::Identity)
-                    .ok_or_else(|| Error::Internal(format!("{name} is not a partition column")))?;
-                let value = match (
-                    file.partition().iter().nth(index),
-                    partition_type.fields().get(index),
-                ) {
-                    (Some(Some(literal)), Some(field)) => {
-                        literal.clone().try_into_json(&field.field_type)?
-                    }
-                    _ => serde_json::Value::Null,
-                };
-                row.insert(name.clone(), value);
-            }
-            rows.push(serde_json::Value::Object(row));
-        }
-        let mut decoder =
-            arrow::json::ReaderBuilder::new(Arc::clone(&self.schema)).build_decoder()?;
-        decoder.serialize(&rows)?;
-        let batch = match decoder.flush()? {
-            Some(batch) => batch,
-            None => return Ok(HashSet::new()),
-        };
-        let holds = self
-            .condition
-            .evaluate(&batch)?
-            .into_array(batch.num_rows())?;
-        let holds = holds.as_boolean_opt().ok_or_else(|| {
-            Error::invalid(ErrorCode::TypeMismatch, "optimize WHERE is not a condition")
-        })?;
-        Ok(live
-            .iter()
-            .enumerate()
-            .filter(|(row, _)| holds.is_valid(*row) && holds.value(*row))
-            .map(|(_, (_, file))| file.file_path().to_string())
-            .collect())
     }
 }

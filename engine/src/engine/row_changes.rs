@@ -16,12 +16,14 @@ use datafusion::catalog::{
     CatalogProvider, CatalogProviderList, MemoryCatalogProvider, MemorySchemaProvider,
     SchemaProvider, Session,
 };
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{Column, DataFusionError, TableReference};
 use datafusion::datasource::{TableProvider, TableType, provider_as_source};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::{SessionState, TaskContext};
 use datafusion::functions::expr_fn::coalesce;
 use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{
     DmlStatement, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Projection, SubqueryAlias,
     TableScan, WriteOp, lit, when,
@@ -41,6 +43,7 @@ use sqe_iceberg::write::{CommitGate, CommitListener, CreatedFiles};
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
+use super::partition_filter::PartitionFilter;
 use crate::dialect::merge::{self, ClauseAction};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 use crate::stopping::Stop;
@@ -67,6 +70,9 @@ struct Target {
     selection: Arc<dyn ExecutionPlan>,
     task_ctx: Arc<TaskContext>,
     layout: Layout,
+    /// The part of the statement's condition its partitions enforce: rows another writer
+    /// appends meanwhile conflict only where it may hold (`None`: anywhere).
+    conflict_filter: Option<PartitionFilter>,
 }
 
 /// What the statement counts and writes.
@@ -111,6 +117,7 @@ impl Engine {
             vec![],
             None,
         )?);
+        let conflict_filter = conflict_filter(&table, state, &dml.input);
         let selected = match dml.op {
             WriteOp::Truncate => scan,
             _ => over_positions(Arc::unwrap_or_clone(dml.input), scan)?,
@@ -143,6 +150,7 @@ impl Engine {
                 selection,
                 task_ctx: Arc::new(TaskContext::from(state)),
                 layout,
+                conflict_filter,
             }),
         })
     }
@@ -248,6 +256,7 @@ impl Engine {
                 selection,
                 task_ctx: Arc::new(TaskContext::from(&planning)),
                 layout: Layout::Merge,
+                conflict_filter: None,
             }),
         })
     }
@@ -318,9 +327,23 @@ impl Engine {
                     Ok(now) => now,
                     Err(_) => break changed,
                 };
-                match sqe_iceberg::delete::conflict_since(&table, base, &now, &selected.files())
-                    .await
-                {
+                let filter = target.conflict_filter.as_ref();
+                let might_match = |spec_id: i32, file: &DataFile| -> iceberg::Result<bool> {
+                    filter.map_or(Ok(true), |filter| {
+                        filter.might_match(&now, spec_id, file).map_err(|e| {
+                            iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string())
+                        })
+                    })
+                };
+                let conflict = sqe_iceberg::delete::conflict_since(
+                    &table,
+                    base,
+                    &now,
+                    &selected.files(),
+                    &might_match,
+                )
+                .await;
+                match conflict {
                     Ok(None) => {}
                     Ok(Some(reason)) => {
                         break Err(DeleteError::NotApplied(iceberg::Error::new(
@@ -492,6 +515,49 @@ async fn delete_files(table: &Table, locations: &[String]) {
             tracing::warn!(%location, error = %e, "could not delete an uncommitted file");
         }
     }
+}
+
+/// The conflict-detection filter of a DELETE's or UPDATE's `input`: the conjuncts of its
+/// WHERE on identity partition columns (as Trino takes the predicate its partitions enforce),
+/// without subqueries. `None` (every appended row conflicts) when there are none or they do not
+/// evaluate on partition values.
+fn conflict_filter(
+    table: &Table,
+    state: &SessionState,
+    input: &LogicalPlan,
+) -> Option<PartitionFilter> {
+    let mut node = input;
+    let mut predicates = Vec::new();
+    loop {
+        node = match node {
+            LogicalPlan::Filter(filter) => {
+                predicates.push(filter.predicate.clone());
+                &filter.input
+            }
+            LogicalPlan::SubqueryAlias(SubqueryAlias { input, .. })
+            | LogicalPlan::Projection(Projection { input, .. }) => input,
+            _ => break,
+        };
+    }
+    let plain: Vec<Expr> = predicates
+        .iter()
+        .flat_map(|p| split_conjunction(p))
+        .filter(|conjunct| {
+            !conjunct
+                .exists(|e| {
+                    Ok(matches!(
+                        e,
+                        Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)
+                    ))
+                })
+                .unwrap_or(true)
+        })
+        .cloned()
+        .collect();
+    let predicate = conjunction(plain)?;
+    PartitionFilter::enforced_part(table, state, &predicate)
+        .ok()
+        .flatten()
 }
 
 /// A DELETE's or UPDATE's input (its WHERE over the table, perhaps under an alias, and an

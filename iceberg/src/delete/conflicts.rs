@@ -1,9 +1,9 @@
 //! Whether a row-level change read at one snapshot may still commit on top of the snapshots
 //! other writers committed since: Iceberg's serializable isolation, the checks Trino's
 //! connector asks of a row delta (the files it changes still exist, no delete file names them,
-//! no rows were added that its condition might match). Without a conflict-detection filter:
-//! any rows appended meanwhile conflict, as they might match the statement's condition (Trino
-//! narrows that to the statement's partition predicate).
+//! no rows were added that its condition might match). Whether appended rows might match is
+//! the caller's conflict-detection filter (Trino's: the part of the condition the table's
+//! partitions enforce; without one, every appended row might).
 
 use std::collections::HashSet;
 
@@ -13,12 +13,15 @@ use iceberg::{Error, ErrorKind, Result};
 
 /// Why the change of `files` (data files it deletes rows from or removes) that read `read` at
 /// snapshot `base` cannot be rebased onto `now`, the table as it is; `None` when it can: what
-/// was committed since only appended nothing, or deleted and replaced other files.
+/// was committed since appended no rows `might_match` (data files by the spec they were
+/// written with) says the statement's condition could match, and deleted or replaced only
+/// other files.
 pub async fn conflict_since(
     read: &Table,
     base: Option<i64>,
     now: &Table,
     files: &HashSet<&str>,
+    might_match: &(dyn Fn(i32, &iceberg::spec::DataFile) -> Result<bool> + Sync),
 ) -> Result<Option<String>> {
     let (before, after) = (read.metadata(), now.metadata());
     if before.uuid() != after.uuid() {
@@ -55,9 +58,14 @@ pub async fn conflict_since(
                 let file = entry.data_file();
                 let path = file.file_path();
                 let conflict = match (entry.content_type(), entry.status()) {
-                    (DataContentType::Data, ManifestStatus::Added) if adds_rows => Some(format!(
-                        "snapshot {id} added rows ({path}) the statement's condition might match"
-                    )),
+                    (DataContentType::Data, ManifestStatus::Added)
+                        if adds_rows && might_match(manifest.partition_spec_id, file)? =>
+                    {
+                        Some(format!(
+                            "snapshot {id} added rows ({path}) the statement's condition might \
+                             match"
+                        ))
+                    }
                     (DataContentType::Data, ManifestStatus::Deleted) if files.contains(path) => {
                         Some(format!(
                             "snapshot {id} removed {path}, whose rows the statement changes"

@@ -385,6 +385,51 @@ async fn a_change_overtaken_by_another_commit_rebases_unless_they_conflict() -> 
     Ok(())
 }
 
+/// Trino's conflict-detection filter: rows appended meanwhile conflict only where the part of
+/// the statement's condition the table's partitions enforce may hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn appends_to_other_partitions_do_not_conflict() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA del").await?;
+    cluster
+        .sql("CREATE TABLE del.parts (id bigint, p varchar) WITH (partitioning = ARRAY['p'])")
+        .await?;
+    cluster
+        .sql("INSERT INTO del.parts VALUES (1, 'a'), (2, 'a'), (3, 'b'), (4, 'b')")
+        .await?;
+    let outcomes = planned_together(
+        &cluster,
+        &[
+            "INSERT INTO del.parts VALUES (5, 'b')",
+            "DELETE FROM del.parts WHERE p = 'a' AND id = 1",
+        ],
+    )
+    .await?;
+    assert_eq!(outcomes, vec![Ok(Some(1)), Ok(Some(1))]);
+    assert_eq!(remaining(&cluster, "del.parts").await?, vec![2, 3, 4, 5]);
+    second_conflicts(
+        &cluster,
+        "INSERT INTO del.parts VALUES (6, 'a')",
+        "DELETE FROM del.parts WHERE p = 'a' AND id = 2",
+        "added rows",
+    )
+    .await?;
+    // A condition on no partition column: every append might match.
+    second_conflicts(
+        &cluster,
+        "INSERT INTO del.parts VALUES (7, 'c')",
+        "DELETE FROM del.parts WHERE id = 3",
+        "added rows",
+    )
+    .await?;
+    assert_eq!(
+        remaining(&cluster, "del.parts").await?,
+        vec![2, 3, 4, 5, 6, 7]
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn what_cannot_be_deleted_is_refused_with_trinos_codes() -> TestResult {
     // (Format 1 tables, where only whole files can go, are tested with pyiceberg's: SQE
