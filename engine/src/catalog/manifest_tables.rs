@@ -328,10 +328,11 @@ fn partition_summaries(metadata: &TableMetadata, manifests: &[ManifestFile]) -> 
     )]));
     let mut rows = Vec::with_capacity(manifests.len());
     for manifest in manifests {
-        let types = match metadata.partition_spec_by_id(manifest.partition_spec_id) {
-            Some(spec) => spec.partition_type(metadata.current_schema())?,
-            None => iceberg::spec::StructType::new(Vec::new()),
-        };
+        // A spec whose source column is gone from the current schema shows no bounds.
+        let types = metadata
+            .partition_spec_by_id(manifest.partition_spec_id)
+            .and_then(|spec| spec.partition_type(metadata.current_schema()).ok())
+            .unwrap_or_else(|| iceberg::spec::StructType::new(Vec::new()));
         let text = |bytes: Option<&[u8]>, index: usize| -> serde_json::Value {
             let primitive = types
                 .fields()
@@ -555,6 +556,15 @@ fn data_column(schema: &IcebergSchema, groups: &[&[&DataFile]]) -> Result<(Field
                         DataType::Binary | DataType::LargeBinary | DataType::FixedSizeBinary(_)
                     );
                     let bound = |of: fn(&DataFile) -> &HashMap<i32, Datum>, lowest: bool| {
+                        // A file with values but no bound (metrics off or truncated for the
+                        // column) leaves the partition's bound unknown.
+                        let unknown = files.iter().any(|f| {
+                            of(f).get(id).is_none()
+                                && f.null_value_counts().get(id) != Some(&f.record_count())
+                        });
+                        if unknown {
+                            return serde_json::Value::Null;
+                        }
                         let bounds = files.iter().filter_map(|f| of(f).get(id));
                         let chosen = if lowest {
                             bounds.min_by(|a, b| {

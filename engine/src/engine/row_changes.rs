@@ -328,12 +328,11 @@ impl Engine {
                     Err(_) => break changed,
                 };
                 let filter = target.conflict_filter.as_ref();
+                // A file whose partition the filter cannot judge might match (a conflict).
                 let might_match = |spec_id: i32, file: &DataFile| -> iceberg::Result<bool> {
-                    filter.map_or(Ok(true), |filter| {
-                        filter.might_match(&now, spec_id, file).map_err(|e| {
-                            iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string())
-                        })
-                    })
+                    Ok(filter.is_none_or(|filter| {
+                        filter.might_match(&now, spec_id, file).unwrap_or(true)
+                    }))
                 };
                 let conflict = sqe_iceberg::delete::conflict_since(
                     &table,
@@ -519,7 +518,7 @@ async fn delete_files(table: &Table, locations: &[String]) {
 
 /// The conflict-detection filter of a DELETE's or UPDATE's `input`: the conjuncts of its
 /// WHERE on identity partition columns (as Trino takes the predicate its partitions enforce),
-/// without subqueries. `None` (every appended row conflicts) when there are none or they do not
+/// without subqueries or volatile functions. `None` (every appended row conflicts) when there are none or they do not
 /// evaluate on partition values.
 fn conflict_filter(
     table: &Table,
@@ -543,14 +542,15 @@ fn conflict_filter(
         .iter()
         .flat_map(|p| split_conjunction(p))
         .filter(|conjunct| {
-            !conjunct
-                .exists(|e| {
-                    Ok(matches!(
-                        e,
-                        Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)
-                    ))
-                })
-                .unwrap_or(true)
+            !conjunct.is_volatile()
+                && !conjunct
+                    .exists(|e| {
+                        Ok(matches!(
+                            e,
+                            Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)
+                        ))
+                    })
+                    .unwrap_or(true)
         })
         .cloned()
         .collect();

@@ -127,10 +127,7 @@ impl Engine {
                         columns,
                         comment: clauses.comment,
                         // Trino's default is DEFINER.
-                        run_as_owner: match clauses.security.as_deref() {
-                            Some("INVOKER") => None,
-                            _ => Some(session.user.clone()),
-                        },
+                        run_as_owner: run_as_owner(clauses.security.as_deref(), session)?,
                     }),
                     ident,
                     replace: create.or_replace,
@@ -650,6 +647,19 @@ fn qualify(query: &mut Query, defaults: &Defaults) {
             ctes: CteScope::default(),
         },
     );
+}
+
+/// The owner a view runs as: its creator for `SECURITY DEFINER` (Trino's default), none for
+/// `INVOKER`; another mode is refused.
+fn run_as_owner(security: Option<&str>, session: &SessionSettings) -> Result<Option<String>> {
+    match security.map(str::to_ascii_uppercase).as_deref() {
+        None | Some("DEFINER") => Ok(Some(session.user.clone())),
+        Some("INVOKER") => Ok(None),
+        Some(other) => Err(Error::invalid(
+            ErrorCode::SyntaxError,
+            format!("SECURITY {other}: a view's security is DEFINER or INVOKER"),
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ enum Stage {
     /// is never polled again: two clients polling one descriptor at once would otherwise).
     Planning(Option<Planning>),
     /// Planned and running: its info is the client's to fetch while it polls on.
-    Running(FlightInfo, Execution),
+    Running(Box<FlightInfo>, Execution),
     /// Answered in full: a poll that waited for the one that answered finds nothing.
     Answered,
 }
@@ -164,7 +164,7 @@ impl PendingPlans {
             task.take();
             match planned {
                 Ok(Polled::Running(info, execution)) => {
-                    *stage = Stage::Running(info, execution);
+                    *stage = Stage::Running(Box::new(info), execution);
                     // Its ticket is news: answered soon, or at once complete if it is small.
                     deadline = deadline.min(Instant::now() + COMPLETION_GRACE);
                 }
@@ -183,8 +183,8 @@ impl PendingPlans {
         };
         execution.ended_by(deadline).await;
         let ended = match execution.state() {
-            RunState::Running => return Ok(poll_again(id, info.clone(), execution.progress())),
-            RunState::Finished => Ok(complete(info.clone())),
+            RunState::Running => return Ok(poll_again(id, (**info).clone(), execution.progress())),
+            RunState::Finished => Ok(complete((**info).clone())),
             RunState::Failed(status) => Err(status),
         };
         *stage = Stage::Answered;

@@ -8,6 +8,7 @@
 //! pool, like the Trino endpoint's pages.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_flight::error::FlightError;
 use datafusion::arrow::array::RecordBatch;
@@ -20,6 +21,7 @@ use sqe_engine::error::Error;
 use sqe_engine::history::QueryRecord;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tonic::Status;
 use tracing::Instrument;
 
@@ -42,16 +44,41 @@ struct Buffered {
     _memory: Option<MemoryReservation>,
 }
 
+/// What the buffer holds: batches, then the end (a channel closed without it was cut short).
+enum Item {
+    Batch(Buffered),
+    End,
+}
+
 /// The rows of a statement running ahead, for its DoGet.
 pub(super) struct ReadAhead {
     schema: SchemaRef,
-    receiver: mpsc::UnboundedReceiver<Result<Buffered, Status>>,
+    receiver: mpsc::UnboundedReceiver<Result<Item, Status>>,
+    /// Set once a DoGet reads the rows: from then on the reader, not the poller, keeps the
+    /// query going.
+    taken: Arc<AtomicBool>,
 }
 
 /// How the run of a statement reading ahead goes, for its polls.
 pub(super) struct Execution {
     record: Option<Arc<QueryRecord>>,
     state: watch::Receiver<RunState>,
+    _abandon: AbandonUnread,
+}
+
+/// Stops a query nobody polls any more whose rows no DoGet has taken (a client that went
+/// away): dropped with the last [`Execution`].
+struct AbandonUnread {
+    abandon: CancellationToken,
+    taken: Arc<AtomicBool>,
+}
+
+impl Drop for AbandonUnread {
+    fn drop(&mut self) {
+        if !self.taken.load(Ordering::Acquire) {
+            self.abandon.cancel();
+        }
+    }
 }
 
 impl ReadAhead {
@@ -67,6 +94,9 @@ impl ReadAhead {
         let schema = stream.schema();
         let (sender, receiver) = mpsc::unbounded_channel();
         let (state, watched) = watch::channel(RunState::Running);
+        let abandon = CancellationToken::new();
+        let taken = Arc::new(AtomicBool::new(false));
+        let abandoned = abandon.clone();
         let room = Arc::new(Semaphore::new(READ_AHEAD_BYTES));
         let mut reservation =
             memory.map(|pool| MemoryConsumer::new("Flight SQL read-ahead").register(&pool));
@@ -77,6 +107,7 @@ impl ReadAhead {
                     let next = tokio::select! {
                         next = stream.next() => next,
                         () = sender.closed() => break dropped_unread(),
+                        () = abandoned.cancelled() => break dropped_unread(),
                     };
                     let batch = match next {
                         None => break RunState::Finished,
@@ -89,6 +120,7 @@ impl ReadAhead {
                     let room = tokio::select! {
                         room = Arc::clone(&room).acquire_many_owned(permits) => room,
                         () = sender.closed() => break dropped_unread(),
+                        () = abandoned.cancelled() => break dropped_unread(),
                     };
                     // The semaphore is never closed.
                     let Ok(room) = room else {
@@ -103,17 +135,19 @@ impl ReadAhead {
                         _room: room,
                         _memory: memory,
                     };
-                    if sender.send(Ok(buffered)).is_err() {
+                    if sender.send(Ok(Item::Batch(buffered))).is_err() {
                         break dropped_unread();
                     }
                 };
                 // The stream goes first: a query stopped by its dropped rows ends before its
                 // polls hear of it.
                 drop(stream);
-                if let RunState::Failed(status) = &outcome {
-                    // Unread rows go with the receiver; the error is the last item.
-                    let _unread = sender.send(Err(status.clone()));
-                }
+                // Unread rows go with the receiver; the end or the error is the last item.
+                let last = match &outcome {
+                    RunState::Failed(status) => Err(status.clone()),
+                    RunState::Finished | RunState::Running => Ok(Item::End),
+                };
+                let _unread = sender.send(last);
                 // Nobody polls any more: the DoGet alone reads on.
                 let _unwatched = state.send(outcome);
             }
@@ -123,10 +157,12 @@ impl ReadAhead {
             Self {
                 schema: schema.clone(),
                 receiver,
+                taken: Arc::clone(&taken),
             },
             Execution {
                 record,
                 state: watched,
+                _abandon: AbandonUnread { abandon, taken },
             },
         )
     }
@@ -135,11 +171,22 @@ impl ReadAhead {
         Arc::clone(&self.schema)
     }
 
-    /// The rows, as the DoGet sends them: buffered ones first, then the rest as they come.
+    /// The rows, as the DoGet sends them: buffered ones first, then the rest as they come. A
+    /// run cut short without a word (its task stopped) is an error, never a shorter result.
     pub(super) fn into_batches(self) -> BoxStream<'static, Result<RecordBatch, FlightError>> {
-        futures::stream::unfold(self.receiver, |mut receiver| async move {
-            let next = receiver.recv().await?;
-            Some((next.map(|b| b.batch).map_err(FlightError::from), receiver))
+        self.taken.store(true, Ordering::Release);
+        futures::stream::unfold(Some(self.receiver), |receiver| async move {
+            let mut receiver = receiver?;
+            let item = match receiver.recv().await {
+                Some(Ok(Item::Batch(buffered))) => Ok(buffered.batch),
+                Some(Ok(Item::End)) => return None,
+                Some(Err(status)) => return Some((Err(FlightError::from(status)), None)),
+                None => {
+                    let cut = Status::internal("the statement's run stopped before its end");
+                    return Some((Err(FlightError::from(cut)), None));
+                }
+            };
+            Some((item, Some(receiver)))
         })
         .boxed()
     }
@@ -310,6 +357,71 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         panic!("the query's stream outlived its unread rows");
+    }
+
+    #[tokio::test]
+    async fn a_query_nobody_polls_or_reads_any_more_is_stopped() {
+        struct OnDrop(Arc<AtomicBool>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let stream_with_guard = |dropped: &Arc<AtomicBool>| {
+            let guard = OnDrop(Arc::clone(dropped));
+            let endless = futures::stream::pending().map(move |b| {
+                let _keep = &guard;
+                b
+            });
+            stream_of(vec![Ok(batch(vec![1]))], endless)
+        };
+        // Polled, then forgotten before any DoGet: the plan stops.
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (_rows, execution) = ReadAhead::spawn(stream_with_guard(&dropped), None, None, ());
+        drop(execution);
+        assert!(eventually(&dropped).await, "an abandoned query ran on");
+        // Taken by a DoGet: the reader keeps it going after the polls stop.
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (rows, execution) = ReadAhead::spawn(stream_with_guard(&dropped), None, None, ());
+        let mut batches = rows.into_batches();
+        drop(execution);
+        let first = batches.next().await.and_then(|b| b.ok());
+        assert_eq!(first, Some(batch(vec![1])));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !dropped.load(Ordering::SeqCst),
+            "a query being read was stopped"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_cut_short_is_an_error_not_a_shorter_result() {
+        let panics = futures::stream::once(async {
+            panic!("an operator panicked");
+            #[allow(unreachable_code)]
+            Ok(batch(vec![0]))
+        });
+        let (rows, _execution) =
+            ReadAhead::spawn(stream_of(vec![Ok(batch(vec![1]))], panics), None, None, ());
+        let read: Vec<Result<RecordBatch, FlightError>> = rows.into_batches().collect().await;
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert!(
+            read[1]
+                .as_ref()
+                .err()
+                .is_some_and(|e| e.to_string().contains("stopped before its end")),
+            "{read:?}"
+        );
+    }
+
+    async fn eventually(flag: &AtomicBool) -> bool {
+        for _ in 0..100 {
+            if flag.load(Ordering::SeqCst) {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        false
     }
 
     #[tokio::test]

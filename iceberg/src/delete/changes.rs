@@ -19,7 +19,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
 };
@@ -171,32 +171,26 @@ impl ExecutionPlan for RowChangeWriteExec {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, Arc::clone(&context))?;
-        let (sender, receiver) = mpsc::channel(2);
+        // DataFusion's receiver stream: a task that panics (or is aborted) ends the stream
+        // with an error, never as a stream that merely ended (which would commit the
+        // positions without their new rows).
+        let mut output = RecordBatchReceiverStream::builder(row_change_schema(), 2);
         let rows_written = MetricBuilder::new(&self.metrics).counter("rows_written", partition);
         let change = PartitionChange {
             table: self.table.clone(),
             rows: Arc::clone(&self.rows),
             context,
-            sender: sender.clone(),
+            sender: output.tx(),
         };
-        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
-            DataFusionError::Execution(format!("a row change outside a runtime: {e}"))
-        })?;
-        // In the caller's span, as sqe_layers::task::spawn does (this crate has no tower layers).
-        runtime.spawn(
+        output.spawn(
             async move {
-                match change.run(input).await {
-                    Ok(rows) => rows_written.add(usize::try_from(rows).unwrap_or(usize::MAX)),
-                    // The consumer may be gone: then nobody is waiting for the error.
-                    Err(e) => drop(sender.send(Err(e)).await),
-                }
+                let rows = change.run(input).await?;
+                rows_written.add(usize::try_from(rows).unwrap_or(usize::MAX));
+                Ok(())
             }
             .in_current_span(),
         );
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            row_change_schema(),
-            ReceiverStream::new(receiver),
-        )))
+        Ok(output.build())
     }
 }
 
