@@ -40,6 +40,15 @@ pub struct StatementTemplate {
     labels: Option<Vec<Label>>,
     /// When the tables in `logical` were loaded.
     planned_at: std::time::Instant,
+    /// Set when the statement reads views: bound later, it is planned again from its text,
+    /// since a view may have been given another query meanwhile.
+    reads_views: Option<Arc<Replan>>,
+}
+
+/// What planning a statement again takes.
+struct Replan {
+    session: SessionSettings,
+    sql: String,
 }
 
 /// A template bound later than this after it was planned loads its tables again (statements
@@ -317,6 +326,7 @@ impl Engine {
         let read = tracing::info_span!("parse").in_scope(|| read(sql))?;
         let mut call = None;
         let mut labels = None;
+        let mut views_read = 0;
         let (state, logical, properties) = match read {
             Read::Client(ClientStatement::Show(show)) => {
                 let state = self.session_state_with(session, false)?;
@@ -378,7 +388,7 @@ impl Engine {
                         ));
                     }
                     self.refresh_if_schemas_unknown(&state, &statement).await?;
-                    self.expand_views(&state, &mut statement).await?;
+                    views_read = self.expand_views(&state, &mut statement).await?;
                     if self.reads_metadata(&state, &statement)? {
                         // Metadata is computed on the coordinator.
                         state = self.session_state_with(session, false)?;
@@ -427,16 +437,35 @@ impl Engine {
             call,
             labels,
             planned_at: std::time::Instant::now(),
+            reads_views: (views_read > 0).then(|| {
+                Arc::new(Replan {
+                    session: session.clone(),
+                    sql: sql.to_string(),
+                })
+            }),
         })
     }
 
-    /// The template's plan, its tables reloaded when it was planned a while ago.
+    /// The template's plan, its tables reloaded (and its views read again) when it was
+    /// planned a while ago.
     async fn fresh_logical(&self, template: &StatementTemplate) -> Result<LogicalPlan> {
-        if template.planned_at.elapsed() > TABLES_FRESH_FOR {
-            reload_iceberg_tables(&template.state, template.logical.clone()).await
-        } else {
-            Ok(template.logical.clone())
+        if template.planned_at.elapsed() <= TABLES_FRESH_FOR {
+            return Ok(template.logical.clone());
         }
+        let Some(replan) = &template.reads_views else {
+            return reload_iceberg_tables(&template.state, template.logical.clone()).await;
+        };
+        let fresh = Box::pin(self.template(&replan.session, &replan.sql)).await?;
+        if fresh.dataset_schema != template.dataset_schema
+            || fresh.parameter_schema != template.parameter_schema
+        {
+            return Err(Error::invalid(
+                ErrorCode::GenericUserError,
+                "a view the statement reads has other columns than when the statement was \
+                 prepared; prepare it again",
+            ));
+        }
+        Ok(fresh.logical)
     }
 
     /// Binds every row of `rows` into **one** statement, ready to run once: an `INSERT` gets

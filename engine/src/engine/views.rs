@@ -188,12 +188,13 @@ impl Engine {
         self.refresh_names(true).await
     }
 
-    /// Every view `statement` reads, replaced by its query (see the module documentation).
+    /// Every view `statement` reads, replaced by its query (see the module documentation);
+    /// how many view references it expanded.
     pub(super) async fn expand_views(
         &self,
         state: &SessionState,
         statement: &mut DFStatement,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let options = state.config_options();
         let defaults = Defaults {
             catalog: options.catalog.default_catalog.clone(),
@@ -204,12 +205,11 @@ impl Engine {
                 let targets = write_targets(statement);
                 self.expand_in(statement.as_mut(), &defaults, &targets, &[])
                     .await
-                    .map(|_| ())
             }
             DFStatement::Explain(explain) => {
                 Box::pin(self.expand_views(state, &mut explain.statement)).await
             }
-            _ => Ok(()),
+            _ => Ok(0),
         }
     }
 

@@ -279,3 +279,50 @@ async fn prepared_statements_read_the_clock_on_each_run() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// A prepared statement reads a view as it is when run, as Trino analyses each EXECUTE: one
+/// replaced by another query reads the new one; one given other columns is an error that says
+/// so, not rows under the old names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn prepared_statements_read_views_as_they_are_when_run() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    for sql in [
+        "CREATE SCHEMA vw",
+        "CREATE TABLE vw.t AS SELECT value AS x FROM generate_series(1, 10)",
+        "CREATE VIEW vw.small AS SELECT x FROM vw.t WHERE x <= 3",
+    ] {
+        cluster.sql(sql).await?;
+    }
+    let mut client = client(&cluster).await?;
+    let mut statement = client
+        .prepare("SELECT * FROM vw.small ORDER BY x".into(), None)
+        .await?;
+    let mut run = async || -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+        let info = statement.execute().await?;
+        Ok(render(&fetch(&mut client, info).await?))
+    };
+    let rows = |rendered: &str| rendered.lines().filter(|l| l.starts_with("| ")).count() - 1;
+    let first = run().await?;
+    assert_eq!(rows(&first), 3, "{first}");
+
+    cluster
+        .sql("CREATE OR REPLACE VIEW vw.small AS SELECT x FROM vw.t WHERE x <= 5")
+        .await?;
+    // Past the moment a prepared plan counts as fresh.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let replaced = run().await?;
+    assert_eq!(rows(&replaced), 5, "{replaced}");
+
+    cluster
+        .sql("CREATE OR REPLACE VIEW vw.small AS SELECT 'a' AS x")
+        .await?;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let error = run()
+        .await
+        .err()
+        .ok_or("ran over the old columns")?
+        .to_string();
+    assert!(error.contains("other columns"), "{error}");
+    cluster.stop().await;
+    Ok(())
+}

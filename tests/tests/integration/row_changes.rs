@@ -1,7 +1,7 @@
 //! DELETE, TRUNCATE and UPDATE on the embedded catalog: each statement changes exactly the rows
 //! its WHERE is true for (NULL keeps a row, subqueries count), as one snapshot of removed files,
 //! position delete files and (UPDATE) new data files; one planned before another commit is
-//! rebased onto it, or fails cleanly when the two conflict.
+//! rebased onto it, or fails cleanly when the two conflict. DuckDB referees a sequence of them.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
@@ -876,6 +876,20 @@ async fn row_changes_select_and_write_on_the_workers() -> TestResult {
         one_number(&cluster, "SELECT count(*) FROM del.lines").await?,
         60175 - seconds
     );
+    cluster.stop().await;
+    Ok(())
+}
+
+/// DuckDB as referee: a sequence of DELETEs, UPDATEs and MERGEs on a partitioned copy of
+/// TPC-H's orders, run on two workers through the Trino endpoint, changes the rows DuckDB's
+/// same statements change (tests/python/test_row_changes_reference.py).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn row_changes_answer_what_duckdb_answers() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let addr = cluster.trino_addr()?;
+    let warehouse = cluster.data_dir().join("warehouse").display().to_string();
+    let args = [addr.ip().to_string(), addr.port().to_string(), warehouse];
+    sqe_tests::python::run_python("test_row_changes_reference.py", &args).await?;
     cluster.stop().await;
     Ok(())
 }
