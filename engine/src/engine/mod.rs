@@ -3,6 +3,7 @@
 
 mod alter;
 mod ingest;
+mod insert_overwrite;
 mod partition_filter;
 mod procedures;
 mod query_retry;
@@ -834,6 +835,7 @@ impl Engine {
             max_run_time: None,
             cache: ResultCacheUse::default(),
         };
+        let logical = self.partition_overwrites(logical)?;
         match logical {
             LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) => {
                 if create.or_replace && create.if_not_exists {

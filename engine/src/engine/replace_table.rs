@@ -174,7 +174,8 @@ impl Engine {
     /// Commits `commit` with no files written: the table emptied (and given its new columns).
     async fn commit_no_rows(&self, table: &Table, commit: WriteCommit) -> Result<()> {
         let committed = match commit {
-            WriteCommit::Append => return Ok(()),
+            // No rows write into no partition.
+            WriteCommit::Append | WriteCommit::OverwritePartitions(_) => return Ok(()),
             WriteCommit::Replace(replacement) => {
                 sqe_iceberg::delete::commit_replace(
                     table,

@@ -17,7 +17,7 @@ use datafusion::arrow::array::{Array, Int64Array, RecordBatch, StringArray};
 use iceberg::spec::{
     DataFile, FormatVersion, MAIN_BRANCH, ManifestContentType, ManifestFile, ManifestListWriter,
     ManifestStatus, ManifestWriterBuilder, Operation, Snapshot, SnapshotReference,
-    SnapshotRetention, Summary,
+    SnapshotRetention, Struct, Summary,
 };
 use iceberg::table::Table;
 use iceberg::{Error, ErrorKind, Result, TableRequirement, TableUpdate};
@@ -154,6 +154,37 @@ pub async fn commit_replace(
     let mut producer =
         DeleteProducer::new(table, Some(snapshot_id)).map_err(DeleteError::NotApplied)?;
     let prepared = producer.prepare_replace(removed, added, operation).await;
+    producer.commit(prepared, committer).await
+}
+
+/// Adds the data files `added` (written in `table`'s default partition spec) to `table` at
+/// snapshot `snapshot_id`, replacing every live data file of the partitions they are in: one
+/// `overwrite` snapshot, committed through `committer` only while the table is still at that
+/// snapshot (Hive's and Spark's dynamic partition overwrite; an unpartitioned table is one
+/// partition). Nothing is replaced when nothing was added. Files `added` are the caller's to
+/// delete if this fails.
+pub async fn commit_partition_overwrite(
+    table: &Table,
+    snapshot_id: i64,
+    added: Vec<DataFile>,
+    committer: &dyn CommitUpdates,
+) -> std::result::Result<Option<i64>, DeleteError> {
+    if added.is_empty() {
+        return Ok(None);
+    }
+    let spec_id = table.metadata().default_partition_spec_id();
+    let partitions: HashSet<&Struct> = added.iter().map(DataFile::partition).collect();
+    let mut producer =
+        DeleteProducer::new(table, Some(snapshot_id)).map_err(DeleteError::NotApplied)?;
+    let removed = producer.live_data_files_in(spec_id, &partitions).await;
+    let prepared = match removed {
+        Ok(removed) => {
+            producer
+                .prepare_replace(&removed, added, Operation::Overwrite)
+                .await
+        }
+        Err(e) => Err(e),
+    };
     producer.commit(prepared, committer).await
 }
 
@@ -374,6 +405,29 @@ impl<'a> DeleteProducer<'a> {
             .await?
             .entries()
             .to_vec())
+    }
+
+    /// The live data files of the parent snapshot in one of `partitions` of spec `spec_id`.
+    async fn live_data_files_in(
+        &self,
+        spec_id: i32,
+        partitions: &HashSet<&Struct>,
+    ) -> Result<HashSet<String>> {
+        let io = self.table.file_io();
+        let mut files = HashSet::new();
+        for manifest in self.parent_manifests().await? {
+            if manifest.content != ManifestContentType::Data
+                || manifest.partition_spec_id != spec_id
+            {
+                continue;
+            }
+            for entry in manifest.load_manifest(io).await?.entries() {
+                if entry.is_alive() && partitions.contains(entry.data_file().partition()) {
+                    files.insert(entry.data_file().file_path().to_string());
+                }
+            }
+        }
+        Ok(files)
     }
 
     /// A snapshot of `operation`: the live data files `removed_data` out (with the position delete

@@ -87,6 +87,9 @@ pub enum WriteCommit {
     Append,
     /// A snapshot that swaps data files for the files written (optimize, a replacing ingest).
     Replace(Arc<Replacement>),
+    /// An `overwrite` snapshot of the files written that removes every data file of the
+    /// partitions they are in (INSERT OVERWRITE).
+    OverwritePartitions(Arc<PartitionOverwrite>),
     /// The table's columns, partitioning and sort order replaced with its rows
     /// ([`super::recreation`]): the files written, written for the new ones, are its rows.
     Recreate(Arc<super::Recreation>),
@@ -102,6 +105,15 @@ pub struct Replacement {
     /// `replace` when the files written hold the removed files' rows, `overwrite` otherwise.
     pub operation: Operation,
     /// SQE's own commit (iceberg-rust has no replace action).
+    pub committer: Arc<dyn CommitUpdates>,
+}
+
+/// The partitions an INSERT OVERWRITE writes into, replaced.
+#[derive(Debug)]
+pub struct PartitionOverwrite {
+    /// The snapshot the statement read: the commit applies only while it is current.
+    pub snapshot_id: i64,
+    /// SQE's own commit (iceberg-rust has no overwrite action).
     pub committer: Arc<dyn CommitUpdates>,
 }
 
@@ -191,7 +203,13 @@ fn count_schema() -> SchemaRef {
 
 impl DisplayAs for IcebergWriteExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "IcebergWriteExec: table={}", self.table.identifier())
+        write!(f, "IcebergWriteExec: table={}", self.table.identifier())?;
+        match self.mode {
+            WriteCommit::Append => Ok(()),
+            WriteCommit::Replace(_) => write!(f, ", commit=replace"),
+            WriteCommit::OverwritePartitions(_) => write!(f, ", commit=overwrite partitions"),
+            WriteCommit::Recreate(_) => write!(f, ", commit=recreate"),
+        }
     }
 }
 
@@ -293,6 +311,10 @@ impl ExecutionPlan for IcebergWriteExec {
                     WriteCommit::Replace(replacement) => {
                         replace(&table, replacement, data_files, listener.as_deref()).await
                     }
+                    WriteCommit::OverwritePartitions(overwrite) => {
+                        overwrite_partitions(&table, overwrite, data_files, listener.as_deref())
+                            .await
+                    }
                     WriteCommit::Recreate(recreation) => {
                         recreate(&table, recreation, data_files, listener.as_deref()).await
                     }
@@ -359,6 +381,27 @@ async fn replace(
     .instrument(
         tracing::info_span!("iceberg.commit", table = %table.identifier(), operation = "replace"),
     )
+    .await;
+    settled(table, committed, listener)
+}
+
+async fn overwrite_partitions(
+    table: &Table,
+    overwrite: &PartitionOverwrite,
+    written: Vec<DataFile>,
+    listener: Option<&dyn CommitListener>,
+) -> Result<(), CommitError> {
+    let committed = crate::delete::commit_partition_overwrite(
+        table,
+        overwrite.snapshot_id,
+        written,
+        overwrite.committer.as_ref(),
+    )
+    .instrument(tracing::info_span!(
+        "iceberg.commit",
+        table = %table.identifier(),
+        operation = "overwrite"
+    ))
     .await;
     settled(table, committed, listener)
 }

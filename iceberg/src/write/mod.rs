@@ -12,6 +12,8 @@ mod sorting;
 
 pub use data_files::{DATA_FILE_COLUMN, DataFileWriteExec};
 pub(crate) use data_files::{UncommittedFiles, data_files_batch, read_data_files};
-pub use exec::{CommitGate, CommitListener, IcebergWriteExec, Replacement, WriteCommit};
+pub use exec::{
+    CommitGate, CommitListener, IcebergWriteExec, PartitionOverwrite, Replacement, WriteCommit,
+};
 pub use files::{CreatedFiles, WRITTEN, WriteTotals, WrittenFiles, write_partition};
 pub use recreate::{Recreation, recreation};

@@ -1004,3 +1004,156 @@ async fn a_create_table_as_cancelled_during_its_commit_answers_its_outcome() -> 
     cluster.stop().await;
     Ok(())
 }
+
+/// INSERT OVERWRITE replaces the partitions its rows are written into (Hive's and Spark's
+/// dynamic partition overwrite), written on the workers and committed as one `overwrite`
+/// snapshot: the other partitions stay as they were, the replaced partitions' delete files go
+/// with their data files, an unpartitioned table is replaced whole, no rows change nothing,
+/// and one planned before another commit fails and leaves the table as that commit left it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn insert_overwrite_replaces_the_partitions_it_writes() -> TestResult {
+    let cluster = TestCluster::start(2, 0.0).await?;
+    cluster.sql("CREATE SCHEMA ow").await?;
+    cluster
+        .sql(
+            "CREATE TABLE ow.t (k bigint, p varchar) \
+             WITH (partitioning = ARRAY['p'], format_version = 2)",
+        )
+        .await?;
+    let part = "CASE value % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' ELSE 'c' END";
+    for (from, to) in [(1, 300), (301, 600)] {
+        cluster
+            .sql(&format!(
+                "INSERT INTO ow.t SELECT value, {part} FROM generate_series({from}, {to})"
+            ))
+            .await?;
+    }
+    cluster.sql("DELETE FROM ow.t WHERE k % 10 = 0").await?;
+    let rows_of = |p: &str| format!("SELECT k FROM ow.t WHERE p = '{p}' ORDER BY k");
+    let (b, c) = (
+        render(&cluster.query(&rows_of("b")).await?),
+        render(&cluster.query(&rows_of("c")).await?),
+    );
+    let (before, _) = snapshots(&cluster, &ident("ow", "t")).await?;
+    let before = before.ok_or("no snapshot")?;
+    let whole = "SELECT k, p FROM ow.t ORDER BY k";
+    let rows_before = render(&cluster.query(whole).await?);
+
+    let plan = render(
+        &cluster
+            .query("EXPLAIN INSERT OVERWRITE ow.t VALUES (1, 'a')")
+            .await?,
+    );
+    assert!(plan.contains("commit=overwrite partitions"), "{plan}");
+    let written = cluster
+        .sql(
+            "INSERT OVERWRITE ow.t SELECT value, 'a' FROM generate_series(1000, 1004) \
+             UNION ALL SELECT value, 'd' FROM generate_series(2000, 2001)",
+        )
+        .await?;
+    assert!(
+        matches!(written, Collected::Updated(Some(7))),
+        "{written:?}"
+    );
+    assert_eq!(
+        render(&cluster.query(&rows_of("a")).await?),
+        render(
+            &cluster
+                .query("SELECT value AS k FROM generate_series(1000, 1004)")
+                .await?
+        )
+    );
+    assert_eq!(render(&cluster.query(&rows_of("b")).await?), b);
+    assert_eq!(render(&cluster.query(&rows_of("c")).await?), c);
+    assert_eq!(
+        render(&cluster.query(&rows_of("d")).await?),
+        render(
+            &cluster
+                .query("SELECT value AS k FROM generate_series(2000, 2001)")
+                .await?
+        )
+    );
+    let last = "SELECT operation, summary['deleted-data-files'] AS removed, \
+                summary['removed-delete-files'] AS removed_deletes \
+                FROM ow.\"t$snapshots\" ORDER BY committed_at DESC LIMIT 1";
+    let snapshot = render(&cluster.query(last).await?);
+    assert!(
+        snapshot.contains("| overwrite | 2 "),
+        "both files of 'a': {snapshot}"
+    );
+    let deletes_in_a = cluster
+        .query(
+            "SELECT count(*) AS n FROM ow.\"t$files\" WHERE content = 1 AND \"partition\".p = 'a'",
+        )
+        .await?;
+    assert!(
+        render(&deletes_in_a).contains("| 0 |"),
+        "{}",
+        render(&deletes_in_a)
+    );
+    let travelled = render(
+        &cluster
+            .query(&format!(
+                "SELECT k, p FROM ow.t FOR VERSION AS OF {before} ORDER BY k"
+            ))
+            .await?,
+    );
+    assert_eq!(travelled, rows_before);
+
+    // No rows: no partition is written, nothing changes.
+    let count = snapshots(&cluster, &ident("ow", "t")).await?.1;
+    let nothing = cluster
+        .sql("INSERT OVERWRITE ow.t SELECT value, 'b' FROM generate_series(1, 3) WHERE value > 5")
+        .await?;
+    assert!(
+        matches!(nothing, Collected::Updated(Some(0))),
+        "{nothing:?}"
+    );
+    assert_eq!(snapshots(&cluster, &ident("ow", "t")).await?.1, count);
+    assert_eq!(render(&cluster.query(&rows_of("b")).await?), b);
+
+    // Unpartitioned: the table is one partition.
+    cluster
+        .sql("CREATE TABLE ow.u AS SELECT value AS k FROM generate_series(1, 10)")
+        .await?;
+    cluster.sql("INSERT OVERWRITE ow.u VALUES (42)").await?;
+    let all = "SELECT k FROM ow.u ORDER BY k";
+    assert_eq!(
+        render(&cluster.query(all).await?),
+        render(&cluster.query("SELECT 42 AS k").await?)
+    );
+
+    // Planned before another writer's commit: it fails, and that commit's rows stay.
+    let session = sqe_engine::engine::SessionSettings::default();
+    let planned = cluster
+        .engine()
+        .prepare(&session, "INSERT OVERWRITE ow.u VALUES (7)")
+        .await?;
+    cluster.sql("INSERT INTO ow.u VALUES (43)").await?;
+    let lost = match cluster.engine().run(planned).await {
+        Err(e) => e,
+        Ok(sqe_engine::engine::Outcome::Rows(stream)) => {
+            futures::TryStreamExt::try_collect::<Vec<_>>(stream)
+                .await
+                .err()
+                .ok_or("the overwrite planned before the insert committed")?
+                .into()
+        }
+        Ok(_) => return Err("the overwrite answered without running".into()),
+    };
+    assert_eq!(
+        lost.code(),
+        sqe_engine::ErrorCode::IcebergCommitError,
+        "{lost}"
+    );
+    assert_eq!(
+        render(&cluster.query(all).await?),
+        render(
+            &cluster
+                .query("SELECT 42 AS k UNION ALL SELECT 43 ORDER BY k")
+                .await?
+        )
+    );
+    cluster.stop().await;
+    Ok(())
+}
