@@ -6,6 +6,8 @@ mod calls;
 pub mod functions;
 mod intervals;
 mod joins;
+mod lambdas;
+pub use lambdas::has_lambdas;
 pub mod logical;
 pub mod merge;
 pub mod parse;

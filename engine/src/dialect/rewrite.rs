@@ -82,6 +82,7 @@ fn reference_name(expr: &Expr) -> Option<String> {
 
 /// Rewrites `statement` in place (see the module documentation).
 pub(super) fn to_datafusion(statement: &mut Statement) -> Result<()> {
+    super::lambdas::restore(statement)?;
     refuse_unplannable(statement)?;
     let _ = statement.visit(&mut MarkVerbatim);
     let mut rewrite = Rewrite { queries: 0 };
@@ -311,7 +312,8 @@ impl VisitorMut for Rewrite {
                 .or_else(|| super::spellings::listagg(function))
                 .or_else(|| super::spellings::normalize(function))
                 .or_else(|| super::spellings::from_unixtime_offset(function))
-                .or_else(|| super::spellings::clock(function)),
+                .or_else(|| super::spellings::clock(function))
+                .or_else(|| super::lambdas::matches(function)),
             Expr::Cast {
                 kind,
                 expr: inner,

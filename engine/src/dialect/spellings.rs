@@ -51,6 +51,9 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ),
     // `regexp_replace(s, pattern)` removes the matches.
     ("regexp_replace", 2, "regexp_replace($1, $2, '')"),
+    // Functions of lambdas (`x -> …`, see `super::lambdas`).
+    ("transform", 2, "array_transform($1, $2)"),
+    ("filter", 2, "array_filter($1, $2)"),
     // Conditionals and arithmetic.
     ("if", 2, "CASE WHEN $1 THEN $2 END"),
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),

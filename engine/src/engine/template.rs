@@ -368,6 +368,11 @@ impl Engine {
                 labels = parsed.labels;
                 let mut statement = parsed.statement;
                 let properties = take_table_properties(&mut statement)?;
+                if crate::dialect::has_lambdas(&statement) {
+                    // DataFusion's plan codec cannot carry lambda expressions to the workers
+                    // yet: the statement runs on the coordinator.
+                    state = self.session_state_with(session, false)?;
+                }
                 if let Some(change) = self.plan_table_change(&state, &statement).await? {
                     call = Some(Call::ChangeTable(change));
                 } else if let Some(change) = self

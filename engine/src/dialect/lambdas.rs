@@ -1,0 +1,342 @@
+//! Trino's lambda expressions (`x -> x + 1`, `(s, x) -> s + x`) for DataFusion's
+//! higher-order functions. The SQL parser reads lambdas only in dialects whose other rules SQE
+//! does not want, so the tokens write each one as a call of a marker function
+//! ([`as_calls`]) and the parsed statement turns those back into lambdas ([`restore`]).
+//! Trino's names of the functions that take them are DataFusion's where the meaning is the
+//! same (`transform`, `filter`, `any_match`); `all_match` and `none_match` are `any_match`
+//! negated ([`matches`]).
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, LambdaFunction,
+    LambdaFunctionParameter, LambdaSyntax, ObjectName, OneOrManyWithParens, Statement,
+    UnaryOperator, Visit, VisitMut, Visitor, VisitorMut,
+};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// The function a lambda is written as until the parsed statement turns it back into one
+/// ([`restore`]).
+const LAMBDA_CALL: &str = "__sqe_lambda";
+
+/// Trino's lambda expressions (`x -> x + 1`, `(s, x) -> s + x`), which the SQL parser reads
+/// only in dialects whose other rules SQE does not want, become calls of [`LAMBDA_CALL`]:
+/// `x -> body` is `__sqe_lambda(x, body)`. A body ends where its argument does (at a `,` or
+/// a closing bracket of the call around it).
+pub(super) fn as_calls(mut tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>> {
+    let significant = |t: &TokenWithSpan| !matches!(t.token, Token::Whitespace(_));
+    let arrows: Vec<usize> = (0..tokens.len())
+        .filter(|&i| tokens[i].token == Token::Arrow)
+        .collect();
+    // Right to left: a lambda in another's body is a balanced call before the outer one is
+    // rewritten, and the indices of the arrows still to do (all before it) stay as they were.
+    for &arrow in arrows.iter().rev() {
+        let at = tokens[arrow].span;
+        let misplaced = || Error::Syntax {
+            message: "'->' must follow a lambda's parameters: x -> … or (x, y) -> …".into(),
+            location: Some(crate::error::Location {
+                line: at.start.line,
+                column: at.start.column,
+            }),
+        };
+        let previous = |from: usize| (0..from).rev().find(|&i| significant(&tokens[i]));
+        let last = previous(arrow).ok_or_else(misplaced)?;
+        let (start, params) = match &tokens[last].token {
+            Token::Word(_) => (last, vec![tokens[last].clone()]),
+            Token::RParen => {
+                let mut params = Vec::new();
+                let mut at = last;
+                let mut want_name = true;
+                loop {
+                    at = previous(at).ok_or_else(misplaced)?;
+                    match &tokens[at].token {
+                        Token::Word(_) if want_name => params.push(tokens[at].clone()),
+                        Token::Comma if !want_name => {}
+                        Token::LParen if !want_name => break,
+                        _ => return Err(misplaced()),
+                    }
+                    want_name = !want_name;
+                }
+                params.reverse();
+                (at, params)
+            }
+            _ => return Err(misplaced()),
+        };
+        let mut depth = 0usize;
+        let mut end = tokens.len();
+        for (i, token) in tokens.iter().enumerate().skip(arrow + 1) {
+            match token.token {
+                Token::LParen | Token::LBracket => depth += 1,
+                Token::RParen | Token::RBracket if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                Token::RParen | Token::RBracket => depth -= 1,
+                Token::Comma | Token::SemiColon if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let mark = |token: Token| TokenWithSpan::new(token, at);
+        let mut call = vec![
+            mark(Token::make_word(LAMBDA_CALL, None)),
+            mark(Token::LParen),
+        ];
+        for param in params {
+            call.push(param);
+            call.push(mark(Token::Comma));
+        }
+        call.extend(tokens[arrow + 1..end].iter().cloned());
+        call.push(mark(Token::RParen));
+        tokens.splice(start..end, call);
+    }
+    Ok(tokens)
+}
+
+/// Whether `statement` has a lambda expression.
+pub fn has_lambdas(statement: &datafusion::sql::parser::Statement) -> bool {
+    struct Finds;
+    impl Visitor for Finds {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            match expr {
+                Expr::Lambda(_) => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    match statement {
+        datafusion::sql::parser::Statement::Statement(inner) => {
+            Visit::visit(inner.as_ref(), &mut Finds).is_break()
+        }
+        datafusion::sql::parser::Statement::Explain(explain) => has_lambdas(&explain.statement),
+        _ => false,
+    }
+}
+
+/// The functions that take lambdas, by Trino's names and DataFusion's.
+const TAKING_LAMBDAS: &[&str] = &[
+    "transform",
+    "filter",
+    "any_match",
+    "all_match",
+    "none_match",
+    "array_transform",
+    "array_filter",
+    "array_any_match",
+    "list_transform",
+    "list_filter",
+    "list_any_match",
+];
+
+/// `statement` with every [`LAMBDA_CALL`] a lambda again; a lambda anywhere but among the
+/// arguments of a function that takes one is refused as Trino refuses it (DataFusion would
+/// answer with a dump of its syntax tree).
+pub(super) fn restore(statement: &mut Statement) -> Result<()> {
+    struct Restore;
+    impl VisitorMut for Restore {
+        type Break = Error;
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<Error> {
+            let Expr::Function(function) = expr else {
+                return ControlFlow::Continue(());
+            };
+            if !is_named(function, LAMBDA_CALL) {
+                return ControlFlow::Continue(());
+            }
+            match lambda(function) {
+                Ok(lambda) => {
+                    *expr = Expr::Lambda(lambda);
+                    ControlFlow::Continue(())
+                }
+                Err(e) => ControlFlow::Break(e),
+            }
+        }
+    }
+    if let ControlFlow::Break(e) = statement.visit(&mut Restore) {
+        return Err(e);
+    }
+    // Every lambda must be an argument of a function that takes one.
+    struct Placed {
+        lambdas: usize,
+        as_arguments: usize,
+        misplaced: Option<String>,
+    }
+    impl Visitor for Placed {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            match expr {
+                Expr::Lambda(_) => self.lambdas += 1,
+                Expr::Function(function) => {
+                    let lambdas = arguments(function)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|arg| matches!(arg, Expr::Lambda(_)))
+                        .count();
+                    if lambdas > 0 && !TAKING_LAMBDAS.iter().any(|n| is_named(function, n)) {
+                        self.misplaced = Some(function.name.to_string());
+                    }
+                    self.as_arguments += lambdas;
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut placed = Placed {
+        lambdas: 0,
+        as_arguments: 0,
+        misplaced: None,
+    };
+    let _ = Visit::visit(&*statement, &mut placed);
+    if let Some(function) = placed.misplaced {
+        return Err(Error::invalid(
+            ErrorCode::FunctionNotFound,
+            format!("Unexpected parameters for function {function}: it takes no lambda expression"),
+        ));
+    }
+    if placed.lambdas > placed.as_arguments {
+        return Err(Error::invalid(
+            ErrorCode::TypeMismatch,
+            "Lambda expression should always be used inside a function",
+        ));
+    }
+    Ok(())
+}
+
+fn is_named(function: &Function, name: &str) -> bool {
+    matches!(function.name.0.as_slice(), [part]
+        if part.as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case(name)))
+}
+
+fn arguments(function: &Function) -> Option<Vec<&Expr>> {
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+fn lambda(call: &Function) -> Result<LambdaFunction> {
+    let malformed = || Error::Syntax {
+        message: "a lambda's parameters are names: x -> … or (x, y) -> …".into(),
+        location: None,
+    };
+    let args = arguments(call).ok_or_else(malformed)?;
+    let (body, params) = args.split_last().ok_or_else(malformed)?;
+    let params: Vec<LambdaFunctionParameter> = params
+        .iter()
+        .map(|param| match param {
+            Expr::Identifier(name) => Ok(LambdaFunctionParameter {
+                name: name.clone(),
+                data_type: None,
+            }),
+            _ => Err(malformed()),
+        })
+        .collect::<Result<_>>()?;
+    let params = match <[LambdaFunctionParameter; 1]>::try_from(params) {
+        Ok([one]) => OneOrManyWithParens::One(one),
+        Err(many) => OneOrManyWithParens::Many(many),
+    };
+    Ok(LambdaFunction {
+        params,
+        body: Box::new((*body).clone()),
+        syntax: LambdaSyntax::Arrow,
+    })
+}
+
+/// Trino's `all_match(a, x -> p)` as `NOT any_match(a, x -> NOT p)` and `none_match(a, f)` as
+/// `NOT any_match(a, f)`: with SQL's three values, the same answers (NULL where a predicate is
+/// NULL and no element decides).
+pub(super) fn matches(function: &Function) -> Option<Expr> {
+    let negate = |e: Expr| Expr::UnaryOp {
+        op: UnaryOperator::Not,
+        expr: Box::new(Expr::Nested(Box::new(e))),
+    };
+    let all = is_named(function, "all_match");
+    if !all && !is_named(function, "none_match") {
+        return None;
+    }
+    let args = arguments(function)?;
+    let [array, Expr::Lambda(predicate)] = args.as_slice() else {
+        return None;
+    };
+    let mut predicate = predicate.clone();
+    if all {
+        predicate.body = Box::new(negate(*predicate.body));
+    }
+    let mut any = function.clone();
+    any.name = ObjectName::from(vec![Ident::new("any_match")]);
+    let FunctionArguments::List(list) = &mut any.args else {
+        return None;
+    };
+    list.args = vec![
+        FunctionArg::Unnamed(FunctionArgExpr::Expr((*array).clone())),
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Lambda(predicate))),
+    ];
+    Some(negate(Expr::Function(any)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lambdas_in(sql: &str) -> Result<Vec<String>> {
+        let parsed = super::super::parse::parse(sql)?;
+        struct Collect(Vec<String>);
+        impl Visitor for Collect {
+            type Break = ();
+            fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+                if let Expr::Lambda(lambda) = expr {
+                    self.0.push(lambda.to_string());
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let mut found = Collect(Vec::new());
+        if let datafusion::sql::parser::Statement::Statement(statement) = &parsed.statement {
+            let _ = Visit::visit(statement.as_ref(), &mut found);
+        }
+        Ok(found.0)
+    }
+
+    #[test]
+    fn lambdas_are_read_with_their_parameters_and_whole_bodies() -> Result<()> {
+        let found = lambdas_in(
+            "SELECT transform(a, x -> x + f(x, 1)), \
+             any_match(b, (s, t) -> s = t AND (s > 0 OR t IN (1, 2))), '->' FROM t",
+        )?;
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("x -> x + f(x, "), "{found:?}");
+        assert!(found[1].starts_with("(s, t) -> s = t AND"), "{found:?}");
+        assert!(found[1].contains("IN ("), "{found:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_lambda_in_a_lambda_is_its_body() -> Result<()> {
+        let found = lambdas_in("SELECT transform(a, r -> filter(r, x -> x > 0)) FROM t")?;
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("r -> "), "{found:?}");
+        assert!(found[0].contains("x -> x > "), "{found:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn misplaced_arrows_are_syntax_errors() {
+        for sql in ["SELECT transform(a, -> 1)", "SELECT transform(a, (1) -> 1)"] {
+            assert!(
+                matches!(super::super::parse::parse(sql), Err(Error::Syntax { .. })),
+                "{sql}"
+            );
+        }
+    }
+}
