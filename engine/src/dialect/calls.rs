@@ -24,7 +24,10 @@
 //!   up (DataFusion's has a wider scale, truncated);
 //! - a time plus or minus an interval is a time (DataFusion's is an interval);
 //! - `+`, `-`, `*`, negation and `abs` of integers fail on overflow (DataFusion's wrap around,
-//!   or fail as internal errors).
+//!   or fail as internal errors);
+//! - where real numbers and decimals meet as one value (`coalesce`, `greatest`, `least`,
+//!   `ARRAY[…]`, a `CASE`'s results), the decimals become the real type, as Trino coerces
+//!   them (DataFusion picked a `decimal(30,15)`, failing above 10^15).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::Transformed;
@@ -97,8 +100,63 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             Ok(Transformed::no(expr))
         }
         Expr::InList(in_list) => real_in_list(in_list, schema),
+        Expr::Case(case) => real_case(case, schema),
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// The real type Trino gives a mix of real numbers and decimals (`double` beside a double,
+/// else `real`); `None` when `types` do not mix them.
+pub(super) fn real_of_mix<'a>(
+    types: impl IntoIterator<Item = &'a DataType> + Clone,
+) -> Option<DataType> {
+    let mut reals = types.clone().into_iter().filter(|t| is_real(t)).peekable();
+    reals.peek()?;
+    let widest = if reals.any(|t| *t == DataType::Float64) {
+        DataType::Float64
+    } else {
+        DataType::Float32
+    };
+    types.into_iter().any(is_decimal).then_some(widest)
+}
+
+/// `expr` of type `t` as `real` when it is a decimal.
+fn decimal_as(expr: Expr, t: &DataType, real: &DataType) -> Expr {
+    if is_decimal(t) {
+        cast(expr, real.clone())
+    } else {
+        expr
+    }
+}
+
+/// A `CASE` whose results mix real numbers and decimals, its decimal results as the real type.
+fn real_case(
+    mut case: datafusion::logical_expr::expr::Case,
+    schema: &DFSchema,
+) -> Result<Transformed<Expr>> {
+    let mut types = case
+        .when_then_expr
+        .iter()
+        .map(|(_, then)| then.get_type(schema))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(otherwise) = &case.else_expr {
+        types.push(otherwise.get_type(schema)?);
+    }
+    let Some(real) = real_of_mix(&types) else {
+        return Ok(Transformed::no(Expr::Case(case)));
+    };
+    let mut types = types.iter();
+    for (_, then) in &mut case.when_then_expr {
+        if let Some(t) = types.next() {
+            let value = std::mem::replace(then.as_mut(), lit(0));
+            **then = decimal_as(value, t, &real);
+        }
+    }
+    if let (Some(otherwise), Some(t)) = (&mut case.else_expr, types.next()) {
+        let value = std::mem::replace(otherwise.as_mut(), lit(0));
+        **otherwise = decimal_as(value, t, &real);
+    }
+    Ok(Transformed::yes(Expr::Case(case)))
 }
 
 /// `x [NOT] IN (…)` of real numbers as Trino's: each item compared as `=` compares them (IEEE
@@ -213,7 +271,7 @@ fn signless_literal(e: Expr) -> Expr {
     }
 }
 
-fn is_decimal(t: &DataType) -> bool {
+pub(super) fn is_decimal(t: &DataType) -> bool {
     matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
 }
 
@@ -575,6 +633,20 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
             Box::new(Expr::ScalarFunction(call)),
             DataType::Date32,
         ))),
+        ("coalesce" | "nvl" | "ifnull" | "greatest" | "least" | "make_array", types)
+            if real_of_mix(types).is_some() =>
+        {
+            let real = real_of_mix(types).unwrap_or(DataType::Float64);
+            let args = call
+                .args
+                .into_iter()
+                .zip(types)
+                .map(|(arg, t)| decimal_as(arg, t, &real))
+                .collect();
+            Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                call.func, args,
+            )))
+        }
         _ => None,
     };
     Ok(match rewritten {

@@ -8,10 +8,11 @@
 //!   ([`super::joins`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Fields};
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, Result, ScalarValue, metadata::FieldMetadata};
+use datafusion::common::{Column, DFSchema, Result, ScalarValue, metadata::FieldMetadata};
 use datafusion::functions::core::expr_fn::{get_field, named_struct};
 use datafusion::logical_expr::expr::{Alias, Cast, TryCast};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
@@ -24,10 +25,61 @@ use super::types::TRINO_TYPE;
 pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
     let plan = plan
         .transform_up_with_subqueries(|node| {
-            expressions(node)?.transform_data(super::joins::coalesce_using_keys)
+            expressions(node)?
+                .transform_data(super::joins::coalesce_using_keys)?
+                .transform_data(real_union)
         })?
         .data;
     typed_output(plan)
+}
+
+/// A `UNION` whose columns mix real numbers and decimals, with the decimals cast to the real
+/// type in each input, as Trino coerces them (DataFusion picked a `decimal(30,15)`).
+fn real_union(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let LogicalPlan::Union(union) = &node else {
+        return Ok(Transformed::no(node));
+    };
+    let reals: Vec<Option<DataType>> = (0..union.schema.fields().len())
+        .map(|i| {
+            let types: Vec<&DataType> = union
+                .inputs
+                .iter()
+                .filter_map(|input| input.schema().fields().get(i).map(|f| f.data_type()))
+                .collect();
+            super::calls::real_of_mix(types.iter().copied())
+        })
+        .collect();
+    if reals.iter().all(Option::is_none) {
+        return Ok(Transformed::no(node));
+    }
+    let inputs = union
+        .inputs
+        .iter()
+        .map(|input| {
+            let columns = input
+                .schema()
+                .iter()
+                .zip(&reals)
+                .map(|((qualifier, field), real)| {
+                    let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+                    match real {
+                        Some(real) if super::calls::is_decimal(field.data_type()) => {
+                            datafusion::logical_expr::cast(column, real.clone())
+                                .alias_qualified(qualifier.cloned(), field.name())
+                        }
+                        _ => column,
+                    }
+                })
+                .collect();
+            Ok(Arc::new(LogicalPlan::Projection(Projection::try_new(
+                columns,
+                Arc::clone(input),
+            )?)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Transformed::yes(LogicalPlan::Union(
+        datafusion::logical_expr::Union::try_new_with_loose_types(inputs)?,
+    )))
 }
 
 /// The statement's output projection with its string literals typed (only there: a union or
