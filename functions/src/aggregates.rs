@@ -374,10 +374,10 @@ pub(crate) fn coerce_keeping_real(
         .iter()
         .map(|t| Arc::new(Field::new(inner.name(), t.clone(), true)))
         .collect();
-    Ok(fields_with_udf(&fields, inner)?
-        .iter()
-        .map(|f| f.data_type().clone())
-        .collect())
+    // DataFusion's refusal is an internal error listing each signature's complaint.
+    let coerced = fields_with_udf(&fields, inner)
+        .map_err(|_| crate::args::unexpected_parameters(inner.name(), arg_types, "(a number)"))?;
+    Ok(coerced.iter().map(|f| f.data_type().clone()).collect())
 }
 
 /// The state of `inner` aggregating a `real` as doubles.

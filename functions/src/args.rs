@@ -58,9 +58,70 @@ pub(crate) fn all_text(function: &str, arg_types: &[DataType]) -> Result<Vec<Dat
     if arg_types.iter().all(is_string) {
         return Ok(vec![DataType::Utf8; arg_types.len()]);
     }
-    datafusion::common::plan_err!(
-        "Unexpected parameters to function {function}: {arg_types:?}; expected varchar"
-    )
+    Err(unexpected_parameters(function, arg_types, "(varchar, ...)"))
+}
+
+/// Arguments no signature of a function takes, as Trino says it: `Unexpected parameters
+/// (varchar) for function substr. Expected: substr(varchar, bigint [, bigint])`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnexpectedParameters {
+    /// The function's name.
+    pub function: String,
+    types: String,
+    expected: String,
+}
+
+impl std::fmt::Display for UnexpectedParameters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Unexpected parameters ({}) for function {}. Expected: {}{}",
+            self.types, self.function, self.function, self.expected
+        )
+    }
+}
+
+thread_local! {
+    /// The last refusal of this thread's planning, for the engine to name: DataFusion keeps
+    /// only the words of a function's refusal, inside its own.
+    static REFUSED: std::cell::RefCell<Option<UnexpectedParameters>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A function's refusal of `arg_types`, recorded for [`take_unexpected_parameters`].
+pub(crate) fn unexpected_parameters(
+    function: &str,
+    arg_types: &[DataType],
+    expected: &str,
+) -> datafusion::error::DataFusionError {
+    let refused = UnexpectedParameters {
+        function: function.to_string(),
+        types: type_names(arg_types),
+        expected: expected.to_string(),
+    };
+    let error = datafusion::error::DataFusionError::Plan(refused.to_string());
+    REFUSED.with(|slot| *slot.borrow_mut() = Some(refused));
+    error
+}
+
+/// Forgets any refusal this thread recorded: call before planning a statement.
+pub fn forget_unexpected_parameters() {
+    REFUSED.with(|slot| slot.borrow_mut().take());
+}
+
+/// The refusal this thread recorded since [`forget_unexpected_parameters`], if any: read in the
+/// same poll as the planning that failed (planning is synchronous once tables are resolved).
+pub fn take_unexpected_parameters() -> Option<UnexpectedParameters> {
+    REFUSED.with(|slot| slot.borrow_mut().take())
+}
+
+/// Argument types as Trino names them in its errors: `varchar, array(integer)`.
+pub(crate) fn type_names(arg_types: &[DataType]) -> String {
+    arg_types
+        .iter()
+        .map(crate::types::trino_type_name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(crate) fn is_integer(t: &DataType) -> bool {

@@ -72,9 +72,11 @@ impl ScalarUDFImpl for Slice {
                 DataType::Int64,
                 DataType::Int64,
             ]),
-            _ => plan_err!(
-                "Unexpected parameters to function slice: {arg_types:?}; expected (array(T), bigint, bigint)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "slice",
+                arg_types,
+                "(array(T), bigint, bigint)",
+            )),
         }
     }
 
@@ -176,9 +178,11 @@ impl ScalarUDFImpl for Ngrams {
             [list @ DataType::List(_), n] if is_integer(n) => {
                 Ok(vec![list.clone(), DataType::Int64])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function ngrams: {arg_types:?}; expected (array(T), bigint)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "ngrams",
+                arg_types,
+                "(array(T), bigint)",
+            )),
         }
     }
 
@@ -266,9 +270,11 @@ impl ScalarUDFImpl for Cardinality {
         match arg_types {
             [t @ (DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..))]
             | [t @ (DataType::Map(..) | DataType::Null)] => Ok(vec![t.clone()]),
-            _ => plan_err!(
-                "Unexpected parameters to function cardinality: {arg_types:?}; expected (array(T)) or (map(K,V))"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "cardinality",
+                arg_types,
+                "(array(T)) or (map(K,V))",
+            )),
         }
     }
 
@@ -362,9 +368,11 @@ impl ScalarUDFImpl for Sequence {
         if (2..=3).contains(&arg_types.len()) && arg_types.iter().all(is_integer) {
             return Ok(vec![DataType::Int64; arg_types.len()]);
         }
-        plan_err!(
-            "Unexpected parameters to function sequence: {arg_types:?}; expected (bigint, bigint [, bigint]) (dates and timestamps are not supported yet)"
-        )
+        Err(crate::args::unexpected_parameters(
+            "sequence",
+            arg_types,
+            "(bigint, bigint [, bigint]) (dates and timestamps are not supported yet)",
+        ))
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Builder, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -126,10 +126,11 @@ impl ScalarUDFImpl for BaseFunction {
                     Conversion::FromBase => "(varchar, bigint)",
                     _ => "(bigint, bigint)",
                 };
-                return plan_err!(
-                    "Unexpected parameters to function {}: {arg_types:?}; expected {expected}",
-                    self.name()
-                );
+                return Err(crate::args::unexpected_parameters(
+                    self.name(),
+                    arg_types,
+                    expected,
+                ));
             }
         };
         Ok(vec![first, DataType::Int64])

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use chrono::{NaiveDate, NaiveTime};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, TimestampMillisecondBuilder};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -233,9 +233,11 @@ impl ScalarUDFImpl for DateParse {
         if arg_types.len() == 2 && arg_types.iter().all(is_string) {
             return Ok(vec![DataType::Utf8; 2]);
         }
-        plan_err!(
-            "Unexpected parameters to function date_parse: {arg_types:?}; expected (varchar, varchar)"
-        )
+        Err(crate::args::unexpected_parameters(
+            "date_parse",
+            arg_types,
+            "(varchar, varchar)",
+        ))
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

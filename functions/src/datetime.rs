@@ -297,9 +297,11 @@ impl ScalarUDFImpl for DateAdd {
             [u, v, x] if is_string(u) && is_integer(v) && Clock::of(x).is_ok() => {
                 Ok(vec![DataType::Utf8, DataType::Int64, x.clone()])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function date_add: {arg_types:?}; expected (varchar, bigint, date or timestamp)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "date_add",
+                arg_types,
+                "(varchar, bigint, date or timestamp)",
+            )),
         }
     }
 
@@ -374,9 +376,11 @@ impl ScalarUDFImpl for DateDiff {
                 let common = if a == &DataType::Date32 { b } else { a };
                 Ok(vec![DataType::Utf8, common.clone(), common.clone()])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function date_diff: {arg_types:?}; expected (varchar, date or timestamp, date or timestamp)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "date_diff",
+                arg_types,
+                "(varchar, date or timestamp, date or timestamp)",
+            )),
         }
     }
 

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use chrono::{Datelike, NaiveDateTime, Timelike};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -355,10 +355,11 @@ impl ScalarUDFImpl for DateTimeText {
             [x, f] if Clock::of(x).is_ok() && (is_string(f) || f == &DataType::Null) => {
                 Ok(vec![x.clone(), DataType::Utf8])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function {}: {arg_types:?}; expected (timestamp, varchar)",
-                self.name()
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                self.name(),
+                arg_types,
+                "(timestamp, varchar)",
+            )),
         }
     }
 

@@ -27,6 +27,7 @@ mod sums;
 mod time_arithmetic;
 mod timestamp_text;
 mod top_n;
+pub mod types;
 mod unixtime;
 mod urls;
 mod wall_clock;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
+pub use args::{UnexpectedParameters, forget_unexpected_parameters, take_unexpected_parameters};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use error::InvalidArgument;

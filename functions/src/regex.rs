@@ -8,7 +8,7 @@ use datafusion::arrow::array::{
     Array, AsArray, Int64Array, ListBuilder, StringArray, StringBuilder,
 };
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -132,10 +132,11 @@ impl ScalarUDFImpl for RegexpExtract {
             [s, p, g] if is_string(s) && is_string(p) && is_integer(g) => {
                 Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function {}: {arg_types:?}; expected (varchar, varchar [, bigint])",
-                self.name()
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                self.name(),
+                arg_types,
+                "(varchar, varchar [, bigint])",
+            )),
         }
     }
 
@@ -229,9 +230,11 @@ impl ScalarUDFImpl for RegexpSplit {
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
             [s, p] if is_string(s) && is_string(p) => Ok(vec![DataType::Utf8, DataType::Utf8]),
-            _ => plan_err!(
-                "Unexpected parameters to function regexp_split: {arg_types:?}; expected (varchar, varchar)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "regexp_split",
+                arg_types,
+                "(varchar, varchar)",
+            )),
         }
     }
 

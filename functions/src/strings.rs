@@ -8,7 +8,7 @@ use crate::args::{arrays, is_integer, is_string, longs, result, string_list, str
 use crate::error::invalid_argument;
 use datafusion::arrow::array::{Array, AsArray, Int64Builder, ListBuilder, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -72,9 +72,11 @@ impl ScalarUDFImpl for Substr {
             [s, start, length] if is_string(s) && is_integer(start) && is_integer(length) => {
                 Ok(vec![DataType::Utf8, DataType::Int64, DataType::Int64])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function substr: {arg_types:?}; expected (varchar, bigint [, bigint])"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "substr",
+                arg_types,
+                "(varchar, bigint [, bigint])",
+            )),
         }
     }
 
@@ -175,10 +177,11 @@ impl ScalarUDFImpl for Pad {
             [s, size, pad] if is_string(s) && is_integer(size) && is_string(pad) => {
                 Ok(vec![DataType::Utf8, DataType::Int64, DataType::Utf8])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function {}: {arg_types:?}; expected (varchar, bigint, varchar)",
-                self.name()
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                self.name(),
+                arg_types,
+                "(varchar, bigint, varchar)",
+            )),
         }
     }
 
@@ -270,9 +273,11 @@ impl ScalarUDFImpl for StrposInstance {
             {
                 Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function strpos: {arg_types:?}; expected (varchar, varchar, bigint)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "strpos",
+                arg_types,
+                "(varchar, varchar, bigint)",
+            )),
         }
     }
 
@@ -408,9 +413,11 @@ impl ScalarUDFImpl for SplitPart {
             [s, d, i] if is_string(s) && is_string(d) && is_integer(i) => {
                 Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function split_part: {arg_types:?}; expected (varchar, varchar, bigint)"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "split_part",
+                arg_types,
+                "(varchar, varchar, bigint)",
+            )),
         }
     }
 
@@ -489,9 +496,11 @@ impl ScalarUDFImpl for Split {
             [s, d, l] if is_string(s) && is_string(d) && is_integer(l) => {
                 Ok(vec![DataType::Utf8, DataType::Utf8, DataType::Int64])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function split: {arg_types:?}; expected (varchar, varchar [, bigint])"
-            ),
+            _ => Err(crate::args::unexpected_parameters(
+                "split",
+                arg_types,
+                "(varchar, varchar [, bigint])",
+            )),
         }
     }
 

@@ -61,8 +61,9 @@ impl AggregateUDFImpl for TopN {
         match arg_types {
             [x, n] if n.is_integer() || n.is_null() => Ok(vec![x.clone(), DataType::Int64]),
             _ => plan_err!(
-                "{}(x, n) takes a value and a bigint count, not {arg_types:?}",
-                self.trino_name()
+                "{}(x, n) takes a value and a bigint count, not ({})",
+                self.trino_name(),
+                crate::args::type_names(arg_types)
             ),
         }
     }

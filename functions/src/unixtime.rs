@@ -70,14 +70,22 @@ impl ScalarUDFImpl for FromUnixtime {
         let seconds = match arg_types.first() {
             Some(t) if is_integer(t) => DataType::Int64,
             Some(t) if t.is_numeric() || t.is_null() => DataType::Float64,
-            _ => return plan_err!("from_unixtime takes a number of seconds, not {arg_types:?}"),
+            _ => {
+                return plan_err!(
+                    "from_unixtime takes a number of seconds, not ({})",
+                    crate::args::type_names(arg_types)
+                );
+            }
         };
         // The zone's arguments keep their types: a cast around a constant would hide it from
         // the answer's type.
         match arg_types {
             [_] => Ok(vec![seconds]),
             [_, zone] if is_string(zone) => Ok(vec![seconds, zone.clone()]),
-            _ => plan_err!("from_unixtime takes seconds and a zone: {arg_types:?}"),
+            _ => plan_err!(
+                "from_unixtime takes seconds and a zone, not ({})",
+                crate::args::type_names(arg_types)
+            ),
         }
     }
 

@@ -104,14 +104,14 @@ impl ScalarUDFImpl for ZonePlacing {
             (Placing::SameWallClock, [t @ DataType::Timestamp(_, None), z]) if is_string(z) => {
                 Ok(vec![t.clone(), z.clone()])
             }
-            _ => plan_err!(
-                "Unexpected parameters to function {}: {arg_types:?}; expected ({}, varchar)",
+            _ => Err(crate::args::unexpected_parameters(
                 self.name(),
+                arg_types,
                 match self.placing {
-                    Placing::SameInstant => "timestamp with time zone",
-                    Placing::SameWallClock => "timestamp",
-                }
-            ),
+                    Placing::SameInstant => "(timestamp with time zone, varchar)",
+                    Placing::SameWallClock => "(timestamp, varchar)",
+                },
+            )),
         }
     }
 

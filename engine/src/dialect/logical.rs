@@ -23,6 +23,7 @@ use super::types::TRINO_TYPE;
 
 /// `plan` with Trino's meaning where it differs (see the module documentation).
 pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
+    refuse_aggregates_in_rows(&plan)?;
     let plan = plan
         .transform_up_with_subqueries(|node| {
             expressions(node)?
@@ -31,6 +32,46 @@ pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
         })?
         .data;
     typed_output(plan)
+}
+
+/// An aggregate or window function where a value per row is wanted, refused as Trino refuses
+/// it (EXPRESSION_NOT_SCALAR): in a `WHERE` (a filter) or an UPDATE's `SET` (a projection; in
+/// a query, aggregates and windows are computed below the projection that reads them).
+/// DataFusion would refuse the first as an aggregate in WHERE only, and the rest with a dump
+/// of its plan.
+fn refuse_aggregates_in_rows(plan: &LogicalPlan) -> Result<()> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    plan.apply_with_subqueries(|node| {
+        let (clause, exprs) = match node {
+            LogicalPlan::Filter(filter) => ("WHERE clause", vec![&filter.predicate]),
+            LogicalPlan::Projection(projection) => ("SET clause", projection.expr.iter().collect()),
+            _ => return Ok(TreeNodeRecursion::Continue),
+        };
+        let mut found = Vec::new();
+        for expr in exprs {
+            expr.apply(|e| {
+                if matches!(e, Expr::AggregateFunction(_) | Expr::WindowFunction(_)) {
+                    found.push(e.human_display().to_string());
+                    return Ok(TreeNodeRecursion::Jump);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+        }
+        if found.is_empty() {
+            return Ok(TreeNodeRecursion::Continue);
+        }
+        Err(datafusion::error::DataFusionError::External(Box::new(
+            crate::error::Error::invalid(
+                crate::error::ErrorCode::ExpressionNotScalar,
+                format!(
+                    "{clause} cannot contain aggregations, window functions or grouping \
+                     operations: [{}]",
+                    found.join(", ")
+                ),
+            ),
+        )))
+    })?;
+    Ok(())
 }
 
 /// A `UNION` whose columns mix real numbers and decimals, with the decimals cast to the real

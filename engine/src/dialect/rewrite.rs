@@ -105,12 +105,25 @@ fn refuse_unplannable(statement: &Statement) -> Result<()> {
     impl Visitor for TableFunctions {
         type Break = Error;
         fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<Error> {
-            match factor {
-                TableFactor::TableFunction { expr, .. } => ControlFlow::Break(Error::NotSupported(
-                    format!("table functions: TABLE({expr})"),
-                )),
-                _ => ControlFlow::Continue(()),
-            }
+            let refused = match factor {
+                TableFactor::TableFunction { expr, .. } => {
+                    return ControlFlow::Break(Error::NotSupported(format!(
+                        "table functions: TABLE({expr})"
+                    )));
+                }
+                TableFactor::MatchRecognize { .. } => "MATCH_RECOGNIZE",
+                TableFactor::Pivot { .. } => "PIVOT",
+                TableFactor::Unpivot { .. } => "UNPIVOT",
+                TableFactor::JsonTable { .. } | TableFactor::OpenJsonTable { .. } => "JSON_TABLE",
+                TableFactor::XmlTable { .. } => "XMLTABLE",
+                TableFactor::SemanticView { .. } => "SEMANTIC_VIEW",
+                TableFactor::Table { .. }
+                | TableFactor::Derived { .. }
+                | TableFactor::Function { .. }
+                | TableFactor::UNNEST { .. }
+                | TableFactor::NestedJoin { .. } => return ControlFlow::Continue(()),
+            };
+            ControlFlow::Break(Error::NotSupported(refused.into()))
         }
     }
     match statement.visit(&mut TableFunctions) {

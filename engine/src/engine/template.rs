@@ -221,15 +221,22 @@ impl StatementTemplate {
 }
 
 /// A planning failure in the terms of what the engine knows: a user error DataFusion gives
-/// only in words is the missing table or function, when one is missing.
+/// only in words is a function's refusal of its arguments (`refused`, when the statement
+/// calls that function), or the missing table or function, when one is missing.
 fn explained(
     error: datafusion::error::DataFusionError,
     state: &SessionState,
     statement: &datafusion::sql::parser::Statement,
+    refused: Option<sqe_functions::UnexpectedParameters>,
 ) -> Error {
     let error = Error::from(error);
     if error.code() != ErrorCode::GenericUserError {
         return error;
+    }
+    if let Some(refused) =
+        refused.filter(|r| super::unknown_names::calls(state, statement, &r.function))
+    {
+        return Error::invalid(ErrorCode::FunctionNotFound, refused.to_string());
     }
     super::unknown_names::unknown_name(state, statement).unwrap_or(error)
 }
@@ -398,9 +405,13 @@ impl Engine {
                         // Metadata is computed on the coordinator.
                         state = self.session_state_with(session, false)?;
                     }
-                    match state.statement_to_plan(statement.clone()).await {
+                    sqe_functions::forget_unexpected_parameters();
+                    let planned = state.statement_to_plan(statement.clone()).await;
+                    // Read in the poll that planned: a function's refusal is this thread's.
+                    let refused = sqe_functions::take_unexpected_parameters();
+                    match planned {
                         Ok(plan) => Ok(crate::dialect::logical::to_trino(plan)?),
-                        Err(e) => Err(explained(e, &state, &statement)),
+                        Err(e) => Err(explained(e, &state, &statement, refused)),
                     }
                 }
                 .instrument(tracing::info_span!("plan"))

@@ -1,7 +1,7 @@
 //! When planning fails, what the engine knows about the names a statement uses: a table,
-//! schema or catalog that does not exist, or a function no registry has. DataFusion reports
-//! both only in words; the engine looks them up, so the error's code never depends on a
-//! message's text.
+//! schema or catalog that does not exist, a function no registry has, or an aggregate
+//! function in a `WHERE`. DataFusion reports them only in words; the engine looks them up, so
+//! the error's code never depends on a message's text.
 
 use std::ops::ControlFlow;
 
@@ -14,7 +14,101 @@ use crate::error::{Error, ObjectKind};
 /// The first name `statement` uses that does not exist, as a typed error; `None` when every
 /// name is known (the failure is about something else).
 pub(super) fn unknown_name(state: &SessionState, statement: &DfStatement) -> Option<Error> {
-    unknown_table(state, statement).or_else(|| unknown_function(state, statement))
+    unknown_table(state, statement)
+        .or_else(|| unknown_function(state, statement))
+        .or_else(|| aggregate_in_where(state, statement))
+}
+
+/// An aggregate (or window) function called in a `WHERE` outside its subqueries, refused as
+/// Trino refuses it.
+fn aggregate_in_where(state: &SessionState, statement: &DfStatement) -> Option<Error> {
+    let DfStatement::Statement(statement) = statement else {
+        return None;
+    };
+    let mut finder = AggregateInWhere {
+        state,
+        found: Vec::new(),
+    };
+    let _ = statement.visit(&mut finder);
+    (!finder.found.is_empty()).then(|| {
+        Error::invalid(
+            crate::error::ErrorCode::ExpressionNotScalar,
+            format!(
+                "WHERE clause cannot contain aggregations, window functions or grouping \
+                 operations: [{}]",
+                finder.found.join(", ")
+            ),
+        )
+    })
+}
+
+struct AggregateInWhere<'a> {
+    state: &'a SessionState,
+    found: Vec<String>,
+}
+
+impl Visitor for AggregateInWhere<'_> {
+    type Break = ();
+
+    fn pre_visit_query(
+        &mut self,
+        query: &datafusion::sql::sqlparser::ast::Query,
+    ) -> ControlFlow<()> {
+        let datafusion::sql::sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else {
+            return ControlFlow::Continue(());
+        };
+        if let Some(selection) = &select.selection {
+            let mut calls = AggregateCalls {
+                state: self.state,
+                depth: 0,
+                found: &mut self.found,
+            };
+            let _ = selection.visit(&mut calls);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The aggregate and window calls of one expression, not those of its subqueries (they have
+/// rows of their own).
+struct AggregateCalls<'a, 'f> {
+    state: &'a SessionState,
+    depth: usize,
+    found: &'f mut Vec<String>,
+}
+
+impl Visitor for AggregateCalls<'_, '_> {
+    type Break = ();
+
+    fn pre_visit_query(
+        &mut self,
+        _query: &datafusion::sql::sqlparser::ast::Query,
+    ) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(
+        &mut self,
+        _query: &datafusion::sql::sqlparser::ast::Query,
+    ) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
+        let Expr::Function(function) = expr else {
+            return ControlFlow::Continue(());
+        };
+        let name = function.name.to_string().to_lowercase();
+        if function.over.is_some() || self.state.aggregate_functions().contains_key(&name) {
+            self.found.push(expr.to_string());
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 fn unknown_table(state: &SessionState, statement: &DfStatement) -> Option<Error> {
@@ -56,6 +150,45 @@ fn unknown_function(state: &SessionState, statement: &DfStatement) -> Option<Err
     finder
         .found
         .map(|name| Error::not_found(ObjectKind::Function, name))
+}
+
+/// Whether `statement` calls the function named `function`, by that name or an alias of it.
+pub(super) fn calls(state: &SessionState, statement: &DfStatement, function: &str) -> bool {
+    let DfStatement::Statement(statement) = statement else {
+        return false;
+    };
+    struct Calls<'a> {
+        state: &'a SessionState,
+        function: &'a str,
+    }
+    impl Visitor for Calls<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            let name = match expr {
+                Expr::Function(call) => call.name.to_string().to_lowercase(),
+                // `SUBSTRING(s FROM …)` and `substring(s, …)` are syntax of their own.
+                Expr::Substring { .. } => "substr".to_string(),
+                _ => return ControlFlow::Continue(()),
+            };
+            let named = name == self.function
+                || self
+                    .state
+                    .scalar_functions()
+                    .get(&name)
+                    .is_some_and(|f| f.name() == self.function)
+                || self
+                    .state
+                    .aggregate_functions()
+                    .get(&name)
+                    .is_some_and(|f| f.name() == self.function);
+            if named {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+    statement.visit(&mut Calls { state, function }).is_break()
 }
 
 struct UnknownFunction<'a> {

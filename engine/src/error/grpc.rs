@@ -28,7 +28,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::InvalidProcedureArgument
         | ErrorCode::MergeTargetRowMultipleMatches
         | ErrorCode::InvalidView
-        | ErrorCode::ViewIsRecursive => Code::InvalidArgument,
+        | ErrorCode::ViewIsRecursive
+        | ErrorCode::ExpressionNotScalar => Code::InvalidArgument,
         ErrorCode::NotFound
         | ErrorCode::FunctionNotFound
         | ErrorCode::ProcedureNotFound

@@ -145,6 +145,8 @@ pub enum ErrorCode {
     InvalidView,
     /// A view reads itself, directly or through others (Trino's `VIEW_IS_RECURSIVE`).
     ViewIsRecursive,
+    /// An aggregate or window function where only a value per row can be (`WHERE`, `SET`).
+    ExpressionNotScalar,
     /// A commit lost to another writer's (Trino's Iceberg connector's name).
     IcebergCommitError,
     /// A worker running part of the query could not be reached.
@@ -203,6 +205,7 @@ impl ErrorCode {
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
             ErrorCode::InvalidView => "INVALID_VIEW",
             ErrorCode::ViewIsRecursive => "VIEW_IS_RECURSIVE",
+            ErrorCode::ExpressionNotScalar => "EXPRESSION_NOT_SCALAR",
             ErrorCode::RemoteHostGone => "REMOTE_HOST_GONE",
             ErrorCode::GenericInsufficientResources => "GENERIC_INSUFFICIENT_RESOURCES",
             ErrorCode::QueryQueueFull => "QUERY_QUEUE_FULL",
@@ -239,6 +242,7 @@ impl ErrorCode {
             | ErrorCode::IncompatibleClient
             | ErrorCode::InvalidView
             | ErrorCode::ViewIsRecursive
+            | ErrorCode::ExpressionNotScalar
             | ErrorCode::ProcedureNotFound
             | ErrorCode::SchemaNotEmpty
             | ErrorCode::AdministrativelyKilled

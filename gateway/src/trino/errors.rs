@@ -76,6 +76,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::AmbiguousName => (62, USER),
         ErrorCode::InvalidParameterUsage => (80, USER),
         ErrorCode::ViewIsRecursive => (82, USER),
+        ErrorCode::ExpressionNotScalar => (74, USER),
         ErrorCode::InvalidArguments => (76, USER),
         ErrorCode::InvalidProcedureArgument => (30, USER),
         ErrorCode::MergeTargetRowMultipleMatches => (119, USER),
@@ -240,6 +241,11 @@ mod tests {
                 Error::invalid(ErrorCode::ViewIsRecursive, "View is recursive"),
                 "VIEW_IS_RECURSIVE",
                 82,
+            ),
+            (
+                Error::invalid(ErrorCode::ExpressionNotScalar, "WHERE clause cannot ..."),
+                "EXPRESSION_NOT_SCALAR",
+                74,
             ),
         ];
         for (error, name, number) in cases {

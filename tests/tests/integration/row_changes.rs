@@ -450,6 +450,18 @@ async fn what_cannot_be_deleted_is_refused_with_trinos_codes() -> TestResult {
     );
     // A table without a snapshot has nothing to delete.
     cluster.sql("CREATE TABLE del.empty (id bigint)").await?;
+    // An aggregate or window function where each row's value is wanted.
+    for sql in [
+        "DELETE FROM del.empty WHERE id = sum(1)",
+        "UPDATE del.empty SET id = max(id)",
+        "UPDATE del.empty SET id = 1 WHERE row_number() OVER () > 1",
+    ] {
+        assert_eq!(
+            cluster.error_code(sql).await?,
+            ErrorCode::ExpressionNotScalar,
+            "{sql}"
+        );
+    }
     assert_eq!(
         changed(&cluster, "DELETE FROM del.empty WHERE id = 1").await?,
         0
