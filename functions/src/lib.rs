@@ -19,6 +19,8 @@ mod decimals;
 mod error;
 mod format;
 mod json;
+mod map_aggregates;
+mod map_constructor;
 mod precision;
 mod real_text;
 mod regex;
@@ -40,7 +42,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 pub use args::{UnexpectedParameters, forget_unexpected_parameters, take_unexpected_parameters};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
-pub use error::InvalidArgument;
+pub use error::{InvalidArgument, invalid_pattern};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
 pub use time_arithmetic::TIME_PLUS;
@@ -71,6 +73,10 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::all())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpSplit::new())),
+        Arc::new(ScalarUDF::new_from_impl(regex::RegexpLike::new())),
+        Arc::new(ScalarUDF::new_from_impl(
+            map_constructor::MapConstructor::new(),
+        )),
         Arc::new(ScalarUDF::new_from_impl(arrays::Ngrams::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Cardinality::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Slice::new())),
@@ -116,6 +122,12 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
         Arc::new(AggregateUDF::new_from_impl(sums::Sum::new())),
         Arc::new(AggregateUDF::new_from_impl(top_n::TopN::largest())),
         Arc::new(AggregateUDF::new_from_impl(top_n::TopN::smallest())),
+        Arc::new(AggregateUDF::new_from_impl(
+            map_aggregates::MapAggregate::map_agg(),
+        )),
+        Arc::new(AggregateUDF::new_from_impl(
+            map_aggregates::MapAggregate::histogram(),
+        )),
     ]
 }
 

@@ -1,11 +1,12 @@
 //! `regexp_extract`, `regexp_extract_all` and `regexp_split`, which DataFusion lacks: the
 //! first (or every) match of a pattern, or one capturing group of it, and the text between
-//! matches, as Trino answers them.
+//! matches, as Trino answers them; and `regexp_like`, whose invalid pattern is the user's
+//! `INVALID_FUNCTION_ARGUMENT` (DataFusion's is an internal error in words only).
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, AsArray, Int64Array, ListBuilder, StringArray, StringBuilder,
+    Array, AsArray, BooleanBuilder, Int64Array, ListBuilder, StringArray, StringBuilder,
 };
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
@@ -204,6 +205,79 @@ impl RegexpSplit {
     }
 }
 
+/// The coercion of `(varchar, varchar)`: a text and a pattern.
+fn text_and_pattern(name: &str, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+    match arg_types {
+        [s, p] if is_string(s) && is_string(p) => Ok(vec![DataType::Utf8, DataType::Utf8]),
+        _ => Err(crate::args::unexpected_parameters(
+            name,
+            arg_types,
+            "(varchar, varchar)",
+        )),
+    }
+}
+
+/// The text and pattern arguments as text arrays.
+fn text_and_pattern_arrays(
+    name: &str,
+    args: &ScalarFunctionArgs,
+) -> Result<(
+    datafusion::arrow::array::ArrayRef,
+    datafusion::arrow::array::ArrayRef,
+)> {
+    let columns = arrays(args)?;
+    let [s, pattern] = columns.as_slice() else {
+        return exec_err!("{name} takes 2 arguments");
+    };
+    Ok((strings(s)?, strings(pattern)?))
+}
+
+/// `regexp_like(string, pattern)`: whether the pattern matches somewhere in the string.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RegexpLike {
+    signature: Signature,
+}
+
+impl RegexpLike {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for RegexpLike {
+    fn name(&self) -> &str {
+        "regexp_like"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        text_and_pattern("regexp_like", arg_types)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (s, pattern) = text_and_pattern_arrays("regexp_like", &args)?;
+        let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
+        let mut patterns = Patterns { last: None };
+        let mut out = BooleanBuilder::with_capacity(s.len());
+        for i in 0..s.len() {
+            match row_pattern(&mut patterns, s, pattern, None, i)? {
+                Some((regex, _)) => out.append_value(regex.is_match(s.value(i))),
+                None => out.append_null(),
+            }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
 /// The pieces of `text` between the matches of `regex`.
 fn split_pieces<'t>(regex: &Regex, text: &'t str) -> Vec<&'t str> {
     let mut pieces = Vec::new();
@@ -228,14 +302,7 @@ impl ScalarUDFImpl for RegexpSplit {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        match arg_types {
-            [s, p] if is_string(s) && is_string(p) => Ok(vec![DataType::Utf8, DataType::Utf8]),
-            _ => Err(crate::args::unexpected_parameters(
-                "regexp_split",
-                arg_types,
-                "(varchar, varchar)",
-            )),
-        }
+        text_and_pattern("regexp_split", arg_types)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -243,11 +310,7 @@ impl ScalarUDFImpl for RegexpSplit {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let columns = arrays(&args)?;
-        let [s, pattern] = columns.as_slice() else {
-            return exec_err!("regexp_split takes 2 arguments");
-        };
-        let (s, pattern) = (strings(s)?, strings(pattern)?);
+        let (s, pattern) = text_and_pattern_arrays("regexp_split", &args)?;
         let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
         let mut patterns = Patterns { last: None };
         let mut out = ListBuilder::new(StringBuilder::new());

@@ -547,6 +547,9 @@ fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error>
             refused.0.clone(),
         ));
     }
+    if let Some(refused) = sqe_functions::invalid_pattern(e) {
+        return Some(Error::invalid(ErrorCode::InvalidFunctionArgument, refused));
+    }
     e.downcast_ref::<tonic::Status>().map(classify_status)
 }
 

@@ -419,3 +419,46 @@ async fn lambdas_answer_over_distributed_tables() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// Trino's map aggregates computed in parts on the workers and merged: `histogram` counts
+/// what a GROUP BY counts, `map_agg` keeps one entry per key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn map_aggregates_merge_across_workers() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let before = cluster.tasks_per_worker();
+    let histogram = render(
+        &cluster
+            .query(
+                "SELECT h['A'] AS a, h['N'] AS n, h['R'] AS r \
+                 FROM (SELECT histogram(l_returnflag) AS h FROM tpch.lineitem)",
+            )
+            .await?,
+    );
+    let counted = render(
+        &cluster
+            .query(
+                "SELECT count_if(l_returnflag = 'A') AS a, count_if(l_returnflag = 'N') AS n, \
+                 count_if(l_returnflag = 'R') AS r FROM tpch.lineitem",
+            )
+            .await?,
+    );
+    assert_eq!(histogram, counted);
+    let keys = render(
+        &cluster
+            .query("SELECT cardinality(map_agg(l_orderkey, l_linenumber)) AS n FROM tpch.lineitem")
+            .await?,
+    );
+    let distinct = render(
+        &cluster
+            .query("SELECT count(DISTINCT l_orderkey) AS n FROM tpch.lineitem")
+            .await?,
+    );
+    assert_eq!(keys, distinct);
+    let after = cluster.tasks_per_worker();
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| a > b),
+        "both workers ran tasks: {before:?} -> {after:?}"
+    );
+    cluster.stop().await;
+    Ok(())
+}
