@@ -23,6 +23,7 @@ mod map_aggregates;
 mod map_constructor;
 mod precision;
 mod real_text;
+mod refusing;
 mod regex;
 mod strings;
 mod sums;
@@ -104,6 +105,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         )),
     ];
     functions.extend(urls);
+    functions.extend(
+        refusing::refusing_functions()
+            .into_iter()
+            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
+    );
     functions.extend(
         json::json_functions()
             .into_iter()

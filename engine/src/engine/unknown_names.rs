@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast::{Expr, ObjectNamePart, Visit, Visitor};
+use datafusion::sql::sqlparser::ast::{Expr, ObjectNamePart, TrimWhereField, Visit, Visitor};
 
 use crate::error::{Error, ObjectKind};
 
@@ -166,8 +166,14 @@ pub(super) fn calls(state: &SessionState, statement: &DfStatement, function: &st
         fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
             let name = match expr {
                 Expr::Function(call) => call.name.to_string().to_lowercase(),
-                // `SUBSTRING(s FROM …)` and `substring(s, …)` are syntax of their own.
+                // `SUBSTRING(s FROM …)`, `substring(s, …)` and `TRIM(…)` are syntax of their own.
                 Expr::Substring { .. } => "substr".to_string(),
+                Expr::Trim { trim_where, .. } => match trim_where {
+                    Some(TrimWhereField::Leading) => "ltrim",
+                    Some(TrimWhereField::Trailing) => "rtrim",
+                    Some(TrimWhereField::Both) | None => "btrim",
+                }
+                .to_string(),
                 _ => return ControlFlow::Continue(()),
             };
             let named = name == self.function
