@@ -1,14 +1,17 @@
 //! Trino's meaning for expressions DataFusion's SQL planner builds itself: ranking window
-//! functions return `bigint` (DataFusion: unsigned), and `SUBSTRING(s FROM a FOR b)` is
-//! Trino's `substr`.
+//! functions return `bigint` (DataFusion: unsigned), `SUBSTRING(s FROM a FOR b)` is
+//! Trino's `substr`, and arithmetic on text is Trino's `TYPE_MISMATCH` (DataFusion refuses
+//! it too, in words naming Arrow's types).
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::DFSchema;
 use datafusion::common::Result;
 use datafusion::logical_expr::expr::{Cast, WindowFunction, WindowFunctionParams};
-use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawWindowExpr};
-use datafusion::logical_expr::{Expr, ScalarUDF};
+use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr, RawWindowExpr};
+use datafusion::logical_expr::{Expr, ExprSchemable, ScalarUDF};
+use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 /// Asked before DataFusion's own planners.
 #[derive(Debug)]
@@ -28,6 +31,45 @@ impl Default for TrinoPlanner {
 const COUNTING: &[&str] = &["row_number", "rank", "dense_rank", "ntile"];
 
 impl ExprPlanner for TrinoPlanner {
+    fn plan_binary_op(
+        &self,
+        expr: RawBinaryExpr,
+        schema: &DFSchema,
+    ) -> Result<PlannerResult<RawBinaryExpr>> {
+        let arithmetic = matches!(
+            expr.op,
+            BinaryOperator::Plus
+                | BinaryOperator::Minus
+                | BinaryOperator::Multiply
+                | BinaryOperator::Divide
+                | BinaryOperator::Modulo
+        );
+        let is_text = |e: &Expr| {
+            e.get_type(schema).is_ok_and(|t| {
+                matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+            })
+        };
+        if !arithmetic || !(is_text(&expr.left) || is_text(&expr.right)) {
+            return Ok(PlannerResult::Original(expr));
+        }
+        let name = |e: &Expr| {
+            e.get_type(schema)
+                .map(|t| super::types::trino_type_name(&t))
+                .unwrap_or_else(|_| "unknown".into())
+        };
+        Err(datafusion::error::DataFusionError::External(Box::new(
+            crate::error::Error::invalid(
+                crate::error::ErrorCode::TypeMismatch,
+                format!(
+                    "Cannot apply operator: {} {} {}",
+                    name(&expr.left),
+                    expr.op,
+                    name(&expr.right)
+                ),
+            ),
+        )))
+    }
+
     fn plan_window(&self, expr: RawWindowExpr) -> Result<PlannerResult<RawWindowExpr>> {
         if !COUNTING.contains(&expr.func_def.name()) {
             return Ok(PlannerResult::Original(expr));
