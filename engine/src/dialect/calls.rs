@@ -633,6 +633,9 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
             Box::new(Expr::ScalarFunction(call)),
             DataType::Date32,
         ))),
+        ("get_field" | "map_extract", [DataType::Map(entries, _), key]) => {
+            map_lookup(call.func, call.args, entries, key, schema)?
+        }
         ("coalesce" | "nvl" | "ifnull" | "greatest" | "least" | "make_array", types)
             if real_of_mix(types).is_some() =>
         {
@@ -653,6 +656,63 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         Some(expr) => Transformed::yes(expr),
         None => Transformed::no(original),
     })
+}
+
+/// A map's subscript (or `map_extract`) with its key in the map's key type (an `integer`
+/// literal for `bigint` keys; Arrow compares only equal types, and failed as an internal
+/// error), and a subscript by a key that differs from row to row as `map_extract`'s first
+/// value (DataFusion's subscript takes only constants). A key of another kind than the map's
+/// is TYPE_MISMATCH.
+fn map_lookup(
+    func: std::sync::Arc<datafusion::logical_expr::ScalarUDF>,
+    mut args: Vec<Expr>,
+    entries: &datafusion::arrow::datatypes::FieldRef,
+    key_type: &DataType,
+    schema: &DFSchema,
+) -> Result<Option<Expr>> {
+    let Some(wanted) = map_key_type(entries).cloned() else {
+        return Ok(None);
+    };
+    let (Some(key), Some(map)) = (args.pop(), args.pop()) else {
+        return Ok(None);
+    };
+    let same_kind = (wanted.is_numeric() && key_type.is_numeric())
+        || (is_text(&wanted) && is_text(key_type))
+        || *key_type == DataType::Null
+        || wanted == *key_type;
+    if !same_kind {
+        return Err(refused(
+            ErrorCode::TypeMismatch,
+            format!(
+                "Cannot use {} as a key of {}",
+                type_name(&key, schema)?,
+                type_name(&map, schema)?
+            ),
+        ));
+    }
+    let constant = matches!(key, Expr::Literal(..));
+    let retyped = *key_type != wanted;
+    let key = if retyped { cast(key, wanted) } else { key };
+    if func.name() == "get_field" && !constant {
+        let values = datafusion::functions_nested::expr_fn::map_extract(map, key);
+        return Ok(Some(datafusion::functions_nested::expr_fn::array_element(
+            values,
+            lit(1_i64),
+        )));
+    }
+    Ok(retyped.then(|| Expr::ScalarFunction(ScalarFunction::new_udf(func, vec![map, key]))))
+}
+
+/// The key type of a map's entries.
+fn map_key_type(entries: &datafusion::arrow::datatypes::FieldRef) -> Option<&DataType> {
+    match entries.data_type() {
+        DataType::Struct(fields) => fields.first().map(|f| f.data_type()),
+        _ => None,
+    }
+}
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 /// A comparison as Trino means it: a `char(n)` as if both sides were padded to one length
