@@ -81,14 +81,14 @@ impl std::fmt::Display for UnexpectedParameters {
     }
 }
 
-thread_local! {
-    /// The last refusal of this thread's planning, for the engine to name: DataFusion keeps
-    /// only the words of a function's refusal, inside its own.
-    static REFUSED: std::cell::RefCell<Option<UnexpectedParameters>> =
-        const { std::cell::RefCell::new(None) };
+tokio::task_local! {
+    /// The refusal of the planning [`recording_refusals`] runs, for the engine to name:
+    /// DataFusion keeps only the words of a function's refusal, inside its own. Task-local, so
+    /// it follows the planning across threads and nothing outside it records.
+    static REFUSED: std::cell::RefCell<Option<UnexpectedParameters>>;
 }
 
-/// A function's refusal of `arg_types`, recorded for [`take_unexpected_parameters`].
+/// A function's refusal of `arg_types`, recorded for [`recording_refusals`].
 pub(crate) fn unexpected_parameters(
     function: &str,
     arg_types: &[DataType],
@@ -100,19 +100,22 @@ pub(crate) fn unexpected_parameters(
         expected: expected.to_string(),
     };
     let error = datafusion::error::DataFusionError::Plan(refused.to_string());
-    REFUSED.with(|slot| *slot.borrow_mut() = Some(refused));
+    // Outside a recording there is no one to tell.
+    let _ = REFUSED.try_with(|slot| *slot.borrow_mut() = Some(refused));
     error
 }
 
-/// Forgets any refusal this thread recorded: call before planning a statement.
-pub fn forget_unexpected_parameters() {
-    REFUSED.with(|slot| slot.borrow_mut().take());
-}
-
-/// The refusal this thread recorded since [`forget_unexpected_parameters`], if any: read in the
-/// same poll as the planning that failed (planning is synchronous once tables are resolved).
-pub fn take_unexpected_parameters() -> Option<UnexpectedParameters> {
-    REFUSED.with(|slot| slot.borrow_mut().take())
+/// Runs `planning`, with the last refusal of a function's arguments made while it ran.
+pub async fn recording_refusals<F: std::future::Future>(
+    planning: F,
+) -> (F::Output, Option<UnexpectedParameters>) {
+    REFUSED
+        .scope(std::cell::RefCell::new(None), async move {
+            let output = planning.await;
+            let refused = REFUSED.with(|slot| slot.borrow_mut().take());
+            (output, refused)
+        })
+        .await
 }
 
 /// Argument types as Trino names them in its errors: `varchar, array(integer)`.

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
-pub use args::{UnexpectedParameters, forget_unexpected_parameters, take_unexpected_parameters};
+pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use error::{InvalidArgument, invalid_pattern};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, MapArray, StructArray};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
-use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::common::{Result, ScalarValue, exec_err, not_impl_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatility};
@@ -124,6 +124,10 @@ impl AggregateUDFImpl for MapAggregate {
     }
 
     fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+        // DataFusion leaves DISTINCT to the accumulator where it cannot rewrite it away.
+        if args.is_distinct {
+            return not_impl_err!("{}(DISTINCT …) beside other aggregates", self.name());
+        }
         let types: Vec<DataType> = args
             .expr_fields
             .iter()

@@ -401,14 +401,18 @@ impl Engine {
                     }
                     self.refresh_if_schemas_unknown(&state, &statement).await?;
                     views_read = self.expand_views(&state, &mut statement).await?;
+                    if views_read > 0 && crate::dialect::has_lambdas(&statement) {
+                        // A view's lambdas: see above.
+                        state = self.session_state_with(session, false)?;
+                    }
                     if self.reads_metadata(&state, &statement)? {
                         // Metadata is computed on the coordinator.
                         state = self.session_state_with(session, false)?;
                     }
-                    sqe_functions::forget_unexpected_parameters();
-                    let planned = state.statement_to_plan(statement.clone()).await;
-                    // Read in the poll that planned: a function's refusal is this thread's.
-                    let refused = sqe_functions::take_unexpected_parameters();
+                    let (planned, refused) = sqe_functions::recording_refusals(
+                        state.statement_to_plan(statement.clone()),
+                    )
+                    .await;
                     match planned {
                         Ok(plan) => Ok(crate::dialect::logical::to_trino(plan)?),
                         Err(e) => Err(explained(e, &state, &statement, refused)),
@@ -462,14 +466,19 @@ impl Engine {
         })
     }
 
-    /// The template's plan, its tables reloaded (and its views read again) when it was
-    /// planned a while ago.
-    async fn fresh_logical(&self, template: &StatementTemplate) -> Result<LogicalPlan> {
+    /// The template's plan, its tables reloaded when it was planned a while ago; a statement
+    /// that reads views is then planned again from its text (the template it makes is the
+    /// one to bind: its session state follows the new plan, which may run elsewhere).
+    async fn fresh_logical(
+        &self,
+        template: &StatementTemplate,
+    ) -> Result<(LogicalPlan, Option<Box<StatementTemplate>>)> {
         if template.planned_at.elapsed() <= TABLES_FRESH_FOR {
-            return Ok(template.logical.clone());
+            return Ok((template.logical.clone(), None));
         }
         let Some(replan) = &template.reads_views else {
-            return reload_iceberg_tables(&template.state, template.logical.clone()).await;
+            let reloaded = reload_iceberg_tables(&template.state, template.logical.clone()).await?;
+            return Ok((reloaded, None));
         };
         let fresh = Box::pin(self.template(&replan.session, &replan.sql)).await?;
         if fresh.dataset_schema != template.dataset_schema
@@ -481,7 +490,7 @@ impl Engine {
                  prepared; prepare it again",
             ));
         }
-        Ok(fresh.logical)
+        Ok((fresh.logical.clone(), Some(Box::new(fresh))))
     }
 
     /// Binds every row of `rows` into **one** statement, ready to run once: an `INSERT` gets
@@ -496,7 +505,8 @@ impl Engine {
         if rows.len() <= 1 {
             return self.bind(template, rows.pop().unwrap_or_default()).await;
         }
-        let logical = self.fresh_logical(template).await?;
+        let (logical, replanned) = self.fresh_logical(template).await?;
+        let template = replanned.as_deref().unwrap_or(template);
         let LogicalPlan::Dml(insert) = &logical else {
             return Err(too_many_rows(rows.len()));
         };
@@ -557,7 +567,9 @@ impl Engine {
                 cache: ResultCacheUse::default(),
             });
         }
-        let logical = with_parameters(template, self.fresh_logical(template).await?, parameters)?;
+        let (logical, replanned) = self.fresh_logical(template).await?;
+        let template = replanned.as_deref().unwrap_or(template);
+        let logical = with_parameters(template, logical, parameters)?;
         self.prepare_bound(template, logical).await
     }
 
@@ -567,6 +579,8 @@ impl Engine {
         template: &StatementTemplate,
         logical: LogicalPlan,
     ) -> Result<Prepared> {
+        // An INSERT OVERWRITE is an insert committed as an overwrite, also when retried.
+        let logical = self.partition_overwrites(logical)?;
         // Each binding is one execution: its `now()` is this instant (simplified to it when
         // the plan is optimized), also for a prepared statement run again later.
         let mut state = self.execution_state(template.state.clone())?;

@@ -161,7 +161,8 @@ pub async fn commit_replace(
 /// snapshot `snapshot_id`, replacing every live data file of the partitions they are in: one
 /// `overwrite` snapshot, committed through `committer` only while the table is still at that
 /// snapshot (Hive's and Spark's dynamic partition overwrite; an unpartitioned table is one
-/// partition). Nothing is replaced when nothing was added. Files `added` are the caller's to
+/// partition, whatever specs its files were written in). Nothing is replaced when nothing was
+/// added; data files of an earlier partitioning of a partitioned table are refused. Files `added` are the caller's to
 /// delete if this fails.
 pub async fn commit_partition_overwrite(
     table: &Table,
@@ -407,22 +408,39 @@ impl<'a> DeleteProducer<'a> {
             .to_vec())
     }
 
-    /// The live data files of the parent snapshot in one of `partitions` of spec `spec_id`.
+    /// The live data files of the parent snapshot in one of `partitions` of spec `spec_id`,
+    /// the table's default spec; when that is unpartitioned, every live data file. Files of
+    /// another spec cannot be told to be in those partitions or not: refused.
     async fn live_data_files_in(
         &self,
         spec_id: i32,
         partitions: &HashSet<&Struct>,
     ) -> Result<HashSet<String>> {
         let io = self.table.file_io();
+        let whole = self
+            .table
+            .metadata()
+            .default_partition_spec()
+            .is_unpartitioned();
         let mut files = HashSet::new();
         for manifest in self.parent_manifests().await? {
-            if manifest.content != ManifestContentType::Data
-                || manifest.partition_spec_id != spec_id
-            {
+            if manifest.content != ManifestContentType::Data {
                 continue;
             }
+            let other_spec = manifest.partition_spec_id != spec_id;
             for entry in manifest.load_manifest(io).await?.entries() {
-                if entry.is_alive() && partitions.contains(entry.data_file().partition()) {
+                if !entry.is_alive() {
+                    continue;
+                }
+                if other_spec && !whole {
+                    return Err(Error::new(
+                        ErrorKind::FeatureUnsupported,
+                        "INSERT OVERWRITE of a table with data files written in an earlier \
+                         partitioning: rewrite them into the current one first (ALTER TABLE … \
+                         EXECUTE optimize)",
+                    ));
+                }
+                if whole || partitions.contains(entry.data_file().partition()) {
                     files.insert(entry.data_file().file_path().to_string());
                 }
             }

@@ -402,6 +402,18 @@ async fn lambdas_answer_over_distributed_tables() -> TestResult {
     cluster
         .sql("CREATE TABLE lam.t AS SELECT l_orderkey AS k, ARRAY[l_partkey, l_suppkey] AS a FROM tpch.lineitem")
         .await?;
+    // A view's lambdas run where the view's query can go.
+    cluster
+        .sql("CREATE VIEW lam.v AS SELECT transform(a, x -> x + 1) AS b FROM lam.t")
+        .await?;
+    assert_eq!(
+        render(&cluster.query("SELECT sum(b[1]) AS s FROM lam.v").await?),
+        render(
+            &cluster
+                .query("SELECT sum(a[1] + 1) AS s FROM lam.t")
+                .await?
+        )
+    );
     cluster
         .sql("UPDATE lam.t SET a = transform(a, x -> x * 2) WHERE k % 2 = 0")
         .await?;

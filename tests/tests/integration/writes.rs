@@ -1123,6 +1123,32 @@ async fn insert_overwrite_replaces_the_partitions_it_writes() -> TestResult {
         render(&cluster.query("SELECT 42 AS k").await?)
     );
 
+    // A table made unpartitioned is replaced whole, the files of its old partitioning too;
+    // a partitioned one with files of an earlier partitioning is refused, unchanged.
+    for sql in [
+        "CREATE TABLE ow.e (k bigint, p varchar) WITH (partitioning = ARRAY['p'])",
+        "INSERT INTO ow.e VALUES (1, 'a'), (2, 'b')",
+        "ALTER TABLE ow.e SET PROPERTIES partitioning = ARRAY[]",
+        "INSERT OVERWRITE ow.e VALUES (3, 'a')",
+    ] {
+        cluster.sql(sql).await?;
+    }
+    assert_eq!(
+        render(&cluster.query("SELECT k FROM ow.e").await?),
+        render(&cluster.query("SELECT CAST(3 AS BIGINT) AS k").await?)
+    );
+    cluster
+        .sql("ALTER TABLE ow.e SET PROPERTIES partitioning = ARRAY['bucket(k, 4)']")
+        .await?;
+    let refused = cluster
+        .error_code("INSERT OVERWRITE ow.e VALUES (4, 'b')")
+        .await?;
+    assert_eq!(refused, sqe_engine::ErrorCode::NotSupported);
+    assert_eq!(
+        render(&cluster.query("SELECT k FROM ow.e").await?),
+        render(&cluster.query("SELECT CAST(3 AS BIGINT) AS k").await?)
+    );
+
     // Planned before another writer's commit: it fails, and that commit's rows stay.
     let session = sqe_engine::engine::SessionSettings::default();
     let planned = cluster
