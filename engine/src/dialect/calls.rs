@@ -396,10 +396,7 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
             ),
         )));
     }
-    let to_text = matches!(
-        target,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-    );
+    let to_text = is_text(target);
     let text_function = match source {
         // Java's text for the value (Arrow writes `1e-10` for Trino's `1.0E-10`).
         DataType::Float32 | DataType::Float64 if to_text => {
@@ -711,7 +708,7 @@ fn map_key_type(entries: &datafusion::arrow::datatypes::FieldRef) -> Option<&Dat
     }
 }
 
-fn is_text(t: &DataType) -> bool {
+pub(super) fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 

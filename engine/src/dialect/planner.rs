@@ -44,11 +44,7 @@ impl ExprPlanner for TrinoPlanner {
                 | BinaryOperator::Divide
                 | BinaryOperator::Modulo
         );
-        let is_text = |e: &Expr| {
-            e.get_type(schema).is_ok_and(|t| {
-                matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-            })
-        };
+        let is_text = |e: &Expr| e.get_type(schema).is_ok_and(|t| super::calls::is_text(&t));
         if !arithmetic || !(is_text(&expr.left) || is_text(&expr.right)) {
             return Ok(PlannerResult::Original(expr));
         }
