@@ -20,13 +20,13 @@ use crate::args::{all_text, arrays, result, strings};
 use crate::error::invalid_argument;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Step {
+pub(crate) enum Step {
     Key(String),
     Index(usize),
 }
 
 /// Trino's JSONPath: `$` followed by `.key`, `["key"]` or `[index]` steps.
-fn path(text: &str) -> Result<Vec<Step>> {
+pub(crate) fn path(text: &str) -> Result<Vec<Step>> {
     let refuse = || invalid_argument(format!("Invalid JSON path: '{text}'"));
     let rest = text.trim().strip_prefix('$').ok_or_else(refuse)?;
     let chars: Vec<char> = rest.chars().collect();
@@ -191,7 +191,7 @@ fn is_json(text: &str) -> bool {
 }
 
 /// The text of the value at `steps`, if there is one.
-fn at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a str> {
+pub(crate) fn at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a str> {
     if !is_json(json) {
         return None;
     }

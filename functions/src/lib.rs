@@ -19,6 +19,7 @@ mod decimals;
 mod error;
 mod format;
 mod json;
+mod json_values;
 mod map_aggregates;
 mod map_constructor;
 mod precision;
@@ -44,6 +45,7 @@ pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use error::{InvalidArgument, invalid_pattern};
+pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
 pub use time_arithmetic::TIME_PLUS;
@@ -115,6 +117,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
             .into_iter()
             .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
     );
+    functions.extend(
+        json_values::json_value_functions()
+            .into_iter()
+            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
+    );
     functions
 }
 
@@ -175,6 +182,11 @@ pub fn integer_round_function() -> Arc<ScalarUDF> {
 /// [`REAL_TEXT`]: what the dialect calls for a cast of a real number to `varchar`.
 pub fn real_text_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(real_text::RealText::new()))
+}
+
+/// [`JSON_TO_TEXT`]: what the dialect calls for a cast of `json` to a scalar type.
+pub fn json_to_text_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(json_values::json_to_text()))
 }
 
 /// [`TIMESTAMP_TEXT`]: what the dialect calls for a cast of a timestamp to `varchar`.

@@ -26,6 +26,8 @@ pub enum TrinoType {
     /// `varchar`, or `varchar(n)` with its length.
     Varchar(Option<u32>),
     Char(u32),
+    /// JSON text ([`crate::json_field`]).
+    Json,
     Varbinary,
     Date,
     Time {
@@ -128,6 +130,7 @@ impl TrinoType {
                 .and_then(|n| n.parse::<u32>().ok())
         };
         match (&plain, length("varchar("), length("char(")) {
+            (TrinoType::Varchar(_), _, _) if named == "json" => TrinoType::Json,
             (TrinoType::Varchar(_), Some(n), _) => TrinoType::Varchar(Some(n)),
             (TrinoType::Varchar(_), _, Some(n)) => TrinoType::Char(n),
             _ => plain,
@@ -157,6 +160,7 @@ impl TrinoType {
             TrinoType::Decimal { .. } => "decimal",
             TrinoType::Varchar(_) => "varchar",
             TrinoType::Char(_) => "char",
+            TrinoType::Json => "json",
             TrinoType::Varbinary => "varbinary",
             TrinoType::Date => "date",
             TrinoType::Time { .. } => "time",

@@ -12,11 +12,11 @@ pub enum TableError {
     #[error("storage: {0}")]
     Storage(String),
     /// A column type has no Iceberg equivalent.
-    #[error("column '{column}' has type {data_type}, which Iceberg tables cannot store{hint}")]
+    #[error("column '{column}' has type {type_name}, which Iceberg tables cannot store{hint}")]
     UnsupportedType {
         column: String,
-        /// The Arrow type (the engine names it in SQL's terms for its users).
-        data_type: datafusion::arrow::datatypes::DataType,
+        /// The column's type, as Trino names it.
+        type_name: String,
         hint: String,
     },
     /// Data does not have the shape its destination expects.

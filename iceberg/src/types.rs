@@ -59,6 +59,13 @@ pub fn iceberg_schema_for(schema: &Schema, force_nullable: bool) -> Result<icebe
 }
 
 fn normalize_field(field: &FieldRef, force_nullable: bool) -> Result<Field> {
+    if sqe_functions::is_json(field) {
+        return Err(TableError::UnsupportedType {
+            column: field.name().clone(),
+            type_name: "json".to_string(),
+            hint: "; store its text with json_format".to_string(),
+        });
+    }
     let data_type = normalize_type(field.name(), field.data_type())?;
     Ok(Field::new(
         field.name(),
@@ -70,7 +77,7 @@ fn normalize_field(field: &FieldRef, force_nullable: bool) -> Result<Field> {
 fn normalize_type(column: &str, data_type: &DataType) -> Result<DataType> {
     let unsupported = |hint: &str| TableError::UnsupportedType {
         column: column.to_string(),
-        data_type: data_type.clone(),
+        type_name: sqe_functions::types::TrinoType::from_arrow(data_type).to_string(),
         hint: hint.to_string(),
     };
     Ok(match data_type {

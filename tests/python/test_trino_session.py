@@ -183,6 +183,17 @@ class Prepared(unittest.TestCase):
                 ["twice", "", "", "", "bigint", 8, True],
             ],
         )
+        # The client's describe() (PREPARE + DESCRIBE OUTPUT): the types its result's columns
+        # have, lengths of varchar included.
+        self.assertEqual(
+            [
+                (d.name, d.table, d.type)
+                for d in connect().cursor().describe(
+                    "SELECT name, CAST(regionkey AS integer) k FROM tpch.tiny.region"
+                )
+            ],
+            [("name", "region", "varchar(25)"), ("k", "", "integer")],
+        )
         self.assertEqual(run(cur, "EXECUTE q USING 5"), [["ETHIOPIA", 1, 0]])
         with self.assertRaises(TrinoUserError) as error:
             run(cur, "EXECUTE q")

@@ -376,7 +376,14 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         _ => return Ok(Transformed::no(cast)),
     };
-    let source = input.get_type(schema)?;
+    let (source, field) = {
+        let (_, field) = input.to_field(schema)?;
+        (field.data_type().clone(), field)
+    };
+    if sqe_functions::is_json(&field) {
+        let target = target.clone();
+        return json_cast(cast, &target);
+    }
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
     }
@@ -454,6 +461,22 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }),
         None => Ok(Transformed::no(cast)),
     }
+}
+
+/// A cast of `json` to a scalar: the cast of its text (a JSON string's own text, see
+/// `sqe_functions::JSON_TO_TEXT`); to an array, map or row: not yet.
+fn json_cast(cast: Expr, target: &DataType) -> Result<Transformed<Expr>> {
+    if target.is_nested() {
+        return Err(DataFusionError::NotImplemented(format!(
+            "CAST of json to {}",
+            super::types::TrinoType::from_arrow(target)
+        )));
+    }
+    with_input(cast, |input| {
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(sqe_functions::json_to_text_function(), vec![input]),
+        )))
+    })
 }
 
 /// The cast with its input replaced by what `f` makes of it.

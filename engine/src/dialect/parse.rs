@@ -22,7 +22,7 @@ pub struct Parsed {
 
 /// Reads one statement of Trino's SQL.
 pub fn parse(sql: &str) -> Result<Parsed> {
-    let tokens = tokenize(sql)?;
+    let (tokens, table_comment) = take_table_comment(tokenize(sql)?);
     // Labels keep the case the statement wrote its aliases in; the statement planned is the
     // one whose quoted names are folded as Trino folds them.
     let labels = match single(tokens.clone())? {
@@ -30,6 +30,11 @@ pub fn parse(sql: &str) -> Result<Parsed> {
         _ => None,
     };
     let mut statement = single(fold_names(tokens))?;
+    if let (Some(text), DFStatement::Statement(inner)) = (table_comment, &mut statement)
+        && let datafusion::sql::sqlparser::ast::Statement::CreateTable(create) = inner.as_mut()
+    {
+        create.comment = Some(datafusion::sql::sqlparser::ast::CommentDef::WithoutEq(text));
+    }
     rewrite_statement(&mut statement)?;
     Ok(Parsed { statement, labels })
 }
@@ -101,6 +106,57 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
             super::views::view_clauses_as_options(set_properties_as_options(tokens)),
         )),
     )))
+}
+
+/// Trino's `CREATE TABLE t (…) COMMENT '…' WITH (…) [AS …]`: the parser reads a table's
+/// comment only where MySQL writes it (after `WITH`'s place), so it is taken out of the tokens
+/// here and put on the parsed statement.
+fn take_table_comment(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Option<String>) {
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let keyword = |i: usize, k: Keyword| matches!(&tokens[i].token, Token::Word(w) if w.keyword == k && w.quote_style.is_none());
+    let mut at = 0;
+    let is_create_table = significant
+        .first()
+        .is_some_and(|&i| keyword(i, Keyword::CREATE))
+        && {
+            at = 1;
+            if significant.get(1).is_some_and(|&i| keyword(i, Keyword::OR))
+                && significant
+                    .get(2)
+                    .is_some_and(|&i| keyword(i, Keyword::REPLACE))
+            {
+                at = 3;
+            }
+            significant
+                .get(at)
+                .is_some_and(|&i| keyword(i, Keyword::TABLE))
+        };
+    if !is_create_table {
+        return (tokens, None);
+    }
+    let mut depth = 0usize;
+    for pair in significant[at..].windows(2) {
+        match &tokens[pair[0]].token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::AS => break,
+            Token::Word(w)
+                if depth == 0 && w.keyword == Keyword::COMMENT && w.quote_style.is_none() =>
+            {
+                if let Token::SingleQuotedString(text) = &tokens[pair[1]].token {
+                    let text = text.clone();
+                    let (comment, value) = (pair[0], pair[1]);
+                    tokens.remove(value);
+                    tokens.remove(comment);
+                    return (tokens, Some(text));
+                }
+            }
+            _ => {}
+        }
+    }
+    (tokens, None)
 }
 
 /// Trino's niladic functions written without parentheses (`current_schema`), which the SQL

@@ -31,6 +31,32 @@ impl Default for TrinoPlanner {
 const COUNTING: &[&str] = &["row_number", "rank", "dense_rank", "ntile"];
 
 impl ExprPlanner for TrinoPlanner {
+    /// `ARRAY[X'01', NULL]`: DataFusion unifies NULL with no binary type, so the NULLs are
+    /// given the elements' binary type first.
+    fn plan_array_literal(
+        &self,
+        exprs: Vec<Expr>,
+        schema: &DFSchema,
+    ) -> Result<PlannerResult<Vec<Expr>>> {
+        let types = exprs
+            .iter()
+            .map(|e| e.get_type(schema))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(binary) = binary_beside_nulls(&types) else {
+            return Ok(PlannerResult::Original(exprs));
+        };
+        Ok(PlannerResult::Original(
+            exprs
+                .into_iter()
+                .zip(&types)
+                .map(|(e, t)| match t {
+                    DataType::Null => Expr::Cast(Cast::new(Box::new(e), binary.clone())),
+                    _ => e,
+                })
+                .collect(),
+        ))
+    }
+
     fn plan_binary_op(
         &self,
         expr: RawBinaryExpr,
@@ -101,4 +127,25 @@ impl ExprPlanner for TrinoPlanner {
     fn plan_substring(&self, args: Vec<Expr>) -> Result<PlannerResult<Vec<Expr>>> {
         Ok(PlannerResult::Planned(self.substr.call(args)))
     }
+}
+
+/// The binary type of values that are all of it or NULL, with at least one of each.
+fn binary_beside_nulls(types: &[DataType]) -> Option<DataType> {
+    let mut binary = None;
+    let mut nulls = false;
+    for t in types {
+        match t {
+            DataType::Null => nulls = true,
+            DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => match &binary {
+                None => binary = Some(t.clone()),
+                Some(seen) if seen == t => {}
+                Some(_) => return None,
+            },
+            _ => return None,
+        }
+    }
+    binary.filter(|_| nulls)
 }

@@ -332,7 +332,9 @@ impl VisitorMut for Rewrite {
                 expr: inner,
                 data_type,
                 ..
-            } => bounded_string_cast(kind, inner, data_type),
+            } => {
+                bounded_string_cast(kind, inner, data_type).or_else(|| json_cast(inner, data_type))
+            }
             _ => None,
         };
         if let Some(rewritten) = rewritten {
@@ -645,6 +647,15 @@ fn bounded_string_cast(kind: &CastKind, inner: &Expr, data_type: &DataType) -> O
     super::spellings::spelled(&text, std::slice::from_ref(inner))
 }
 
+/// A cast to `json`: SQE's (`sqe_functions::CAST_TO_JSON`), whose result is typed `json`.
+fn json_cast(inner: &Expr, data_type: &DataType) -> Option<Expr> {
+    if !matches!(data_type, DataType::JSON) {
+        return None;
+    }
+    let text = format!("{}($1)", sqe_functions::CAST_TO_JSON);
+    super::spellings::spelled(&text, std::slice::from_ref(inner))
+}
+
 fn cast(expr: Expr, data_type: DataType) -> Expr {
     Expr::Cast {
         kind: CastKind::Cast,
@@ -728,6 +739,14 @@ fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {
         DataType::Timestamp(None, TimezoneInfo::None) => timestamp_literal(&text).map(Some),
         DataType::Time(None, TimezoneInfo::None) => time_literal(&text).map(Some),
         DataType::Date => date_literal(&text).map(Some),
+        // `JSON '…'`: the text read as JSON, canonical.
+        DataType::JSON => match sqe_functions::canonical_json(&text) {
+            Some(_) => Ok(super::spellings::spelled(
+                "json_parse($1)",
+                &[Expr::value(Value::SingleQuotedString(text))],
+            )),
+            None => Err(invalid_literal("JSON", &text, "it is not JSON")),
+        },
         // `CHAR 'ab'` is a char(2), as long as its text.
         DataType::Char(None) | DataType::Character(None) => {
             let length = CharacterLength::IntegerLength {

@@ -135,7 +135,7 @@ impl Engine {
     ) -> Result<u64> {
         let schema = iceberg_schema_for(data.schema().as_ref(), false)?;
         let table = self
-            .create_table(ident, schema, TableLayout::default(), None)
+            .create_table(ident, schema, TableLayout::default(), None, None)
             .await?;
         match self
             .write_stream(table, data, WriteCommit::Append, gate)

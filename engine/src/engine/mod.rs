@@ -268,6 +268,7 @@ enum Action {
         schema: Box<IcebergSchema>,
         layout: Box<TableLayout>,
         location: Option<String>,
+        comment: Option<String>,
         if_not_exists: bool,
         or_replace: bool,
         gate: Arc<CommitGate>,
@@ -850,12 +851,21 @@ impl Engine {
                 if !create.column_defaults.is_empty() {
                     return Err(Error::NotSupported("column DEFAULT values".into()));
                 }
+                if create.or_replace
+                    && (properties.comment.is_some() || !properties.column_comments.is_empty())
+                {
+                    return Err(Error::NotSupported(
+                        "COMMENT in CREATE OR REPLACE TABLE: set it with COMMENT ON afterwards"
+                            .into(),
+                    ));
+                }
                 let ident = self.table_ident(&state, &create.name)?;
                 let input = Arc::unwrap_or_clone(create.input);
                 if let LogicalPlan::EmptyRelation(empty) = &input
                     && !empty.produce_one_row
                 {
-                    let schema = iceberg_schema_for(empty.schema.as_arrow(), false)?;
+                    let schema = properties
+                        .documented(iceberg_schema_for(empty.schema.as_arrow(), false)?)?;
                     let layout = TableLayout::new(&schema, &properties)?;
                     return Ok(command(
                         StatementKind::CreateTable,
@@ -864,6 +874,7 @@ impl Engine {
                             schema: Box::new(schema),
                             layout: Box::new(layout),
                             location: properties.location,
+                            comment: properties.comment,
                             if_not_exists: create.if_not_exists,
                             or_replace: create.or_replace,
                             gate: Arc::default(),
@@ -1100,6 +1111,7 @@ impl Engine {
                 schema,
                 layout,
                 location,
+                comment,
                 if_not_exists,
                 or_replace,
                 gate,
@@ -1114,7 +1126,8 @@ impl Engine {
                         return Err(Error::Cancelled);
                     }
                     // Boxed: its future would make every statement's as large.
-                    Box::pin(self.create_table(&ident, *schema, *layout, location)).await?;
+                    Box::pin(self.create_table(&ident, *schema, *layout, location, comment))
+                        .await?;
                 }
                 Outcome::Updated { rows: None }
             }
@@ -1269,6 +1282,7 @@ impl Engine {
         schema: IcebergSchema,
         layout: TableLayout,
         location: Option<String>,
+        comment: Option<String>,
     ) -> Result<iceberg::table::Table> {
         check_new_table_name(ident)?;
         let location = location
@@ -1285,6 +1299,12 @@ impl Engine {
             .partition_spec_opt(layout.partition)
             .sort_order_opt(layout.sort_order)
             .location_opt(location)
+            .properties(
+                comment
+                    .map(|text| (alter::COMMENT_PROPERTY.to_string(), text))
+                    .into_iter()
+                    .collect::<std::collections::HashMap<_, _>>(),
+            )
             .build();
         Ok(self
             .catalog()
@@ -1307,6 +1327,7 @@ impl Engine {
         } = ctas;
         let stop = crate::stopping::Stop { gate, cancel };
         let location = properties.location.clone();
+        let comment = properties.comment.clone();
         if if_not_exists && self.catalog().table_exists(&ident).await? {
             return Ok(0);
         }
@@ -1329,7 +1350,9 @@ impl Engine {
             .await
             .map(|rows| rows.unwrap_or(0));
         }
-        let table = self.create_table(&ident, schema, layout, location).await?;
+        let table = self
+            .create_table(&ident, schema, layout, location, comment)
+            .await?;
         match self
             .insert_fill(table, fill, WriteCommit::Append, stop)
             .await

@@ -4,9 +4,14 @@
 //! planning and applied when the Iceberg table is created.
 
 use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Statement, Value};
+use std::sync::Arc;
+
+use datafusion::sql::sqlparser::ast::{
+    ColumnOption, CommentDef, CreateTableOptions, Expr, SqlOption, Statement, Value,
+};
 use iceberg::spec::{
-    NullOrder, Schema, SortDirection, SortField, SortOrder, Transform, UnboundPartitionSpec,
+    NestedField, NullOrder, Schema, SortDirection, SortField, SortOrder, Transform,
+    UnboundPartitionSpec,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -22,6 +27,38 @@ pub(crate) struct TableProperties {
     pub sorted_by: Vec<String>,
     /// Where the table's files go, instead of the catalog's default.
     pub location: Option<String>,
+    /// `COMMENT '…'` of the table (kept as its `comment` property, as Trino's Iceberg
+    /// connector keeps it).
+    pub comment: Option<String>,
+    /// `COMMENT '…'` of columns, by column name (kept as the Iceberg fields' `doc`).
+    pub column_comments: Vec<(String, String)>,
+}
+
+impl TableProperties {
+    /// `schema` with the columns' comments as its fields' docs.
+    pub(super) fn documented(&self, schema: Schema) -> Result<Schema> {
+        if self.column_comments.is_empty() {
+            return Ok(schema);
+        }
+        let fields = schema
+            .as_struct()
+            .fields()
+            .iter()
+            .map(|field| {
+                let mut field: NestedField = (**field).clone();
+                if let Some((_, doc)) = self.column_comments.iter().find(|(n, _)| *n == field.name)
+                {
+                    field.doc = Some(doc.clone());
+                }
+                Arc::new(field)
+            })
+            .collect::<Vec<_>>();
+        Ok(Schema::builder()
+            .with_schema_id(schema.schema_id())
+            .with_identifier_field_ids(schema.identifier_field_ids())
+            .with_fields(fields)
+            .build()?)
+    }
 }
 
 /// How a new table lays out its rows: its partition spec and its sort order.
@@ -93,12 +130,31 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
     let Statement::CreateTable(create) = statement.as_mut() else {
         return Ok(TableProperties::default());
     };
+    let comment = create.comment.take().map(|c| match c {
+        CommentDef::WithEq(text) | CommentDef::WithoutEq(text) => text,
+    });
+    let mut column_comments = Vec::new();
+    for column in &mut create.columns {
+        column.options.retain(|option| match &option.option {
+            ColumnOption::Comment(text) => {
+                // Names are folded before planning (quoted ones by the dialect).
+                column_comments.push((column.name.value.to_lowercase(), text.clone()));
+                false
+            }
+            _ => true,
+        });
+    }
+    let mut properties = TableProperties {
+        comment,
+        column_comments,
+        ..TableProperties::default()
+    };
     let options = match std::mem::take(&mut create.table_options) {
-        CreateTableOptions::None => return Ok(TableProperties::default()),
+        CreateTableOptions::None => return Ok(properties),
         CreateTableOptions::With(options) => options,
         other => {
             create.table_options = other;
-            return Ok(TableProperties::default());
+            return Ok(properties);
         }
     };
     let given = PropertyValues::read(&options)?;
@@ -118,11 +174,10 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
             "format_version = {version}: SQE creates Iceberg v2 tables"
         )));
     }
-    Ok(TableProperties {
-        partitioning: given.partitioning.unwrap_or_default(),
-        sorted_by: given.sorted_by.unwrap_or_default(),
-        location: given.location,
-    })
+    properties.partitioning = given.partitioning.unwrap_or_default();
+    properties.sorted_by = given.sorted_by.unwrap_or_default();
+    properties.location = given.location;
+    Ok(properties)
 }
 
 /// The table properties a statement gives (CREATE TABLE's `WITH`, ALTER TABLE's

@@ -138,7 +138,8 @@ fn labelled(names: &[String], labels: &[Label]) -> Option<Vec<(String, bool)>> {
 #[derive(Debug, Clone)]
 pub struct OutputColumn {
     pub name: String,
-    pub data_type: DataType,
+    /// Its value's type, with what Arrow cannot say (a varchar's length) in its metadata.
+    pub field: datafusion::arrow::datatypes::FieldRef,
     /// `(catalog, schema, table)`
     pub origin: Option<(String, String, String)>,
 }
@@ -206,7 +207,7 @@ impl StatementTemplate {
             .iter()
             .map(|(qualifier, field)| OutputColumn {
                 name: field.name().clone(),
-                data_type: field.data_type().clone(),
+                field: Arc::clone(field),
                 origin: qualifier.map(|q| {
                     let resolved = q.clone().resolve(catalog, schema);
                     (

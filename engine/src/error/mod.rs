@@ -451,13 +451,12 @@ impl From<TableError> for Error {
             TableError::Arrow(e) => classify_arrow(e),
             TableError::UnsupportedType {
                 column,
-                data_type,
+                type_name,
                 hint,
             } => Error::invalid(
                 ErrorCode::NotSupported,
                 format!(
-                    "column '{column}' has type {}, which Iceberg tables cannot store{hint}",
-                    crate::dialect::types::TrinoType::from_arrow(&data_type)
+                    "column '{column}' has type {type_name}, which Iceberg tables cannot store{hint}"
                 ),
             ),
             TableError::NotSupported(m) => Error::NotSupported(m),

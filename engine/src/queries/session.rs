@@ -365,7 +365,7 @@ fn describe_output(
     };
     let types: Vec<TrinoType> = columns
         .iter()
-        .map(|c| TrinoType::from_arrow(&c.data_type))
+        .map(|c| TrinoType::from_field(&c.field))
         .collect();
     let arrays = vec![
         text(&|c| c.name.clone()),

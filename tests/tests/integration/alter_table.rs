@@ -166,6 +166,73 @@ async fn columns_evolve_by_field_id_and_tables_rename() -> TestResult {
     Ok(())
 }
 
+/// `COMMENT '…'` of a new table and of its columns are kept as Trino's Iceberg connector keeps
+/// them (the table's `comment` property, the fields' `doc`) and shown where Trino shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn comments_given_at_creation_are_kept() -> TestResult {
+    let cluster = TestCluster::start(1, 0.0).await?;
+    cluster.sql("CREATE SCHEMA cm").await?;
+    cluster
+        .sql(
+            "CREATE TABLE cm.t (id integer COMMENT 'the id', \"Name\" varchar) \
+             COMMENT 'people' WITH (partitioning = ARRAY['id'])",
+        )
+        .await?;
+    cluster
+        .sql("CREATE TABLE cm.copy COMMENT 'a copy' AS SELECT * FROM cm.t")
+        .await?;
+    let table = cluster.iceberg_table("cm", "t").await?;
+    assert_eq!(
+        table
+            .metadata()
+            .properties()
+            .get("comment")
+            .map(String::as_str),
+        Some("people")
+    );
+    let docs: Vec<(String, Option<String>)> = table
+        .metadata()
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| (f.name.clone(), f.doc.clone()))
+        .collect();
+    assert_eq!(
+        docs,
+        vec![
+            ("id".to_string(), Some("the id".to_string())),
+            ("name".to_string(), None)
+        ]
+    );
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT table_name, comment FROM system.metadata.table_comments \
+             WHERE schema_name = 'cm' ORDER BY table_name"
+        )
+        .await?,
+        "+------------+---------+\n| table_name | comment |\n+------------+---------+\n| copy       | a copy  |\n| t          | people  |\n+------------+---------+"
+    );
+    assert_eq!(
+        rows(
+            &cluster,
+            "SELECT column_name, comment FROM information_schema.columns \
+             WHERE table_schema = 'cm' AND table_name = 't' ORDER BY ordinal_position"
+        )
+        .await?,
+        "+-------------+---------+\n| column_name | comment |\n+-------------+---------+\n| id          | the id  |\n| name        |         |\n+-------------+---------+"
+    );
+    assert_eq!(
+        cluster
+            .error_code("CREATE OR REPLACE TABLE cm.t (id integer) COMMENT 'again'")
+            .await?,
+        ErrorCode::NotSupported
+    );
+    cluster.stop().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn columns_rename_widen_and_take_comments_by_field_id() -> TestResult {
     let cluster = TestCluster::start(1, 0.0).await?;
