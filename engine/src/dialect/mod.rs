@@ -18,6 +18,7 @@ mod rewrite;
 pub(crate) mod spellings;
 pub mod sql_types;
 pub mod statements;
+mod table_functions;
 pub mod types;
 pub mod units;
 pub mod views;

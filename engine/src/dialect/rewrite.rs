@@ -83,6 +83,7 @@ fn reference_name(expr: &Expr) -> Option<String> {
 /// Rewrites `statement` in place (see the module documentation).
 pub(super) fn to_datafusion(statement: &mut Statement) -> Result<()> {
     super::lambdas::restore(statement)?;
+    super::table_functions::expand(statement)?;
     refuse_unplannable(statement)?;
     let _ = statement.visit(&mut MarkVerbatim);
     let mut rewrite = Rewrite { queries: 0 };
