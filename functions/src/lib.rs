@@ -27,6 +27,7 @@ mod real_text;
 mod refusing;
 mod regex;
 mod strings;
+mod subscript;
 mod sums;
 mod time_arithmetic;
 mod timestamp_text;
@@ -48,6 +49,7 @@ pub use error::{InvalidArgument, invalid_pattern};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
+pub use subscript::SUBSCRIPT;
 pub use time_arithmetic::TIME_PLUS;
 pub use timestamp_text::TIMESTAMP_TEXT;
 pub use wall_clock::WALL_CLOCK;
@@ -93,6 +95,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         time_plus_function(),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateDiff::new())),
         round_fraction_function(),
+        subscript_function(),
         decimal_divide_function(),
         checked_arithmetic_function(IntegerOperation::Add),
         checked_arithmetic_function(IntegerOperation::Subtract),
@@ -182,6 +185,11 @@ pub fn integer_round_function() -> Arc<ScalarUDF> {
 /// [`REAL_TEXT`]: what the dialect calls for a cast of a real number to `varchar`.
 pub fn real_text_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(real_text::RealText::new()))
+}
+
+/// [`SUBSCRIPT`]: what the dialect calls for `a[i]`, `m[k]` and `element_at`.
+pub fn subscript_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(subscript::Subscript::new()))
 }
 
 /// [`JSON_TO_TEXT`]: what the dialect calls for a cast of `json` to a scalar type.

@@ -656,6 +656,17 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         ("get_field" | "map_extract", [DataType::Map(entries, _), key]) => {
             map_lookup(call.func, call.args, entries, key, schema)?
         }
+        (sqe_functions::SUBSCRIPT, [DataType::Map(entries, _), key, _]) => {
+            let mut args = call.args;
+            let mode = args.pop();
+            map_lookup(call.func, args, entries, key, schema)?.map(|lookup| match (lookup, mode) {
+                (Expr::ScalarFunction(mut f), Some(mode)) => {
+                    f.args.push(mode);
+                    Expr::ScalarFunction(f)
+                }
+                (other, _) => other,
+            })
+        }
         ("coalesce" | "nvl" | "ifnull" | "greatest" | "least" | "make_array", types)
             if real_of_mix(types).is_some() =>
         {

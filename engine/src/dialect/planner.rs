@@ -7,9 +7,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchema;
-use datafusion::common::Result;
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::GetFieldAccess;
 use datafusion::logical_expr::expr::{Cast, WindowFunction, WindowFunctionParams};
-use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr, RawWindowExpr};
+use datafusion::logical_expr::planner::{
+    ExprPlanner, PlannerResult, RawBinaryExpr, RawFieldAccessExpr, RawWindowExpr,
+};
 use datafusion::logical_expr::{Expr, ExprSchemable, ScalarUDF};
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
@@ -17,12 +20,14 @@ use datafusion::sql::sqlparser::ast::BinaryOperator;
 #[derive(Debug)]
 pub struct TrinoPlanner {
     substr: Arc<ScalarUDF>,
+    subscript: Arc<ScalarUDF>,
 }
 
 impl Default for TrinoPlanner {
     fn default() -> Self {
         Self {
             substr: sqe_functions::substr(),
+            subscript: sqe_functions::subscript_function(),
         }
     }
 }
@@ -31,6 +36,82 @@ impl Default for TrinoPlanner {
 const COUNTING: &[&str] = &["row_number", "rank", "dense_rank", "ntile"];
 
 impl ExprPlanner for TrinoPlanner {
+    /// `a[i]` and `m[k]` with Trino's meaning (`sqe_functions::SUBSCRIPT`): an index out of
+    /// the array or a key the map lacks is an error, where DataFusion's answer NULL (and count
+    /// a negative index from the end); `r[i]` is a row's i-th field.
+    fn plan_field_access(
+        &self,
+        expr: RawFieldAccessExpr,
+        schema: &DFSchema,
+    ) -> Result<PlannerResult<RawFieldAccessExpr>> {
+        let container = expr.expr.get_type(schema)?;
+        let key = match &expr.field_access {
+            GetFieldAccess::ListIndex { key }
+                if matches!(
+                    container,
+                    DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+                ) =>
+            {
+                key.as_ref().clone()
+            }
+            // `r[i]`: a row's field by its position, a constant from 1.
+            GetFieldAccess::ListIndex { key } if matches!(container, DataType::Struct(_)) => {
+                let DataType::Struct(fields) = &container else {
+                    return Ok(PlannerResult::Original(expr));
+                };
+                // Integer literals reach here cast to `integer` by the dialect.
+                let mut constant = key.as_ref();
+                while let Expr::Cast(Cast { expr, .. }) = constant {
+                    constant = expr;
+                }
+                let position = match constant {
+                    Expr::Literal(value, _) => value.cast_to(&DataType::Int64).ok(),
+                    _ => None,
+                };
+                let field = match position {
+                    Some(ScalarValue::Int64(Some(i))) if i >= 1 => {
+                        usize::try_from(i - 1).ok().and_then(|i| fields.get(i))
+                    }
+                    _ => None,
+                };
+                let Some(field) = field else {
+                    return Err(datafusion::error::DataFusionError::External(Box::new(
+                        crate::error::Error::invalid(
+                            crate::error::ErrorCode::InvalidFunctionArgument,
+                            format!(
+                                "Invalid subscript of a row with {} fields: a constant from 1 is expected",
+                                fields.len()
+                            ),
+                        ),
+                    )));
+                };
+                return Ok(PlannerResult::Planned(
+                    datafusion::functions::core::expr_fn::get_field(
+                        expr.expr,
+                        field.name().as_str(),
+                    ),
+                ));
+            }
+            GetFieldAccess::ListIndex { key } if matches!(container, DataType::Map(..)) => {
+                key.as_ref().clone()
+            }
+            GetFieldAccess::NamedStructField { name } if matches!(container, DataType::Map(..)) => {
+                Expr::Literal(name.clone(), None)
+            }
+            _ => return Ok(PlannerResult::Original(expr)),
+        };
+        Ok(PlannerResult::Planned(Expr::ScalarFunction(
+            datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                Arc::clone(&self.subscript),
+                vec![
+                    expr.expr,
+                    key,
+                    Expr::Literal(ScalarValue::from("subscript"), None),
+                ],
+            ),
+        )))
+    }
+
     /// `ARRAY[X'01', NULL]`: DataFusion unifies NULL with no binary type, so the NULLs are
     /// given the elements' binary type first.
     fn plan_array_literal(

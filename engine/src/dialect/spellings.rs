@@ -100,9 +100,9 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("array_sort", 1, "array_sort($1, 'ASC', 'NULLS LAST')"),
     // An array of `count` copies (DataFusion's `repeat` repeats a string).
     ("repeat", 2, "array_repeat($1, $2)"),
-    // A subscript: an array's element (NULL past the end, from the end when negative) or a
-    // map's value.
-    ("element_at", 2, "$1[$2]"),
+    // An array's element (NULL past the end, from the end when negative) or a map's value
+    // (NULL for a missing key), where a subscript fails.
+    ("element_at", 2, "sqe_subscript($1, $2, 'element_at')"),
     // Aggregates.
     ("count_if", 1, "count(CASE WHEN $1 THEN 1 END)"),
     (
