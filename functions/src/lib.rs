@@ -35,6 +35,7 @@ mod top_n;
 pub mod types;
 mod unixtime;
 mod urls;
+mod uuids;
 mod wall_clock;
 mod zones;
 
@@ -52,6 +53,7 @@ pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
 pub use subscript::SUBSCRIPT;
 pub use time_arithmetic::TIME_PLUS;
 pub use timestamp_text::TIMESTAMP_TEXT;
+pub use uuids::{UUID_FROM_TEXT, UUID_TO_TEXT, is_uuid, parse_uuid, uuid_field, uuid_text};
 pub use wall_clock::WALL_CLOCK;
 
 /// The scalar functions to register after DataFusion's defaults.
@@ -117,6 +119,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     );
     functions.extend(
         json::json_functions()
+            .into_iter()
+            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
+    );
+    functions.extend(
+        uuids::uuid_functions()
             .into_iter()
             .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
     );
@@ -190,6 +197,11 @@ pub fn real_text_function() -> Arc<ScalarUDF> {
 /// [`SUBSCRIPT`]: what the dialect calls for `a[i]`, `m[k]` and `element_at`.
 pub fn subscript_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(subscript::Subscript::new()))
+}
+
+/// [`UUID_TO_TEXT`]: what the dialect calls for a cast of `uuid` to `varchar`.
+pub fn uuid_to_text_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(uuids::uuid_to_text()))
 }
 
 /// [`JSON_TO_TEXT`]: what the dialect calls for a cast of `json` to a scalar type.

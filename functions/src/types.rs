@@ -28,6 +28,8 @@ pub enum TrinoType {
     Char(u32),
     /// JSON text ([`crate::json_field`]).
     Json,
+    /// 16 bytes ([`crate::uuid_field`]).
+    Uuid,
     Varbinary,
     Date,
     Time {
@@ -119,6 +121,9 @@ impl TrinoType {
 
     /// The Trino type of a column: its Arrow type, made precise by [`TRINO_TYPE`] metadata.
     pub fn from_field(field: &Field) -> Self {
+        if crate::is_uuid(field) {
+            return TrinoType::Uuid;
+        }
         let plain = Self::from_arrow(field.data_type());
         let Some(named) = field.metadata().get(TRINO_TYPE) else {
             return plain;
@@ -161,6 +166,7 @@ impl TrinoType {
             TrinoType::Varchar(_) => "varchar",
             TrinoType::Char(_) => "char",
             TrinoType::Json => "json",
+            TrinoType::Uuid => "uuid",
             TrinoType::Varbinary => "varbinary",
             TrinoType::Date => "date",
             TrinoType::Time { .. } => "time",

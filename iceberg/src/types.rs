@@ -14,8 +14,25 @@ use crate::error::{Result, TableError};
 /// The Arrow schema DataFusion sees for an Iceberg schema: Iceberg's own mapping, without the
 /// field-id metadata (plans compare schemas, and metadata would make equal schemas differ).
 pub fn table_arrow_schema(schema: &iceberg::spec::Schema) -> Result<SchemaRef> {
-    let arrow = schema_to_arrow_schema(schema)?;
-    Ok(Arc::new(strip_metadata(&arrow)))
+    let arrow = strip_metadata(&schema_to_arrow_schema(schema)?);
+    // Iceberg's `uuid` is Arrow's FixedSizeBinary(16), as its `fixed(16)` is: the field says
+    // which (top-level columns; a uuid inside a struct, list or map reads as varbinary).
+    let fields: Vec<FieldRef> = arrow
+        .fields()
+        .iter()
+        .zip(schema.as_struct().fields())
+        .map(|(field, iceberg_field)| {
+            if matches!(
+                iceberg_field.field_type.as_ref(),
+                iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Uuid)
+            ) {
+                Arc::new(sqe_functions::uuid_field(field.name(), field.is_nullable()))
+            } else {
+                Arc::clone(field)
+            }
+        })
+        .collect();
+    Ok(Arc::new(Schema::new(fields)))
 }
 
 /// The Arrow schema data files are written with: Iceberg's mapping including field ids.
@@ -53,9 +70,36 @@ pub fn iceberg_schema_for(schema: &Schema, force_nullable: bool) -> Result<icebe
         .iter()
         .map(|f| normalize_field(f, force_nullable))
         .collect::<Result<Vec<_>>>()?;
-    Ok(arrow_schema_to_schema_auto_assign_ids(&Schema::new(
-        fields,
-    ))?)
+    let converted = arrow_schema_to_schema_auto_assign_ids(&Schema::new(fields))?;
+    let uuids: Vec<&str> = schema
+        .fields()
+        .iter()
+        .filter(|f| sqe_functions::is_uuid(f))
+        .map(|f| f.name().as_str())
+        .collect();
+    if uuids.is_empty() {
+        return Ok(converted);
+    }
+    // Arrow's FixedSizeBinary(16) becomes Iceberg's `fixed(16)`; a uuid column is `uuid`.
+    let fields = converted
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|field| {
+            let mut field = field.as_ref().clone();
+            if uuids.contains(&field.name.as_str()) {
+                field.field_type = Box::new(iceberg::spec::Type::Primitive(
+                    iceberg::spec::PrimitiveType::Uuid,
+                ));
+            }
+            Arc::new(field)
+        })
+        .collect::<Vec<_>>();
+    Ok(iceberg::spec::Schema::builder()
+        .with_schema_id(converted.schema_id())
+        .with_identifier_field_ids(converted.identifier_field_ids())
+        .with_fields(fields)
+        .build()?)
 }
 
 fn normalize_field(field: &FieldRef, force_nullable: bool) -> Result<Field> {
@@ -213,7 +257,7 @@ mod tests {
         assert_eq!(
             err.as_deref(),
             Some(
-                "column 'x' has type Null, which Iceberg tables cannot store; give it a type with CAST(NULL AS ...)"
+                "column 'x' has type unknown, which Iceberg tables cannot store; give it a type with CAST(NULL AS ...)"
             )
         );
     }

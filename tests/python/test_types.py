@@ -13,6 +13,7 @@ import decimal
 import math
 import sys
 import unittest
+import uuid
 import warnings
 from zoneinfo import ZoneInfo
 
@@ -172,6 +173,17 @@ MATRIX = [
         pa.string(),
         None,
     ),
+    # 16 bytes, Arrow's canonical uuid extension for ADBC, Iceberg's uuid in a table.
+    (
+        "uuid",
+        [
+            ("UUID '12151fd2-7586-11e9-8f9e-2a86e4085a59'", uuid.UUID("12151fd2-7586-11e9-8f9e-2a86e4085a59")),
+            ("CAST('0E984725-C51C-4BF4-9960-E1C80E27ABA0' AS UUID)", uuid.UUID("0e984725-c51c-4bf4-9960-e1c80e27aba0")),
+            ("CAST(NULL AS UUID)", None),
+        ],
+        pa.uuid(),
+        "uuid",
+    ),
     ("array(integer)", [("ARRAY[1, 2, NULL]", [1, 2, None]), ("CAST(NULL AS ARRAY(INTEGER))", None)], pa.list_(pa.int32()), "array(integer)"),
     ("array(varbinary)", [("ARRAY[X'01', NULL]", [b"\x01", None])], pa.list_(pa.binary()), "array(varbinary)"),
     # Trino types these literals array(array(varchar(1))) and map(varchar(1), integer); SQE
@@ -208,7 +220,6 @@ ROUNDED = [
 NOT_SUPPORTED = [
     "CAST(NULL AS TIME WITH TIME ZONE)",
     "TIME '12:34:56.123 -08:00'",
-    "UUID '12151fd2-7586-11e9-8f9e-2a86e4085a59'",
     "TIMESTAMP '2001-08-22 00:00:00.000000000001'",
 ]
 
@@ -311,6 +322,26 @@ class Types(unittest.TestCase):
         rows, types = self.trino_rows("SELECT t, ts FROM iceberg.type_matrix.nanos")
         self.assertEqual(types, ["time(6)", "timestamp(6)"])
         self.assertEqual(rows, [[datetime.time(12, 34, 56, 123457), datetime.datetime(2001, 8, 22, 12, 34, 56, 123457)]])
+
+    def run_statement(self, sql):
+        cur = self.trino.cursor()
+        cur.execute(sql)
+        cur.fetchall()
+
+    def test_uuid_columns(self):
+        known = uuid.UUID("12151fd2-7586-11e9-8f9e-2a86e4085a59")
+        self.run_statement("CREATE TABLE iceberg.type_matrix.ids (id uuid, n integer)")
+        self.run_statement(f"INSERT INTO iceberg.type_matrix.ids VALUES (UUID '{known}', 1), (uuid(), 2), (NULL, 3)")
+        rows, types = self.trino_rows(f"SELECT id, n FROM iceberg.type_matrix.ids WHERE id = UUID '{known}'")
+        self.assertEqual((rows, types), ([[known, 1]], ["uuid", "integer"]))
+        rows, _ = self.trino_rows("SELECT n, CAST(id AS varchar) FROM iceberg.type_matrix.ids ORDER BY n")
+        self.assertEqual([r[0] for r in rows], [1, 2, 3])
+        self.assertEqual(rows[0][1], str(known))
+        self.assertRegex(rows[1][1], "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+        self.assertIsNone(rows[2][1])
+        self.run_statement("ALTER TABLE iceberg.type_matrix.ids ADD COLUMN other uuid")
+        described, _ = self.trino_rows("DESCRIBE iceberg.type_matrix.ids")
+        self.assertEqual([(r[0], r[1]) for r in described], [("id", "uuid"), ("n", "integer"), ("other", "uuid")])
 
     def test_unsupported_types_are_refused_by_name(self):
         for sql in NOT_SUPPORTED:

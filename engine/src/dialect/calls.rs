@@ -384,6 +384,11 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let target = target.clone();
         return json_cast(cast, &target);
     }
+    if sqe_functions::is_uuid(&field) {
+        let target = target.clone();
+        let source = type_name(input, schema)?;
+        return uuid_cast(cast, &target, &source);
+    }
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
     }
@@ -477,6 +482,32 @@ fn json_cast(cast: Expr, target: &DataType) -> Result<Transformed<Expr>> {
             ScalarFunction::new_udf(sqe_functions::json_to_text_function(), vec![input]),
         )))
     })
+}
+
+/// A cast of `uuid`: to text, its hyphenated form; to `varbinary`, its bytes; to anything
+/// else, TYPE_MISMATCH, as in Trino.
+fn uuid_cast(cast: Expr, target: &DataType, source: &str) -> Result<Transformed<Expr>> {
+    if is_text(target) {
+        return with_input(cast, |input| {
+            Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(sqe_functions::uuid_to_text_function(), vec![input]),
+            )))
+        });
+    }
+    if matches!(
+        target,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    ) || *target == DataType::FixedSizeBinary(16)
+    {
+        return Ok(Transformed::no(cast));
+    }
+    Err(refused(
+        ErrorCode::TypeMismatch,
+        format!(
+            "Cannot cast {source} to {}",
+            super::types::TrinoType::from_arrow(target)
+        ),
+    ))
 }
 
 /// The cast with its input replaced by what `f` makes of it.

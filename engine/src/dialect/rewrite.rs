@@ -648,13 +648,15 @@ fn bounded_string_cast(kind: &CastKind, inner: &Expr, data_type: &DataType) -> O
     super::spellings::spelled(&text, std::slice::from_ref(inner))
 }
 
-/// A cast to `json`: SQE's (`sqe_functions::CAST_TO_JSON`), whose result is typed `json`.
+/// A cast to `json` or `uuid`: SQE's (`sqe_functions::CAST_TO_JSON`,
+/// `sqe_functions::UUID_FROM_TEXT`), whose results are typed so.
 fn json_cast(inner: &Expr, data_type: &DataType) -> Option<Expr> {
-    if !matches!(data_type, DataType::JSON) {
-        return None;
-    }
-    let text = format!("{}($1)", sqe_functions::CAST_TO_JSON);
-    super::spellings::spelled(&text, std::slice::from_ref(inner))
+    let function = match data_type {
+        DataType::JSON => sqe_functions::CAST_TO_JSON,
+        DataType::Uuid => sqe_functions::UUID_FROM_TEXT,
+        _ => return None,
+    };
+    super::spellings::spelled(&format!("{function}($1)"), std::slice::from_ref(inner))
 }
 
 fn cast(expr: Expr, data_type: DataType) -> Expr {
@@ -747,6 +749,18 @@ fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {
                 &[Expr::value(Value::SingleQuotedString(text))],
             )),
             None => Err(invalid_literal("JSON", &text, "it is not JSON")),
+        },
+        // `UUID '…'`: its 16 bytes.
+        DataType::Uuid => match sqe_functions::parse_uuid(&text) {
+            Some(_) => Ok(super::spellings::spelled(
+                &format!("{}($1)", sqe_functions::UUID_FROM_TEXT),
+                &[Expr::value(Value::SingleQuotedString(text))],
+            )),
+            None => Err(invalid_literal(
+                "UUID",
+                &text,
+                "it is not a hyphenated UUID",
+            )),
         },
         // `CHAR 'ab'` is a char(2), as long as its text.
         DataType::Char(None) | DataType::Character(None) => {

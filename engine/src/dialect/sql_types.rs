@@ -111,7 +111,8 @@ impl TrinoTypes {
                 DataType::List(Arc::new(Field::new("item", element, true)))
             }
             SqlType::JSON | SqlType::JSONB => return Err(not_supported("json")),
-            SqlType::Uuid => return Err(not_supported("uuid")),
+            // Marked `uuid` where the column is defined (see the engine's table properties).
+            SqlType::Uuid => DataType::FixedSizeBinary(16),
             SqlType::Custom(name, arguments) => {
                 let name = name.to_string();
                 if name == TIMESTAMP_WITH_ZONE {
@@ -212,7 +213,12 @@ mod tests {
     #[test]
     fn types_sqe_lacks_are_refused_not_replaced() {
         assert!(planned(SqlType::JSON).is_err());
-        assert!(planned(SqlType::Uuid).is_err());
         assert!(planned(SqlType::Time(None, TimezoneInfo::WithTimeZone)).is_err());
+    }
+
+    #[test]
+    fn uuid_columns_are_sixteen_bytes() -> Result<()> {
+        assert_eq!(planned(SqlType::Uuid)?, Some(DataType::FixedSizeBinary(16)));
+        Ok(())
     }
 }

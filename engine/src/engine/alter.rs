@@ -256,6 +256,18 @@ impl Engine {
         ))?;
         let plan = state.statement_to_plan(create.statement).await?;
         let arrow = plan.schema().as_arrow().clone();
+        let arrow = if matches!(
+            column.data_type,
+            datafusion::sql::sqlparser::ast::DataType::Uuid
+        ) {
+            let properties = super::table_properties::TableProperties {
+                uuid_columns: arrow.fields().iter().map(|f| f.name().clone()).collect(),
+                ..Default::default()
+            };
+            properties.typed(&arrow)
+        } else {
+            arrow
+        };
         let schema = sqe_iceberg::types::iceberg_schema_for(&arrow, true)?;
         schema
             .as_struct()

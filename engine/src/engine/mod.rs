@@ -864,8 +864,10 @@ impl Engine {
                 if let LogicalPlan::EmptyRelation(empty) = &input
                     && !empty.produce_one_row
                 {
-                    let schema = properties
-                        .documented(iceberg_schema_for(empty.schema.as_arrow(), false)?)?;
+                    let schema = properties.documented(iceberg_schema_for(
+                        &properties.typed(empty.schema.as_arrow()),
+                        false,
+                    )?)?;
                     let layout = TableLayout::new(&schema, &properties)?;
                     return Ok(command(
                         StatementKind::CreateTable,

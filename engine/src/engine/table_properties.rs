@@ -32,9 +32,30 @@ pub(crate) struct TableProperties {
     pub comment: Option<String>,
     /// `COMMENT '…'` of columns, by column name (kept as the Iceberg fields' `doc`).
     pub column_comments: Vec<(String, String)>,
+    /// Columns defined `uuid` (planned as 16 bytes, which Iceberg's `fixed(16)` also is).
+    pub uuid_columns: Vec<String>,
 }
 
 impl TableProperties {
+    /// `schema` (a column list's) with its `uuid` columns marked so.
+    pub(super) fn typed(
+        &self,
+        schema: &datafusion::arrow::datatypes::Schema,
+    ) -> datafusion::arrow::datatypes::Schema {
+        let fields: Vec<datafusion::arrow::datatypes::FieldRef> = schema
+            .fields()
+            .iter()
+            .map(|field| {
+                if self.uuid_columns.contains(field.name()) {
+                    Arc::new(sqe_functions::uuid_field(field.name(), field.is_nullable()))
+                } else {
+                    Arc::clone(field)
+                }
+            })
+            .collect();
+        datafusion::arrow::datatypes::Schema::new(fields)
+    }
+
     /// `schema` with the columns' comments as its fields' docs.
     pub(super) fn documented(&self, schema: Schema) -> Result<Schema> {
         if self.column_comments.is_empty() {
@@ -134,6 +155,12 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
         CommentDef::WithEq(text) | CommentDef::WithoutEq(text) => text,
     });
     let mut column_comments = Vec::new();
+    let uuid_columns = create
+        .columns
+        .iter()
+        .filter(|c| matches!(c.data_type, datafusion::sql::sqlparser::ast::DataType::Uuid))
+        .map(|c| c.name.value.to_lowercase())
+        .collect();
     for column in &mut create.columns {
         column.options.retain(|option| match &option.option {
             ColumnOption::Comment(text) => {
@@ -147,6 +174,7 @@ pub(super) fn take_table_properties(statement: &mut DfStatement) -> Result<Table
     let mut properties = TableProperties {
         comment,
         column_comments,
+        uuid_columns,
         ..TableProperties::default()
     };
     let options = match std::mem::take(&mut create.table_options) {

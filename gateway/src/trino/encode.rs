@@ -22,6 +22,7 @@ use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
 use sqe_engine::calendar::DisplayDate;
+use sqe_engine::dialect::types::TrinoType;
 use sqe_engine::error::{Error, Result};
 
 /// The columns of one batch, each with its encoder chosen once from its type, so writing a
@@ -32,11 +33,35 @@ pub(crate) struct RowsEncoder<'a> {
 }
 
 impl<'a> RowsEncoder<'a> {
+    /// The encoder of plain columns, each written as its Arrow type says.
+    #[cfg(test)]
     pub(crate) fn new(columns: &'a [ArrayRef]) -> Self {
         Self {
             columns: columns
                 .iter()
                 .map(|c| ColumnEncoder::new(c.as_ref()))
+                .collect(),
+        }
+    }
+
+    /// The encoder of `batch`'s columns, each written as its field's Trino type says (a
+    /// `uuid`'s 16 bytes as its text).
+    pub(crate) fn of_batch(batch: &'a arrow::array::RecordBatch) -> Self {
+        let schema = batch.schema_ref();
+        Self {
+            columns: batch
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(column, field)| match column.as_fixed_size_binary_opt() {
+                    Some(uuids) if TrinoType::from_field(field) == TrinoType::Uuid => {
+                        ColumnEncoder {
+                            nulls: column.nulls(),
+                            values: Values::Uuid(uuids),
+                        }
+                    }
+                    _ => ColumnEncoder::new(column.as_ref()),
+                })
                 .collect(),
         }
     }
@@ -77,6 +102,8 @@ enum Values<'a> {
     LargeUtf8(&'a arrow::array::LargeStringArray),
     Utf8View(&'a arrow::array::StringViewArray),
     Date32(&'a [i32]),
+    /// A `uuid`: its hyphenated text.
+    Uuid(&'a arrow::array::FixedSizeBinaryArray),
     /// A timestamp without a zone.
     Timestamp {
         values: &'a [i64],
@@ -174,6 +201,14 @@ impl<'a> ColumnEncoder<'a> {
                 nanos_per_unit,
                 digits,
             } => plain_timestamp(out, values[i], *nanos_per_unit, *digits)?,
+            Values::Uuid(a) => {
+                let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                let value = uuid::Uuid::from_slice(a.value(i))
+                    .map_err(|e| Error::Internal(format!("a uuid column holds {e}")))?;
+                out.push(b'"');
+                out.extend_from_slice(value.hyphenated().encode_lower(&mut text).as_bytes());
+                out.push(b'"');
+            }
             Values::Other(array) => write_value(out, *array, i)?,
         }
         Ok(())
@@ -273,7 +308,7 @@ fn plain_timestamp(
 /// Appends every row of `batch` to `out` as Trino's `data` holds them: `[row],[row]...`,
 /// column-wise (what result pages use).
 pub fn write_rows(out: &mut Vec<u8>, batch: &arrow::array::RecordBatch) -> Result<()> {
-    let encoder = RowsEncoder::new(batch.columns());
+    let encoder = RowsEncoder::of_batch(batch);
     for row in 0..batch.num_rows() {
         if row > 0 {
             out.push(b',');

@@ -31,7 +31,7 @@ pub(crate) struct EncodedBatch {
 
 impl EncodedBatch {
     fn encode(batch: &arrow::array::RecordBatch) -> Result<Self, Error> {
-        let encoder = RowsEncoder::new(batch.columns());
+        let encoder = RowsEncoder::of_batch(batch);
         let mut json = Vec::new();
         let mut row_ends = Vec::with_capacity(batch.num_rows());
         for row in 0..batch.num_rows() {
