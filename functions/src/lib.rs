@@ -26,6 +26,7 @@ mod precision;
 mod real_text;
 mod refusing;
 mod regex;
+mod sixteen_bytes;
 mod strings;
 mod subscript;
 mod sums;
@@ -35,7 +36,6 @@ mod top_n;
 pub mod types;
 mod unixtime;
 mod urls;
-mod uuids;
 mod wall_clock;
 mod zones;
 
@@ -50,10 +50,10 @@ pub use error::{InvalidArgument, invalid_pattern};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
+pub use sixteen_bytes::SixteenBytes;
 pub use subscript::SUBSCRIPT;
 pub use time_arithmetic::TIME_PLUS;
 pub use timestamp_text::TIMESTAMP_TEXT;
-pub use uuids::{UUID_FROM_TEXT, UUID_TO_TEXT, is_uuid, parse_uuid, uuid_field, uuid_text};
 pub use wall_clock::WALL_CLOCK;
 
 /// The scalar functions to register after DataFusion's defaults.
@@ -123,7 +123,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
             .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
     );
     functions.extend(
-        uuids::uuid_functions()
+        sixteen_bytes::sixteen_byte_functions()
             .into_iter()
             .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
     );
@@ -199,9 +199,9 @@ pub fn subscript_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(subscript::Subscript::new()))
 }
 
-/// [`UUID_TO_TEXT`]: what the dialect calls for a cast of `uuid` to `varchar`.
-pub fn uuid_to_text_function() -> Arc<ScalarUDF> {
-    Arc::new(ScalarUDF::new_from_impl(uuids::uuid_to_text()))
+/// What the dialect calls for a cast of a 16-byte type ([`SixteenBytes`]) to `varchar`.
+pub fn sixteen_bytes_text_function(of: SixteenBytes) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(sixteen_bytes::to_text(of)))
 }
 
 /// [`JSON_TO_TEXT`]: what the dialect calls for a cast of `json` to a scalar type.

@@ -28,8 +28,10 @@ pub enum TrinoType {
     Char(u32),
     /// JSON text ([`crate::json_field`]).
     Json,
-    /// 16 bytes ([`crate::uuid_field`]).
+    /// 16 bytes ([`crate::SixteenBytes`]).
     Uuid,
+    /// 16 bytes, an IPv6 address ([`crate::SixteenBytes`]).
+    IpAddress,
     Varbinary,
     Date,
     Time {
@@ -121,8 +123,10 @@ impl TrinoType {
 
     /// The Trino type of a column: its Arrow type, made precise by [`TRINO_TYPE`] metadata.
     pub fn from_field(field: &Field) -> Self {
-        if crate::is_uuid(field) {
-            return TrinoType::Uuid;
+        match crate::SixteenBytes::of_field(field) {
+            Some(crate::SixteenBytes::Uuid) => return TrinoType::Uuid,
+            Some(crate::SixteenBytes::IpAddress) => return TrinoType::IpAddress,
+            None => {}
         }
         let plain = Self::from_arrow(field.data_type());
         let Some(named) = field.metadata().get(TRINO_TYPE) else {
@@ -167,6 +171,7 @@ impl TrinoType {
             TrinoType::Char(_) => "char",
             TrinoType::Json => "json",
             TrinoType::Uuid => "uuid",
+            TrinoType::IpAddress => "ipaddress",
             TrinoType::Varbinary => "varbinary",
             TrinoType::Date => "date",
             TrinoType::Time { .. } => "time",

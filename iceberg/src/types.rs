@@ -26,7 +26,7 @@ pub fn table_arrow_schema(schema: &iceberg::spec::Schema) -> Result<SchemaRef> {
                 iceberg_field.field_type.as_ref(),
                 iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Uuid)
             ) {
-                Arc::new(sqe_functions::uuid_field(field.name(), field.is_nullable()))
+                Arc::new(sqe_functions::SixteenBytes::Uuid.field(field.name(), field.is_nullable()))
             } else {
                 Arc::clone(field)
             }
@@ -74,7 +74,9 @@ pub fn iceberg_schema_for(schema: &Schema, force_nullable: bool) -> Result<icebe
     let uuids: Vec<&str> = schema
         .fields()
         .iter()
-        .filter(|f| sqe_functions::is_uuid(f))
+        .filter(|f| {
+            sqe_functions::SixteenBytes::of_field(f) == Some(sqe_functions::SixteenBytes::Uuid)
+        })
         .map(|f| f.name().as_str())
         .collect();
     if uuids.is_empty() {
@@ -108,6 +110,14 @@ fn normalize_field(field: &FieldRef, force_nullable: bool) -> Result<Field> {
             column: field.name().clone(),
             type_name: "json".to_string(),
             hint: "; store its text with json_format".to_string(),
+        });
+    }
+    if sqe_functions::SixteenBytes::of_field(field) == Some(sqe_functions::SixteenBytes::IpAddress)
+    {
+        return Err(TableError::UnsupportedType {
+            column: field.name().clone(),
+            type_name: "ipaddress".to_string(),
+            hint: "; store its text with CAST(x AS varchar)".to_string(),
         });
     }
     let data_type = normalize_type(field.name(), field.data_type())?;

@@ -384,10 +384,10 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let target = target.clone();
         return json_cast(cast, &target);
     }
-    if sqe_functions::is_uuid(&field) {
+    if let Some(of) = sqe_functions::SixteenBytes::of_field(&field) {
         let target = target.clone();
         let source = type_name(input, schema)?;
-        return uuid_cast(cast, &target, &source);
+        return sixteen_bytes_cast(cast, of, &target, &source);
     }
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
@@ -484,13 +484,21 @@ fn json_cast(cast: Expr, target: &DataType) -> Result<Transformed<Expr>> {
     })
 }
 
-/// A cast of `uuid`: to text, its hyphenated form; to `varbinary`, its bytes; to anything
+/// A cast of `uuid` or `ipaddress`: to text, its text; to `varbinary`, its bytes; to anything
 /// else, TYPE_MISMATCH, as in Trino.
-fn uuid_cast(cast: Expr, target: &DataType, source: &str) -> Result<Transformed<Expr>> {
+fn sixteen_bytes_cast(
+    cast: Expr,
+    of: sqe_functions::SixteenBytes,
+    target: &DataType,
+    source: &str,
+) -> Result<Transformed<Expr>> {
     if is_text(target) {
         return with_input(cast, |input| {
             Ok(Transformed::yes(Expr::ScalarFunction(
-                ScalarFunction::new_udf(sqe_functions::uuid_to_text_function(), vec![input]),
+                ScalarFunction::new_udf(
+                    sqe_functions::sixteen_bytes_text_function(of),
+                    vec![input],
+                ),
             )))
         });
     }

@@ -102,9 +102,9 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
         })?;
     let tokens = super::lambdas::as_calls(tokens)?;
     super::periods::fold_query_periods(demote_index_words(parenthesize_values(
-        rewrite_type_syntax(call_niladic_functions(
+        rewrite_type_syntax(call_niladic_functions(ipaddress_literals(
             super::views::view_clauses_as_options(set_properties_as_options(tokens)),
-        )),
+        ))),
     )))
 }
 
@@ -157,6 +157,43 @@ fn take_table_comment(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Op
         }
     }
     (tokens, None)
+}
+
+/// `IPADDRESS '…'`, which the parser reads as a column with an alias, as the cast it means
+/// (`sqe_functions::SixteenBytes::IpAddress`'s, INVALID_CAST_ARGUMENT for text that is no
+/// address).
+fn ipaddress_literals(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let significant = |t: &TokenWithSpan| !matches!(t.token, Token::Whitespace(_));
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let token = &tokens[i];
+        i += 1;
+        let is_type = matches!(&token.token, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("ipaddress"));
+        let after_period = out
+            .iter()
+            .rev()
+            .find(|t| significant(t))
+            .is_some_and(|t: &TokenWithSpan| t.token == Token::Period);
+        let string = tokens[i..]
+            .iter()
+            .position(significant)
+            .map(|n| i + n)
+            .filter(|&at| matches!(tokens[at].token, Token::SingleQuotedString(_)));
+        match string {
+            Some(at) if is_type && !after_period => {
+                let name = sqe_functions::SixteenBytes::IpAddress.from_text();
+                out.push(TokenWithSpan::new(Token::make_word(name, None), token.span));
+                out.push(TokenWithSpan::new(Token::LParen, token.span));
+                out.push(tokens[at].clone());
+                out.push(TokenWithSpan::new(Token::RParen, tokens[at].span));
+                i = at + 1;
+            }
+            _ => out.push(token.clone()),
+        }
+    }
+    out
 }
 
 /// Trino's niladic functions written without parentheses (`current_schema`), which the SQL

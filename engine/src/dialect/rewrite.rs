@@ -334,7 +334,7 @@ impl VisitorMut for Rewrite {
                 data_type,
                 ..
             } => {
-                bounded_string_cast(kind, inner, data_type).or_else(|| json_cast(inner, data_type))
+                bounded_string_cast(kind, inner, data_type).or_else(|| typed_cast(inner, data_type))
             }
             _ => None,
         };
@@ -648,12 +648,17 @@ fn bounded_string_cast(kind: &CastKind, inner: &Expr, data_type: &DataType) -> O
     super::spellings::spelled(&text, std::slice::from_ref(inner))
 }
 
-/// A cast to `json` or `uuid`: SQE's (`sqe_functions::CAST_TO_JSON`,
-/// `sqe_functions::UUID_FROM_TEXT`), whose results are typed so.
-fn json_cast(inner: &Expr, data_type: &DataType) -> Option<Expr> {
+/// A cast to `json`, `uuid` or `ipaddress`: SQE's (`sqe_functions::CAST_TO_JSON`,
+/// `sqe_functions::SixteenBytes::from_text`), whose results are typed so.
+fn typed_cast(inner: &Expr, data_type: &DataType) -> Option<Expr> {
     let function = match data_type {
         DataType::JSON => sqe_functions::CAST_TO_JSON,
-        DataType::Uuid => sqe_functions::UUID_FROM_TEXT,
+        DataType::Uuid => sqe_functions::SixteenBytes::Uuid.from_text(),
+        DataType::Custom(name, arguments)
+            if arguments.is_empty() && name.to_string().eq_ignore_ascii_case("ipaddress") =>
+        {
+            sqe_functions::SixteenBytes::IpAddress.from_text()
+        }
         _ => return None,
     };
     super::spellings::spelled(&format!("{function}($1)"), std::slice::from_ref(inner))
@@ -750,18 +755,8 @@ fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {
             )),
             None => Err(invalid_literal("JSON", &text, "it is not JSON")),
         },
-        // `UUID '…'`: its 16 bytes.
-        DataType::Uuid => match sqe_functions::parse_uuid(&text) {
-            Some(_) => Ok(super::spellings::spelled(
-                &format!("{}($1)", sqe_functions::UUID_FROM_TEXT),
-                &[Expr::value(Value::SingleQuotedString(text))],
-            )),
-            None => Err(invalid_literal(
-                "UUID",
-                &text,
-                "it is not a hyphenated UUID",
-            )),
-        },
+        // `UUID '…'`: its 16 bytes (`IPADDRESS '…'` is a cast, see the dialect's tokens).
+        DataType::Uuid => sixteen_bytes_literal(sqe_functions::SixteenBytes::Uuid, text),
         // `CHAR 'ab'` is a char(2), as long as its text.
         DataType::Char(None) | DataType::Character(None) => {
             let length = CharacterLength::IntegerLength {
@@ -775,6 +770,20 @@ fn typed_literal(typed: &TypedString) -> Result<Option<Expr>> {
             ))
         }
         _ => Ok(None),
+    }
+}
+
+fn sixteen_bytes_literal(of: sqe_functions::SixteenBytes, text: String) -> Result<Option<Expr>> {
+    match of.parse(&text) {
+        Some(_) => Ok(super::spellings::spelled(
+            &format!("{}($1)", of.from_text()),
+            &[Expr::value(Value::SingleQuotedString(text))],
+        )),
+        None => Err(invalid_literal(
+            &of.name().to_uppercase(),
+            &text,
+            &format!("it is not a {}", of.name()),
+        )),
     }
 }
 

@@ -47,7 +47,9 @@ impl TableProperties {
             .iter()
             .map(|field| {
                 if self.uuid_columns.contains(field.name()) {
-                    Arc::new(sqe_functions::uuid_field(field.name(), field.is_nullable()))
+                    Arc::new(
+                        sqe_functions::SixteenBytes::Uuid.field(field.name(), field.is_nullable()),
+                    )
                 } else {
                     Arc::clone(field)
                 }

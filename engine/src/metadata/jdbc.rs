@@ -299,9 +299,11 @@ fn jdbc_type(t: &TrinoType) -> (i64, Option<i64>, Option<i64>, Option<i64>) {
             Some(i64::from(*scale)),
             Some(10),
         ),
-        TrinoType::Varchar(_) | TrinoType::Char(_) | TrinoType::Json | TrinoType::Uuid => {
-            (VARCHAR, None, None, None)
-        }
+        TrinoType::Varchar(_)
+        | TrinoType::Char(_)
+        | TrinoType::Json
+        | TrinoType::Uuid
+        | TrinoType::IpAddress => (VARCHAR, None, None, None),
         TrinoType::Varbinary => (VARBINARY, None, None, None),
         TrinoType::Date => (DATE, Some(10), None, None),
         TrinoType::Time { precision } => (

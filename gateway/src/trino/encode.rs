@@ -22,7 +22,7 @@ use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
 use sqe_engine::calendar::DisplayDate;
-use sqe_engine::dialect::types::TrinoType;
+use sqe_engine::dialect::types::SixteenBytes;
 use sqe_engine::error::{Error, Result};
 
 /// The columns of one batch, each with its encoder chosen once from its type, so writing a
@@ -53,14 +53,17 @@ impl<'a> RowsEncoder<'a> {
                 .columns()
                 .iter()
                 .zip(schema.fields())
-                .map(|(column, field)| match column.as_fixed_size_binary_opt() {
-                    Some(uuids) if TrinoType::from_field(field) == TrinoType::Uuid => {
-                        ColumnEncoder {
+                .map(|(column, field)| {
+                    match (
+                        column.as_fixed_size_binary_opt(),
+                        SixteenBytes::of_field(field),
+                    ) {
+                        (Some(values), Some(of)) => ColumnEncoder {
                             nulls: column.nulls(),
-                            values: Values::Uuid(uuids),
-                        }
+                            values: Values::SixteenBytes(values, of),
+                        },
+                        _ => ColumnEncoder::new(column.as_ref()),
                     }
-                    _ => ColumnEncoder::new(column.as_ref()),
                 })
                 .collect(),
         }
@@ -102,8 +105,8 @@ enum Values<'a> {
     LargeUtf8(&'a arrow::array::LargeStringArray),
     Utf8View(&'a arrow::array::StringViewArray),
     Date32(&'a [i32]),
-    /// A `uuid`: its hyphenated text.
-    Uuid(&'a arrow::array::FixedSizeBinaryArray),
+    /// A `uuid` or `ipaddress`: its text.
+    SixteenBytes(&'a arrow::array::FixedSizeBinaryArray, SixteenBytes),
     /// A timestamp without a zone.
     Timestamp {
         values: &'a [i64],
@@ -201,13 +204,10 @@ impl<'a> ColumnEncoder<'a> {
                 nanos_per_unit,
                 digits,
             } => plain_timestamp(out, values[i], *nanos_per_unit, *digits)?,
-            Values::Uuid(a) => {
-                let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-                let value = uuid::Uuid::from_slice(a.value(i))
-                    .map_err(|e| Error::Internal(format!("a uuid column holds {e}")))?;
-                out.push(b'"');
-                out.extend_from_slice(value.hyphenated().encode_lower(&mut text).as_bytes());
-                out.push(b'"');
+            Values::SixteenBytes(a, of) => {
+                let bytes = <[u8; 16]>::try_from(a.value(i))
+                    .map_err(|_| Error::Internal(format!("a {} is 16 bytes", of.name())))?;
+                string(out, &of.text(bytes));
             }
             Values::Other(array) => write_value(out, *array, i)?,
         }
