@@ -1,8 +1,9 @@
-//! `json_extract_scalar(json, path)` and `json_array_length(json)` over JSON text, as Trino
-//! answers them: the path is Trino's JSONPath subset (`$`, `.key`, `["key"]`, `[index]`); a
-//! scalar keeps the text it was written with (`1e2` stays `1e2`), a string is unquoted; a
-//! missing member, an object, an array, JSON `null` and text that is not JSON are NULL; a
-//! path Trino would refuse is an error.
+//! `json_extract_scalar(json, path)`, `json_extract(json, path)` and `json_array_length(json)`
+//! over JSON text, as Trino answers them: the path is Trino's JSONPath subset (`$`, `.key`,
+//! `["key"]`, `[index]`); a scalar keeps the text it was written with (`1e2` stays `1e2`), a
+//! string is unquoted; a missing member, an object, an array, JSON `null` and text that is
+//! not JSON are NULL; a path Trino would refuse is an error. `json_extract` answers the value
+//! found as `json` (canonical, see [`crate::json_values`]), NULL where there is none.
 //!
 //! The text is walked as written (serde_json checks it is JSON, and unescapes strings), so
 //! numbers are never re-printed.
@@ -10,23 +11,23 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Builder, StringBuilder};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use crate::args::{all_text, arrays, result, strings};
 use crate::error::invalid_argument;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Step {
+enum Step {
     Key(String),
     Index(usize),
 }
 
 /// Trino's JSONPath: `$` followed by `.key`, `["key"]` or `[index]` steps.
-pub(crate) fn path(text: &str) -> Result<Vec<Step>> {
+fn path(text: &str) -> Result<Vec<Step>> {
     let refuse = || invalid_argument(format!("Invalid JSON path: '{text}'"));
     let rest = text.trim().strip_prefix('$').ok_or_else(refuse)?;
     let chars: Vec<char> = rest.chars().collect();
@@ -191,7 +192,7 @@ fn is_json(text: &str) -> bool {
 }
 
 /// The text of the value at `steps`, if there is one.
-pub(crate) fn at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a str> {
+fn at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a str> {
     if !is_json(json) {
         return None;
     }
@@ -240,6 +241,7 @@ fn array_length(json: &str) -> Option<i64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     ExtractScalar,
+    Extract,
     ArrayLength,
 }
 
@@ -250,19 +252,24 @@ pub(crate) struct JsonFunction {
 }
 
 pub(crate) fn json_functions() -> Vec<JsonFunction> {
-    [(Kind::ExtractScalar, 2), (Kind::ArrayLength, 1)]
-        .into_iter()
-        .map(|(kind, n)| JsonFunction {
-            kind,
-            signature: Signature::any(n, Volatility::Immutable),
-        })
-        .collect()
+    [
+        (Kind::ExtractScalar, 2),
+        (Kind::Extract, 2),
+        (Kind::ArrayLength, 1),
+    ]
+    .into_iter()
+    .map(|(kind, n)| JsonFunction {
+        kind,
+        signature: Signature::any(n, Volatility::Immutable),
+    })
+    .collect()
 }
 
 impl ScalarUDFImpl for JsonFunction {
     fn name(&self) -> &str {
         match self.kind {
             Kind::ExtractScalar => "json_extract_scalar",
+            Kind::Extract => "json_extract",
             Kind::ArrayLength => "json_array_length",
         }
     }
@@ -277,9 +284,23 @@ impl ScalarUDFImpl for JsonFunction {
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
-            Kind::ExtractScalar => DataType::Utf8,
+            Kind::ExtractScalar | Kind::Extract => DataType::Utf8,
             Kind::ArrayLength => DataType::Int64,
         })
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        Ok(Arc::new(match self.kind {
+            Kind::Extract => crate::json_values::json_field(self.name()),
+            _ => {
+                let types: Vec<DataType> = args
+                    .arg_fields
+                    .iter()
+                    .map(|f| f.data_type().clone())
+                    .collect();
+                Field::new(self.name(), self.return_type(&types)?, true)
+            }
+        }))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -301,9 +322,14 @@ impl ScalarUDFImpl for JsonFunction {
                 }
                 Arc::new(out.finish())
             }
-            Kind::ExtractScalar => {
+            Kind::ExtractScalar | Kind::Extract => {
                 let Some(paths) = columns.get(1) else {
-                    return exec_err!("json_extract_scalar takes JSON text and a path");
+                    return exec_err!("{} takes JSON text and a path", self.name());
+                };
+                // The scalar's text, or the value found as canonical json.
+                let found: fn(&str) -> Option<String> = match self.kind {
+                    Kind::Extract => crate::json_values::canonical_json,
+                    _ => scalar,
                 };
                 let paths = strings(paths)?;
                 let paths = paths.as_string::<i32>();
@@ -319,7 +345,7 @@ impl ScalarUDFImpl for JsonFunction {
                         parsed = Some((text.to_string(), path(text)?));
                     }
                     let steps = parsed.as_ref().map_or(&[][..], |(_, s)| s.as_slice());
-                    out.append_option(at(json.value(row), steps).and_then(scalar));
+                    out.append_option(at(json.value(row), steps).and_then(found));
                 }
                 Arc::new(out.finish())
             }

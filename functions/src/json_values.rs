@@ -5,7 +5,8 @@
 //!
 //! - `json_parse(varchar)`: the text read as JSON (invalid text is INVALID_FUNCTION_ARGUMENT);
 //! - `json_format(json)`: the JSON text as a varchar;
-//! - `json_extract(json, path)`: the value at Trino's JSONPath, as json (NULL where missing);
+//! - `json_extract(json, path)` (in [`crate::json`], beside `json_extract_scalar`): the value
+//!   at Trino's JSONPath, as json (NULL where missing);
 //! - `CAST(x AS JSON)` ([`CAST_TO_JSON`]): a varchar becomes a JSON string, a number or boolean
 //!   its JSON value, an array a JSON array and a map a JSON object (keys as text);
 //! - `CAST(json AS varchar)` ([`JSON_TO_TEXT`]): a JSON string's text, a number's or boolean's
@@ -23,7 +24,7 @@ use datafusion::logical_expr::{
 };
 use serde_json::Value;
 
-use crate::args::{all_text, arrays, result, strings, unexpected_parameters};
+use crate::args::{all_text, arrays, is_string, result, strings, unexpected_parameters};
 use crate::bounded::TRINO_TYPE;
 use crate::error::invalid_argument;
 
@@ -56,7 +57,6 @@ pub fn canonical_json(text: &str) -> Option<String> {
 enum Kind {
     Parse,
     Format,
-    Extract,
     CastTo,
     CastToText,
 }
@@ -75,30 +75,26 @@ pub(crate) fn json_to_text() -> JsonValues {
 }
 
 pub(crate) fn json_value_functions() -> Vec<JsonValues> {
-    [
-        (Kind::Parse, 1),
-        (Kind::Format, 1),
-        (Kind::Extract, 2),
-        (Kind::CastTo, 1),
-        (Kind::CastToText, 1),
-    ]
-    .into_iter()
-    .map(|(kind, n)| JsonValues {
+    let of_text = |kind| JsonValues {
         kind,
-        signature: match kind {
-            Kind::CastTo => Signature::any(n, Volatility::Immutable),
-            _ => Signature::user_defined(Volatility::Immutable),
+        signature: Signature::user_defined(Volatility::Immutable),
+    };
+    vec![
+        of_text(Kind::Parse),
+        of_text(Kind::Format),
+        JsonValues {
+            kind: Kind::CastTo,
+            signature: Signature::any(1, Volatility::Immutable),
         },
-    })
-    .collect()
+        json_to_text(),
+    ]
 }
 
 /// What `CAST(… AS JSON)` takes: text, numbers, booleans, and arrays and maps of them.
 fn castable_to_json(t: &DataType) -> bool {
     match t {
-        DataType::Null | DataType::Boolean => true,
-        t if t.is_numeric() => true,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Boolean => true,
+        t if t.is_numeric() || is_string(t) => true,
         DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
             castable_to_json(f.data_type())
         }
@@ -117,7 +113,6 @@ impl ScalarUDFImpl for JsonValues {
         match self.kind {
             Kind::Parse => "json_parse",
             Kind::Format => "json_format",
-            Kind::Extract => "json_extract",
             Kind::CastTo => CAST_TO_JSON,
             Kind::CastToText => JSON_TO_TEXT,
         }
@@ -157,7 +152,7 @@ impl ScalarUDFImpl for JsonValues {
             ));
         }
         Ok(Arc::new(match self.kind {
-            Kind::Parse | Kind::Extract | Kind::CastTo => json_field(self.name()),
+            Kind::Parse | Kind::CastTo => json_field(self.name()),
             Kind::Format | Kind::CastToText => Field::new(self.name(), DataType::Utf8, true),
         }))
     }
@@ -173,24 +168,15 @@ impl ScalarUDFImpl for JsonValues {
                 Arc::clone(input)
             }
             Kind::CastTo => Arc::new(cast_to_json(input)?),
-            Kind::Parse | Kind::Format | Kind::CastToText | Kind::Extract => {
+            Kind::Parse | Kind::Format | Kind::CastToText => {
                 let text = strings(input)?;
                 let text = text.as_string::<i32>();
-                let paths = match (self.kind, columns.get(1)) {
-                    (Kind::Extract, Some(paths)) => Some(strings(paths)?),
-                    (Kind::Extract, None) => {
-                        return exec_err!("json_extract takes JSON and a path");
-                    }
-                    _ => None,
-                };
                 let mut out = StringBuilder::with_capacity(text.len(), text.len() * 8);
-                let mut parsed: Option<(String, Vec<crate::json::Step>)> = None;
-                for row in 0..text.len() {
-                    if text.is_null(row) {
+                for value in text.iter() {
+                    let Some(value) = value else {
                         out.append_null();
                         continue;
-                    }
-                    let value = text.value(row);
+                    };
                     match self.kind {
                         Kind::Parse => match canonical_json(value) {
                             Some(json) => out.append_value(json),
@@ -200,26 +186,8 @@ impl ScalarUDFImpl for JsonValues {
                                 )));
                             }
                         },
-                        Kind::Format => out.append_value(value),
                         Kind::CastToText => out.append_option(json_text(value)?),
-                        Kind::Extract | Kind::CastTo => {
-                            let Some(paths) = paths.as_ref() else {
-                                return exec_err!("json_extract takes JSON and a path");
-                            };
-                            let paths = paths.as_string::<i32>();
-                            if paths.is_null(row) {
-                                out.append_null();
-                                continue;
-                            }
-                            let path = paths.value(row);
-                            if parsed.as_ref().is_none_or(|(p, _)| p != path) {
-                                parsed = Some((path.to_string(), crate::json::path(path)?));
-                            }
-                            let steps = parsed.as_ref().map_or(&[][..], |(_, s)| s.as_slice());
-                            out.append_option(
-                                crate::json::at(value, steps).and_then(canonical_json),
-                            );
-                        }
+                        _ => out.append_value(value),
                     }
                 }
                 Arc::new(out.finish())

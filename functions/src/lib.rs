@@ -58,9 +58,6 @@ pub use wall_clock::WALL_CLOCK;
 
 /// The scalar functions to register after DataFusion's defaults.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
-    let urls = urls::url_functions()
-        .into_iter()
-        .map(|f| Arc::new(ScalarUDF::new_from_impl(f)));
     let mut functions = vec![
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
@@ -111,28 +108,21 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
             format::DateTimeText::format_datetime(),
         )),
     ];
-    functions.extend(urls);
-    functions.extend(
-        refusing::refusing_functions()
-            .into_iter()
-            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
-    );
-    functions.extend(
-        json::json_functions()
-            .into_iter()
-            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
-    );
-    functions.extend(
-        sixteen_bytes::sixteen_byte_functions()
-            .into_iter()
-            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
-    );
-    functions.extend(
-        json_values::json_value_functions()
-            .into_iter()
-            .map(|f| Arc::new(ScalarUDF::new_from_impl(f))),
-    );
+    functions.extend(udfs(urls::url_functions()));
+    functions.extend(udfs(refusing::refusing_functions()));
+    functions.extend(udfs(json::json_functions()));
+    functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
+    functions.extend(udfs(json_values::json_value_functions()));
     functions
+}
+
+/// Each of a module's function implementations as a function to register.
+fn udfs<F: datafusion::logical_expr::ScalarUDFImpl + 'static>(
+    functions: Vec<F>,
+) -> impl Iterator<Item = Arc<ScalarUDF>> {
+    functions
+        .into_iter()
+        .map(|f| Arc::new(ScalarUDF::new_from_impl(f)))
 }
 
 /// The aggregate functions to register after DataFusion's defaults.

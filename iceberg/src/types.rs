@@ -83,23 +83,32 @@ pub fn iceberg_schema_for(schema: &Schema, force_nullable: bool) -> Result<icebe
         return Ok(converted);
     }
     // Arrow's FixedSizeBinary(16) becomes Iceberg's `fixed(16)`; a uuid column is `uuid`.
-    let fields = converted
+    with_fields_changed(&converted, |field| {
+        if uuids.contains(&field.name.as_str()) {
+            *field.field_type = iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::Uuid);
+        }
+    })
+}
+
+/// `schema` with `change` made to each of its columns (top-level fields), its id and
+/// identifier fields kept.
+pub fn with_fields_changed(
+    schema: &iceberg::spec::Schema,
+    mut change: impl FnMut(&mut iceberg::spec::NestedField),
+) -> Result<iceberg::spec::Schema> {
+    let fields = schema
         .as_struct()
         .fields()
         .iter()
         .map(|field| {
             let mut field = field.as_ref().clone();
-            if uuids.contains(&field.name.as_str()) {
-                field.field_type = Box::new(iceberg::spec::Type::Primitive(
-                    iceberg::spec::PrimitiveType::Uuid,
-                ));
-            }
+            change(&mut field);
             Arc::new(field)
         })
         .collect::<Vec<_>>();
     Ok(iceberg::spec::Schema::builder()
-        .with_schema_id(converted.schema_id())
-        .with_identifier_field_ids(converted.identifier_field_ids())
+        .with_schema_id(schema.schema_id())
+        .with_identifier_field_ids(schema.identifier_field_ids())
         .with_fields(fields)
         .build()?)
 }

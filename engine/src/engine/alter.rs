@@ -6,8 +6,6 @@
 //! field's doc). Renames, retypes and column comments are new schemas committed by SQE's own
 //! commit (iceberg-rust 0.10 has no action for them), only while the schema is the one read.
 
-use std::sync::Arc;
-
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::planner::object_name_to_table_reference;
@@ -250,24 +248,14 @@ impl Engine {
                 "column options in ALTER TABLE ADD COLUMN ({column})"
             )));
         }
-        let create = crate::dialect::parse::parse(&format!(
+        let mut create = crate::dialect::parse::parse(&format!(
             "CREATE TABLE sqe_added_column ({} {})",
             column.name, column.data_type
         ))?;
+        // What CREATE TABLE takes off its column list (a `uuid` column's type) is taken here too.
+        let properties = super::table_properties::take_table_properties(&mut create.statement)?;
         let plan = state.statement_to_plan(create.statement).await?;
-        let arrow = plan.schema().as_arrow().clone();
-        let arrow = if matches!(
-            column.data_type,
-            datafusion::sql::sqlparser::ast::DataType::Uuid
-        ) {
-            let properties = super::table_properties::TableProperties {
-                uuid_columns: arrow.fields().iter().map(|f| f.name().clone()).collect(),
-                ..Default::default()
-            };
-            properties.typed(&arrow)
-        } else {
-            arrow
-        };
+        let arrow = properties.typed(plan.schema().as_arrow());
         let schema = sqe_iceberg::types::iceberg_schema_for(&arrow, true)?;
         schema
             .as_struct()
@@ -548,18 +536,17 @@ fn evolve_column(
     name: &str,
     change: impl FnOnce(&mut NestedField),
 ) -> Result<Schema> {
-    let fields = schema.as_struct().fields();
-    let index = fields
-        .iter()
-        .position(|f| f.name == name)
-        .ok_or_else(|| Error::not_found(ObjectKind::Column, name.to_string()))?;
-    let mut fields: Vec<NestedField> = fields.iter().map(|f| (**f).clone()).collect();
-    change(&mut fields[index]);
-    Ok(Schema::builder()
-        .with_schema_id(schema.schema_id())
-        .with_identifier_field_ids(schema.identifier_field_ids())
-        .with_fields(fields.into_iter().map(Arc::new))
-        .build()?)
+    if schema.as_struct().field_by_name(name).is_none() {
+        return Err(Error::not_found(ObjectKind::Column, name.to_string()));
+    }
+    let mut change = Some(change);
+    Ok(sqe_iceberg::types::with_fields_changed(schema, |field| {
+        if field.name == name
+            && let Some(change) = change.take()
+        {
+            change(field);
+        }
+    })?)
 }
 
 /// Iceberg's type promotions.

@@ -10,8 +10,7 @@ use datafusion::sql::sqlparser::ast::{
     ColumnOption, CommentDef, CreateTableOptions, Expr, SqlOption, Statement, Value,
 };
 use iceberg::spec::{
-    NestedField, NullOrder, Schema, SortDirection, SortField, SortOrder, Transform,
-    UnboundPartitionSpec,
+    NullOrder, Schema, SortDirection, SortField, SortOrder, Transform, UnboundPartitionSpec,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -63,24 +62,11 @@ impl TableProperties {
         if self.column_comments.is_empty() {
             return Ok(schema);
         }
-        let fields = schema
-            .as_struct()
-            .fields()
-            .iter()
-            .map(|field| {
-                let mut field: NestedField = (**field).clone();
-                if let Some((_, doc)) = self.column_comments.iter().find(|(n, _)| *n == field.name)
-                {
-                    field.doc = Some(doc.clone());
-                }
-                Arc::new(field)
-            })
-            .collect::<Vec<_>>();
-        Ok(Schema::builder()
-            .with_schema_id(schema.schema_id())
-            .with_identifier_field_ids(schema.identifier_field_ids())
-            .with_fields(fields)
-            .build()?)
+        Ok(sqe_iceberg::types::with_fields_changed(&schema, |field| {
+            if let Some((_, doc)) = self.column_comments.iter().find(|(n, _)| *n == field.name) {
+                field.doc = Some(doc.clone());
+            }
+        })?)
     }
 }
 
