@@ -356,6 +356,13 @@ pub struct CoordinatorSection {
     pub trino_allowed_hosts: Vec<String>,
     /// Compress Trino-port answers (gzip) for clients whose `Accept-Encoding` asks.
     pub trino_compression: bool,
+    /// Answer clients that ask for Trino's spooling protocol (`X-Trino-Query-Data-Encoding`)
+    /// with segments; off, every client gets the classic protocol.
+    pub trino_spooling: bool,
+    /// Where spooled segments are written (`s3://bucket/prefix`, with `[storage]`'s keys):
+    /// clients then download them from the store by presigned URLs. Unset, the coordinator
+    /// holds them (in the query's memory) and serves them itself.
+    pub trino_spooling_location: Option<String>,
     /// Compression of query results' Arrow buffers on the Flight SQL port, unless a call asks
     /// for another with the `x-sqe-ipc-compression` header.
     pub flight_sql_compression: IpcCompression,
@@ -409,6 +416,8 @@ impl Default for CoordinatorSection {
             trino_request_timeout_secs: 300,
             trino_allowed_hosts: Vec::new(),
             trino_compression: true,
+            trino_spooling: true,
+            trino_spooling_location: None,
             flight_sql_compression: IpcCompression::None,
             ui_trace_url: None,
         }

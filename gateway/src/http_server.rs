@@ -26,7 +26,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::compression::predicate::SizeAbove;
+use tower_http::compression::predicate::{NotForContentType, Predicate as _, SizeAbove};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
@@ -68,7 +68,11 @@ pub(crate) fn compressed(router: Router) -> Router {
     router.layer(
         CompressionLayer::new()
             .quality(CompressionLevel::Fastest)
-            .compress_when(SizeAbove::new(COMPRESS_ABOVE)),
+            // Spooled segments are sent as their encoding wrote them (zstd or lz4 already).
+            .compress_when(
+                SizeAbove::new(COMPRESS_ABOVE)
+                    .and(NotForContentType::const_new("application/octet-stream")),
+            ),
     )
 }
 

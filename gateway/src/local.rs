@@ -44,6 +44,9 @@ pub struct LocalOptions {
     pub client_auth: ClientAuthConfig,
     /// The coordinator's `/metrics` and probes port (0 picks a free one); `None` serves none.
     pub metrics_port: Option<u16>,
+    /// Where the Trino port spools result segments (`s3://bucket/prefix` in the stack's store);
+    /// unset, the coordinator holds them.
+    pub trino_spooling_location: Option<String>,
     /// Catalog and storage of an external stack (`scripts/stack.sh`) instead of the embedded
     /// catalog under `data_dir`.
     pub stack: Option<StackSettings>,
@@ -143,6 +146,7 @@ impl Default for LocalOptions {
             worker_probe_interval_secs: None,
             client_auth: ClientAuthConfig::default(),
             metrics_port: None,
+            trino_spooling_location: None,
             stack: None,
         }
     }
@@ -246,6 +250,9 @@ pub async fn start_local(options: &LocalOptions) -> Result<LocalCluster> {
     if let Some(port) = options.metrics_port {
         coordinator.metrics_port = port;
     }
+    coordinator
+        .trino_spooling_location
+        .clone_from(&options.trino_spooling_location);
     if let Some(limits) = options.admission {
         coordinator.max_running_queries = limits.max_running;
         coordinator.max_queued_queries = limits.max_queued;

@@ -291,6 +291,7 @@ async fn run(cli: Cli, telemetry: &mut Option<Telemetry>) -> Result<ExitCode, St
                 worker_probe_interval_secs: None,
                 client_auth: Default::default(),
                 metrics_port: None,
+                trino_spooling_location: None,
                 stack,
             };
             let cluster = start_local(&options).await?;

@@ -22,7 +22,7 @@ use iceberg::io::{
     S3_SESSION_TOKEN, Storage, StorageConfig, StorageFactory,
 };
 use iceberg::{Error, ErrorKind};
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::buffered::BufWriter;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
@@ -137,6 +137,61 @@ pub async fn memory_catalog(
         .await
 }
 
+/// An S3 client for `bucket` from Iceberg's `s3.*` properties.
+fn s3_client(props: &HashMap<String, String>, bucket: &str) -> iceberg::Result<AmazonS3> {
+    // A store that is down fails the query within seconds, not after object_store's
+    // default 10 retries over 3 minutes; slow reads of large objects still may take long.
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(RetryConfig {
+            max_retries: 3,
+            retry_timeout: Duration::from_secs(15),
+            ..RetryConfig::default()
+        })
+        .with_client_options(ClientOptions::new().with_connect_timeout(Duration::from_secs(5)));
+    if let Some(endpoint) = props.get(S3_ENDPOINT) {
+        builder = builder
+            .with_endpoint(endpoint)
+            .with_allow_http(endpoint.starts_with("http://"));
+    }
+    if let Some(v) = props.get(S3_ACCESS_KEY_ID) {
+        builder = builder.with_access_key_id(v);
+    }
+    if let Some(v) = props.get(S3_SECRET_ACCESS_KEY) {
+        builder = builder.with_secret_access_key(v);
+    }
+    if let Some(v) = props.get(S3_SESSION_TOKEN) {
+        builder = builder.with_token(v);
+    }
+    if let Some(v) = props.get(S3_REGION).or_else(|| props.get("client.region")) {
+        builder = builder.with_region(v);
+    }
+    if let Some(v) = props.get(S3_PATH_STYLE_ACCESS) {
+        builder = builder.with_virtual_hosted_style_request(!is_truthy(v));
+    }
+    builder
+        .build()
+        .map_err(|e| storage_error(format!("cannot configure S3 for bucket '{bucket}': {e}")))
+}
+
+/// An S3 client able to sign URLs, and the key prefix, for an `s3://bucket/prefix` location.
+pub fn s3_signing_store(
+    props: &HashMap<String, String>,
+    location: &str,
+) -> iceberg::Result<(Arc<AmazonS3>, ObjectPath)> {
+    let rest = location
+        .strip_prefix("s3://")
+        .or_else(|| location.strip_prefix("s3a://"))
+        .ok_or_else(|| storage_error(format!("'{location}' is not an s3:// location")))?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(storage_error(format!("no bucket in location '{location}'")));
+    }
+    let prefix = ObjectPath::parse(key.trim_matches('/'))
+        .map_err(|e| storage_error(format!("invalid object key in '{location}': {e}")))?;
+    Ok((Arc::new(s3_client(props, bucket)?), prefix))
+}
+
 /// Iceberg storage that dispatches `file://` (and absolute paths) to the local file system and
 /// `s3://`/`s3a://` to one S3 client per bucket.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -202,46 +257,7 @@ impl ObjectStoreStorage {
 
     fn s3_store(&self, bucket: &str) -> iceberg::Result<Arc<dyn ObjectStore>> {
         self.cached_store(&format!("s3://{bucket}"), || {
-            // A store that is down fails the query within seconds, not after object_store's
-            // default 10 retries over 3 minutes; slow reads of large objects still may take long.
-            let mut builder = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_retry(RetryConfig {
-                    max_retries: 3,
-                    retry_timeout: Duration::from_secs(15),
-                    ..RetryConfig::default()
-                })
-                .with_client_options(
-                    ClientOptions::new().with_connect_timeout(Duration::from_secs(5)),
-                );
-            if let Some(endpoint) = self.props.get(S3_ENDPOINT) {
-                builder = builder
-                    .with_endpoint(endpoint)
-                    .with_allow_http(endpoint.starts_with("http://"));
-            }
-            if let Some(v) = self.props.get(S3_ACCESS_KEY_ID) {
-                builder = builder.with_access_key_id(v);
-            }
-            if let Some(v) = self.props.get(S3_SECRET_ACCESS_KEY) {
-                builder = builder.with_secret_access_key(v);
-            }
-            if let Some(v) = self.props.get(S3_SESSION_TOKEN) {
-                builder = builder.with_token(v);
-            }
-            if let Some(v) = self
-                .props
-                .get(S3_REGION)
-                .or_else(|| self.props.get("client.region"))
-            {
-                builder = builder.with_region(v);
-            }
-            if let Some(v) = self.props.get(S3_PATH_STYLE_ACCESS) {
-                builder = builder.with_virtual_hosted_style_request(!is_truthy(v));
-            }
-            let store = builder.build().map_err(|e| {
-                storage_error(format!("cannot configure S3 for bucket '{bucket}': {e}"))
-            })?;
-            Ok(Arc::new(store))
+            Ok(Arc::new(s3_client(&self.props, bucket)?))
         })
     }
 

@@ -218,5 +218,50 @@ class Protocol(unittest.TestCase):
         self.assertEqual(requests.delete(f"{BASE}/v1/query/{first['id']}").status_code, 204)
 
 
+class Spooling(unittest.TestCase):
+    """Trino's spooling protocol, as the python client speaks it when given an encoding."""
+
+    SQL = """SELECT l_orderkey, l_linenumber, l_comment, l_extendedprice, l_shipdate, l_tax
+             FROM lineitem ORDER BY l_orderkey, l_linenumber"""
+
+    def fetch(self, **kwargs):
+        conn = connect(schema="tpch", **kwargs)
+        try:
+            cur = conn.cursor()
+            cur.execute(self.SQL)
+            return cur.fetchall()
+        finally:
+            conn.close()
+
+    def test_every_encoding_reads_the_classic_protocols_rows(self):
+        classic = self.fetch()
+        self.assertGreater(len(classic), 50_000)
+        for encoding in ["json", "json+zstd", "json+lz4"]:
+            with self.subTest(encoding=encoding):
+                self.assertEqual(self.fetch(encoding=encoding), classic)
+
+    def test_segments_are_spooled_then_acknowledged_and_deleted(self):
+        conn = connect(schema="tpch", encoding="json+zstd")
+        try:
+            cur = conn.cursor("segment")
+            cur.execute(self.SQL)
+            segments = cur.fetchall()
+        finally:
+            conn.close()
+        kinds = [type(s.segment).__name__ for s in segments]
+        self.assertIn("SpooledSegment", kinds)
+        spooled = [s.segment for s in segments if type(s.segment).__name__ == "SpooledSegment"]
+        rows = sum(s.segment.metadata["rowsCount"] for s in segments)
+        self.assertEqual(rows, len(self.fetch()))
+        first = spooled[0]
+        headers = {k: v[0] for k, v in first.headers.items()}
+        self.assertEqual(requests.get(first.uri).status_code, 404, "the URI alone reaches nothing")
+        data = requests.get(first.uri, headers=headers)
+        self.assertEqual(data.status_code, 200)
+        self.assertEqual(len(data.content), first.metadata["segmentSize"])
+        self.assertEqual(requests.get(first.ack_uri, headers=headers).status_code, 200)
+        self.assertEqual(requests.get(first.uri, headers=headers).status_code, 404, "acknowledged, it is deleted")
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])

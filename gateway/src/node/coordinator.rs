@@ -32,6 +32,7 @@ use crate::flight::{flight_service, flight_sql_server};
 use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
+use crate::trino::spooling::{SegmentStore, SpoolObjects};
 use crate::trino::{TrinoEndpoint, trino_router};
 use crate::ui::{Ui, ui_router};
 use axum::serve::ListenerExt;
@@ -152,6 +153,11 @@ pub async fn start_coordinator_on(
             }
         ),
     };
+    let segments = spooled_segments(
+        &config.coordinator,
+        &storage_props,
+        Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1)),
+    )?;
     let settings = engine_settings(config, storage_props, client_uri, table_locations);
     let peer_calls = PeerCalls::of(channels.stack());
     let progress_source = Arc::new(WorkerTaskProgress(channels.clone()));
@@ -195,6 +201,7 @@ pub async fn start_coordinator_on(
             client_timeout,
             client_auth,
             tls.trino.is_some(),
+            segments,
         );
         let router = trino_router(endpoint).merge(ui_router(ui));
         let router = if config.coordinator.trino_compression {
@@ -274,6 +281,28 @@ async fn worker_pool(
         );
     }
     Ok(workers)
+}
+
+/// Where the Trino port keeps spooled segments: objects in `trino_spooling_location`, or the
+/// coordinator's memory; `None` with the spooling protocol off. A segment waits for its
+/// download as long as a query waits for its client's next poll.
+fn spooled_segments(
+    config: &CoordinatorSection,
+    storage_props: &std::collections::HashMap<String, String>,
+    ttl: Duration,
+) -> Result<Option<Arc<SegmentStore>>> {
+    if !config.trino_spooling {
+        return Ok(None);
+    }
+    let Some(location) = &config.trino_spooling_location else {
+        return Ok(Some(SegmentStore::new(ttl)));
+    };
+    let (store, prefix) = sqe_iceberg::storage::s3_signing_store(storage_props, location)
+        .map_err(|e| ConfigError::Invalid(format!("coordinator.trino_spooling_location: {e}")))?;
+    Ok(Some(SegmentStore::in_objects(
+        ttl,
+        SpoolObjects::new(store, prefix),
+    )))
 }
 
 fn engine_settings(

@@ -190,6 +190,9 @@ async fn trino_sql_answers_as_trino_documents() -> TestResult {
         Duration::from_secs(60),
         ClientAuth::disabled()?,
         false,
+        Some(crate::trino::spooling::SegmentStore::new(
+            Duration::from_secs(60),
+        )),
     ));
     let mut differences = Vec::new();
     for case in &cases {

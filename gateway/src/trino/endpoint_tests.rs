@@ -41,6 +41,9 @@ async fn endpoint_with(
         Duration::from_secs(60),
         auth,
         false,
+        Some(crate::trino::spooling::SegmentStore::new(
+            Duration::from_secs(60),
+        )),
     );
     Ok(Endpoint {
         router: trino_router(trino),
@@ -566,5 +569,214 @@ async fn floods_of_queries_and_transactions_stop_at_the_users_share() -> TestRes
     )
     .await?;
     assert_eq!(error_name(&carol_tx), None);
+    Ok(())
+}
+
+/// The raw body of `GET uri` with `headers`, and its status.
+async fn download(
+    router: &Router,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> Result<(StatusCode, Vec<u8>), Box<dyn std::error::Error>> {
+    let mut request = Request::builder()
+        .uri(path_of(uri))
+        .header("host", "sqe.test");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = router.clone().oneshot(request.body(Body::empty())?).await?;
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+    Ok((status, bytes.to_vec()))
+}
+
+/// The rows of a spooling protocol page's segments, each checked against its metadata and
+/// (when spooled) downloaded with its key, refused without it, and acknowledged. Returns the
+/// rows and whether a segment was spooled and whether one was compressed.
+async fn segment_rows(
+    router: &Router,
+    data: &Value,
+    encoding: &str,
+    row_offset: u64,
+) -> Result<(Vec<Value>, bool, bool), Box<dyn std::error::Error>> {
+    assert_eq!(data["encoding"], encoding, "{data}");
+    let (mut rows, mut spooled, mut compressed) = (Vec::new(), false, false);
+    let mut offset = row_offset;
+    for segment in data["segments"].as_array().ok_or("no segments")? {
+        let metadata = &segment["metadata"];
+        assert_eq!(metadata["rowOffset"], offset, "{metadata}");
+        let bytes = match segment["type"].as_str() {
+            Some("inline") => base64::engine::general_purpose::STANDARD
+                .decode(segment["data"].as_str().ok_or("no inline data")?)?,
+            Some("spooled") => {
+                spooled = true;
+                let uri = segment["uri"].as_str().ok_or("no uri")?;
+                let ack = segment["ackUri"].as_str().ok_or("no ackUri")?;
+                let (name, values) = segment["headers"]
+                    .as_object()
+                    .and_then(|h| h.iter().next())
+                    .ok_or("no headers")?;
+                let key = values[0].as_str().ok_or("no key")?;
+                // The URI alone does not reach the rows.
+                assert_eq!(download(router, uri, &[]).await?.0, StatusCode::NOT_FOUND);
+                let (status, bytes) = download(router, uri, &[(name, key)]).await?;
+                assert_eq!(status, StatusCode::OK);
+                assert_eq!(
+                    download(router, ack, &[(name, key)]).await?.0,
+                    StatusCode::OK
+                );
+                // Acknowledged, it is deleted.
+                let (status, _) = download(router, uri, &[(name, key)]).await?;
+                assert_eq!(status, StatusCode::NOT_FOUND);
+                bytes
+            }
+            other => return Err(format!("segment type {other:?}").into()),
+        };
+        assert_eq!(metadata["segmentSize"], bytes.len());
+        let json = match metadata["uncompressedSize"].as_u64() {
+            None => bytes,
+            Some(size) => {
+                compressed = true;
+                let size = usize::try_from(size)?;
+                let json = match encoding {
+                    "json+zstd" => zstd::bulk::decompress(&bytes, size)?,
+                    "json+lz4" => lz4_flex::block::decompress(&bytes, size)?,
+                    other => return Err(format!("{other} segments are not compressed").into()),
+                };
+                assert_eq!(json.len(), size);
+                json
+            }
+        };
+        let segment_rows: Vec<Value> = serde_json::from_slice(&json)?;
+        assert_eq!(metadata["rowsCount"], segment_rows.len());
+        offset += segment_rows.len() as u64;
+        rows.extend(segment_rows);
+    }
+    Ok((rows, spooled, compressed))
+}
+
+#[tokio::test]
+async fn spooling_protocol_segments_hold_the_classic_protocols_rows() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let sql = "SELECT x, 'row ' || CAST(x AS VARCHAR) AS s FROM UNNEST(sequence(1, 5000)) AS t(x)";
+    let classic = rows(&run(&endpoint.router, sql, As::Named("alice"), &[]).await?);
+    assert_eq!(classic.len(), 5000);
+    for encoding in ["json", "json+zstd", "json+lz4"] {
+        // A client lists encodings in its order of preference; unknown ones are passed over.
+        let asked = format!("arrow-ipc,{encoding},json");
+        let headers = [("x-trino-query-data-encoding", asked.as_str())];
+        let pages = run(&endpoint.router, sql, As::Named("alice"), &headers).await?;
+        let (mut spooled_rows, mut spooled, mut compressed) = (Vec::new(), false, false);
+        for page in &pages {
+            if page.body["data"].is_null() {
+                continue;
+            }
+            let offset = spooled_rows.len() as u64;
+            let (rows, s, c) =
+                segment_rows(&endpoint.router, &page.body["data"], encoding, offset).await?;
+            spooled_rows.extend(rows);
+            spooled |= s;
+            compressed |= c;
+        }
+        assert_eq!(spooled_rows, classic, "{encoding}");
+        assert!(
+            spooled,
+            "{encoding}: 5000 rows are more than a page inlines"
+        );
+        assert_eq!(compressed, encoding != "json", "{encoding}");
+
+        // A small result comes inline.
+        let pages = run(
+            &endpoint.router,
+            "SELECT 1, 'a'",
+            As::Named("alice"),
+            &headers,
+        )
+        .await?;
+        let data = pages
+            .iter()
+            .map(|p| &p.body["data"])
+            .find(|d| !d.is_null())
+            .ok_or("no data")?;
+        assert_eq!(data["segments"][0]["type"], "inline");
+        let (rows, spooled, _) = segment_rows(&endpoint.router, data, encoding, 0).await?;
+        assert_eq!((rows, spooled), (vec![serde_json::json!([1, "a"])], false));
+    }
+    // Only encodings SQE does not write: the classic protocol.
+    let pages = run(
+        &endpoint.router,
+        "SELECT 1",
+        As::Named("alice"),
+        &[("x-trino-query-data-encoding", "arrow-ipc")],
+    )
+    .await?;
+    assert_eq!(rows(&pages), [serde_json::json!([1])]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn heartbeats_are_answered_and_cancelling_a_query_drops_its_spooled_segments() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let headers = [("x-trino-query-data-encoding", "json")];
+    let sql = "SELECT x FROM UNNEST(sequence(1, 3000)) AS t(x)";
+    let mut page = post(&endpoint.router, As::Named("alice"), &headers, sql).await?;
+    let mut heartbeats = 0;
+    // Poll until a page carries a spooled segment, with a heartbeat before each poll.
+    let data = loop {
+        let next = path_of(page.body["nextUri"].as_str().ok_or("ended without rows")?).to_string();
+        let head = call(
+            &endpoint.router,
+            Method::HEAD,
+            &next,
+            As::Named("alice"),
+            &headers,
+            "",
+        )
+        .await?;
+        assert_eq!(head.status, StatusCode::OK);
+        heartbeats += 1;
+        page = call(
+            &endpoint.router,
+            Method::GET,
+            &next,
+            As::Named("alice"),
+            &headers,
+            "",
+        )
+        .await?;
+        if !page.body["data"].is_null() {
+            break page.body["data"].clone();
+        }
+    };
+    // The first rows the client sees are the result's first.
+    assert_eq!(data["segments"][0]["metadata"]["rowOffset"], 0);
+    assert!(heartbeats >= 1);
+    let segment = &data["segments"][0];
+    assert_eq!(segment["type"], "spooled");
+    let key = segment["headers"]["x-sqe-segment-key"][0]
+        .as_str()
+        .ok_or("no key")?;
+    let uri = segment["uri"].as_str().ok_or("no uri")?;
+    let key_header = [("x-sqe-segment-key", key)];
+    assert_eq!(
+        download(&endpoint.router, uri, &key_header).await?.0,
+        StatusCode::OK
+    );
+    // The client cancels: its segments go with the query.
+    let id = page.body["id"].as_str().ok_or("no id")?;
+    let cancel = call(
+        &endpoint.router,
+        Method::DELETE,
+        &format!("/v1/query/{id}"),
+        As::Named("alice"),
+        &[],
+        "",
+    )
+    .await?;
+    assert_eq!(cancel.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        download(&endpoint.router, uri, &key_header).await?.0,
+        StatusCode::NOT_FOUND
+    );
     Ok(())
 }

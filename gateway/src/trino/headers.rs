@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use sqe_engine::queries::{Session, SessionChanges};
 
+use crate::trino::spooling::DataEncoding;
+
 /// A header that cannot be used, with what is wrong with it.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -41,6 +43,9 @@ pub(crate) struct ClientSession {
     pub trace_token: Option<String>,
     /// W3C `traceparent`: the query's trace continues the caller's.
     pub traceparent: Option<String>,
+    /// The spooling protocol's encoding, when `X-Trino-Query-Data-Encoding` names one SQE
+    /// writes.
+    pub encoding: Option<DataEncoding>,
 }
 
 impl ClientSession {
@@ -85,6 +90,8 @@ impl ClientSession {
             client_info: single(headers, "x-trino-client-info")?,
             trace_token: single(headers, "x-trino-trace-token")?,
             traceparent: single(headers, "traceparent")?,
+            encoding: single(headers, "x-trino-query-data-encoding")?
+                .and_then(|e| DataEncoding::negotiate(&e)),
         })
     }
 }

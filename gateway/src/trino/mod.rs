@@ -11,6 +11,7 @@ pub(crate) mod headers;
 pub(crate) mod query;
 pub(crate) mod results;
 pub(crate) mod server;
+pub(crate) mod spooling;
 
 #[cfg(test)]
 mod case_tests;

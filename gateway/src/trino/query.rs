@@ -16,6 +16,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::trino::encoded::{EncodedBatch, EncodedRows};
 use crate::trino::headers::ClientSession;
+use crate::trino::spooling::{Segment, Spooling};
 
 /// The states Trino reports in `stats.state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,12 +54,18 @@ enum Execution {
     Failed(Error),
 }
 
+/// A page's rows: classic JSON rows (`[[...],[...]]`), or a spooling protocol segment.
+pub(crate) enum PageData {
+    Rows(Vec<u8>),
+    Segment(Segment),
+}
+
 /// A page of results: the part of `QueryResults` that depends on the execution.
 pub(crate) struct Page {
     pub state: QueryState,
     pub columns: Option<Vec<(String, TrinoType)>>,
-    /// JSON rows (`[[...],[...]]`), when there are any.
-    pub data: Option<Vec<u8>>,
+    /// Its rows, when there are any.
+    pub data: Option<PageData>,
     pub rows: u64,
     pub update_type: Option<&'static str>,
     pub update_count: Option<u64>,
@@ -71,6 +78,8 @@ pub(crate) struct Page {
 struct Progress {
     execution: Execution,
     columns: Option<Vec<(String, TrinoType)>>,
+    /// The query's share of the coordinator's memory, which its spooled segments are held in.
+    memory: Option<Arc<dyn datafusion::execution::memory_pool::MemoryPool>>,
     /// An encoded batch larger than a page and the row the next page starts at.
     carry: Option<(EncodedBatch, usize)>,
     /// The token of the page last produced and its JSON, for a repeated request.
@@ -101,6 +110,8 @@ pub(crate) struct TrinoQuery {
     changes: std::sync::OnceLock<SessionChanges>,
     /// The W3C trace id of its root span, sent back on every page (`X-SQE-Trace-Id`).
     trace_id: std::sync::OnceLock<String>,
+    /// How its rows are sent when its client speaks the spooling protocol.
+    spooling: Option<Spooling>,
     /// The trace context of the query's root span, parent of each page request's span (the
     /// span itself is not kept: it ends with the query, not with this record).
     trace_context: std::sync::OnceLock<opentelemetry::Context>,
@@ -121,6 +132,7 @@ impl TrinoQuery {
         queries: &Arc<Queries>,
         sql: String,
         client: ClientSession,
+        spooling: Option<Spooling>,
     ) -> Option<Arc<Self>> {
         let request = QueryRequest {
             statement: Statement::Sql(sql.clone()),
@@ -145,6 +157,7 @@ impl TrinoQuery {
             progress: Mutex::new(Progress {
                 execution: Execution::Pending,
                 columns: None,
+                memory: None,
                 carry: None,
                 served: None,
                 rows: 0,
@@ -155,6 +168,7 @@ impl TrinoQuery {
             finished: std::sync::atomic::AtomicBool::new(false),
             changes: std::sync::OnceLock::new(),
             trace_id: std::sync::OnceLock::new(),
+            spooling,
             trace_context: std::sync::OnceLock::new(),
         });
         if let Some(trace_id) = handle.trace_id() {
@@ -193,6 +207,7 @@ impl TrinoQuery {
                                 let memory = output.memory.map(|m| {
                                     m as Arc<dyn datafusion::execution::memory_pool::MemoryPool>
                                 });
+                                progress.memory.clone_from(&memory);
                                 progress.execution =
                                     Execution::Rows(EncodedRows::spawn(stream, memory));
                             }
@@ -399,7 +414,7 @@ impl TrinoQuery {
                     Some(_) => vec![("rows".to_string(), TrinoType::BigInt)],
                     None => Vec::new(),
                 }),
-                data: count.map(|n| format!("[[{n}]]").into_bytes()),
+                data: count.map(|n| PageData::Rows(format!("[[{n}]]").into_bytes())),
                 rows: progress.rows,
                 update_type: Some(update_type),
                 update_count: count,
@@ -412,6 +427,12 @@ impl TrinoQuery {
                     .await;
                 match outcome {
                     Ok((data, rows, finished)) => {
+                        let data = if rows > 0 {
+                            let memory = progress.memory.as_ref();
+                            Some(self.page_data(data, progress.rows, rows, memory).await)
+                        } else {
+                            None
+                        };
                         progress.rows += rows;
                         if !finished {
                             progress.execution = Execution::Rows(stream);
@@ -423,7 +444,7 @@ impl TrinoQuery {
                                 QueryState::Running
                             },
                             columns,
-                            data: (rows > 0).then_some(data),
+                            data,
                             rows: progress.rows,
                             update_type: None,
                             update_count: None,
@@ -434,6 +455,32 @@ impl TrinoQuery {
                     Err(error) => Page::failed(error, columns, progress.rows),
                 }
             }
+        }
+    }
+
+    /// A page's JSON rows as its client takes them: as they are, or as a spooling segment
+    /// (the result's rows from `row_offset` on).
+    async fn page_data(
+        &self,
+        json: Vec<u8>,
+        row_offset: u64,
+        rows: u64,
+        memory: Option<&Arc<dyn datafusion::execution::memory_pool::MemoryPool>>,
+    ) -> PageData {
+        match &self.spooling {
+            None => PageData::Rows(json),
+            Some(spooling) => PageData::Segment(
+                Segment::of_rows(
+                    spooling.encoding,
+                    json,
+                    row_offset,
+                    rows,
+                    &spooling.store,
+                    &self.id,
+                    memory,
+                )
+                .await,
+            ),
         }
     }
 

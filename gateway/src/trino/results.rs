@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use sqe_engine::cluster::{QueryProgress, StageProgress};
 
 use crate::trino::errors::trino_error;
-use crate::trino::query::{Page, QueryState, TrinoQuery};
+use crate::trino::query::{Page, PageData, QueryState, TrinoQuery};
 
 /// Where a query's URIs point: the scheme and authority the client used to reach us.
 pub(crate) struct BaseUri(pub String);
@@ -213,7 +213,12 @@ pub(crate) fn render(
         // Rows are encoded once, as they are read; splice them in rather than re-serialize.
         out.pop();
         out.extend_from_slice(b",\"data\":");
-        out.extend_from_slice(data);
+        match data {
+            PageData::Rows(rows) => out.extend_from_slice(rows),
+            PageData::Segment(segment) => {
+                out.extend_from_slice(segment.to_json(base).to_string().as_bytes());
+            }
+        }
         out.push(b'}');
     }
     out

@@ -23,6 +23,7 @@ use crate::trino::auth::{Refused, TrinoAuth};
 use crate::trino::headers::{ClientSession, HeaderError, write_session_changes};
 use crate::trino::query::{PageError, TrinoQuery};
 use crate::trino::results::{BaseUri, render};
+use crate::trino::spooling::{SEGMENT_KEY_HEADER, SegmentStore, Spooling};
 
 /// Longest `maxWait` a client may ask for.
 const MAX_WAIT_LIMIT: Duration = Duration::from_secs(10);
@@ -48,6 +49,8 @@ pub(crate) struct TrinoEndpoint {
     auth: TrinoAuth,
     /// `https` when the port serves TLS.
     scheme: &'static str,
+    /// Spooled segments waiting for their clients; `None` when the spooling protocol is off.
+    segments: Option<Arc<SegmentStore>>,
 }
 
 impl TrinoEndpoint {
@@ -57,6 +60,7 @@ impl TrinoEndpoint {
         abandoned_after: Duration,
         client_auth: Arc<ClientAuth>,
         tls: bool,
+        segments: Option<Arc<SegmentStore>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             queries,
@@ -66,6 +70,7 @@ impl TrinoEndpoint {
             abandoned_after,
             auth: TrinoAuth::new(client_auth),
             scheme: if tls { "https" } else { "http" },
+            segments,
         })
     }
 
@@ -75,6 +80,20 @@ impl TrinoEndpoint {
             Some(query) if caller.may_see(&query.user) => Ok(Arc::clone(query)),
             _ => Err(self.not_found(id)),
         }
+    }
+
+    /// The query of a `nextUri` (`id` and `slug`) as `caller` may see it.
+    fn statement_for(
+        &self,
+        caller: &Caller,
+        id: &str,
+        slug: &str,
+    ) -> Result<Arc<TrinoQuery>, Refusal> {
+        let query = self.query_for(caller, id)?;
+        if query.slug != slug {
+            return Err(self.not_found(id));
+        }
+        Ok(query)
     }
 
     /// The refusal for a query this endpoint does not have (or not for this caller).
@@ -123,10 +142,37 @@ impl TrinoEndpoint {
             let keep = q.idle_for() < limit;
             if !keep {
                 q.cancel(CancelReason::Abandoned);
+                if !q.is_finished() {
+                    self.forget_segments(&q.id);
+                }
             }
             keep
         });
+        if let Some(segments) = &self.segments {
+            segments.sweep();
+        }
         before - running.len()
+    }
+
+    /// Drops the spooled segments of query `id`, whose client stopped or left it.
+    fn forget_segments(&self, id: &str) {
+        if let Some(segments) = &self.segments {
+            segments.forget_query(id);
+        }
+    }
+
+    /// How a query's rows go to a client asking for the spooling protocol.
+    fn spooling(&self, client: &ClientSession) -> Option<Spooling> {
+        Some(Spooling {
+            encoding: client.encoding?,
+            store: Arc::clone(self.segments.as_ref()?),
+        })
+    }
+
+    fn segment_store(&self) -> Result<&SegmentStore, Refusal> {
+        self.segments
+            .as_deref()
+            .ok_or_else(|| Refusal::NotFound("the spooling protocol is off".into()))
     }
 
     /// Nodes in the cluster, as Trino's stats count them: the workers and the coordinator.
@@ -155,8 +201,10 @@ pub(crate) fn trino_router(endpoint: Arc<TrinoEndpoint>) -> Router {
         .route("/v1/statement", post(submit))
         .route(
             "/v1/statement/{phase}/{id}/{slug}/{token}",
-            get(next_page).delete(cancel_statement),
+            get(next_page).head(heartbeat).delete(cancel_statement),
         )
+        .route("/v1/spooled/download/{segment}", get(download_segment))
+        .route("/v1/spooled/ack/{segment}", get(acknowledge_segment))
         .route("/v1/query/{id}", get(query_info).delete(cancel_query))
         .route("/v1/info", get(info))
         .route("/v1/info/state", get(info_state))
@@ -286,7 +334,8 @@ async fn submit(
         return Err(Refusal::BadRequest("SQL statement is empty".into()));
     }
     endpoint.admit(&session.session.user)?;
-    let query = TrinoQuery::start(&endpoint.queries, sql, session)
+    let spooling = endpoint.spooling(&session);
+    let query = TrinoQuery::start(&endpoint.queries, sql, session, spooling)
         .ok_or_else(|| Refusal::Internal("the query vanished".into()))?;
     endpoint
         .running
@@ -313,10 +362,7 @@ async fn next_page(
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Response, Refusal> {
-    let query = endpoint.query_for(&caller, &id)?;
-    if query.slug != slug {
-        return Err(endpoint.not_found(&id));
-    }
+    let query = endpoint.statement_for(&caller, &id, &slug)?;
     let token = token
         .parse::<u64>()
         .map_err(|_| Refusal::NotFound("invalid token".into()))?;
@@ -352,12 +398,63 @@ async fn cancel_statement(
     caller: Caller,
     Path((_phase, id, slug, _token)): Path<(String, String, String, String)>,
 ) -> Result<StatusCode, Refusal> {
-    let query = endpoint.query_for(&caller, &id)?;
-    if query.slug != slug {
-        return Err(endpoint.not_found(&id));
-    }
+    let query = endpoint.statement_for(&caller, &id, &slug)?;
     query.cancel(CancelReason::Client);
+    endpoint.forget_segments(&query.id);
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A client's sign of life while it downloads a spooled segment (the python client sends
+/// it): the query is not abandoned, and no page is produced.
+async fn heartbeat(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    caller: Caller,
+    Path((_phase, id, slug, _token)): Path<(String, String, String, String)>,
+) -> Result<StatusCode, Refusal> {
+    let query = endpoint.statement_for(&caller, &id, &slug)?;
+    query.touch();
+    Ok(StatusCode::OK)
+}
+
+/// The segment's key, from the header its page named.
+fn segment_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(SEGMENT_KEY_HEADER)
+        .and_then(|k| k.to_str().ok())
+}
+
+/// A spooled segment's bytes. Not authenticated, as Trino's: the python client fetches
+/// segments without credentials, which may be meant for the coordinator alone; the
+/// segment's identifier and the key in its header are what reach it.
+async fn download_segment(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    Path(segment): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Refusal> {
+    let store = endpoint.segment_store()?;
+    let bytes = store
+        .download(&segment, segment_key(&headers))
+        .map_err(|_| segment_not_found(&segment))?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+}
+
+/// Deletes a spooled segment its client has read.
+async fn acknowledge_segment(
+    State(endpoint): State<Arc<TrinoEndpoint>>,
+    Path(segment): Path<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, Refusal> {
+    endpoint
+        .segment_store()?
+        .acknowledge(&segment, segment_key(&headers))
+        .map_err(|_| segment_not_found(&segment))?;
+    Ok(StatusCode::OK)
+}
+
+fn segment_not_found(segment: &str) -> Refusal {
+    Refusal::NotFound(format!(
+        "spooled segment {segment} not found: acknowledged, expired, or never spooled"
+    ))
 }
 
 async fn cancel_query(
@@ -368,6 +465,7 @@ async fn cancel_query(
     endpoint
         .query_for(&caller, &id)?
         .cancel(CancelReason::Client);
+    endpoint.forget_segments(&id);
     Ok(StatusCode::NO_CONTENT)
 }
 

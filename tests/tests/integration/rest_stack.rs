@@ -764,3 +764,117 @@ async fn sqe_local_serves_once_its_tables_exist() -> TestResult {
     assert_eq!(read, vec![serde_json::json!([7])]);
     Ok(())
 }
+
+/// Files under `dir` (none when it does not exist).
+fn objects_under(dir: &Path) -> usize {
+    files_under(dir).len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn spooled_segments_come_from_the_store_and_go_when_acknowledged() -> TestResult {
+    let stack = Stack::running()?;
+    let prefix = unique("spool");
+    let cluster = TestCluster::start_with(LocalOptions {
+        workers: 1,
+        scale_factor: 0.0,
+        stack: Some(stack.settings.clone()),
+        trino_spooling_location: Some(format!("s3://warehouse/{prefix}")),
+        ..TestCluster::options()
+    })
+    .await?;
+    let addr = cluster.trino_addr()?;
+    let spool_dir = Path::new(stack.get("SQE_STACK_S3_ROOT")?)
+        .join("warehouse")
+        .join(&prefix);
+    let sql_text = "SELECT value AS n, 'row ' || CAST(value AS VARCHAR) AS s \
+                    FROM generate_series(1, 20000) ORDER BY n";
+    let classic = sql(addr, sql_text).await?;
+    assert_eq!(classic.len(), 20000);
+
+    let client = reqwest::Client::new();
+    let mut page: Value = client
+        .post(format!("http://{addr}/v1/statement"))
+        .header("X-Trino-User", "test")
+        .header("X-Trino-Query-Data-Encoding", "json+zstd")
+        .body(sql_text)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let mut rows: Vec<Value> = Vec::new();
+    let mut acknowledgements = Vec::new();
+    loop {
+        assert!(page.get("error").is_none(), "{page}");
+        for segment in page["data"]["segments"].as_array().into_iter().flatten() {
+            assert_eq!(page["data"]["encoding"], "json+zstd");
+            let bytes = match segment["type"].as_str() {
+                Some("spooled") => {
+                    let uri = segment["uri"].as_str().ok_or("no uri")?;
+                    // A presigned URL of the store: the rows do not pass the coordinator.
+                    let url = url::Url::parse(uri)?;
+                    assert_ne!(url.port(), Some(addr.port()), "{uri}");
+                    assert!(
+                        url.query().is_some_and(|q| q.contains("X-Amz-Signature")),
+                        "{uri}"
+                    );
+                    assert!(url.path().contains(&prefix), "{uri}");
+                    let key = segment["headers"]["x-sqe-segment-key"][0]
+                        .as_str()
+                        .ok_or("no key")?
+                        .to_string();
+                    // Downloaded without credentials, with the segment's headers, as the
+                    // python client does.
+                    let answer = client
+                        .get(uri)
+                        .header("x-sqe-segment-key", &key)
+                        .send()
+                        .await?;
+                    assert_eq!(answer.status(), 200, "{uri}");
+                    acknowledgements.push((segment["ackUri"].clone(), key, uri.to_string()));
+                    answer.bytes().await?.to_vec()
+                }
+                _ => base64_decode(segment["data"].as_str().ok_or("no data")?)?,
+            };
+            let json = match segment["metadata"]["uncompressedSize"].as_u64() {
+                Some(size) => zstd::bulk::decompress(&bytes, usize::try_from(size)?)?,
+                None => bytes,
+            };
+            rows.extend(serde_json::from_slice::<Vec<Value>>(&json)?);
+        }
+        match next_page(&client, &page).await? {
+            Some(next) => page = next,
+            None => break,
+        }
+    }
+    assert_eq!(rows, classic);
+    assert!(!acknowledgements.is_empty(), "20000 rows were spooled");
+    assert_eq!(objects_under(&spool_dir), acknowledgements.len());
+
+    // Each acknowledgement deletes its object from the store.
+    for (ack, key, _) in &acknowledgements {
+        let answer = client
+            .get(ack.as_str().ok_or("no ackUri")?)
+            .header("x-sqe-segment-key", key)
+            .send()
+            .await?;
+        assert_eq!(answer.status(), 200);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while objects_under(&spool_dir) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} spooled objects outlived their acknowledgement",
+            objects_under(&spool_dir)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, _, uri) = &acknowledgements[0];
+    assert_eq!(client.get(uri).send().await?.status(), 404);
+    cluster.stop().await;
+    Ok(())
+}
+
+fn base64_decode(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text)
+}
