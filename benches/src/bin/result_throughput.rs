@@ -93,20 +93,34 @@ async fn flight_sql(target: &Target, sql: &str) -> Result<Run, Error> {
     }
 }
 
-/// A Trino client's work: POST, then GET every `nextUri`, parsing each page's JSON; with
-/// `gzip`, asking for compressed pages and inflating them (as the python client does).
-async fn trino_json(base: &str, sql: &str, gzip: bool) -> Result<Run, Error> {
+/// How a Trino client asks for its rows.
+#[derive(Clone, Copy)]
+enum Paging {
+    /// Rows in the pages, compressed with gzip or not.
+    Classic { gzip: bool },
+    /// The spooling protocol with `json+zstd` segments.
+    SpooledZstd,
+}
+
+/// A Trino client's work: POST, then GET every `nextUri`, parsing each page's JSON; with gzip,
+/// asking for compressed pages and inflating them (as the python client does); spooled, also
+/// downloading, decompressing, parsing and acknowledging each segment.
+async fn trino_json(base: &str, sql: &str, paging: Paging) -> Result<Run, Error> {
     let started = Instant::now();
     let client = reqwest::Client::new();
-    let accept = if gzip { "gzip" } else { "identity" };
+    let accept = match paging {
+        Paging::Classic { gzip: true } => "gzip",
+        _ => "identity",
+    };
     let mut run = Run::default();
-    let mut response = client
+    let mut post = client
         .post(format!("{base}/v1/statement"))
         .header("X-Trino-User", "bench")
-        .header("Accept-Encoding", accept)
-        .body(sql.to_string())
-        .send()
-        .await?;
+        .header("Accept-Encoding", accept);
+    if let Paging::SpooledZstd = paging {
+        post = post.header("X-Trino-Query-Data-Encoding", "json+zstd");
+    }
+    let mut response = post.body(sql.to_string()).send().await?;
     loop {
         let compressed = response.headers().get("content-encoding").is_some();
         let body = response.bytes().await?;
@@ -122,8 +136,14 @@ async fn trino_json(base: &str, sql: &str, gzip: bool) -> Result<Run, Error> {
         if let Some(error) = page.get("error") {
             return Err(format!("query failed: {error}").into());
         }
-        if let Some(rows) = page.get("data").and_then(|d| d.as_array()) {
-            run.rows += rows.len() as u64;
+        match page.get("data") {
+            Some(serde_json::Value::Array(rows)) => run.rows += rows.len() as u64,
+            Some(data) => {
+                for segment in data["segments"].as_array().into_iter().flatten() {
+                    run.rows += read_segment(&client, segment, &mut run.bytes).await?;
+                }
+            }
+            None => {}
         }
         let Some(next) = page.get("nextUri").and_then(|u| u.as_str()) else {
             break;
@@ -136,6 +156,46 @@ async fn trino_json(base: &str, sql: &str, gzip: bool) -> Result<Run, Error> {
     }
     run.elapsed = started.elapsed();
     Ok(run)
+}
+
+/// A spooling protocol segment's rows: decoded from the page or downloaded (and then
+/// acknowledged), decompressed and parsed; bytes downloaded are added to `bytes`.
+async fn read_segment(
+    client: &reqwest::Client,
+    segment: &serde_json::Value,
+    bytes: &mut u64,
+) -> Result<u64, Error> {
+    use base64::Engine as _;
+    let data = match segment["type"].as_str() {
+        Some("inline") => base64::engine::general_purpose::STANDARD
+            .decode(segment["data"].as_str().ok_or("an inline segment without data")?)?,
+        _ => {
+            let headers: Vec<(String, String)> = segment["headers"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v[0].as_str()?.to_string())))
+                .collect();
+            let with_headers = |mut request: reqwest::RequestBuilder| {
+                for (name, value) in &headers {
+                    request = request.header(name, value);
+                }
+                request
+            };
+            let uri = segment["uri"].as_str().ok_or("a segment without uri")?;
+            let data = with_headers(client.get(uri)).send().await?.bytes().await?;
+            *bytes += data.len() as u64;
+            let ack = segment["ackUri"].as_str().ok_or("a segment without ackUri")?;
+            with_headers(client.get(ack)).send().await?;
+            data.to_vec()
+        }
+    };
+    let json = match segment["metadata"]["uncompressedSize"].as_u64() {
+        Some(size) => zstd::bulk::decompress(&data, usize::try_from(size)?)?,
+        None => data,
+    };
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&json)?;
+    Ok(rows.len() as u64)
 }
 
 fn median(runs: &mut [Run]) -> Run {
@@ -184,13 +244,14 @@ async fn main() -> Result<(), Error> {
     ] {
         // Warm the page cache and the connections once, then alternate the cases run by run.
         datafusion_baseline(&warehouse, sql).await?;
-        let mut results: [Vec<Run>; 5] = Default::default();
+        let mut results: [Vec<Run>; 6] = Default::default();
         for _ in 0..runs {
             results[0].push(datafusion_baseline(&warehouse, sql).await?);
             results[1].push(engine_in_process(&engine, sql).await?);
             results[2].push(flight_sql(&target, sql).await?);
-            results[3].push(trino_json(&trino, sql, false).await?);
-            results[4].push(trino_json(&trino, sql, true).await?);
+            results[3].push(trino_json(&trino, sql, Paging::Classic { gzip: false }).await?);
+            results[4].push(trino_json(&trino, sql, Paging::Classic { gzip: true }).await?);
+            results[5].push(trino_json(&trino, sql, Paging::SpooledZstd).await?);
         }
         let names = [
             "DataFusion, one process, Parquet (baseline)",
@@ -198,6 +259,7 @@ async fn main() -> Result<(), Error> {
             "SQE Flight SQL -> Rust client, loopback",
             "SQE Trino JSON paging -> HTTP client, loopback",
             "SQE Trino JSON paging, gzip -> HTTP client",
+            "SQE Trino spooled json+zstd -> HTTP client",
         ];
         println!("\n{label}: `{sql}` at SF {scale_factor}, median of {runs} runs");
         println!(
@@ -223,7 +285,8 @@ async fn main() -> Result<(), Error> {
         }
     }
     println!(
-        "\nMB: Arrow buffer bytes for the Arrow cases, bytes received (JSON, or gzip) for Trino paging."
+        "\nMB: Arrow buffer bytes for the Arrow cases, bytes received (JSON, gzip, or pages and \
+         zstd segments) for the Trino cases."
     );
     cluster.stop().await;
     Ok(())
