@@ -363,6 +363,9 @@ pub struct CoordinatorSection {
     /// clients then download them from the store by presigned URLs. Unset, the coordinator
     /// holds them (in the query's memory) and serves them itself.
     pub trino_spooling_location: Option<String>,
+    /// How long a spooled segment waits for its client to download and acknowledge it (at
+    /// most 7 days with a location: S3's limit for presigned URLs).
+    pub trino_spooling_ttl_secs: u64,
     /// Compression of query results' Arrow buffers on the Flight SQL port, unless a call asks
     /// for another with the `x-sqe-ipc-compression` header.
     pub flight_sql_compression: IpcCompression,
@@ -418,6 +421,7 @@ impl Default for CoordinatorSection {
             trino_compression: true,
             trino_spooling: true,
             trino_spooling_location: None,
+            trino_spooling_ttl_secs: 3600,
             flight_sql_compression: IpcCompression::None,
             ui_trace_url: None,
         }

@@ -101,6 +101,7 @@ pub(crate) fn limited(router: Router, limits: &HttpLimits) -> Router {
         )
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
+            header::HeaderName::from_static(crate::trino::spooling::SEGMENT_KEY_HEADER),
         ]))
 }
 

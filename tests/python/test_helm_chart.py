@@ -100,6 +100,7 @@ class HelmChart(unittest.TestCase):
             render(dict(values, catalog={"type": "sql", "auth": {"credentialsSecret": "sqe-catalog-client"}}))
         self.assertIn("catalog.auth", str(refused.exception))
         self.assertIn('ui_trace_url = "http://grafana.monitoring:3000/explore?', config["coordinator.toml"])
+        self.assertIn('trino_spooling_location = "s3://warehouse/spool"', config["coordinator.toml"])
         for name in ("coordinator.toml", "worker.toml"):
             self.assertIn('otlp_endpoint = "http://tempo.monitoring:4317"', config[name])
             self.assertIn('"deployment.environment" = "production"', config[name])

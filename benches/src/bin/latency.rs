@@ -53,7 +53,10 @@ where
 async fn flight_sql(connection: &mut Connection, sql: &str) -> Result<(), Error> {
     let info = connection.plan(sql).await?;
     match connection.fetch(&info).await? {
-        StatementResult::Rows(mut stream) | StatementResult::Update { result: mut stream, .. } => {
+        StatementResult::Rows(mut stream)
+        | StatementResult::Update {
+            result: mut stream, ..
+        } => {
             while let Some(batch) = stream.next().await {
                 batch?;
             }
@@ -182,8 +185,16 @@ async fn main() -> Result<(), Error> {
             let http = http.clone();
             let base = http_base.clone();
             async move {
-                http.post(format!("{base}/page")).send().await?.bytes().await?;
-                http.get(format!("{base}/page")).send().await?.bytes().await?;
+                http.post(format!("{base}/page"))
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                http.get(format!("{base}/page"))
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
                 Ok(())
             }
         })
@@ -202,7 +213,10 @@ async fn main() -> Result<(), Error> {
     println!("\n{calls} calls per case, one at a time, loopback; microseconds");
     println!("{:<40} {:>10} {:>10} {:>10}", "case", "p50", "p99", "mean");
     for (name, p) in &rows {
-        println!("{:<40} {:>10.0} {:>10.0} {:>10.0}", name, p.p50, p.p99, p.mean);
+        println!(
+            "{:<40} {:>10.0} {:>10.0} {:>10.0}",
+            name, p.p50, p.p99, p.mean
+        );
     }
     cluster.stop().await;
     Ok(())

@@ -167,8 +167,11 @@ async fn read_segment(
 ) -> Result<u64, Error> {
     use base64::Engine as _;
     let data = match segment["type"].as_str() {
-        Some("inline") => base64::engine::general_purpose::STANDARD
-            .decode(segment["data"].as_str().ok_or("an inline segment without data")?)?,
+        Some("inline") => base64::engine::general_purpose::STANDARD.decode(
+            segment["data"]
+                .as_str()
+                .ok_or("an inline segment without data")?,
+        )?,
         _ => {
             let headers: Vec<(String, String)> = segment["headers"]
                 .as_object()
@@ -185,7 +188,9 @@ async fn read_segment(
             let uri = segment["uri"].as_str().ok_or("a segment without uri")?;
             let data = with_headers(client.get(uri)).send().await?.bytes().await?;
             *bytes += data.len() as u64;
-            let ack = segment["ackUri"].as_str().ok_or("a segment without ackUri")?;
+            let ack = segment["ackUri"]
+                .as_str()
+                .ok_or("a segment without ackUri")?;
             with_headers(client.get(ack)).send().await?;
             data.to_vec()
         }

@@ -32,7 +32,7 @@ use crate::flight::{flight_service, flight_sql_server};
 use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
 use crate::tls_listener::TlsListener;
-use crate::trino::spooling::{SegmentStore, SpoolObjects};
+use crate::trino::spooling::{MAX_PRESIGNED_TTL, SegmentStore, SpoolObjects};
 use crate::trino::{TrinoEndpoint, trino_router};
 use crate::ui::{Ui, ui_router};
 use axum::serve::ListenerExt;
@@ -153,11 +153,7 @@ pub async fn start_coordinator_on(
             }
         ),
     };
-    let segments = spooled_segments(
-        &config.coordinator,
-        &storage_props,
-        Duration::from_secs(config.coordinator.trino_client_timeout_secs.max(1)),
-    )?;
+    let segments = spooled_segments(&config.coordinator, &storage_props)?;
     let settings = engine_settings(config, storage_props, client_uri, table_locations);
     let peer_calls = PeerCalls::of(channels.stack());
     let progress_source = Arc::new(WorkerTaskProgress(channels.clone()));
@@ -201,7 +197,7 @@ pub async fn start_coordinator_on(
             client_timeout,
             client_auth,
             tls.trino.is_some(),
-            segments,
+            segments.clone(),
         );
         let router = trino_router(endpoint).merge(ui_router(ui));
         let router = if config.coordinator.trino_compression {
@@ -230,6 +226,7 @@ pub async fn start_coordinator_on(
             admission: Arc::clone(queries.admission()),
             verifier: verifier.as_ref().map(|v| v.stats()),
             peers: peer_calls,
+            spooled: segments,
         },
     )
     .await?;
@@ -284,25 +281,32 @@ async fn worker_pool(
 }
 
 /// Where the Trino port keeps spooled segments: objects in `trino_spooling_location`, or the
-/// coordinator's memory; `None` with the spooling protocol off. A segment waits for its
-/// download as long as a query waits for its client's next poll.
+/// coordinator's memory; `None` with the spooling protocol off.
 fn spooled_segments(
     config: &CoordinatorSection,
     storage_props: &std::collections::HashMap<String, String>,
-    ttl: Duration,
 ) -> Result<Option<Arc<SegmentStore>>> {
     if !config.trino_spooling {
         return Ok(None);
     }
+    let ttl = Duration::from_secs(config.trino_spooling_ttl_secs.max(1));
     let Some(location) = &config.trino_spooling_location else {
         return Ok(Some(SegmentStore::new(ttl)));
     };
-    let (store, prefix) = sqe_iceberg::storage::s3_signing_store(storage_props, location)
-        .map_err(|e| ConfigError::Invalid(format!("coordinator.trino_spooling_location: {e}")))?;
-    Ok(Some(SegmentStore::in_objects(
-        ttl,
-        SpoolObjects::new(store, prefix),
-    )))
+    let invalid = |e: &dyn std::fmt::Display| {
+        ConfigError::Invalid(format!("coordinator.trino_spooling_location: {e}"))
+    };
+    if ttl > MAX_PRESIGNED_TTL {
+        return Err(invalid(&format!(
+            "trino_spooling_ttl_secs is {} s, more than the 7 days a presigned URL may last",
+            ttl.as_secs()
+        ))
+        .into());
+    }
+    let (store, prefix) =
+        sqe_iceberg::storage::s3_signing_store(storage_props, location).map_err(|e| invalid(&e))?;
+    let objects = SpoolObjects::new(store, prefix).map_err(|e| invalid(&e))?;
+    Ok(Some(SegmentStore::in_objects(ttl, objects)))
 }
 
 fn engine_settings(
@@ -464,5 +468,45 @@ impl ClientTls {
             trino,
             flight: Some(tonic::transport::ServerTlsConfig::new().identity(identity)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spooling_to(location: &str, ttl_secs: u64) -> Result<Option<Arc<SegmentStore>>> {
+        let config = CoordinatorSection {
+            trino_spooling_location: Some(location.into()),
+            trino_spooling_ttl_secs: ttl_secs,
+            ..CoordinatorSection::default()
+        };
+        let props = [
+            ("s3.access-key-id", "key"),
+            ("s3.secret-access-key", "secret"),
+            ("s3.region", "us-east-1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+        spooled_segments(&config, &props)
+    }
+
+    #[tokio::test]
+    async fn a_spooling_location_needs_a_prefix_and_a_ttl_a_presigned_url_can_last() {
+        for (location, ttl, refused) in [
+            ("s3://warehouse", 60, "prefix"),
+            ("s3://warehouse/", 60, "prefix"),
+            ("/var/spool", 60, "s3://"),
+            ("s3://warehouse/spool", 8 * 24 * 3600, "7 days"),
+        ] {
+            match spooling_to(location, ttl) {
+                Err(e) => assert!(e.to_string().contains(refused), "{location}: {e}"),
+                Ok(_) => panic!("{location} with a TTL of {ttl} s was accepted"),
+            }
+        }
+        assert!(matches!(
+            spooling_to("s3://warehouse/spool", 3600),
+            Ok(Some(_))
+        ));
     }
 }

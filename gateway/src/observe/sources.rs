@@ -11,6 +11,7 @@ use sqe_layers::rpc_metrics::{RpcCounts, code_name};
 use sqe_worker::server::WorkerStats;
 
 use super::{Exposition, Observed};
+use crate::trino::spooling::SegmentStore;
 use sqe_engine::cluster::WorkerState;
 use sqe_engine::engine::Engine;
 use sqe_engine::queries::Admission;
@@ -119,6 +120,8 @@ pub(crate) struct CoordinatorObserved {
     pub admission: Arc<Admission>,
     pub verifier: Option<Arc<VerifierStats>>,
     pub peers: PeerCalls,
+    /// The Trino port's spooled result segments, when the spooling protocol is on.
+    pub spooled: Option<Arc<SegmentStore>>,
 }
 
 impl Observed for CoordinatorObserved {
@@ -217,6 +220,24 @@ impl Observed for CoordinatorObserved {
                 limits.max_queued as f64,
             ),
         ]);
+
+        if let Some(spooled) = &self.spooled {
+            let (segments, bytes) = spooled.held();
+            text.singles(&[
+                (
+                    "sqe_trino_spooled_segments",
+                    "gauge",
+                    "Spooled result segments waiting for their clients to acknowledge them.",
+                    segments as f64,
+                ),
+                (
+                    "sqe_trino_spooled_bytes",
+                    "gauge",
+                    "Bytes of spooled segments the coordinator holds (0 with trino_spooling_location).",
+                    bytes as f64,
+                ),
+            ]);
+        }
 
         let cache = self.engine.result_cache();
         let (entries, bytes) = cache.usage();

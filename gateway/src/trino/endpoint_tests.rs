@@ -719,64 +719,81 @@ async fn heartbeats_are_answered_and_cancelling_a_query_drops_its_spooled_segmen
     let endpoint = endpoint(ClientAuth::disabled()?).await?;
     let headers = [("x-trino-query-data-encoding", "json")];
     let sql = "SELECT x FROM UNNEST(sequence(1, 3000)) AS t(x)";
-    let mut page = post(&endpoint.router, As::Named("alice"), &headers, sql).await?;
-    let mut heartbeats = 0;
-    // Poll until a page carries a spooled segment, with a heartbeat before each poll.
-    let data = loop {
-        let next = path_of(page.body["nextUri"].as_str().ok_or("ended without rows")?).to_string();
-        let head = call(
+    for cancel_by_next_uri in [false, true] {
+        let mut page = post(&endpoint.router, As::Named("alice"), &headers, sql).await?;
+        let mut polled = String::new();
+        // Poll until a page carries a spooled segment, with a heartbeat before each poll.
+        let data = loop {
+            let next =
+                path_of(page.body["nextUri"].as_str().ok_or("ended without rows")?).to_string();
+            // A heartbeat names a query, not a page: even a token past the next is answered
+            // (as a page it would be 404), and no page is taken.
+            let (base, token) = next.rsplit_once('/').ok_or("no token")?;
+            let beyond = format!("{base}/{}", token.parse::<u64>()? + 1);
+            for uri in [&next, &beyond] {
+                let head = call(
+                    &endpoint.router,
+                    Method::HEAD,
+                    uri,
+                    As::Named("alice"),
+                    &headers,
+                    "",
+                )
+                .await?;
+                assert_eq!(head.status, StatusCode::OK, "HEAD {uri}");
+            }
+            let poll = || {
+                call(
+                    &endpoint.router,
+                    Method::GET,
+                    &next,
+                    As::Named("alice"),
+                    &headers,
+                    "",
+                )
+            };
+            page = poll().await?;
+            assert_eq!(page.status, StatusCode::OK);
+            polled.clone_from(&next);
+            if !page.body["data"].is_null() {
+                // Asked again, the page is the same: the same segment, not another.
+                assert_eq!(poll().await?.body["data"], page.body["data"]);
+                break page.body["data"].clone();
+            }
+        };
+        assert_eq!(data["segments"][0]["metadata"]["rowOffset"], 0);
+        let segment = &data["segments"][0];
+        assert_eq!(segment["type"], "spooled");
+        let key = segment["headers"]["x-sqe-segment-key"][0]
+            .as_str()
+            .ok_or("no key")?;
+        let uri = segment["uri"].as_str().ok_or("no uri")?;
+        let key_header = [("x-sqe-segment-key", key)];
+        assert_eq!(
+            download(&endpoint.router, uri, &key_header).await?.0,
+            StatusCode::OK
+        );
+        // The client cancels (either way): its segments go with the query.
+        let cancel_uri = if cancel_by_next_uri {
+            polled.clone()
+        } else {
+            format!("/v1/query/{}", page.body["id"].as_str().ok_or("no id")?)
+        };
+        let cancel = call(
             &endpoint.router,
-            Method::HEAD,
-            &next,
+            Method::DELETE,
+            &cancel_uri,
             As::Named("alice"),
-            &headers,
+            &[],
             "",
         )
         .await?;
-        assert_eq!(head.status, StatusCode::OK);
-        heartbeats += 1;
-        page = call(
-            &endpoint.router,
-            Method::GET,
-            &next,
-            As::Named("alice"),
-            &headers,
-            "",
-        )
-        .await?;
-        if !page.body["data"].is_null() {
-            break page.body["data"].clone();
-        }
-    };
-    // The first rows the client sees are the result's first.
-    assert_eq!(data["segments"][0]["metadata"]["rowOffset"], 0);
-    assert!(heartbeats >= 1);
-    let segment = &data["segments"][0];
-    assert_eq!(segment["type"], "spooled");
-    let key = segment["headers"]["x-sqe-segment-key"][0]
-        .as_str()
-        .ok_or("no key")?;
-    let uri = segment["uri"].as_str().ok_or("no uri")?;
-    let key_header = [("x-sqe-segment-key", key)];
-    assert_eq!(
-        download(&endpoint.router, uri, &key_header).await?.0,
-        StatusCode::OK
-    );
-    // The client cancels: its segments go with the query.
-    let id = page.body["id"].as_str().ok_or("no id")?;
-    let cancel = call(
-        &endpoint.router,
-        Method::DELETE,
-        &format!("/v1/query/{id}"),
-        As::Named("alice"),
-        &[],
-        "",
-    )
-    .await?;
-    assert_eq!(cancel.status, StatusCode::NO_CONTENT);
-    assert_eq!(
-        download(&endpoint.router, uri, &key_header).await?.0,
-        StatusCode::NOT_FOUND
-    );
+        assert_eq!(cancel.status, StatusCode::NO_CONTENT);
+        assert_eq!(
+            download(&endpoint.router, uri, &key_header).await?.0,
+            StatusCode::NOT_FOUND,
+            "after DELETE {cancel_uri}"
+        );
+    }
     Ok(())
 }

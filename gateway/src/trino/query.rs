@@ -124,6 +124,8 @@ pub(crate) enum PageError {
     Gone,
     /// A token after the next one.
     NotFound,
+    /// Producing it failed unexpectedly (its task panicked).
+    Lost,
 }
 
 impl TrinoQuery {
@@ -250,6 +252,10 @@ impl TrinoQuery {
         if self.canceller.is_cancelled() {
             progress.execution = Execution::Failed(self.canceller.error());
             progress.carry = None;
+            // Its rows are no longer wanted, nor its spooled segments.
+            if let Some(spooling) = &self.spooling {
+                spooling.store.forget_query(&self.id);
+            }
         }
     }
 
@@ -318,7 +324,7 @@ impl TrinoQuery {
     /// The page for `token`: the next one is produced (waiting up to `max_wait` for rows, up
     /// to about `target_bytes` of JSON), the current one is repeated as it was.
     pub(crate) async fn page(
-        &self,
+        self: &Arc<Self>,
         token: u64,
         max_wait: Duration,
         target_bytes: usize,
@@ -330,14 +336,21 @@ impl TrinoQuery {
         if let Some(query) = self.trace_context.get() {
             let _ = span.set_parent(query.clone());
         }
-        let page = self
-            .produce_page(token, max_wait, target_bytes)
-            .instrument(span)
-            .await;
-        self.touch();
-        self.in_flight
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        page
+        // Produced in a task of its own: a request dropped half way (its client went, a
+        // timeout) must not drop rows already taken from the plan, or leave the page unserved.
+        let query = Arc::clone(self);
+        let produced = sqe_layers::task::spawn(
+            async move {
+                let page = query.produce_page(token, max_wait, target_bytes).await;
+                query.touch();
+                query
+                    .in_flight
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                page
+            }
+            .instrument(span),
+        );
+        produced.await.unwrap_or(Err(PageError::Lost))
     }
 
     async fn produce_page(

@@ -382,6 +382,7 @@ async fn next_page(
         .map_err(|e| match e {
             PageError::Gone => Refusal::Gone(format!("token {token} is no longer available")),
             PageError::NotFound => Refusal::NotFound(format!("token {token} not found")),
+            PageError::Lost => Refusal::Internal(format!("page {token} could not be produced")),
         })?;
     let body = render(
         &base_uri(&headers, endpoint.scheme),

@@ -62,6 +62,11 @@ async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResu
         "the web UI's trace link: {:?}",
         coordinator.coordinator.ui_trace_url
     );
+    assert!(coordinator.coordinator.trino_spooling);
+    assert_eq!(
+        coordinator.coordinator.trino_spooling_location.as_deref(),
+        Some("s3://warehouse/spool")
+    );
     assert!(!coordinator.coordinator.allow_unauthenticated_workers);
     assert_eq!(
         coordinator.worker_secret()?.as_deref(),

@@ -779,6 +779,7 @@ async fn spooled_segments_come_from_the_store_and_go_when_acknowledged() -> Test
         scale_factor: 0.0,
         stack: Some(stack.settings.clone()),
         trino_spooling_location: Some(format!("s3://warehouse/{prefix}")),
+        metrics_port: Some(sqe_tests::process::free_port()?),
         ..TestCluster::options()
     })
     .await?;
@@ -849,6 +850,18 @@ async fn spooled_segments_come_from_the_store_and_go_when_acknowledged() -> Test
     assert_eq!(rows, classic);
     assert!(!acknowledgements.is_empty(), "20000 rows were spooled");
     assert_eq!(objects_under(&spool_dir), acknowledgements.len());
+    let metrics = cluster
+        .cluster
+        .coordinator
+        .metrics_addr
+        .ok_or("no metrics port")?;
+    let spooled = || async {
+        let text = sqe_tests::metrics::scrape(&client, metrics).await?;
+        sqe_tests::metrics::sample(&text, "sqe_trino_spooled_segments")
+            .ok_or_else(|| format!("no spooled segments gauge in\n{text}").into())
+    };
+    let waiting: Result<f64, Box<dyn std::error::Error + Send + Sync>> = spooled().await;
+    assert_eq!(waiting?, acknowledgements.len() as f64);
 
     // Each acknowledgement deletes its object from the store.
     for (ack, key, _) in &acknowledgements {
@@ -870,6 +883,8 @@ async fn spooled_segments_come_from_the_store_and_go_when_acknowledged() -> Test
     }
     let (_, _, uri) = &acknowledgements[0];
     assert_eq!(client.get(uri).send().await?.status(), 404);
+    let waiting: Result<f64, Box<dyn std::error::Error + Send + Sync>> = spooled().await;
+    assert_eq!(waiting?, 0.0);
     cluster.stop().await;
     Ok(())
 }
