@@ -22,6 +22,7 @@ mod json;
 mod json_values;
 mod map_aggregates;
 mod map_constructor;
+pub mod map_lambdas;
 mod precision;
 mod real_text;
 mod refusing;

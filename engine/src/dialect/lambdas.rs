@@ -4,7 +4,8 @@
 //! ([`as_calls`]) and the parsed statement turns those back into lambdas ([`restore`]).
 //! Trino's names of the functions that take them are DataFusion's where the meaning is the
 //! same (`transform`, `filter`, `any_match`); `all_match` and `none_match` are `any_match`
-//! negated ([`matches`]).
+//! negated ([`matches`]); `transform_values` and `map_filter` are SQE's
+//! (`sqe_functions::map_lambdas`).
 
 use std::ops::ControlFlow;
 
@@ -131,6 +132,8 @@ const TAKING_LAMBDAS: &[&str] = &[
     "list_transform",
     "list_filter",
     "list_any_match",
+    "transform_values",
+    "map_filter",
 ];
 
 /// Trino's functions of lambdas SQE does not have yet.
@@ -138,8 +141,6 @@ const NOT_YET: &[&str] = &[
     "reduce",
     "zip_with",
     "transform_keys",
-    "transform_values",
-    "map_filter",
     "map_zip_with",
     "find_first",
     "array_sort",
@@ -226,7 +227,70 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
             "Lambda expression should always be used inside a function",
         ));
     }
+    of_values_alone(statement);
     Ok(())
+}
+
+/// `transform_values(m, (k, v) -> …)` and `map_filter(m, (k, v) -> …)` whose body never
+/// reads `k` as their forms of a lambda of the value alone: DataFusion numbers a lambda's
+/// parameters without the unread ones, so a read `v` after an unread `k` would read the key.
+fn of_values_alone(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            let Expr::Function(function) = expr else {
+                return ControlFlow::Continue(());
+            };
+            let name = if is_named(function, "transform_values") {
+                sqe_functions::map_lambdas::TRANSFORM_VALUES_OF_VALUE
+            } else if is_named(function, "map_filter") {
+                sqe_functions::map_lambdas::MAP_FILTER_OF_VALUE
+            } else {
+                return ControlFlow::Continue(());
+            };
+            let FunctionArguments::List(list) = &mut function.args else {
+                return ControlFlow::Continue(());
+            };
+            let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Lambda(lambda)))) =
+                list.args.get_mut(1)
+            else {
+                return ControlFlow::Continue(());
+            };
+            let [key, value] = &*lambda.params else {
+                return ControlFlow::Continue(());
+            };
+            if reads(&lambda.body, &key.name) {
+                return ControlFlow::Continue(());
+            }
+            lambda.params = OneOrManyWithParens::One(value.clone());
+            function.name = ObjectName::from(vec![Ident::new(name)]);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// Whether `body` names `param` anywhere (as a name or the first part of one).
+fn reads(body: &Expr, param: &Ident) -> bool {
+    struct Finds<'a>(&'a Ident);
+    impl Visitor for Finds<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            let named = match expr {
+                Expr::Identifier(ident) => Some(ident),
+                Expr::CompoundIdentifier(parts) => parts.first(),
+                _ => None,
+            };
+            match named {
+                Some(ident) if ident.value.eq_ignore_ascii_case(&self.0.value) => {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    Visit::visit(body, &mut Finds(param)).is_break()
 }
 
 fn is_named(function: &Function, name: &str) -> bool {

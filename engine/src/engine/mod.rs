@@ -807,6 +807,9 @@ impl Engine {
         for function in sqe_functions::aggregate_functions() {
             state.register_udaf(function)?;
         }
+        for function in sqe_functions::map_lambdas::map_lambda_functions() {
+            state.register_higher_order_function(function)?;
+        }
         // Trino's array_remove removes every match: DataFusion's array_remove_all.
         state.register_udf(Arc::new(
             datafusion::functions_nested::remove::array_remove_all_udf()
