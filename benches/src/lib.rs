@@ -54,3 +54,26 @@ pub fn scale_and_runs(
         .max(1);
     Ok((scale_factor, runs))
 }
+
+/// The Flight SQL target of a local cluster's coordinator, over plain gRPC.
+pub fn flight_target(
+    cluster: &sqe_gateway::local::LocalCluster,
+) -> sqe_gateway::shell::connection::Target {
+    let addr = cluster.coordinator.flight_sql_addr;
+    sqe_gateway::shell::connection::Target {
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        tls: None,
+    }
+}
+
+/// The base URI (`http://host:port`) of a local cluster's Trino port.
+pub fn trino_base(
+    cluster: &sqe_gateway::local::LocalCluster,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let addr = cluster
+        .coordinator
+        .trino_http_addr
+        .ok_or("the Trino protocol is not served")?;
+    Ok(format!("http://{addr}"))
+}

@@ -179,17 +179,32 @@ pub fn s3_signing_store(
     props: &HashMap<String, String>,
     location: &str,
 ) -> iceberg::Result<(Arc<AmazonS3>, ObjectPath)> {
-    let rest = location
+    let (bucket, key) = s3_bucket_and_key(location)?
+        .ok_or_else(|| storage_error(format!("'{location}' is not an s3:// location")))?;
+    let prefix = object_path(location, key.trim_end_matches('/'))?;
+    Ok((Arc::new(s3_client(props, bucket)?), prefix))
+}
+
+/// The bucket and the key (without its leading `/`) of an `s3://` or `s3a://` location;
+/// `None` for any other scheme.
+fn s3_bucket_and_key(location: &str) -> iceberg::Result<Option<(&str, &str)>> {
+    let Some(rest) = location
         .strip_prefix("s3://")
         .or_else(|| location.strip_prefix("s3a://"))
-        .ok_or_else(|| storage_error(format!("'{location}' is not an s3:// location")))?;
+    else {
+        return Ok(None);
+    };
     let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
     if bucket.is_empty() {
         return Err(storage_error(format!("no bucket in location '{location}'")));
     }
-    let prefix = ObjectPath::parse(key.trim_matches('/'))
-        .map_err(|e| storage_error(format!("invalid object key in '{location}': {e}")))?;
-    Ok((Arc::new(s3_client(props, bucket)?), prefix))
+    Ok(Some((bucket, key.trim_start_matches('/'))))
+}
+
+/// `key` of `location` as an object path.
+fn object_path(location: &str, key: &str) -> iceberg::Result<ObjectPath> {
+    ObjectPath::parse(key)
+        .map_err(|e| storage_error(format!("invalid object key in '{location}': {e}")))
 }
 
 /// Iceberg storage that dispatches `file://` (and absolute paths) to the local file system and
@@ -211,18 +226,8 @@ impl ObjectStoreStorage {
     }
 
     fn resolve(&self, location: &str) -> iceberg::Result<(Arc<dyn ObjectStore>, ObjectPath)> {
-        if let Some(rest) = location
-            .strip_prefix("s3://")
-            .or_else(|| location.strip_prefix("s3a://"))
-        {
-            let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-            if bucket.is_empty() {
-                return Err(storage_error(format!("no bucket in location '{location}'")));
-            }
-            let store = self.s3_store(bucket)?;
-            let path = ObjectPath::parse(key.trim_start_matches('/'))
-                .map_err(|e| storage_error(format!("invalid object key in '{location}': {e}")))?;
-            return Ok((store, path));
+        if let Some((bucket, key)) = s3_bucket_and_key(location)? {
+            return Ok((self.s3_store(bucket)?, object_path(location, key)?));
         }
         let fs_path = if location.starts_with("file:") {
             let url = url::Url::parse(location)

@@ -20,7 +20,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use sqe_benches::Percentiles;
 use sqe_gateway::local::{LocalOptions, start_local};
-use sqe_gateway::shell::connection::{Connection, Credentials, StatementResult, Target};
+use sqe_gateway::shell::connection::{Connection, Credentials, StatementResult};
 use tokio::sync::Mutex;
 use tonic::transport::{Endpoint, Server};
 use tonic_health::pb::HealthCheckRequest;
@@ -126,19 +126,8 @@ async fn main() -> Result<(), Error> {
         ..LocalOptions::default()
     })
     .await?;
-    let addr = cluster.coordinator.flight_sql_addr;
-    let target = Target {
-        host: addr.ip().to_string(),
-        port: addr.port(),
-        tls: None,
-    };
-    let trino_base = format!(
-        "http://{}",
-        cluster
-            .coordinator
-            .trino_http_addr
-            .ok_or("the Trino protocol is not served")?
-    );
+    let target = sqe_benches::flight_target(&cluster);
+    let trino_base = sqe_benches::trino_base(&cluster)?;
     // One call at a time: the lock is never contended, it only lends the connection.
     let connection = Arc::new(Mutex::new(
         Connection::open(&target, &Credentials::None).await?,

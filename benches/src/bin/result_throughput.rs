@@ -225,19 +225,8 @@ async fn main() -> Result<(), Error> {
     })
     .await?;
     let warehouse = dir.path().join("warehouse");
-    let addr = cluster.coordinator.flight_sql_addr;
-    let target = Target {
-        host: addr.ip().to_string(),
-        port: addr.port(),
-        tls: None,
-    };
-    let trino = format!(
-        "http://{}",
-        cluster
-            .coordinator
-            .trino_http_addr
-            .ok_or("the Trino protocol is not served")?
-    );
+    let target = sqe_benches::flight_target(&cluster);
+    let trino = sqe_benches::trino_base(&cluster)?;
     let engine = Arc::clone(&cluster.coordinator.engine);
 
     for (label, sql) in [

@@ -326,13 +326,11 @@ impl SegmentStore {
     }
 
     fn remove_where(&self, doomed: impl Fn(&Stored) -> bool) -> Vec<Stored> {
-        let mut segments = self.segments.lock();
-        let ids: Vec<Uuid> = segments
-            .iter()
-            .filter(|(_, s)| doomed(s))
-            .map(|(id, _)| *id)
-            .collect();
-        ids.iter().filter_map(|id| segments.remove(id)).collect()
+        self.segments
+            .lock()
+            .extract_if(|_, s| doomed(s))
+            .map(|(_, s)| s)
+            .collect()
     }
 
     /// Lets removed segments go: held bytes are dropped, objects deleted.
