@@ -797,3 +797,71 @@ async fn heartbeats_are_answered_and_cancelling_a_query_drops_its_spooled_segmen
     }
     Ok(())
 }
+
+/// Polls a query's `nextUri` until a page carries rows: that page, and the URI it answered.
+async fn poll_to_rows(
+    router: &Router,
+    mut page: Answer,
+    headers: &[(&str, &str)],
+) -> Result<(Answer, String), Box<dyn std::error::Error>> {
+    loop {
+        let next = path_of(page.body["nextUri"].as_str().ok_or("ended without rows")?).to_string();
+        page = call(router, Method::GET, &next, As::Named("alice"), headers, "").await?;
+        assert_eq!(page.status, StatusCode::OK, "{:?}", page.body);
+        if !page.body["data"].is_null() {
+            return Ok((page, next));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_killed_querys_client_reads_the_segments_it_was_given_then_the_error() -> TestResult {
+    let endpoint = endpoint(ClientAuth::disabled()?).await?;
+    let headers = [("x-trino-query-data-encoding", "json")];
+    // Rows without end: the query is still running when it is killed.
+    let sql = "SELECT value FROM range(1000000000000)";
+    let first = post(&endpoint.router, As::Named("alice"), &headers, sql).await?;
+    let id = first.body["id"].as_str().ok_or("no id")?.to_string();
+    let (page, _) = poll_to_rows(&endpoint.router, first, &headers).await?;
+    let segment = &page.body["data"]["segments"][0];
+    assert_eq!(segment["type"], "spooled");
+    let key = segment["headers"]["x-sqe-segment-key"][0]
+        .as_str()
+        .ok_or("no key")?;
+    let uri = segment["uri"].as_str().ok_or("no uri")?;
+    let kill = format!("CALL system.runtime.kill_query(query_id => '{id}', message => 'enough')");
+    let killed = run(&endpoint.router, &kill, As::Named("alice"), &[]).await?;
+    assert_eq!(
+        error_name(&killed),
+        None,
+        "{:?}",
+        killed.last().map(|p| &p.body)
+    );
+    // The segment handed out before the kill is still the client's to read...
+    let (status, bytes) = download(&endpoint.router, uri, &[("x-sqe-segment-key", key)]).await?;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!bytes.is_empty());
+    // ...and the next page tells it why the query ended.
+    let mut page = page;
+    let ended = loop {
+        let Some(next) = page.body["nextUri"].as_str() else {
+            break page;
+        };
+        let next = path_of(next).to_string();
+        page = call(
+            &endpoint.router,
+            Method::GET,
+            &next,
+            As::Named("alice"),
+            &headers,
+            "",
+        )
+        .await?;
+    };
+    assert_eq!(
+        ended.body["error"]["errorName"], "ADMINISTRATIVELY_KILLED",
+        "{:?}",
+        ended.body
+    );
+    Ok(())
+}

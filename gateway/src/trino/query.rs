@@ -246,16 +246,14 @@ impl TrinoQuery {
         Some(query)
     }
 
-    /// A stopped query's next page reports why it stopped; its rows (and the pool's bytes they
-    /// hold) are dropped.
+    /// A stopped query's next page reports why it stopped; the rows not yet paged (and the
+    /// pool's bytes they hold) are dropped. Segments already handed out stay the client's
+    /// until acknowledged or expired (or its DELETE), so that a client reading them when its
+    /// query is killed or times out reads them, then the error.
     fn fail_stopped(&self, progress: &mut Progress) {
         if self.canceller.is_cancelled() {
             progress.execution = Execution::Failed(self.canceller.error());
             progress.carry = None;
-            // Its rows are no longer wanted, nor its spooled segments.
-            if let Some(spooling) = &self.spooling {
-                spooling.store.forget_query(&self.id);
-            }
         }
     }
 
