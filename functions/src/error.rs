@@ -18,3 +18,48 @@ pub fn invalid_pattern(e: &(dyn std::error::Error + 'static)) -> Option<String> 
     e.downcast_ref::<regex::Error>()
         .map(|e| format!("Invalid regular expression: {e}"))
 }
+
+/// The kinds of errors of a value an operator or function is not defined for: what Trino's
+/// `try` answers NULL for, and each a user error of its own name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueError {
+    DivisionByZero,
+    InvalidCast,
+    OutOfRange,
+    InvalidArgument,
+}
+
+/// `e`'s kind and message when it is an error of a value: Arrow's division by zero, failed
+/// cast or parse, overflow; a function's refusal of its argument; a pattern the regex library
+/// refuses.
+pub fn value_error(e: &(dyn std::error::Error + 'static)) -> Option<(ValueError, String)> {
+    use datafusion::arrow::error::ArrowError;
+    if let Some(arrow) = e.downcast_ref::<ArrowError>() {
+        return match arrow {
+            ArrowError::DivideByZero => {
+                Some((ValueError::DivisionByZero, "Division by zero".to_string()))
+            }
+            ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+                Some((ValueError::InvalidCast, m.clone()))
+            }
+            ArrowError::ArithmeticOverflow(m) => Some((ValueError::OutOfRange, m.clone())),
+            _ => None,
+        };
+    }
+    if let Some(refused) = e.downcast_ref::<InvalidArgument>() {
+        return Some((ValueError::InvalidArgument, refused.0.clone()));
+    }
+    invalid_pattern(e).map(|m| (ValueError::InvalidArgument, m))
+}
+
+/// The error of a value `e` is, or carries (through DataFusion's and Arrow's wrappers).
+pub fn value_error_in(e: &DataFusionError) -> Option<(ValueError, String)> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = next {
+        if let Some(found) = value_error(error) {
+            return Some(found);
+        }
+        next = error.source();
+    }
+    None
+}

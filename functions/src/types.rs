@@ -293,6 +293,18 @@ fn precision(unit: &TimeUnit) -> u8 {
     }
 }
 
+/// The digits of the decimal that holds every value of an integer type (Trino's implicit
+/// coercion); `None` for other types.
+pub fn integer_digits(t: &DataType) -> Option<u8> {
+    match t {
+        DataType::Int8 => Some(3),
+        DataType::Int16 => Some(5),
+        DataType::Int32 => Some(10),
+        DataType::Int64 => Some(19),
+        _ => None,
+    }
+}
+
 /// Precision and scale as JDBC reports them: digits for numbers, characters for text.
 pub fn precision_and_scale(data_type: &DataType) -> (Option<i32>, Option<i32>) {
     match data_type {

@@ -310,21 +310,14 @@ fn arithmetic(
         }
         _ => {}
     }
-    let is_decimal128 = |t: &DataType| matches!(t, DataType::Decimal128(..));
-    let in_quotient = |t: &DataType| is_decimal128(t) || integer_digits(t).is_some();
     if op == Operator::Divide {
-        if (is_decimal128(&left_type) || is_decimal128(&right_type))
-            && in_quotient(&left_type)
-            && in_quotient(&right_type)
-        {
-            let as_decimal = |expr: Expr, t: &DataType| match integer_digits(t) {
-                Some(digits) => cast(expr, DataType::Decimal128(digits, 0)),
-                None => expr,
-            };
-            return call(
-                sqe_functions::decimal_divide_function(),
-                vec![as_decimal(left, &left_type), as_decimal(right, &right_type)],
-            );
+        if is_decimal_quotient(&left_type, &right_type) {
+            return Ok(Transformed::yes(decimal_quotient(
+                left,
+                &left_type,
+                right,
+                &right_type,
+            )));
         }
     } else if is_integer(&left_type) && is_integer(&right_type) {
         let operation = match op {
@@ -341,24 +334,38 @@ fn arithmetic(
     ))))
 }
 
+/// Whether a division of these operand types is a quotient of decimals (a decimal by a
+/// decimal or an integer, or an integer by a decimal), which has Trino's type.
+pub(super) fn is_decimal_quotient(left: &DataType, right: &DataType) -> bool {
+    let is_decimal128 = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    let in_quotient =
+        |t: &DataType| is_decimal128(t) || sqe_functions::types::integer_digits(t).is_some();
+    (is_decimal128(left) || is_decimal128(right)) && in_quotient(left) && in_quotient(right)
+}
+
+/// `left / right` of decimals (see [`is_decimal_quotient`]) in Trino's type, rounded half up.
+pub(super) fn decimal_quotient(
+    left: Expr,
+    left_type: &DataType,
+    right: Expr,
+    right_type: &DataType,
+) -> Expr {
+    let as_decimal = |expr: Expr, t: &DataType| match sqe_functions::types::integer_digits(t) {
+        Some(digits) => cast(expr, DataType::Decimal128(digits, 0)),
+        None => expr,
+    };
+    Expr::ScalarFunction(ScalarFunction::new_udf(
+        sqe_functions::decimal_divide_function(),
+        vec![as_decimal(left, left_type), as_decimal(right, right_type)],
+    ))
+}
+
 /// `operation` on integer `args`, failing on overflow.
 fn checked(operation: sqe_functions::IntegerOperation, args: Vec<Expr>) -> Expr {
     Expr::ScalarFunction(ScalarFunction::new_udf(
         sqe_functions::checked_arithmetic_function(operation),
         args,
     ))
-}
-
-/// The digits of the decimal that holds every value of an integer type (Trino's implicit
-/// coercion); `None` for other types.
-fn integer_digits(t: &DataType) -> Option<u8> {
-    match t {
-        DataType::Int8 => Some(3),
-        DataType::Int16 => Some(5),
-        DataType::Int32 => Some(10),
-        DataType::Int64 => Some(19),
-        _ => None,
-    }
 }
 
 /// A user error of `code`, carried through DataFusion's planning to the engine's classifier.
@@ -586,7 +593,7 @@ fn small_integer(expr: &Expr) -> Option<i32> {
 }
 
 fn is_integer(t: &DataType) -> bool {
-    integer_digits(t).is_some()
+    sqe_functions::types::integer_digits(t).is_some()
 }
 
 /// A real number rounded to an integer value in its own type, ready for an integer cast.

@@ -4,15 +4,17 @@
 //! ([`as_calls`]) and the parsed statement turns those back into lambdas ([`restore`]).
 //! Trino's names of the functions that take them are DataFusion's where the meaning is the
 //! same (`transform`, `filter`, `any_match`); `all_match` and `none_match` are `any_match`
-//! negated ([`matches`]); `transform_values` and `map_filter` are SQE's
-//! (`sqe_functions::map_lambdas`).
+//! negated ([`matches`]); `transform_values`, `map_filter`, `transform_keys`, `map_zip_with`,
+//! `zip_with`, `reduce` and `try` are SQE's (`sqe_functions::lambdas`; `try(x)` is given `x` as
+//! a lambda, [`attempts`]).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, LambdaFunction,
-    LambdaFunctionParameter, LambdaSyntax, ObjectName, OneOrManyWithParens, Statement,
-    UnaryOperator, Visit, VisitMut, Visitor, VisitorMut,
+    AccessExpr, CastKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, Ident, LambdaFunction, LambdaFunctionParameter, LambdaSyntax, ObjectName,
+    OneOrManyWithParens, Statement, Subscript, UnaryOperator, Value, Visit, VisitMut, Visitor,
+    VisitorMut,
 };
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
@@ -134,17 +136,15 @@ const TAKING_LAMBDAS: &[&str] = &[
     "list_any_match",
     "transform_values",
     "map_filter",
+    "transform_keys",
+    "map_zip_with",
+    "zip_with",
+    "reduce",
+    sqe_functions::lambdas::TRY,
 ];
 
 /// Trino's functions of lambdas SQE does not have yet.
-const NOT_YET: &[&str] = &[
-    "reduce",
-    "zip_with",
-    "transform_keys",
-    "map_zip_with",
-    "find_first",
-    "array_sort",
-];
+const NOT_YET: &[&str] = &["array_sort"];
 
 /// `statement` with every [`LAMBDA_CALL`] a lambda again; a lambda anywhere but among the
 /// arguments of a function that takes one is refused as Trino refuses it (DataFusion would
@@ -172,6 +172,8 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
     if let ControlFlow::Break(e) = statement.visit(&mut Restore) {
         return Err(e);
     }
+    attempts(statement);
+    within_bodies(statement);
     // Every lambda must be an argument of a function that takes one.
     struct Placed {
         lambdas: usize,
@@ -211,8 +213,9 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
         .filter(|f| NOT_YET.iter().any(|n| f.eq_ignore_ascii_case(n)))
     {
         return Err(Error::NotSupported(format!(
-            "the lambda function {function} (SQE has transform, filter, any_match, all_match \
-             and none_match)"
+            "the lambda function {function} (SQE has transform, filter, any_match, all_match, \
+             none_match, reduce, zip_with, transform_values, transform_keys, map_filter and \
+             map_zip_with)"
         )));
     }
     if let Some(function) = placed.misplaced {
@@ -227,14 +230,15 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
             "Lambda expression should always be used inside a function",
         ));
     }
-    of_values_alone(statement);
+    reading_forms(statement);
     Ok(())
 }
 
-/// `transform_values(m, (k, v) -> …)` and `map_filter(m, (k, v) -> …)` whose body never
-/// reads `k` as their forms of a lambda of the value alone: DataFusion numbers a lambda's
-/// parameters without the unread ones, so a read `v` after an unread `k` would read the key.
-fn of_values_alone(statement: &mut Statement) {
+/// Calls of SQE's functions of a lambda of several parameters whose body leaves out one
+/// before one it reads, as the form of the function given only the read ones
+/// (`sqe_functions::lambdas::reading_name`): DataFusion numbers a lambda's parameters without
+/// the unread ones, so `(k, v) -> v` would read the key.
+fn reading_forms(statement: &mut Statement) {
     struct Rewrite;
     impl VisitorMut for Rewrite {
         type Break = ();
@@ -242,29 +246,165 @@ fn of_values_alone(statement: &mut Statement) {
             let Expr::Function(function) = expr else {
                 return ControlFlow::Continue(());
             };
-            let name = if is_named(function, "transform_values") {
-                sqe_functions::map_lambdas::TRANSFORM_VALUES_OF_VALUE
-            } else if is_named(function, "map_filter") {
-                sqe_functions::map_lambdas::MAP_FILTER_OF_VALUE
-            } else {
+            let Some(shape) = sqe_functions::lambdas::SEVERAL_PARAMETERS
+                .iter()
+                .find(|shape| is_named(function, shape.name))
+            else {
                 return ControlFlow::Continue(());
             };
             let FunctionArguments::List(list) = &mut function.args else {
                 return ControlFlow::Continue(());
             };
             let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Lambda(lambda)))) =
-                list.args.get_mut(1)
+                list.args.get_mut(shape.lambda_at)
             else {
                 return ControlFlow::Continue(());
             };
-            let [key, value] = &*lambda.params else {
+            let params: Vec<LambdaFunctionParameter> = match &lambda.params {
+                OneOrManyWithParens::One(one) => vec![one.clone()],
+                OneOrManyWithParens::Many(many) => many.clone(),
+            };
+            let read: Vec<bool> = params
+                .iter()
+                .map(|param| reads(&lambda.body, &param.name))
+                .collect();
+            let Some(name) = sqe_functions::lambdas::reading_name(shape.name, &read) else {
                 return ControlFlow::Continue(());
             };
-            if reads(&lambda.body, &key.name) {
+            let kept: Vec<LambdaFunctionParameter> = params
+                .into_iter()
+                .zip(&read)
+                .filter(|(_, read)| **read)
+                .map(|(param, _)| param)
+                .collect();
+            lambda.params = match <[LambdaFunctionParameter; 1]>::try_from(kept) {
+                Ok([one]) => OneOrManyWithParens::One(one),
+                Err(many) => OneOrManyWithParens::Many(many),
+            };
+            function.name = ObjectName::from(vec![Ident::new(name)]);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// What DataFusion's SQL planner cannot read in a lambda's body, in forms it can:
+/// `ARRAY[…]` as `make_array(…)` (it plans an array literal's elements without the lambda's
+/// parameters, so `x -> ARRAY[x]` found no column `x`), and `r.f` of a parameter `r` as the
+/// field access `r['f']` (it looks a compound name up among the columns only).
+fn within_bodies(statement: &mut Statement) {
+    struct Rewrite {
+        params: Vec<Vec<Ident>>,
+    }
+    impl Rewrite {
+        fn is_param(&self, name: &Ident) -> bool {
+            self.params
+                .iter()
+                .flatten()
+                .any(|p| p.value.eq_ignore_ascii_case(&name.value))
+        }
+    }
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Lambda(lambda) = expr {
+                let names = match &lambda.params {
+                    OneOrManyWithParens::One(one) => vec![one.name.clone()],
+                    OneOrManyWithParens::Many(many) => {
+                        many.iter().map(|p| p.name.clone()).collect()
+                    }
+                };
+                self.params.push(names);
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            match expr {
+                Expr::Lambda(_) => {
+                    self.params.pop();
+                }
+                _ if self.params.is_empty() => {}
+                Expr::Array(array) => {
+                    let args = std::mem::take(&mut array.elem)
+                        .into_iter()
+                        .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                        .collect();
+                    *expr = Expr::Function(Function {
+                        name: ObjectName::from(vec![Ident::new("make_array")]),
+                        uses_odbc_syntax: false,
+                        parameters: FunctionArguments::None,
+                        args: FunctionArguments::List(FunctionArgumentList {
+                            duplicate_treatment: None,
+                            args,
+                            clauses: Vec::new(),
+                        }),
+                        filter: None,
+                        null_treatment: None,
+                        over: None,
+                        within_group: Vec::new(),
+                    });
+                }
+                Expr::CompoundIdentifier(parts) if parts.len() > 1 && self.is_param(&parts[0]) => {
+                    let mut parts = std::mem::take(parts).into_iter();
+                    let Some(root) = parts.next() else {
+                        return ControlFlow::Continue(());
+                    };
+                    *expr = Expr::CompoundFieldAccess {
+                        root: Box::new(Expr::Identifier(root)),
+                        access_chain: parts
+                            .map(|f| {
+                                AccessExpr::Subscript(Subscript::Index {
+                                    index: Expr::value(Value::SingleQuotedString(f.value)),
+                                })
+                            })
+                            .collect(),
+                    };
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite { params: Vec::new() });
+}
+
+/// Trino's `try(x)` as `sqe_try(__sqe_try_row -> x)`: a lambda of the row, which the function
+/// can evaluate again for each row alone when the whole batch fails.
+fn attempts(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            let Expr::Function(function) = expr else {
+                return ControlFlow::Continue(());
+            };
+            if !is_named(function, "try") {
                 return ControlFlow::Continue(());
             }
-            lambda.params = OneOrManyWithParens::One(value.clone());
-            function.name = ObjectName::from(vec![Ident::new(name)]);
+            let FunctionArguments::List(list) = &mut function.args else {
+                return ControlFlow::Continue(());
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(body))] = list.args.as_mut_slice()
+            else {
+                return ControlFlow::Continue(());
+            };
+            // A cast of its own is a TRY_CAST: DataFusion refuses a failing cast of a constant
+            // while planning, before any row is tried.
+            if let Expr::Cast { kind, .. } = body
+                && *kind == CastKind::Cast
+            {
+                *kind = CastKind::TryCast;
+            }
+            let lambda = LambdaFunction {
+                params: OneOrManyWithParens::One(LambdaFunctionParameter {
+                    name: Ident::new(sqe_functions::lambdas::TRY_ROW),
+                    data_type: None,
+                }),
+                body: Box::new(body.clone()),
+                syntax: LambdaSyntax::Arrow,
+            };
+            *body = Expr::Lambda(lambda);
+            function.name = ObjectName::from(vec![Ident::new(sqe_functions::lambdas::TRY)]);
             ControlFlow::Continue(())
         }
     }
@@ -413,6 +553,40 @@ mod tests {
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found[0].starts_with("r -> "), "{found:?}");
         assert!(found[0].contains("x -> x > "), "{found:?}");
+        Ok(())
+    }
+
+    fn rewritten(sql: &str) -> Result<String> {
+        Ok(super::super::parse::parse(sql)?.statement.to_string())
+    }
+
+    #[test]
+    fn a_parameter_left_out_before_a_read_one_calls_the_form_given_the_read_ones() -> Result<()> {
+        let sql = rewritten(
+            "SELECT zip_with(a, b, (x, y) -> y), zip_with(a, b, (x, y) -> x), \
+             map_zip_with(m, n, (k, v1, v2) -> k || v2), transform_values(m, (k, v) -> v + v) \
+             FROM t",
+        )?;
+        assert!(
+            sql.contains("sqe_zip_with_reading_01(a, b, y -> y)"),
+            "{sql}"
+        );
+        assert!(sql.contains(" zip_with(a, b, (x, y) -> x)"), "{sql}");
+        assert!(
+            sql.contains("sqe_map_zip_with_reading_101(m, n, (k, v2) -> k || v2)"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("sqe_transform_values_reading_01(m, v -> v + v)"),
+            "{sql}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn try_is_given_its_argument_as_a_lambda_of_the_row() -> Result<()> {
+        let sql = rewritten("SELECT try(a / b) FROM t")?;
+        assert!(sql.contains("sqe_try(__sqe_try_row -> a / b)"), "{sql}");
         Ok(())
     }
 

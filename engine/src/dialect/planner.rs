@@ -44,7 +44,10 @@ impl ExprPlanner for TrinoPlanner {
         expr: RawFieldAccessExpr,
         schema: &DFSchema,
     ) -> Result<PlannerResult<RawFieldAccessExpr>> {
-        let container = expr.expr.get_type(schema)?;
+        // A lambda's variables are not in the schema: DataFusion plans access to them.
+        let Ok(container) = expr.expr.get_type(schema) else {
+            return Ok(PlannerResult::Original(expr));
+        };
         let key = match &expr.field_access {
             GetFieldAccess::ListIndex { key }
                 if matches!(
@@ -119,10 +122,14 @@ impl ExprPlanner for TrinoPlanner {
         exprs: Vec<Expr>,
         schema: &DFSchema,
     ) -> Result<PlannerResult<Vec<Expr>>> {
-        let types = exprs
+        // A lambda's variables are not in the schema: their arrays are left to DataFusion.
+        let Ok(types) = exprs
             .iter()
             .map(|e| e.get_type(schema))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()
+        else {
+            return Ok(PlannerResult::Original(exprs));
+        };
         let Some(binary) = binary_beside_nulls(&types) else {
             return Ok(PlannerResult::Original(exprs));
         };
@@ -151,6 +158,16 @@ impl ExprPlanner for TrinoPlanner {
                 | BinaryOperator::Divide
                 | BinaryOperator::Modulo
         );
+        // A quotient of decimals has Trino's type from the start, so that what is built on it
+        // (a UNION's coercion of its inputs) has it too.
+        if expr.op == BinaryOperator::Divide
+            && let (Ok(left), Ok(right)) = (expr.left.get_type(schema), expr.right.get_type(schema))
+            && super::calls::is_decimal_quotient(&left, &right)
+        {
+            return Ok(PlannerResult::Planned(super::calls::decimal_quotient(
+                expr.left, &left, expr.right, &right,
+            )));
+        }
         let is_text = |e: &Expr| e.get_type(schema).is_ok_and(|t| super::calls::is_text(&t));
         if !arithmetic || !(is_text(&expr.left) || is_text(&expr.right)) {
             return Ok(PlannerResult::Original(expr));

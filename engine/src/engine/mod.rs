@@ -807,7 +807,7 @@ impl Engine {
         for function in sqe_functions::aggregate_functions() {
             state.register_udaf(function)?;
         }
-        for function in sqe_functions::map_lambdas::map_lambda_functions() {
+        for function in sqe_functions::lambdas::lambda_functions() {
             state.register_higher_order_function(function)?;
         }
         // Trino's array_remove removes every match: DataFusion's array_remove_all.

@@ -186,7 +186,8 @@ pub(super) fn calls(state: &SessionState, statement: &DfStatement, function: &st
                     .state
                     .aggregate_functions()
                     .get(&name)
-                    .is_some_and(|f| f.name() == self.function);
+                    .is_some_and(|f| f.name() == self.function)
+                || sqe_functions::lambdas::form_of(&name) == Some(self.function);
             if named {
                 ControlFlow::Break(())
             } else {
@@ -221,7 +222,8 @@ impl Visitor for UnknownFunction<'_> {
         };
         let known = self.state.scalar_functions().contains_key(&name)
             || self.state.aggregate_functions().contains_key(&name)
-            || self.state.window_functions().contains_key(&name);
+            || self.state.window_functions().contains_key(&name)
+            || self.state.higher_order_functions().contains_key(&name);
         if known {
             ControlFlow::Continue(())
         } else {

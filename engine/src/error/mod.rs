@@ -483,7 +483,7 @@ fn classify_iceberg(err: &iceberg::Error) -> Error {
 }
 
 fn classify_arrow(err: ArrowError) -> Error {
-    if let Some(user) = arrow_user_error(&err) {
+    if let Some(user) = value_error(&err) {
         return user;
     }
     match err {
@@ -492,18 +492,18 @@ fn classify_arrow(err: ArrowError) -> Error {
     }
 }
 
-/// Arrow's errors that are the user's: a division by zero, a cast or an overflow.
-fn arrow_user_error(err: &ArrowError) -> Option<Error> {
-    Some(match err {
-        ArrowError::DivideByZero => Error::invalid(ErrorCode::DivisionByZero, "Division by zero"),
-        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-            Error::invalid(ErrorCode::InvalidCastArgument, m.clone())
-        }
-        ArrowError::ArithmeticOverflow(m) => {
-            Error::invalid(ErrorCode::NumericValueOutOfRange, m.clone())
-        }
-        _ => return None,
-    })
+/// Errors of a value (a division by zero, a failed cast, an overflow, a function's refusal of
+/// its argument), as `sqe_functions` classifies them for `try` too.
+fn value_error(err: &(dyn std::error::Error + 'static)) -> Option<Error> {
+    use sqe_functions::ValueError;
+    let (kind, message) = sqe_functions::value_error(err)?;
+    let code = match kind {
+        ValueError::DivisionByZero => ErrorCode::DivisionByZero,
+        ValueError::InvalidCast => ErrorCode::InvalidCastArgument,
+        ValueError::OutOfRange => ErrorCode::NumericValueOutOfRange,
+        ValueError::InvalidArgument => ErrorCode::InvalidFunctionArgument,
+    };
+    Some(Error::invalid(code, message))
 }
 
 /// Errors that travel boxed inside DataFusion's or Arrow's: ours, the table layer's, a
@@ -537,17 +537,8 @@ fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error>
     if let Some(ours) = e.downcast_ref::<Error>() {
         return Some(ours.clone());
     }
-    if let Some(user) = e.downcast_ref::<ArrowError>().and_then(arrow_user_error) {
+    if let Some(user) = value_error(e) {
         return Some(user);
-    }
-    if let Some(refused) = e.downcast_ref::<sqe_functions::InvalidArgument>() {
-        return Some(Error::invalid(
-            ErrorCode::InvalidFunctionArgument,
-            refused.0.clone(),
-        ));
-    }
-    if let Some(refused) = sqe_functions::invalid_pattern(e) {
-        return Some(Error::invalid(ErrorCode::InvalidFunctionArgument, refused));
     }
     e.downcast_ref::<tonic::Status>().map(classify_status)
 }
