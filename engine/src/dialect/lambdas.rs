@@ -11,10 +11,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, CastKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    CastKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
     FunctionArguments, Ident, LambdaFunction, LambdaFunctionParameter, LambdaSyntax, ObjectName,
-    OneOrManyWithParens, Statement, Subscript, UnaryOperator, Value, Visit, VisitMut, Visitor,
-    VisitorMut,
+    OneOrManyWithParens, Statement, UnaryOperator, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
@@ -230,6 +229,7 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
             "Lambda expression should always be used inside a function",
         ));
     }
+    check_arity(statement)?;
     reading_forms(statement);
     Ok(())
 }
@@ -291,7 +291,7 @@ fn reading_forms(statement: &mut Statement) {
 /// What DataFusion's SQL planner cannot read in a lambda's body, in forms it can:
 /// `ARRAY[…]` as `make_array(…)` (it plans an array literal's elements without the lambda's
 /// parameters, so `x -> ARRAY[x]` found no column `x`), and `r.f` of a parameter `r` as the
-/// field access `r['f']` (it looks a compound name up among the columns only).
+/// field access `get_field(r, 'f')` (it looks a compound name up among the columns only).
 fn within_bodies(statement: &mut Statement) {
     struct Rewrite {
         params: Vec<Vec<Ident>>,
@@ -309,6 +309,12 @@ fn within_bodies(statement: &mut Statement) {
         fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
             if let Expr::Lambda(lambda) = expr {
                 let names = match &lambda.params {
+                    // `try`'s lambda of the row has no parameter a body reads.
+                    OneOrManyWithParens::One(one)
+                        if one.name.value == sqe_functions::lambdas::TRY_ROW =>
+                    {
+                        Vec::new()
+                    }
                     OneOrManyWithParens::One(one) => vec![one.name.clone()],
                     OneOrManyWithParens::Many(many) => {
                         many.iter().map(|p| p.name.clone()).collect()
@@ -323,42 +329,21 @@ fn within_bodies(statement: &mut Statement) {
                 Expr::Lambda(_) => {
                     self.params.pop();
                 }
-                _ if self.params.is_empty() => {}
+                _ if self.params.iter().all(Vec::is_empty) => {}
                 Expr::Array(array) => {
-                    let args = std::mem::take(&mut array.elem)
-                        .into_iter()
-                        .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
-                        .collect();
-                    *expr = Expr::Function(Function {
-                        name: ObjectName::from(vec![Ident::new("make_array")]),
-                        uses_odbc_syntax: false,
-                        parameters: FunctionArguments::None,
-                        args: FunctionArguments::List(FunctionArgumentList {
-                            duplicate_treatment: None,
-                            args,
-                            clauses: Vec::new(),
-                        }),
-                        filter: None,
-                        null_treatment: None,
-                        over: None,
-                        within_group: Vec::new(),
-                    });
+                    *expr = call("make_array", std::mem::take(&mut array.elem));
                 }
                 Expr::CompoundIdentifier(parts) if parts.len() > 1 && self.is_param(&parts[0]) => {
                     let mut parts = std::mem::take(parts).into_iter();
                     let Some(root) = parts.next() else {
                         return ControlFlow::Continue(());
                     };
-                    *expr = Expr::CompoundFieldAccess {
-                        root: Box::new(Expr::Identifier(root)),
-                        access_chain: parts
-                            .map(|f| {
-                                AccessExpr::Subscript(Subscript::Index {
-                                    index: Expr::value(Value::SingleQuotedString(f.value)),
-                                })
-                            })
-                            .collect(),
-                    };
+                    *expr = parts.fold(Expr::Identifier(root), |row, field| {
+                        call(
+                            "get_field",
+                            vec![row, Expr::value(Value::SingleQuotedString(field.value))],
+                        )
+                    });
                 }
                 _ => {}
             }
@@ -366,6 +351,27 @@ fn within_bodies(statement: &mut Statement) {
         }
     }
     let _ = statement.visit(&mut Rewrite { params: Vec::new() });
+}
+
+/// A plain call of `name` on `args`.
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                .collect(),
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
 }
 
 /// Trino's `try(x)` as `sqe_try(__sqe_try_row -> x)`: a lambda of the row, which the function
@@ -390,7 +396,11 @@ fn attempts(statement: &mut Statement) {
             };
             // A cast of its own is a TRY_CAST: DataFusion refuses a failing cast of a constant
             // while planning, before any row is tried.
-            if let Expr::Cast { kind, .. } = body
+            let mut whole = &mut *body;
+            while let Expr::Nested(inner) = whole {
+                whole = inner;
+            }
+            if let Expr::Cast { kind, .. } = whole
                 && *kind == CastKind::Cast
             {
                 *kind = CastKind::TryCast;
@@ -411,26 +421,106 @@ fn attempts(statement: &mut Statement) {
     let _ = statement.visit(&mut Rewrite);
 }
 
-/// Whether `body` names `param` anywhere (as a name or the first part of one).
+/// Whether `body` names `param` anywhere (as a name or the first part of one), outside the
+/// bodies of lambdas that declare a parameter of the same name.
 fn reads(body: &Expr, param: &Ident) -> bool {
-    struct Finds<'a>(&'a Ident);
+    struct Finds<'a> {
+        param: &'a Ident,
+        shadowed: usize,
+    }
+    impl Finds<'_> {
+        fn redeclares(&self, expr: &Expr) -> bool {
+            let Expr::Lambda(lambda) = expr else {
+                return false;
+            };
+            match &lambda.params {
+                OneOrManyWithParens::One(one) => vec![one],
+                OneOrManyWithParens::Many(many) => many.iter().collect(),
+            }
+            .into_iter()
+            .any(|p| p.name.value.eq_ignore_ascii_case(&self.param.value))
+        }
+    }
     impl Visitor for Finds<'_> {
         type Break = ();
         fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            if self.redeclares(expr) {
+                self.shadowed += 1;
+            }
             let named = match expr {
                 Expr::Identifier(ident) => Some(ident),
                 Expr::CompoundIdentifier(parts) => parts.first(),
                 _ => None,
             };
             match named {
-                Some(ident) if ident.value.eq_ignore_ascii_case(&self.0.value) => {
+                Some(ident)
+                    if self.shadowed == 0
+                        && ident.value.eq_ignore_ascii_case(&self.param.value) =>
+                {
                     ControlFlow::Break(())
                 }
                 _ => ControlFlow::Continue(()),
             }
         }
+        fn post_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            if self.redeclares(expr) {
+                self.shadowed -= 1;
+            }
+            ControlFlow::Continue(())
+        }
     }
-    Visit::visit(body, &mut Finds(param)).is_break()
+    Visit::visit(body, &mut Finds { param, shadowed: 0 }).is_break()
+}
+
+/// A lambda of SQE's functions with another number of parameters than its place takes, refused
+/// as Trino refuses it (DataFusion would bind the ones written to the first ones given).
+fn check_arity(statement: &Statement) -> Result<()> {
+    struct Check;
+    impl Visitor for Check {
+        type Break = Error;
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<Error> {
+            let Expr::Function(function) = expr else {
+                return ControlFlow::Continue(());
+            };
+            let [part] = function.name.0.as_slice() else {
+                return ControlFlow::Continue(());
+            };
+            let Some(name) = part.as_ident().map(|i| i.value.to_lowercase()) else {
+                return ControlFlow::Continue(());
+            };
+            for (position, arg) in arguments(function)
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+            {
+                let Expr::Lambda(lambda) = arg else {
+                    continue;
+                };
+                let Some(wanted) = sqe_functions::lambdas::lambda_arity(&name, position) else {
+                    continue;
+                };
+                let written = match &lambda.params {
+                    OneOrManyWithParens::One(_) => 1,
+                    OneOrManyWithParens::Many(many) => many.len(),
+                };
+                if written != wanted {
+                    return ControlFlow::Break(Error::invalid(
+                        ErrorCode::FunctionNotFound,
+                        format!(
+                            "Unexpected parameters for function {name}: the lambda of argument {} \
+                             takes {wanted} parameters, not {written}",
+                            position + 1
+                        ),
+                    ));
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    match Visit::visit(statement, &mut Check) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }
 
 fn is_named(function: &Function, name: &str) -> bool {

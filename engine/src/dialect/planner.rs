@@ -32,6 +32,20 @@ impl Default for TrinoPlanner {
     }
 }
 
+impl TrinoPlanner {
+    /// `container[key]` with Trino's meaning (`sqe_functions::SUBSCRIPT`).
+    fn subscript(&self, container: Expr, key: Expr) -> Expr {
+        Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            Arc::clone(&self.subscript),
+            vec![
+                container,
+                key,
+                Expr::Literal(ScalarValue::from("subscript"), None),
+            ],
+        ))
+    }
+}
+
 /// The window functions that count rows, which Trino types `bigint`.
 const COUNTING: &[&str] = &["row_number", "rank", "dense_rank", "ntile"];
 
@@ -44,10 +58,7 @@ impl ExprPlanner for TrinoPlanner {
         expr: RawFieldAccessExpr,
         schema: &DFSchema,
     ) -> Result<PlannerResult<RawFieldAccessExpr>> {
-        // A lambda's variables are not in the schema: DataFusion plans access to them.
-        let Ok(container) = expr.expr.get_type(schema) else {
-            return Ok(PlannerResult::Original(expr));
-        };
+        let container = expr.expr.get_type(schema)?;
         let key = match &expr.field_access {
             GetFieldAccess::ListIndex { key }
                 if matches!(
@@ -103,16 +114,7 @@ impl ExprPlanner for TrinoPlanner {
             }
             _ => return Ok(PlannerResult::Original(expr)),
         };
-        Ok(PlannerResult::Planned(Expr::ScalarFunction(
-            datafusion::logical_expr::expr::ScalarFunction::new_udf(
-                Arc::clone(&self.subscript),
-                vec![
-                    expr.expr,
-                    key,
-                    Expr::Literal(ScalarValue::from("subscript"), None),
-                ],
-            ),
-        )))
+        Ok(PlannerResult::Planned(self.subscript(expr.expr, key)))
     }
 
     /// `ARRAY[X'01', NULL]`: DataFusion unifies NULL with no binary type, so the NULLs are
@@ -122,14 +124,10 @@ impl ExprPlanner for TrinoPlanner {
         exprs: Vec<Expr>,
         schema: &DFSchema,
     ) -> Result<PlannerResult<Vec<Expr>>> {
-        // A lambda's variables are not in the schema: their arrays are left to DataFusion.
-        let Ok(types) = exprs
+        let types = exprs
             .iter()
             .map(|e| e.get_type(schema))
-            .collect::<Result<Vec<_>>>()
-        else {
-            return Ok(PlannerResult::Original(exprs));
-        };
+            .collect::<Result<Vec<_>>>()?;
         let Some(binary) = binary_beside_nulls(&types) else {
             return Ok(PlannerResult::Original(exprs));
         };

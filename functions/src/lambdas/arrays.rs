@@ -216,24 +216,29 @@ fn widens(from: &DataType, to: &DataType) -> bool {
     }
 }
 
-/// The state's type, from the initial value's and the input lambda's answer's: a decimal
-/// state takes the widest precision at its scale, so a sum's type does not grow step by step.
-fn state_type(initial: &DataType, answer: Option<&DataType>) -> DataType {
-    match answer {
-        Some(answer) if !initial.equals_datatype(answer) => {
-            if let DataType::Decimal128(_, scale) = answer {
-                let widest = DataType::Decimal128(38, *scale);
-                if widens(initial, &widest) {
-                    return widest;
-                }
-            }
-            if widens(initial, answer) {
-                answer.clone()
-            } else {
-                initial.clone()
-            }
+/// The state's type: the initial value's, or the input lambda's answer's when the initial
+/// value widens to it. A decimal state is a `decimal(38,s)`, `s` the larger scale of the initial
+/// value and the elements: taken from them, not from the answer, it is the same while planning
+/// (which sees a first answer) and running (which sees the last), and an answer whose scale grows
+/// with the state's (a product) does not fit it and is refused.
+fn state_type(initial: &DataType, element: &DataType, answer: &DataType) -> DataType {
+    if initial.equals_datatype(answer) {
+        return initial.clone();
+    }
+    if matches!(answer, DataType::Decimal128(..)) {
+        let scale = |t: &DataType| match t {
+            DataType::Decimal128(_, s) => *s,
+            _ => 0,
+        };
+        let widest = DataType::Decimal128(38, scale(initial).max(scale(element)));
+        if widens(initial, &widest) {
+            return widest;
         }
-        _ => initial.clone(),
+    }
+    if widens(initial, answer) {
+        answer.clone()
+    } else {
+        initial.clone()
     }
 }
 
@@ -279,7 +284,8 @@ impl HigherOrderUDFImpl for Reduce {
                 Ok(LambdaParametersProgress::Partial(vec![Some(input), None]))
             }
             Some(answer) => {
-                let state = state_type(initial.data_type(), Some(answer.data_type()));
+                let state =
+                    state_type(initial.data_type(), element.data_type(), answer.data_type());
                 let (input, output) = self.params(&state, element);
                 Ok(LambdaParametersProgress::Complete(vec![input, output]))
             }
@@ -298,7 +304,8 @@ impl HigherOrderUDFImpl for Reduce {
                 "reduce expects an array, an initial state and lambdas (s, x) -> … and s -> …"
             );
         };
-        let state = state_type(initial.data_type(), Some(input.data_type()));
+        let element = element("reduce", array.data_type())?;
+        let state = state_type(initial.data_type(), element.data_type(), input.data_type());
         if !input.data_type().equals_datatype(&state) && input.data_type() != &DataType::Null {
             // The input function answers what the state cannot hold.
             return Err(crate::args::unexpected_parameters(
@@ -333,7 +340,8 @@ impl HigherOrderUDFImpl for Reduce {
             return exec_err!("reduce expects an input lambda");
         };
         let initial = initial.to_array(rows)?;
-        let state_type = state_type(initial.data_type(), Some(answer.data_type()));
+        let element = element("reduce", list.data_type())?;
+        let state_type = state_type(initial.data_type(), element.data_type(), answer.data_type());
         let mut state = cast(&initial, &state_type)?;
         let present: Vec<usize> = (0..rows).filter(|&r| !list.is_null(r)).collect();
         let longest = present
@@ -401,15 +409,15 @@ mod tests {
     #[test]
     fn a_state_widens_only_to_a_type_holding_all_its_values() {
         use DataType as T;
-        assert_eq!(state_type(&T::Int32, Some(&T::Int32)), T::Int32);
-        assert_eq!(state_type(&T::Int32, Some(&T::Int64)), T::Int64);
-        // A decimal sum's type would grow with each step: the state takes the widest.
-        assert_eq!(
-            state_type(&T::Int32, Some(&T::Decimal128(12, 1))),
-            T::Decimal128(38, 1)
-        );
+        let d = |p, s| T::Decimal128(p, s);
+        assert_eq!(state_type(&T::Int32, &T::Int32, &T::Int32), T::Int32);
+        assert_eq!(state_type(&T::Int32, &T::Int32, &T::Int64), T::Int64);
+        // A decimal sum's type would grow with each step: the state takes the widest at the
+        // elements' scale, whatever the answer's.
+        assert_eq!(state_type(&T::Int32, &d(2, 1), &d(12, 1)), d(38, 1));
+        assert_eq!(state_type(&T::Int32, &d(2, 1), &d(38, 2)), d(38, 1));
         // Narrowing is not the state's: the input function's answer is refused.
-        assert_eq!(state_type(&T::Int64, Some(&T::Int32)), T::Int64);
-        assert_eq!(state_type(&T::Float64, Some(&T::Int32)), T::Float64);
+        assert_eq!(state_type(&T::Int64, &T::Int32, &T::Int32), T::Int64);
+        assert_eq!(state_type(&T::Float64, &T::Int32, &T::Int32), T::Float64);
     }
 }

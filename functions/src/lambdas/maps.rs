@@ -263,11 +263,16 @@ impl HigherOrderUDFImpl for MapLambda {
                 (answers, entries.values, entries.offsets)
             }
             Over::Filter => {
-                let Some(keep) = answers.as_boolean_opt() else {
-                    return exec_err!("map_filter's lambda must answer a boolean");
+                // NULL is not true: the entry goes (also where the lambda answers only NULL).
+                let keep = match answers.as_boolean_opt() {
+                    Some(keep) => {
+                        BooleanArray::from_iter(keep.iter().map(|b| Some(b == Some(true))))
+                    }
+                    None if answers.data_type() == &DataType::Null => {
+                        BooleanArray::from(vec![false; answers.len()])
+                    }
+                    None => return exec_err!("map_filter's lambda must answer a boolean"),
                 };
-                // NULL is not true: the entry goes.
-                let keep = BooleanArray::from_iter(keep.iter().map(|b| Some(b == Some(true))));
                 let mut lengths = Vec::with_capacity(map.len());
                 for bound in entries.offsets.windows(2) {
                     let (start, end) = (bound[0] as usize, bound[1] as usize);

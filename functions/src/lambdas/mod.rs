@@ -65,6 +65,18 @@ pub const SEVERAL_PARAMETERS: &[LambdaShape] = &[
     },
 ];
 
+/// How many parameters the lambda at argument `position` of SQE's function `function` (by
+/// Trino's name) takes; `None` where it takes no lambda.
+pub fn lambda_arity(function: &str, position: usize) -> Option<usize> {
+    if function == "reduce" && position == 3 {
+        return Some(1);
+    }
+    SEVERAL_PARAMETERS
+        .iter()
+        .find(|shape| shape.name == function && shape.lambda_at == position)
+        .map(|shape| shape.params)
+}
+
 /// The name of the form of `function` given only the parameters `read` marks, when one it
 /// leaves out comes before one it keeps (the only case DataFusion misnumbers); `None` when
 /// the function itself serves.

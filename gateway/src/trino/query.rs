@@ -54,6 +54,10 @@ enum Execution {
     Failed(Error),
 }
 
+/// How long a stopped query's spooled segments wait for its client: long enough to read the
+/// ones it was given, not the spooling TTL (an hour) of memory nobody else can use.
+const STOPPED_SEGMENTS_LAST: Duration = Duration::from_secs(300);
+
 /// A page's rows: classic JSON rows (`[[...],[...]]`), or a spooling protocol segment.
 pub(crate) enum PageData {
     Rows(Vec<u8>),
@@ -247,13 +251,18 @@ impl TrinoQuery {
     }
 
     /// A stopped query's next page reports why it stopped; the rows not yet paged (and the
-    /// pool's bytes they hold) are dropped. Segments already handed out stay the client's
-    /// until acknowledged or expired (or its DELETE), so that a client reading them when its
-    /// query is killed or times out reads them, then the error.
+    /// pool's bytes they hold) are dropped. Segments already handed out stay the client's for
+    /// [`STOPPED_SEGMENTS_LAST`] (or until acknowledged, or its DELETE), so that a client
+    /// reading them when its query is killed or times out reads them, then the error.
     fn fail_stopped(&self, progress: &mut Progress) {
         if self.canceller.is_cancelled() {
             progress.execution = Execution::Failed(self.canceller.error());
             progress.carry = None;
+            if let Some(spooling) = &self.spooling {
+                spooling
+                    .store
+                    .expire_within(&self.id, STOPPED_SEGMENTS_LAST);
+            }
         }
     }
 

@@ -316,6 +316,18 @@ impl SegmentStore {
         count
     }
 
+    /// Lets the segments of query `query` (killed or timed out) live at most `within` longer:
+    /// its client may still be reading them, but nothing else will.
+    pub(crate) fn expire_within(&self, query: &str, within: Duration) {
+        let now = Instant::now();
+        let deadline = now.checked_add(within).unwrap_or(now);
+        for stored in self.segments.lock().values_mut() {
+            if stored.query == query {
+                stored.expires = stored.expires.min(deadline);
+            }
+        }
+    }
+
     /// Deletes segments whose time is up; returns how many.
     pub(crate) fn sweep(&self) -> usize {
         let now = Instant::now();
@@ -432,6 +444,11 @@ mod tests {
         assert_eq!(store.forget_query("q1"), 1);
         assert_eq!(pool.reserved(), 1000);
         assert_eq!(store.sweep(), 0);
+        // A stopped query's segments are given a last while, here none.
+        store.expire_within("q2", Duration::ZERO);
+        assert_eq!(store.sweep(), 1);
+        assert_eq!(pool.reserved(), 0);
+        store.put("q2", bytes.clone(), Some(&pool)).await?;
 
         // The pool refuses.
         let tiny: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(16));
