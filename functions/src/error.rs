@@ -6,7 +6,7 @@ use datafusion::common::DataFusionError;
 /// An argument the function is not defined for (`split_part(s, ',', 0)`).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct InvalidArgument(pub String);
+pub(crate) struct InvalidArgument(pub(crate) String);
 
 pub(crate) fn invalid_argument(message: impl Into<String>) -> DataFusionError {
     DataFusionError::External(Box::new(InvalidArgument(message.into())))
@@ -14,7 +14,7 @@ pub(crate) fn invalid_argument(message: impl Into<String>) -> DataFusionError {
 
 /// The refusal of a pattern by the regex library, when `e` is one: DataFusion's
 /// `regexp_replace` hands it on as it is.
-pub fn invalid_pattern(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+pub(crate) fn invalid_pattern(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     e.downcast_ref::<regex::Error>()
         .map(|e| format!("Invalid regular expression: {e}"))
 }
@@ -53,7 +53,7 @@ pub fn value_error(e: &(dyn std::error::Error + 'static)) -> Option<(ValueError,
 }
 
 /// The error of a value `e` is, or carries (through DataFusion's and Arrow's wrappers).
-pub fn value_error_in(e: &DataFusionError) -> Option<(ValueError, String)> {
+pub(crate) fn value_error_in(e: &DataFusionError) -> Option<(ValueError, String)> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(error) = next {
         if let Some(found) = value_error(error) {

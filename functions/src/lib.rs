@@ -47,7 +47,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
-pub use error::{InvalidArgument, ValueError, invalid_pattern, value_error, value_error_in};
+pub use error::{ValueError, value_error};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};

@@ -126,11 +126,6 @@ impl HigherOrderUDFImpl for ZipWith {
         )))
     }
 
-    fn clear_null_values(&self) -> bool {
-        // NULL rows' elements are left out here.
-        false
-    }
-
     fn invoke_with_args(&self, args: HigherOrderFunctionArgs) -> Result<ColumnarValue> {
         let [
             ValueOrLambda::Value(left),
@@ -318,10 +313,6 @@ impl HigherOrderUDFImpl for Reduce {
             Field::new("reduce", output.data_type().clone(), true)
                 .with_metadata(output.metadata().clone()),
         ))
-    }
-
-    fn clear_null_values(&self) -> bool {
-        false
     }
 
     fn invoke_with_args(&self, args: HigherOrderFunctionArgs) -> Result<ColumnarValue> {

@@ -237,11 +237,6 @@ impl HigherOrderUDFImpl for MapLambda {
         Ok(Arc::new(Field::new(name, data_type, map.is_nullable())))
     }
 
-    fn clear_null_values(&self) -> bool {
-        // NULL maps' entries are left out here ([`Entries::of`]).
-        false
-    }
-
     fn invoke_with_args(&self, args: HigherOrderFunctionArgs) -> Result<ColumnarValue> {
         let name = self.over.name();
         let [ValueOrLambda::Value(map), ValueOrLambda::Lambda(lambda)] = args.args.as_slice()
@@ -384,10 +379,6 @@ impl HigherOrderUDFImpl for MapZipWith {
             map_type(left.data_type(), key, Arc::new(value))?,
             left.is_nullable() || right.is_nullable(),
         )))
-    }
-
-    fn clear_null_values(&self) -> bool {
-        false
     }
 
     fn invoke_with_args(&self, args: HigherOrderFunctionArgs) -> Result<ColumnarValue> {

@@ -116,7 +116,8 @@ impl Form {
     }
 }
 
-/// The methods every form implements alike (its `form` field's name and signature), in an
+/// The methods every form implements alike (its `form` field's name and signature, and how
+/// it evaluates), in an
 /// `impl HigherOrderUDFImpl`.
 macro_rules! form_methods {
     () => {
@@ -132,6 +133,11 @@ macro_rules! form_methods {
             // A lambda's body is evaluated only for some rows, or none: nothing in it may be
             // evaluated for all rows ahead of it (common subexpressions).
             true
+        }
+
+        fn clear_null_values(&self) -> bool {
+            // Each form leaves a NULL row's elements or entries out itself.
+            false
         }
     };
 }
