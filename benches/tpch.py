@@ -12,12 +12,17 @@ are small, so the protocol costs little); DuckDB reads the Iceberg tables' data 
 
     # check a running SQE (its warehouse's files are DuckDB's): exit 1 if an answer differs
     .venv/bin/python benches/tpch.py --trino 127.0.0.1:8080 --warehouse sqe-data/warehouse --check
+
+    # with single-process DataFusion (Rust, SQE's version) over the same files as a second baseline
+    cargo build --release -p sqe-benches --bin datafusion_queries
+    .venv/bin/python benches/tpch.py --sqe target/release/sqe --datafusion target/release/datafusion_queries
 """
 
 import argparse
 import datetime
 import decimal
 import glob
+import json
 import math
 import os
 import socket
@@ -47,14 +52,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_local(binary, scale_factor, data, flight_port=None):
-    """`sqe local` on free ports (Flight SQL on `flight_port` when given); its Trino address and
-    warehouse once it answers."""
+def start_local(binary, scale_factor, data, flight_port=None, parts=8):
+    """`sqe local` on free ports (Flight SQL on `flight_port` when given), `parts` data files per
+    large table; its Trino address and warehouse once it answers."""
     flight_port, trino_port = flight_port or free_port(), free_port()
     log = open(os.path.join(data, "sqe.log"), "w")
     process = subprocess.Popen(
         [binary, "local", "--data-dir", data, "--flight-sql-port", str(flight_port),
-         "--trino-http-port", str(trino_port), "--scale-factor", str(scale_factor), "--tpch-parts", "8"],
+         "--trino-http-port", str(trino_port), "--scale-factor", str(scale_factor), "--tpch-parts", str(parts)],
         stdout=log, stderr=log,
     )
     deadline = time.time() + 1800
@@ -140,6 +145,8 @@ def main():
     parser.add_argument("--warehouse", help="with --trino: the running SQE's warehouse directory")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per query and engine after a warm-up run (best is kept; 0: check only)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every answer is DuckDB's")
+    parser.add_argument("--datafusion", help="the `datafusion_queries` binary (benches): time single-process DataFusion over the same files too")
+    parser.add_argument("--no-coordinator", action="store_true", help="leave out SQE with distributed_execution = false")
     args = parser.parse_args()
     if bool(args.sqe) == bool(args.trino) or (args.trino and not args.warehouse):
         parser.error("give --sqe, or --trino with --warehouse")
@@ -152,7 +159,11 @@ def main():
         else:
             address, warehouse = args.trino, args.warehouse
         try:
-            failures = report(address, warehouse, args.runs)
+            failures, _ = report(
+                address, warehouse, args.runs, datafusion=args.datafusion,
+                coordinator=not args.no_coordinator,
+                out=lambda line: print(line, flush=True),
+            )
         finally:
             if process is not None:
                 process.terminate()
@@ -164,17 +175,53 @@ def main():
         print("OK: every answer is DuckDB's")
 
 
-def report(address, warehouse, runs):
+class DataFusionBaseline:
+    """Single-process DataFusion over the same Parquet files: `benches`' `datafusion_queries`
+    binary, one process kept warm, timing each query itself."""
+
+    def __init__(self, binary, warehouse, schema):
+        self.process = subprocess.Popen(
+            [binary, "--warehouse", warehouse, "--schema", schema],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+
+    def run(self, sql):
+        """(seconds, number of rows) of one run; raises on DataFusion's error."""
+        self.process.stdin.write(json.dumps({"sql": sql}) + "\n")
+        self.process.stdin.flush()
+        reply = json.loads(self.process.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply["seconds"], reply["rows"]
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def sqe_engine(cursor):
+    def run(sql):
+        seconds, rows = timed(lambda: run_sqe(cursor, sql))
+        return seconds, rows
+    return run
+
+
+def report(address, warehouse, runs, datafusion=None, coordinator=True, out=print):
+    """Runs the 22 queries on each engine, alternating, and prints the table; returns the
+    queries that failed or differ and each engine's best time per query."""
     db = duckdb_over(warehouse)
-    engines = {
-        "SQE distributed": sqe_cursor(address, True),
-        "SQE coordinator": sqe_cursor(address, False),
-    }
+    engines = {"SQE distributed": sqe_engine(sqe_cursor(address, True))}
+    if coordinator:
+        engines["SQE coordinator"] = sqe_engine(sqe_cursor(address, False))
+    baseline = DataFusionBaseline(datafusion, warehouse, "tpch") if datafusion else None
+    if baseline:
+        engines["DataFusion"] = baseline.run
     names = ["DuckDB", *engines]
     best = {name: {} for name in names}
     failures = []
-    print(f"| query | {' s | '.join(names)} s | SQE / DuckDB | answer |")
-    print("|---|" + "---:|" * (len(names) + 1) + "---|")
+    ratios = ["SQE / DuckDB"] + (["SQE / DataFusion"] if baseline else [])
+    out(f"| query | {' s | '.join(names)} s | {' | '.join(ratios)} | answer |")
+    out("|---|" + "---:|" * (len(names) + len(ratios)) + "---|")
     for number, sql in queries():
         expected = None
         outcome = "same as DuckDB"
@@ -183,14 +230,18 @@ def report(address, warehouse, runs):
             expected = rows
             if run:
                 best["DuckDB"][number] = min(best["DuckDB"].get(number, math.inf), seconds)
-            for name, cursor in engines.items():
+            for name, engine in engines.items():
                 try:
-                    seconds, rows = timed(lambda: run_sqe(cursor, sql))
+                    seconds, rows = engine(sql)
                 except Exception as e:  # a failed query is reported, not fatal
                     outcome = f"{name} failed: {str(e).splitlines()[0][:120]}"
                     best[name][number] = math.nan
                     continue
-                differs = difference(rows, expected)
+                # The baseline answers a row count; SQE its rows.
+                differs = (
+                    difference(rows, expected) if isinstance(rows, list)
+                    else (None if rows == len(expected) else f"{rows} rows, DuckDB {len(expected)}")
+                )
                 if differs and outcome == "same as DuckDB":
                     outcome = f"{name} differs: {differs}"
                 if run:
@@ -198,14 +249,20 @@ def report(address, warehouse, runs):
         if outcome != "same as DuckDB":
             failures.append(f"Q{number}")
         times = [best[name].get(number, math.nan) for name in names]
-        ratio = times[1] / times[0] if times[0] else math.nan
         cells = " | ".join(f"{t:.3f}" for t in times)
-        print(f"| Q{number} | {cells} | {ratio:.2f} | {outcome} |", flush=True)
+        shares = [times[1] / times[0] if times[0] else math.nan]
+        if baseline:
+            shares.append(times[1] / times[-1] if times[-1] else math.nan)
+        out(f"| Q{number} | {cells} | {' | '.join(f'{r:.2f}' for r in shares)} | {outcome} |")
+    if baseline:
+        baseline.close()
     totals = [sum(v for v in best[name].values() if not math.isnan(v)) for name in names]
     cells = " | ".join(f"**{t:.3f}**" for t in totals)
-    ratio = totals[1] / totals[0] if totals[0] else math.nan
-    print(f"| total | {cells} | {ratio:.2f} | {22 - len(failures)} of 22 as DuckDB |")
-    return failures
+    shares = [totals[1] / totals[0] if totals[0] else math.nan]
+    if baseline:
+        shares.append(totals[1] / totals[-1] if totals[-1] else math.nan)
+    out(f"| total | {cells} | {' | '.join(f'{r:.2f}' for r in shares)} | {22 - len(failures)} of 22 as DuckDB |")
+    return failures, best
 
 
 if __name__ == "__main__":
