@@ -214,8 +214,11 @@ fn add(clock: &Clock, unit: Unit, amount: i64, x: i64) -> Option<i64> {
     }
 }
 
-/// Whole months from `start` to `end` (`start <= end`), as Joda-Time counts them: a month
-/// after the last day of a month ends on the last day of the next.
+/// Whole months from `start` to `end` (`start <= end`), as Joda-Time counts them (Trino's
+/// `date_diff`): the month numbers' difference, less one when `end` is earlier in its month
+/// than `start` in its own, where a `start` whose day is past the last day of `end`'s month
+/// counts as that last day (so that January 31st to February 29th is a month, as adding a
+/// month to January 31st gives February 29th).
 fn months_between(start: NaiveDateTime, end: NaiveDateTime) -> i64 {
     let mut months = i64::from(end.year() - start.year()) * 12 + i64::from(end.month())
         - i64::from(start.month());
@@ -224,13 +227,13 @@ fn months_between(start: NaiveDateTime, end: NaiveDateTime) -> i64 {
             .checked_add_days(chrono::Days::new(1))
             .is_none_or(|next| next.month() != d.month())
     };
-    let mut end_day = end.day();
-    if last_day(start) && end_day > start.day() {
-        end_day = start.day();
+    let mut start_day = start.day();
+    if last_day(end) && start_day > end.day() {
+        start_day = end.day();
     }
     let within =
         |day: u32, d: NaiveDateTime| (day, d.time().num_seconds_from_midnight(), d.nanosecond());
-    if within(end_day, end) < within(start.day(), start) {
+    if within(end.day(), end) < within(start_day, start) {
         months -= 1;
     }
     months
@@ -423,9 +426,14 @@ mod tests {
         let cases = [
             ("2020-01-15 00:00:00", "2020-03-14 00:00:00", 1),
             ("2020-01-15 00:00:00", "2020-03-15 00:00:00", 2),
-            ("2020-01-31 00:00:00", "2020-02-29 00:00:00", 0),
+            // The end on its month's last day: a start past it counts as that day.
+            ("2020-01-31 00:00:00", "2020-02-29 00:00:00", 1),
+            ("2020-01-31 12:00:00", "2020-02-29 00:00:00", 0),
+            ("2020-01-30 00:00:00", "2020-02-28 00:00:00", 0),
             ("2020-02-29 00:00:00", "2020-03-31 00:00:00", 1),
-            ("2020-02-29 12:00:00", "2020-03-30 00:00:00", 0),
+            ("2020-02-29 12:00:00", "2020-03-30 00:00:00", 1),
+            ("2020-03-31 00:00:00", "2020-04-30 00:00:00", 1),
+            ("2020-02-29 00:00:00", "2021-02-28 00:00:00", 12),
             ("2020-01-15 10:00:00", "2020-02-15 09:59:59", 0),
         ];
         for (start, end, months) in cases {

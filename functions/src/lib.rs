@@ -12,25 +12,30 @@ mod args;
 mod arrays;
 mod bases;
 mod bounded;
+mod byte_length;
 mod checked;
 mod date_parse;
 mod datetime;
 mod decimals;
 mod error;
 mod format;
+mod java_format;
 mod json;
 mod json_values;
 pub mod lambdas;
+mod list_text;
 mod map_aggregates;
 mod map_constructor;
 mod precision;
 mod real_text;
 mod refusing;
 mod regex;
+mod single_row;
 mod sixteen_bytes;
 mod strings;
 mod subscript;
 mod sums;
+mod text_boolean;
 mod time_arithmetic;
 mod timestamp_text;
 mod top_n;
@@ -51,14 +56,30 @@ pub use error::{ValueError, value_error};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
+pub use single_row::{SCALAR_SUBQUERY, SubqueryMultipleRows};
 pub use sixteen_bytes::SixteenBytes;
 pub use subscript::SUBSCRIPT;
 pub use time_arithmetic::TIME_PLUS;
 pub use timestamp_text::TIMESTAMP_TEXT;
 pub use wall_clock::WALL_CLOCK;
 
-/// The scalar functions to register after DataFusion's defaults.
+/// The scalar functions to register after DataFusion's defaults: DataFusion's others wrapped
+/// to refuse arguments in Trino's words, then SQE's own (which keep every name and alias they
+/// share with them).
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    static WRAPPED: std::sync::LazyLock<Vec<Arc<ScalarUDF>>> = std::sync::LazyLock::new(|| {
+        let replaced: std::collections::HashSet<String> = own_scalar_functions()
+            .iter()
+            .flat_map(|f| std::iter::once(f.name().to_string()).chain(f.aliases().iter().cloned()))
+            .collect();
+        udfs(refusing::refusing_defaults(&replaced)).collect()
+    });
+    let mut all = WRAPPED.clone();
+    all.extend(own_scalar_functions());
+    all
+}
+
+fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     let mut functions = vec![
         substr(),
         Arc::new(ScalarUDF::new_from_impl(strings::SplitPart::new())),
@@ -75,9 +96,12 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         with_timezone_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
         Arc::new(ScalarUDF::new_from_impl(strings::HammingDistance::new())),
+        Arc::new(ScalarUDF::new_from_impl(java_format::Format::new())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::all())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpSplit::new())),
+        Arc::new(ScalarUDF::new_from_impl(regex::RegexpReplace::replace())),
+        Arc::new(ScalarUDF::new_from_impl(regex::RegexpReplace::count())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpLike::new())),
         Arc::new(ScalarUDF::new_from_impl(
             map_constructor::MapConstructor::new(),
@@ -110,7 +134,6 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         )),
     ];
     functions.extend(udfs(urls::url_functions()));
-    functions.extend(udfs(refusing::refusing_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
     functions.extend(udfs(json_values::json_value_functions()));
@@ -142,7 +165,16 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
         Arc::new(AggregateUDF::new_from_impl(
             map_aggregates::MapAggregate::histogram(),
         )),
+        scalar_subquery_function(),
     ]
+}
+
+/// What the dialect puts over a scalar subquery: its one value, NULL for no row, an error for
+/// more ([`SubqueryMultipleRows`]).
+pub fn scalar_subquery_function() -> Arc<AggregateUDF> {
+    Arc::new(AggregateUDF::new_from_impl(
+        single_row::ScalarSubquery::new(),
+    ))
 }
 
 /// What the dialect calls for `+`, `-` or `*` of two integers, or `-x` or `abs(x)` of one (an
@@ -221,6 +253,23 @@ pub fn time_plus_function() -> Arc<ScalarUDF> {
 /// [`REAL_DECIMAL`]: what the dialect calls for a cast of a real number to a decimal.
 pub fn real_decimal_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(real_text::RealDecimal::new()))
+}
+
+/// What the dialect gives `array_join` for an array of real numbers or timestamps: the array
+/// of their text as Trino writes it.
+pub fn list_text_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(list_text::ListText::new()))
+}
+
+/// What the dialect calls for `length` of a varbinary: its bytes, as a `bigint`.
+pub fn byte_length_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(byte_length::ByteLength::new()))
+}
+
+/// What the dialect calls for `CAST(varchar AS boolean)` (Trino's spellings only):
+/// `sqe_text_boolean(text, fallible)`.
+pub fn text_boolean_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(text_boolean::TextBoolean::new()))
 }
 
 /// What the dialect calls for a division of two decimals (Trino's quotient type and rounding).

@@ -40,6 +40,12 @@ trait JavaDigits: Copy + std::fmt::LowerExp + std::str::FromStr + PartialEq {
 impl JavaDigits for f64 {}
 impl JavaDigits for f32 {}
 
+/// A double's magnitude as Java chooses its digits (see [`JavaDigits`]): what Java's
+/// formatter rounds for `%f` and `%e`.
+pub(crate) fn java_digits(magnitude: f64) -> (String, i32) {
+    magnitude.digits()
+}
+
 /// The digits and exponent of Rust's `d.ddde±x` form, trailing zeros dropped.
 fn scientific(text: &str) -> (String, i32) {
     let (mantissa, exponent) = text.split_once('e').unwrap_or((text, "0"));

@@ -1,42 +1,90 @@
-//! DataFusion's own functions whose refusal of their arguments is words only (`Function
-//! 'upper' requires String, but received Int32 (DataType: Int32)`), wrapped so that the
-//! refusal is Trino's `Unexpected parameters (integer) for function upper`, recorded for the
-//! engine as SQE's functions record theirs ([`crate::args::unexpected_parameters`]). Nothing
-//! else changes: the arguments are coerced as DataFusion's signature coerces them, and every
-//! other question is the wrapped function's.
+//! DataFusion's own functions, whose refusal of their arguments is words only and in Arrow's
+//! type names (`Function 'upper' requires String, but received Int32 (DataType: Int32)`,
+//! `Failed to coerce arguments to satisfy a call to 'ln' function: coercion from Utf8 …`),
+//! wrapped so that the refusal is Trino's `Unexpected parameters (integer) for function
+//! upper. Expected: upper(varchar)`, recorded for the engine as SQE's functions record theirs
+//! ([`crate::args::unexpected_parameters`]). Every default function SQE does not replace is
+//! wrapped ([`refusing_defaults`]); what it takes is written by hand for some, and read from its
+//! signature (or its documentation's syntax) for the others. Nothing else changes: the
+//! arguments are coerced as DataFusion's signature coerces them, and every other question is the
+//! wrapped function's (each method of the trait is forwarded).
 
 use std::sync::Arc;
 
+use std::collections::HashSet;
+
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::{ExprSchema, Result, ScalarValue};
 use datafusion::logical_expr::interval_arithmetic::Interval;
+use datafusion::logical_expr::preimage::PreimageResult;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::sort_properties::{ExprProperties, SortProperties};
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature,
+    ColumnarValue, Documentation, Expr, ExpressionPlacement, ReturnFieldArgs, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, StructFieldMapping,
 };
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Refusing {
     inner: Arc<ScalarUDF>,
     signature: Signature,
-    /// The arguments it takes, as Trino writes them: `(varchar)`.
-    expected: &'static str,
+    /// The arguments it takes, as Trino writes them after the name: `(varchar)`, or
+    /// `(double), ln(real)` for several.
+    expected: String,
 }
 
 impl Refusing {
-    pub(crate) fn new(inner: Arc<ScalarUDF>, expected: &'static str) -> Self {
+    pub(crate) fn new(inner: Arc<ScalarUDF>, expected: impl Into<String>) -> Self {
         let signature = Signature::user_defined(inner.signature().volatility);
         Self {
             inner,
             signature,
-            expected,
+            expected: expected.into(),
         }
+    }
+
+    /// `inner`, with what it takes read from its signature.
+    fn of(inner: Arc<ScalarUDF>) -> Self {
+        let expected = expected_of(&inner);
+        Self::new(inner, expected)
     }
 }
 
+/// At most this many argument lists are listed after `Expected:`.
+const LISTED: usize = 6;
+
+/// What `function` takes, in Trino's type names: its signature's example argument types, or
+/// else its documentation's syntax (`(array)`), or else `(...)`.
+fn expected_of(function: &ScalarUDF) -> String {
+    let mut lists: Vec<String> = Vec::new();
+    for types in function.signature().type_signature.get_example_types() {
+        let list = format!("({})", crate::args::type_names(&types));
+        if !lists.contains(&list) {
+            lists.push(list);
+        }
+    }
+    if lists.is_empty() {
+        let syntax = function
+            .documentation()
+            .map(|d| d.syntax_example.trim().to_string())
+            .unwrap_or_default();
+        return match syntax.find('(') {
+            Some(open) if syntax.ends_with(')') => syntax[open..].to_string(),
+            _ => "(...)".to_string(),
+        };
+    }
+    let more = lists.len() > LISTED;
+    lists.truncate(LISTED);
+    let mut expected = lists.join(&format!(", {}", function.name()));
+    if more {
+        expected.push_str(", …");
+    }
+    expected
+}
+
+#[warn(clippy::missing_trait_methods)] // Forwards, so it implements every method.
 impl ScalarUDFImpl for Refusing {
     fn name(&self) -> &str {
         self.inner.name()
@@ -64,7 +112,7 @@ impl ScalarUDFImpl for Refusing {
             Err(_) => Err(crate::args::unexpected_parameters(
                 self.name(),
                 arg_types,
-                self.expected,
+                &self.expected,
             )),
         }
     }
@@ -112,10 +160,91 @@ impl ScalarUDFImpl for Refusing {
     fn documentation(&self) -> Option<&Documentation> {
         self.inner.documentation()
     }
+
+    fn display_name(&self, args: &[Expr]) -> Result<String> {
+        #[expect(deprecated)]
+        self.inner.inner().display_name(args)
+    }
+
+    fn is_nullable(&self, args: &[Expr], schema: &dyn ExprSchema) -> bool {
+        #[expect(deprecated)]
+        self.inner.inner().is_nullable(args, schema)
+    }
+
+    fn with_updated_config(&self, config: &ConfigOptions) -> Option<ScalarUDF> {
+        // A function that reads the session (its time zone) is made anew for it: wrapped again.
+        let updated = self.inner.inner().with_updated_config(config)?;
+        Some(ScalarUDF::new_from_impl(Self::new(
+            Arc::new(updated),
+            self.expected.clone(),
+        )))
+    }
+
+    fn preimage(
+        &self,
+        args: &[Expr],
+        lit_expr: &Expr,
+        info: &SimplifyContext,
+    ) -> Result<PreimageResult> {
+        self.inner.inner().preimage(args, lit_expr, info)
+    }
+
+    fn conditional_arguments<'a>(
+        &self,
+        args: &'a [Expr],
+    ) -> Option<(Vec<&'a Expr>, Vec<&'a Expr>)> {
+        self.inner.inner().conditional_arguments(args)
+    }
+
+    fn struct_field_mapping(
+        &self,
+        literal_args: &[Option<ScalarValue>],
+    ) -> Option<StructFieldMapping> {
+        self.inner.inner().struct_field_mapping(literal_args)
+    }
+
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        self.inner.inner().placement(args)
+    }
 }
 
-/// DataFusion's functions that refuse in Trino's words here, with what they take.
-pub(crate) fn refusing_functions() -> Vec<Refusing> {
+/// DataFusion's functions that build or read SQE's own values and rewrites (rows, arrays,
+/// casts), left as they are.
+const UNWRAPPED: &[&str] = &[
+    "get_field",
+    "named_struct",
+    "struct",
+    "make_array",
+    "arrow_cast",
+    "arrow_typeof",
+];
+
+/// Every default scalar function of DataFusion that SQE does not replace (by name or alias:
+/// `replaced`), refusing arguments in Trino's words; those of [`refusing_functions`] with
+/// what they take written by hand.
+pub(crate) fn refusing_defaults(replaced: &HashSet<String>) -> Vec<Refusing> {
+    let by_hand = refusing_functions();
+    let mut wrapped: Vec<Refusing> = datafusion::functions::all_default_functions()
+        .into_iter()
+        .chain(datafusion::functions_nested::all_default_nested_functions())
+        .filter(|f| {
+            // One that reads the session's settings (`now`'s zone) is made anew for each
+            // session from DataFusion's own: left as it is.
+            f.inner()
+                .with_updated_config(&ConfigOptions::default())
+                .is_none()
+                && !UNWRAPPED.contains(&f.name())
+                && !replaced.contains(f.name())
+                && !by_hand.iter().any(|r| r.name() == f.name())
+        })
+        .map(Refusing::of)
+        .collect();
+    wrapped.extend(by_hand.into_iter().filter(|r| !replaced.contains(r.name())));
+    wrapped
+}
+
+/// DataFusion's functions whose arguments are written here by hand, as Trino writes them.
+fn refusing_functions() -> Vec<Refusing> {
     use datafusion::functions::{math, string, unicode};
     vec![
         Refusing::new(string::upper(), "(varchar)"),
@@ -129,4 +258,51 @@ pub(crate) fn refusing_functions() -> Vec<Refusing> {
         Refusing::new(math::abs(), "(a number)"),
         Refusing::new(math::sqrt(), "(double)"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wrapped(name: &str) -> Refusing {
+        let mut all = refusing_defaults(&HashSet::from(["upper".to_string()]));
+        match all.iter().position(|f| f.name() == name) {
+            Some(at) => all.swap_remove(at),
+            None => panic!("{name} is not wrapped"),
+        }
+    }
+
+    #[test]
+    fn a_default_refuses_in_trinos_words_and_coerces_as_before() -> Result<()> {
+        let ln = wrapped("ln");
+        let refused = ln
+            .coerce_types(&[DataType::Utf8])
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            refused,
+            Err(
+                "Error during planning: Unexpected parameters (varchar) for function ln. \
+                 Expected: ln(double), ln(real)"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            ln.coerce_types(&[DataType::Int32])?,
+            vec![DataType::Float64]
+        );
+        // Written by hand where Trino's list is shorter than the signature's.
+        assert_eq!(wrapped("lower").expected, "(varchar)");
+        Ok(())
+    }
+
+    #[test]
+    fn functions_sqe_replaces_or_that_read_the_session_are_left_alone() {
+        let all = refusing_defaults(&HashSet::from(["upper".to_string()]));
+        let names: Vec<&str> = all.iter().map(|f| f.name()).collect();
+        for left in ["upper", "now", "to_timestamp", "get_field", "make_array"] {
+            assert!(!names.contains(&left), "{left} is wrapped");
+        }
+        assert!(names.contains(&"power") && names.contains(&"array_max"));
+    }
 }

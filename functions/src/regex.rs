@@ -1,7 +1,11 @@
 //! `regexp_extract`, `regexp_extract_all` and `regexp_split`, which DataFusion lacks: the
 //! first (or every) match of a pattern, or one capturing group of it, and the text between
-//! matches, as Trino answers them; and `regexp_like`, whose invalid pattern is the user's
-//! `INVALID_FUNCTION_ARGUMENT` (DataFusion's is an internal error in words only).
+//! matches, as Trino answers them; `regexp_replace` and `regexp_count`, whose matches are
+//! Trino's (an empty match right after another counts: `a*` in `aaa` matches twice, where
+//! DataFusion's regex crate finds one) and whose replacement is Trino's (`$1`, `$12` as group 12
+//! when there is one, else group 1 and a `2`, `${name}`, `\$`; an unknown group is refused); and
+//! `regexp_like`, whose invalid pattern is the user's `INVALID_FUNCTION_ARGUMENT` (DataFusion's
+//! is an internal error in words only).
 
 use std::sync::Arc;
 
@@ -278,6 +282,213 @@ impl ScalarUDFImpl for RegexpLike {
     }
 }
 
+/// One part of a replacement: text as written, or the text of a group of the match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Group(usize),
+}
+
+/// `replacement` as Trino reads it for `regex`: `$n` (the most digits that still name a group
+/// of the pattern), `${name}`, `\c` for `c` itself; anything else as written.
+fn replacement_parts(replacement: &str, regex: &Regex) -> Result<Vec<Part>> {
+    let illegal = || invalid_argument(format!("Illegal replacement sequence: {replacement}"));
+    let groups = regex.captures_len();
+    let chars: Vec<char> = replacement.chars().collect();
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '$' => {
+                i += 1;
+                let Some(&next) = chars.get(i) else {
+                    return Err(illegal());
+                };
+                let group = if next == '{' {
+                    let name: String = chars[i + 1..].iter().take_while(|c| **c != '}').collect();
+                    i += name.chars().count() + 2;
+                    regex
+                        .capture_names()
+                        .position(|n| n == Some(name.as_str()))
+                        .ok_or_else(|| {
+                            invalid_argument(format!(
+                                "Illegal replacement sequence: unknown group {{ {name} }}"
+                            ))
+                        })?
+                } else {
+                    let first = next.to_digit(10).ok_or_else(illegal)? as usize;
+                    if first >= groups {
+                        return Err(invalid_argument(format!(
+                            "Illegal replacement sequence: unknown group {first}"
+                        )));
+                    }
+                    i += 1;
+                    let mut group = first;
+                    while let Some(digit) = chars.get(i).and_then(|c| c.to_digit(10)) {
+                        let wider = group * 10 + digit as usize;
+                        if wider >= groups {
+                            break;
+                        }
+                        group = wider;
+                        i += 1;
+                    }
+                    group
+                };
+                if !text.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut text)));
+                }
+                parts.push(Part::Group(group));
+            }
+            '\\' => {
+                let Some(&escaped) = chars.get(i + 1) else {
+                    return Err(illegal());
+                };
+                text.push(escaped);
+                i += 2;
+            }
+            c => {
+                text.push(c);
+                i += 1;
+            }
+        }
+    }
+    if !text.is_empty() {
+        parts.push(Part::Text(text));
+    }
+    Ok(parts)
+}
+
+/// `text` with every match of `regex` replaced by `replacement`'s parts. The replacement is
+/// read only once a match needs it, as Trino reads it (`'$'` replaces nothing in a text the
+/// pattern does not match).
+fn replace_matches(regex: &Regex, text: &str, replacement: &str) -> Result<String> {
+    let found = matches(regex, text);
+    if found.is_empty() {
+        return Ok(text.to_string());
+    }
+    let parts = replacement_parts(replacement, regex)?;
+    let mut out = String::with_capacity(text.len());
+    let mut last_end = 0;
+    for captures in &found {
+        let Some(whole) = captures.get(0) else {
+            continue;
+        };
+        out.push_str(&text[last_end..whole.start()]);
+        for part in &parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Group(g) => out.push_str(captures.get(*g).map_or("", |m| m.as_str())),
+            }
+        }
+        last_end = whole.end();
+    }
+    out.push_str(&text[last_end..]);
+    Ok(out)
+}
+
+/// `regexp_replace(string, pattern, replacement)` (the two-argument form is given `''` while
+/// parsing) and `regexp_count(string, pattern)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RegexpReplace {
+    signature: Signature,
+    count: bool,
+}
+
+impl RegexpReplace {
+    pub(crate) fn replace() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            count: false,
+        }
+    }
+
+    pub(crate) fn count() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            count: true,
+        }
+    }
+}
+
+impl ScalarUDFImpl for RegexpReplace {
+    fn name(&self) -> &str {
+        if self.count {
+            "regexp_count"
+        } else {
+            "regexp_replace"
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if self.count {
+            return text_and_pattern("regexp_count", arg_types);
+        }
+        match arg_types {
+            [s, p, r] if is_string(s) && is_string(p) && is_string(r) => {
+                Ok(vec![DataType::Utf8; 3])
+            }
+            _ => Err(crate::args::unexpected_parameters(
+                "regexp_replace",
+                arg_types,
+                "(varchar, varchar [, varchar])",
+            )),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.count {
+            DataType::Int64
+        } else {
+            DataType::Utf8
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let columns: Vec<_> = columns.iter().map(strings).collect::<Result<_>>()?;
+        let (s, pattern) = match columns.as_slice() {
+            [s, p] | [s, p, _] => (s.as_string::<i32>(), p.as_string::<i32>()),
+            _ => return exec_err!("{} takes a string and a pattern", self.name()),
+        };
+        let mut patterns = Patterns { last: None };
+        if self.count {
+            let mut out = datafusion::arrow::array::Int64Builder::with_capacity(s.len());
+            for i in 0..s.len() {
+                match row_pattern(&mut patterns, s, pattern, None, i)? {
+                    Some((regex, _)) => {
+                        let n = matches(regex, s.value(i)).len();
+                        out.append_value(i64::try_from(n).unwrap_or(i64::MAX));
+                    }
+                    None => out.append_null(),
+                }
+            }
+            return result(&args, Arc::new(out.finish()));
+        }
+        let Some(replacement) = columns.get(2).map(|r| r.as_string::<i32>()) else {
+            return exec_err!("regexp_replace takes a replacement");
+        };
+        let mut out = StringBuilder::with_capacity(s.len(), s.len() * 16);
+        for i in 0..s.len() {
+            if replacement.is_null(i) {
+                out.append_null();
+                continue;
+            }
+            match row_pattern(&mut patterns, s, pattern, None, i)? {
+                Some((regex, _)) => {
+                    out.append_value(replace_matches(regex, s.value(i), replacement.value(i))?)
+                }
+                None => out.append_null(),
+            }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
 /// The pieces of `text` between the matches of `regex`.
 fn split_pieces<'t>(regex: &Regex, text: &'t str) -> Vec<&'t str> {
     let mut pieces = Vec::new();
@@ -359,6 +570,27 @@ mod tests {
         assert_eq!(texts(r"\d+", "1a 2b 14m"), vec!["1", "2", "14"]);
         assert_eq!(texts("x*", "é"), vec!["", ""]);
         assert_eq!(texts("^a", "aa"), vec!["a"]);
+    }
+
+    #[test]
+    fn replacements_are_trinos() -> Result<()> {
+        let regex = |p: &str| Regex::new(p).map_err(|e| invalid_argument(e.to_string()));
+        let replaced = |p: &str, t: &str, r: &str| replace_matches(&regex(p)?, t, r);
+        // An empty match right after a non-empty one is replaced too (Rust's iterator skips it).
+        assert_eq!(replaced("a*", "aaa", "X")?, "XX");
+        assert_eq!(replaced("a*", "baaac", "X")?, "XbXXcX");
+        assert_eq!(replaced("(a)(b)?", "ac", "[$1|$2]")?, "[a|]c");
+        // `$10` with one group is group 1 and a 0; `${name}`; `\$` is a dollar.
+        assert_eq!(replaced("(a)", "abc", "$10")?, "a0bc");
+        assert_eq!(replaced("(?P<x>b)", "abc", "<${x}>")?, "a<b>c");
+        assert_eq!(replaced("b", "abc", r"\$\\")?, r"a$\c");
+        for bad in ["$2", "$", "x\\", "${y}", "$a"] {
+            assert!(replaced("(a)", "abc", bad).is_err(), "{bad}");
+        }
+        // Read only when a match needs it.
+        assert_eq!(replaced("z", "abc", "$")?, "abc");
+        assert_eq!(matches(&regex("a*")?, "aaa").len(), 2);
+        Ok(())
     }
 
     #[test]

@@ -3,11 +3,10 @@
 //! - `concat` is NULL when an argument is (DataFusion skips NULLs), and of arrays concatenates
 //!   them (or appends an element);
 //! - `reverse` of an array reverses the array; `concat_ws` of an array joins its elements;
-//! - `regexp_replace` replaces every match, with Java's `$1` group references;
 //! - a `char(n)` compares without its trailing spaces, and real numbers as IEEE 754 does (NaN
 //!   equal to nothing, not even itself, and -0.0 equal to 0.0; Arrow orders NaN above every
 //!   number and -0.0 below 0.0);
-//! - `sign` answers in its argument's type;
+//! - `sign` answers in its argument's type; `length` of a varbinary counts its bytes;
 //! - `date_trunc` of a date is a date; `EXTRACT`'s fields are bigints, `DOW` the ISO day;
 //! - `ceil`, `floor` and `truncate` of a decimal have no fraction digits (`truncate` of a
 //!   decimal is otherwise a double), and of an integer keep its type;
@@ -17,6 +16,7 @@
 //!   timestamp as Trino does (`2020-01-01 10:00:00.500`, not ISO's `…T10:00:00.500`); a zoned
 //!   timestamp cast to a zone-less one keeps its wall-clock reading (Arrow keeps UTC's);
 //! - a real number cast to a decimal rounds the digits Java shows, half up;
+//! - text cast to a boolean is Trino's `true`/`t`/`1` or `false`/`f`/`0` only;
 //! - only text casts to `varbinary`;
 //! - bitwise operations (Trino's `bitwise_*`) take integers only (DataFusion's also take
 //!   decimals, with another meaning);
@@ -35,7 +35,6 @@ use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::functions::core::expr_fn::coalesce;
 use datafusion::functions::math::expr_fn::round;
-use datafusion::functions::regex::expr_fn::regexp_replace;
 use datafusion::functions_nested::expr_fn::{
     array_append, array_concat, array_prepend, array_reverse,
 };
@@ -343,6 +342,26 @@ pub(super) fn is_decimal_quotient(left: &DataType, right: &DataType) -> bool {
     (is_decimal128(left) || is_decimal128(right)) && in_quotient(left) && in_quotient(right)
 }
 
+/// Trino's type of `left * right` where one is a decimal and the other a decimal or an
+/// integer (taken as the decimal that holds it): `decimal(min(38, p1 + p2), s1 + s2)`; `None`
+/// for other operands.
+pub(super) fn decimal_product_type(left: &DataType, right: &DataType) -> Option<DataType> {
+    if !is_decimal_quotient(left, right) {
+        return None;
+    }
+    let digits = |t: &DataType| match t {
+        DataType::Decimal128(p, s) => Some((*p, *s)),
+        other => sqe_functions::types::integer_digits(other).map(|d| (d, 0)),
+    };
+    let ((p1, s1), (p2, s2)) = (digits(left)?, digits(right)?);
+    let scale = s1.checked_add(s2).filter(|s| (0..=38).contains(s))?;
+    let precision = (u16::from(p1) + u16::from(p2)).min(38) as u8;
+    Some(DataType::Decimal128(
+        precision.max(scale.unsigned_abs()),
+        scale,
+    ))
+}
+
 /// `left / right` of decimals (see [`is_decimal_quotient`]) in Trino's type, rounded half up.
 pub(super) fn decimal_quotient(
     left: Expr,
@@ -398,6 +417,19 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     }
     if is_integer(target) {
         return with_input(cast, |input| rounded(input, schema));
+    }
+    if is_text(&source) && *target == DataType::Boolean {
+        // Trino's spellings only (`true`, `t`, `1`, …); Arrow's also took `yes` and `on`.
+        let fallible = matches!(cast, Expr::TryCast(_));
+        return Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(
+                sqe_functions::text_boolean_function(),
+                vec![
+                    datafusion::logical_expr::cast(input.clone(), DataType::Utf8),
+                    lit(fallible),
+                ],
+            ),
+        )));
     }
     if let (DataType::Float32 | DataType::Float64, DataType::Decimal128(p, s)) = (&source, target) {
         // Rounded half up from the digits Java shows (`1.005E0` is `1.01` at scale 2), as
@@ -663,11 +695,34 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
             }
         }
         ("reverse", [t]) if is_list(t) => call.args.into_iter().next().map(array_reverse),
-        ("regexp_replace", _) => replace_all(call.args),
+        // Real numbers and timestamps joined as Trino writes them (`1.0`, a space before the
+        // time), not as Arrow does (`1`, ISO's `T`).
+        ("array_to_string", [DataType::List(element), ..])
+            if matches!(
+                element.data_type(),
+                DataType::Float32 | DataType::Float64 | DataType::Timestamp(..)
+            ) =>
+        {
+            let mut args = call.args;
+            args[0] = Expr::ScalarFunction(ScalarFunction::new_udf(
+                sqe_functions::list_text_function(),
+                vec![args[0].clone()],
+            ));
+            Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                call.func, args,
+            )))
+        }
         ("abs", [t]) if is_integer(t) => {
             Some(checked(sqe_functions::IntegerOperation::Abs, call.args))
         }
         ("typeof", [_]) => Some(unbounded_text(type_name(&call.args[0], schema)?)),
+        // Of a varbinary, its bytes (DataFusion read it as text: code points, or an error).
+        ("character_length", [DataType::Binary | DataType::LargeBinary | DataType::BinaryView]) => {
+            Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                sqe_functions::byte_length_function(),
+                call.args,
+            )))
+        }
         // Trino's decimal(p - s + 1, 0); DataFusion's keeps the scale (`2.0` for `2`). Rounded
         // in a type one digit wider, so `ceil(DECIMAL '9.5')` has room for 10; the fraction is
         // then zero, so the last cast is exact.
@@ -1068,62 +1123,7 @@ fn concat_strings(args: Vec<Expr>) -> Expr {
     })
 }
 
-/// `regexp_replace(s, pattern [, replacement])`: every match, `$n` as group n.
-fn replace_all(args: Vec<Expr>) -> Option<Expr> {
-    let mut args = args.into_iter();
-    let (string, pattern) = (args.next()?, args.next()?);
-    // The two-argument form is given its `''` while parsing (`spellings`).
-    let replacement = match args.next()? {
-        Expr::Literal(ScalarValue::Utf8(Some(r)), m) => {
-            Expr::Literal(ScalarValue::Utf8(Some(rust_replacement(&r))), m)
-        }
-        other => other,
-    };
-    if args.next().is_some() {
-        return None;
-    }
-    Some(regexp_replace(string, pattern, replacement, Some(lit("g"))))
-}
-
-/// A Java replacement string (`$1`, `${name}`, `\$` for a dollar) in the regex crate's syntax
-/// (`${1}`, `${name}`, `$$`).
-fn rust_replacement(java: &str) -> String {
-    let mut out = String::with_capacity(java.len() + 4);
-    let mut chars = java.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('$') => out.push_str("$$"),
-                Some(other) => out.push(other),
-                None => out.push('\\'),
-            },
-            '$' if chars.peek().is_some_and(char::is_ascii_digit) => {
-                out.push_str("${");
-                while let Some(d) = chars.next_if(char::is_ascii_digit) {
-                    out.push(d);
-                }
-                out.push('}');
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// The `coalesce` of two USING keys, for the join rewrite beside this one.
 pub(super) fn coalesced(left: Expr, right: Expr) -> Expr {
     coalesce(vec![left, right])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn java_replacements_become_regex_replacements() {
-        assert_eq!(rust_replacement("$1x"), "${1}x");
-        assert_eq!(rust_replacement("${name}-$12"), "${name}-${12}");
-        assert_eq!(rust_replacement(r"\$1"), "$$1");
-        assert_eq!(rust_replacement("plain"), "plain");
-    }
 }

@@ -5,8 +5,9 @@
 //! Trino's names of the functions that take them are DataFusion's where the meaning is the
 //! same (`transform`, `filter`, `any_match`); `all_match` and `none_match` are `any_match`
 //! negated ([`matches`]); `transform_values`, `map_filter`, `transform_keys`, `map_zip_with`,
-//! `zip_with`, `reduce` and `try` are SQE's (`sqe_functions::lambdas`; `try(x)` is given `x` as
-//! a lambda, [`attempts`]).
+//! `zip_with`, `reduce`, `array_sort` of a comparator and `try` are SQE's
+//! (`sqe_functions::lambdas`; `try(x)` is given `x` as a lambda, [`attempts`]; `array_sort`
+//! of a lambda is called by another name, [`comparator_sorts`]).
 
 use std::ops::ControlFlow;
 
@@ -140,10 +141,8 @@ const TAKING_LAMBDAS: &[&str] = &[
     "zip_with",
     "reduce",
     sqe_functions::lambdas::TRY,
+    sqe_functions::lambdas::SORT_BY_COMPARATOR,
 ];
-
-/// Trino's functions of lambdas SQE does not have yet.
-const NOT_YET: &[&str] = &["array_sort"];
 
 /// `statement` with every [`LAMBDA_CALL`] a lambda again; a lambda anywhere but among the
 /// arguments of a function that takes one is refused as Trino refuses it (DataFusion would
@@ -172,6 +171,7 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
         return Err(e);
     }
     attempts(statement);
+    comparator_sorts(statement);
     within_bodies(statement);
     // Every lambda must be an argument of a function that takes one.
     struct Placed {
@@ -206,17 +206,6 @@ pub(super) fn restore(statement: &mut Statement) -> Result<()> {
         misplaced: None,
     };
     let _ = Visit::visit(&*statement, &mut placed);
-    if let Some(function) = placed
-        .misplaced
-        .as_ref()
-        .filter(|f| NOT_YET.iter().any(|n| f.eq_ignore_ascii_case(n)))
-    {
-        return Err(Error::NotSupported(format!(
-            "the lambda function {function} (SQE has transform, filter, any_match, all_match, \
-             none_match, reduce, zip_with, transform_values, transform_keys, map_filter and \
-             map_zip_with)"
-        )));
-    }
     if let Some(function) = placed.misplaced {
         return Err(Error::invalid(
             ErrorCode::FunctionNotFound,
@@ -354,7 +343,7 @@ fn within_bodies(statement: &mut Statement) {
 }
 
 /// A plain call of `name` on `args`.
-fn call(name: &str, args: Vec<Expr>) -> Expr {
+pub(super) fn call(name: &str, args: Vec<Expr>) -> Expr {
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),
         uses_odbc_syntax: false,
@@ -415,6 +404,26 @@ fn attempts(statement: &mut Statement) {
             };
             *body = Expr::Lambda(lambda);
             function.name = ObjectName::from(vec![Ident::new(sqe_functions::lambdas::TRY)]);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rewrite);
+}
+
+/// Trino's `array_sort(a, (x, y) -> …)` as SQE's function of a comparator: DataFusion's
+/// planner would take its own `array_sort`, a function of values, for the name.
+fn comparator_sorts(statement: &mut Statement) {
+    struct Rewrite;
+    impl VisitorMut for Rewrite {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Function(function) = expr
+                && is_named(function, "array_sort")
+                && matches!(arguments(function).as_deref(), Some([_, Expr::Lambda(_)]))
+            {
+                function.name =
+                    ObjectName::from(vec![Ident::new(sqe_functions::lambdas::SORT_BY_COMPARATOR)]);
+            }
             ControlFlow::Continue(())
         }
     }
@@ -504,6 +513,7 @@ fn check_arity(statement: &Statement) -> Result<()> {
                     OneOrManyWithParens::Many(many) => many.len(),
                 };
                 if written != wanted {
+                    let name = sqe_functions::lambdas::trino_name(&name);
                     return ControlFlow::Break(Error::invalid(
                         ErrorCode::FunctionNotFound,
                         format!(

@@ -5,7 +5,10 @@
 //! - a cast of a row to a row type takes the fields by position, as Trino does (DataFusion
 //!   matches them by name);
 //! - the calls and casts [`super::calls`] lists, and `USING` keys of outer joins
-//!   ([`super::joins`]).
+//!   ([`super::joins`]);
+//! - a scalar subquery that may return more than one row fails when it does
+//!   (SUBQUERY_MULTIPLE_ROWS), where DataFusion answered the outer query once per row
+//!   ([`single_row_subqueries`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,7 +31,8 @@ pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
         .transform_up_with_subqueries(|node| {
             expressions(node)?
                 .transform_data(super::joins::coalesce_using_keys)?
-                .transform_data(real_union)
+                .transform_data(real_union)?
+                .transform_data(single_row_subqueries)
         })?
         .data;
     typed_output(plan)
@@ -72,6 +76,60 @@ fn refuse_aggregates_in_rows(plan: &LogicalPlan) -> Result<()> {
         )))
     })?;
     Ok(())
+}
+
+/// The scalar subqueries of `node` that may return more than one row, each under
+/// `sqe_scalar_subquery` (an aggregate of no groups: its one value, NULL for no row, an error
+/// for more), as Trino answers them. Those that cannot (an aggregate without groups, a
+/// `LIMIT 1`) stay as they are.
+fn single_row_subqueries(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    node.map_expressions(|expr| {
+        expr.transform_up(|e| {
+            let Expr::ScalarSubquery(subquery) = &e else {
+                return Ok(Transformed::no(e));
+            };
+            if at_most_one_row(&subquery.subquery) {
+                return Ok(Transformed::no(e));
+            }
+            let plan = subquery.subquery.as_ref();
+            let Some((qualifier, field)) = plan.schema().iter().next() else {
+                return Ok(Transformed::no(e));
+            };
+            let value = sqe_functions::scalar_subquery_function()
+                .call(vec![Expr::Column(Column::new(
+                    qualifier.cloned(),
+                    field.name(),
+                ))])
+                .alias(field.name());
+            let checked = datafusion::logical_expr::LogicalPlanBuilder::from(plan.clone())
+                .aggregate(Vec::<Expr>::new(), vec![value])?
+                .build()?;
+            let mut subquery = subquery.clone();
+            subquery.subquery = Arc::new(checked);
+            Ok(Transformed::yes(Expr::ScalarSubquery(subquery)))
+        })
+    })
+}
+
+/// Whether `plan` returns one row at most, by its shape.
+fn at_most_one_row(plan: &LogicalPlan) -> bool {
+    use datafusion::logical_expr::FetchType;
+    match plan {
+        LogicalPlan::Aggregate(aggregate) => aggregate.group_expr.is_empty(),
+        LogicalPlan::Limit(limit) => {
+            matches!(limit.get_fetch_type(), Ok(FetchType::Literal(Some(n))) if n <= 1)
+                || at_most_one_row(&limit.input)
+        }
+        LogicalPlan::Sort(sort) => {
+            sort.fetch.is_some_and(|n| n <= 1) || at_most_one_row(&sort.input)
+        }
+        LogicalPlan::Projection(projection) => at_most_one_row(&projection.input),
+        LogicalPlan::SubqueryAlias(alias) => at_most_one_row(&alias.input),
+        LogicalPlan::Filter(filter) => at_most_one_row(&filter.input),
+        LogicalPlan::EmptyRelation(_) => true,
+        LogicalPlan::Values(values) => values.values.len() <= 1,
+        _ => false,
+    }
 }
 
 /// A `UNION` whose columns mix real numbers and decimals, with the decimals cast to the real

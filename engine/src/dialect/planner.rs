@@ -166,6 +166,21 @@ impl ExprPlanner for TrinoPlanner {
                 expr.left, &left, expr.right, &right,
             )));
         }
+        // A product of decimals is Trino's decimal(p1 + p2, s1 + s2) (DataFusion's has a digit
+        // more); the value is the same.
+        if expr.op == BinaryOperator::Multiply
+            && let (Ok(left), Ok(right)) = (expr.left.get_type(schema), expr.right.get_type(schema))
+            && let Some(product) = super::calls::decimal_product_type(&left, &right)
+        {
+            let times = Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+                Box::new(expr.left),
+                datafusion::logical_expr::Operator::Multiply,
+                Box::new(expr.right),
+            ));
+            return Ok(PlannerResult::Planned(datafusion::logical_expr::cast(
+                times, product,
+            )));
+        }
         let is_text = |e: &Expr| e.get_type(schema).is_ok_and(|t| super::calls::is_text(&t));
         if !arithmetic || !(is_text(&expr.left) || is_text(&expr.right)) {
             return Ok(PlannerResult::Original(expr));

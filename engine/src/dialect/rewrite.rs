@@ -322,6 +322,18 @@ impl VisitorMut for Rewrite {
                 Ok(rewritten) => rewritten,
                 Err(e) => return ControlFlow::Break(e),
             },
+            // Trino's `ts AT TIME ZONE z` is `at_timezone(ts, z)`: a zone-less timestamp is
+            // read in the session's zone first (DataFusion's read its wall clock in `z`).
+            Expr::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => Some(super::lambdas::call(
+                "at_timezone",
+                vec![
+                    std::mem::replace(timestamp.as_mut(), Expr::value(Value::Null)),
+                    std::mem::replace(time_zone.as_mut(), Expr::value(Value::Null)),
+                ],
+            )),
             Expr::Function(function) => super::spellings::respelled(function)
                 .or_else(|| super::spellings::listagg(function))
                 .or_else(|| super::spellings::normalize(function))

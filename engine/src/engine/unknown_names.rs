@@ -187,7 +187,7 @@ pub(super) fn calls(state: &SessionState, statement: &DfStatement, function: &st
                     .aggregate_functions()
                     .get(&name)
                     .is_some_and(|f| f.name() == self.function)
-                || sqe_functions::lambdas::form_of(&name) == Some(self.function);
+                || sqe_functions::lambdas::trino_name(&name) == self.function;
             if named {
                 ControlFlow::Break(())
             } else {

@@ -27,6 +27,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::InvalidArguments
         | ErrorCode::InvalidProcedureArgument
         | ErrorCode::MergeTargetRowMultipleMatches
+        | ErrorCode::SubqueryMultipleRows
         | ErrorCode::InvalidView
         | ErrorCode::ViewIsRecursive
         | ErrorCode::ExpressionNotScalar => Code::InvalidArgument,

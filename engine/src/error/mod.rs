@@ -141,6 +141,8 @@ pub enum ErrorCode {
     CatalogUnavailable,
     /// A MERGE whose target row matched more than one source row.
     MergeTargetRowMultipleMatches,
+    /// A scalar subquery returned more than one row.
+    SubqueryMultipleRows,
     /// A view that cannot be read: its SQL no longer reads as a query.
     InvalidView,
     /// A view reads itself, directly or through others (Trino's `VIEW_IS_RECURSIVE`).
@@ -203,6 +205,7 @@ impl ErrorCode {
             ErrorCode::CatalogUnavailable => "ICEBERG_CATALOG_ERROR",
             ErrorCode::IcebergCommitError => "ICEBERG_COMMIT_ERROR",
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
+            ErrorCode::SubqueryMultipleRows => "SUBQUERY_MULTIPLE_ROWS",
             ErrorCode::InvalidView => "INVALID_VIEW",
             ErrorCode::ViewIsRecursive => "VIEW_IS_RECURSIVE",
             ErrorCode::ExpressionNotScalar => "EXPRESSION_NOT_SCALAR",
@@ -260,7 +263,8 @@ impl ErrorCode {
             | ErrorCode::InvalidParameterUsage
             | ErrorCode::InvalidArguments
             | ErrorCode::InvalidProcedureArgument
-            | ErrorCode::MergeTargetRowMultipleMatches => ErrorKind::User,
+            | ErrorCode::MergeTargetRowMultipleMatches
+            | ErrorCode::SubqueryMultipleRows => ErrorKind::User,
         }
     }
 }
@@ -532,13 +536,26 @@ fn classify_boxed(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
 }
 
 /// The errors that classify as well through a reference as owned: ours, a function's refusal,
-/// Arrow's user errors, a node's status.
+/// Arrow's user errors, a node's status, DataFusion's refusals and exhausted memory.
 fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error> {
     if let Some(ours) = e.downcast_ref::<Error>() {
         return Some(ours.clone());
     }
+    match e.downcast_ref::<DataFusionError>() {
+        Some(DataFusionError::ResourcesExhausted(m)) => {
+            return Some(Error::ResourcesExhausted(m.clone()));
+        }
+        Some(DataFusionError::NotImplemented(m)) => return Some(Error::NotSupported(m.clone())),
+        _ => {}
+    }
     if let Some(user) = value_error(e) {
         return Some(user);
+    }
+    if let Some(rows) = e.downcast_ref::<sqe_functions::SubqueryMultipleRows>() {
+        return Some(Error::invalid(
+            ErrorCode::SubqueryMultipleRows,
+            rows.to_string(),
+        ));
     }
     e.downcast_ref::<tonic::Status>().map(classify_status)
 }
@@ -728,6 +745,19 @@ mod tests {
         assert_eq!(
             Error::from(DataFusionError::Shared(held)).code(),
             ErrorCode::NumericValueOutOfRange
+        );
+        drop(other_partition);
+        // A hash join's build side out of memory, as every probing partition holds it.
+        let held = std::sync::Arc::new(DataFusionError::Context(
+            "HashJoinInput".into(),
+            Box::new(DataFusionError::ResourcesExhausted(
+                "Failed to allocate additional 1.0 MB for HashJoinInput".into(),
+            )),
+        ));
+        let other_partition = std::sync::Arc::clone(&held);
+        assert_eq!(
+            Error::from(DataFusionError::Shared(held)).code(),
+            ErrorCode::ExceededGlobalMemoryLimit
         );
         drop(other_partition);
         let iceberg = iceberg::Error::new(iceberg::ErrorKind::TableNotFound, "no table t");

@@ -36,7 +36,7 @@ pub(super) fn functions() -> Vec<Arc<HigherOrderUDF>> {
 }
 
 /// The element field of an array type.
-fn element(name: &str, array: &DataType) -> Result<FieldRef> {
+pub(super) fn element(name: &str, array: &DataType) -> Result<FieldRef> {
     match array {
         DataType::List(element)
         | DataType::LargeList(element)
@@ -47,11 +47,11 @@ fn element(name: &str, array: &DataType) -> Result<FieldRef> {
 }
 
 /// An array type as the `List` the functions read.
-fn as_list(name: &str, array: &DataType) -> Result<DataType> {
+pub(super) fn as_list(name: &str, array: &DataType) -> Result<DataType> {
     Ok(DataType::List(element(name, array)?))
 }
 
-fn list_argument(name: &str, value: &ColumnarValue, rows: usize) -> Result<ListArray> {
+pub(super) fn list_argument(name: &str, value: &ColumnarValue, rows: usize) -> Result<ListArray> {
     let array = value.to_array(rows)?;
     match array.data_type() {
         DataType::List(_) => Ok(array.as_list::<i32>().clone()),
@@ -63,7 +63,7 @@ fn list_argument(name: &str, value: &ColumnarValue, rows: usize) -> Result<ListA
     }
 }
 
-fn index(i: usize) -> u32 {
+pub(super) fn index(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
 

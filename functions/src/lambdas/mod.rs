@@ -1,6 +1,6 @@
 //! Trino's functions of lambdas that DataFusion lacks, as DataFusion higher-order functions:
 //! of maps (`transform_values`, `map_filter`, `transform_keys`, `map_zip_with`), of arrays
-//! (`zip_with`, `reduce`) and `try`, whose argument is evaluated as a lambda of the row so
+//! (`zip_with`, `reduce`, `array_sort` of a comparator) and `try`, whose argument is evaluated as a lambda of the row so
 //! that a failing row can be evaluated again alone.
 //!
 //! DataFusion 54 numbers a lambda's parameters without the unread ones, so `(k, v) -> v`
@@ -11,6 +11,7 @@
 mod arrays;
 mod attempt;
 mod maps;
+mod sort;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use datafusion::logical_expr::{
 };
 
 pub use attempt::{TRY, TRY_ROW};
+pub use sort::SORT_BY_COMPARATOR;
 
 /// A function whose lambda has several parameters: where its lambda is among the arguments,
 /// and how many parameters it declares.
@@ -63,6 +65,11 @@ pub const SEVERAL_PARAMETERS: &[LambdaShape] = &[
         lambda_at: 2,
         params: 2,
     },
+    LambdaShape {
+        name: SORT_BY_COMPARATOR,
+        lambda_at: 1,
+        params: 2,
+    },
 ];
 
 /// How many parameters the lambda at argument `position` of SQE's function `function` (by
@@ -94,6 +101,17 @@ pub fn reading_name(function: &str, read: &[bool]) -> Option<String> {
 pub fn form_of(name: &str) -> Option<&str> {
     let (function, bits) = name.strip_prefix("sqe_")?.rsplit_once("_reading_")?;
     (!bits.is_empty() && bits.chars().all(|c| c == '0' || c == '1')).then_some(function)
+}
+
+/// The name Trino calls one of these functions or their forms by (`sqe_array_sort` and its
+/// forms are `array_sort`, `sqe_zip_with_reading_01` is `zip_with`).
+pub fn trino_name(name: &str) -> &str {
+    let function = form_of(name).unwrap_or(name);
+    if function == SORT_BY_COMPARATOR {
+        "array_sort"
+    } else {
+        function
+    }
 }
 
 /// A form of one of these functions: its name, its signature and which of its lambda's
@@ -209,6 +227,7 @@ impl Reads {
 pub fn lambda_functions() -> Vec<Arc<HigherOrderUDF>> {
     let mut functions = maps::functions();
     functions.extend(arrays::functions());
+    functions.extend(sort::functions());
     functions.push(attempt::function());
     functions
 }

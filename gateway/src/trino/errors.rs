@@ -80,6 +80,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::InvalidArguments => (76, USER),
         ErrorCode::InvalidProcedureArgument => (30, USER),
         ErrorCode::MergeTargetRowMultipleMatches => (119, USER),
+        ErrorCode::SubqueryMultipleRows => (28, USER),
         ErrorCode::GenericInternalError => (65536, INTERNAL),
         ErrorCode::ConfigurationInvalid => (65559, INTERNAL),
         ErrorCode::RemoteHostGone => (65558, INTERNAL),
