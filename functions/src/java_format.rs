@@ -79,8 +79,9 @@ impl ScalarUDFImpl for Format {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        // Trino requires a value to format (`format('x')` does not parse there).
         match arg_types.split_first() {
-            Some((format, _)) if is_string(format) => {}
+            Some((format, values)) if is_string(format) && !values.is_empty() => {}
             _ => {
                 return Err(unexpected_parameters(
                     "format",
@@ -1184,10 +1185,12 @@ fn date_time(field: char, value: &Value) -> Result<String, Refusal> {
         }
         _ => return Err(Refusal::java("IllegalFormatConversion", "")),
     };
-    let unsupported = |name: &str| {
+    // Java wraps the value's refusal of a field it lacks (`%tH` of a date) as a conversion
+    // error naming the conversion and the value's class.
+    let unsupported = |_field: &str| {
         Refusal::java(
-            "UnsupportedTemporalType",
-            format!("Unsupported field: {name}"),
+            "IllegalFormatConversion",
+            format!("{field} != {}", value.java_class()),
         )
     };
     let date = |name: &str| date.ok_or_else(|| unsupported(name));
@@ -1444,7 +1447,7 @@ mod tests {
         );
         assert_eq!(
             refused("%tH", &[Value::Date(date)]),
-            "UnsupportedTemporalType"
+            "IllegalFormatConversion"
         );
         assert_eq!(
             refused("%tY", &[Value::Text("x".into())]),

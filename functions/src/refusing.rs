@@ -208,8 +208,11 @@ impl ScalarUDFImpl for Refusing {
     }
 }
 
-/// DataFusion's functions that build or read SQE's own values and rewrites (rows, arrays,
-/// casts), left as they are.
+/// DataFusion's functions left as they are: those that build or read SQE's own values and
+/// rewrites (rows, arrays, casts), and those DataFusion's SQL planner builds itself for syntax
+/// (`EXTRACT` is `date_part`, `POSITION` `strpos`, `a || b` of arrays `array_concat`, `a[i]`
+/// `array_element`): a call of the same function by name must stay equal to those (`SELECT
+/// year(d) … GROUP BY extract(year FROM d)`).
 const UNWRAPPED: &[&str] = &[
     "get_field",
     "named_struct",
@@ -217,6 +220,17 @@ const UNWRAPPED: &[&str] = &[
     "make_array",
     "arrow_cast",
     "arrow_typeof",
+    "date_part",
+    "strpos",
+    "overlay",
+    "array_element",
+    "array_has",
+    "array_has_all",
+    "array_has_any",
+    "array_concat",
+    "array_append",
+    "array_prepend",
+    "map",
 ];
 
 /// Every default scalar function of DataFusion that SQE does not replace (by name or alias:
@@ -300,7 +314,14 @@ mod tests {
     fn functions_sqe_replaces_or_that_read_the_session_are_left_alone() {
         let all = refusing_defaults(&HashSet::from(["upper".to_string()]));
         let names: Vec<&str> = all.iter().map(|f| f.name()).collect();
-        for left in ["upper", "now", "to_timestamp", "get_field", "make_array"] {
+        for left in [
+            "upper",
+            "now",
+            "to_timestamp",
+            "get_field",
+            "make_array",
+            "date_part",
+        ] {
             assert!(!names.contains(&left), "{left} is wrapped");
         }
         assert!(names.contains(&"power") && names.contains(&"array_max"));

@@ -77,13 +77,32 @@ fn matches<'t>(regex: &Regex, text: &'t str) -> Vec<regex::Captures<'t>> {
         let Some(whole) = captures.get(0) else {
             break;
         };
-        at = if whole.is_empty() {
-            // Past the next character: an empty match is not found twice.
-            whole.end() + text[whole.end()..].chars().next().map_or(1, char::len_utf8)
-        } else {
-            whole.end()
-        };
+        at = next_start(text, whole.start(), whole.end());
         found.push(captures);
+    }
+    found
+}
+
+/// Where the search for the next match starts after one at `start..end`: its end, or past the
+/// next character when it is empty (an empty match is not found twice).
+fn next_start(text: &str, start: usize, end: usize) -> usize {
+    if start == end {
+        end + text[end..].chars().next().map_or(1, char::len_utf8)
+    } else {
+        end
+    }
+}
+
+/// Where each match of [`matches`] is, without its groups (cheaper where none is read).
+fn match_ranges(regex: &Regex, text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at <= text.len() {
+        let Some(m) = regex.find_at(text, at) else {
+            break;
+        };
+        at = next_start(text, m.start(), m.end());
+        found.push(m.range());
     }
     found
 }
@@ -291,8 +310,8 @@ enum Part {
 
 /// `replacement` as Trino reads it for `regex`: `$n` (the most digits that still name a group
 /// of the pattern), `${name}`, `\c` for `c` itself; anything else as written.
-fn replacement_parts(replacement: &str, regex: &Regex) -> Result<Vec<Part>> {
-    let illegal = || invalid_argument(format!("Illegal replacement sequence: {replacement}"));
+fn replacement_parts(replacement: &str, regex: &Regex) -> std::result::Result<Vec<Part>, String> {
+    let illegal = || format!("Illegal replacement sequence: {replacement}");
     let groups = regex.captures_len();
     let chars: Vec<char> = replacement.chars().collect();
     let mut parts = Vec::new();
@@ -312,16 +331,14 @@ fn replacement_parts(replacement: &str, regex: &Regex) -> Result<Vec<Part>> {
                         .capture_names()
                         .position(|n| n == Some(name.as_str()))
                         .ok_or_else(|| {
-                            invalid_argument(format!(
-                                "Illegal replacement sequence: unknown group {{ {name} }}"
-                            ))
+                            format!("Illegal replacement sequence: unknown group {{ {name} }}")
                         })?
                 } else {
                     let first = next.to_digit(10).ok_or_else(illegal)? as usize;
                     if first >= groups {
-                        return Err(invalid_argument(format!(
+                        return Err(format!(
                             "Illegal replacement sequence: unknown group {first}"
-                        )));
+                        ));
                     }
                     i += 1;
                     let mut group = first;
@@ -359,29 +376,48 @@ fn replacement_parts(replacement: &str, regex: &Regex) -> Result<Vec<Part>> {
     Ok(parts)
 }
 
-/// `text` with every match of `regex` replaced by `replacement`'s parts. The replacement is
-/// read only once a match needs it, as Trino reads it (`'$'` replaces nothing in a text the
-/// pattern does not match).
-fn replace_matches(regex: &Regex, text: &str, replacement: &str) -> Result<String> {
-    let found = matches(regex, text);
+/// `text` with every match of `regex` replaced by the replacement's `parts` (or its refusal,
+/// raised only once a match needs it, as Trino reads the replacement: `'$'` replaces nothing
+/// in a text the pattern does not match).
+fn replace_matches(
+    regex: &Regex,
+    text: &str,
+    parts: &std::result::Result<Vec<Part>, String>,
+) -> Result<String> {
+    let groups_read = parts
+        .as_ref()
+        .is_ok_and(|parts| parts.iter().any(|p| matches!(p, Part::Group(_))));
+    let found: Vec<(std::ops::Range<usize>, Option<regex::Captures<'_>>)> = if groups_read {
+        matches(regex, text)
+            .into_iter()
+            .filter_map(|c| Some((c.get(0)?.range(), Some(c))))
+            .collect()
+    } else {
+        match_ranges(regex, text)
+            .into_iter()
+            .map(|r| (r, None))
+            .collect()
+    };
     if found.is_empty() {
         return Ok(text.to_string());
     }
-    let parts = replacement_parts(replacement, regex)?;
+    let parts = parts.as_ref().map_err(|e| invalid_argument(e.clone()))?;
     let mut out = String::with_capacity(text.len());
     let mut last_end = 0;
-    for captures in &found {
-        let Some(whole) = captures.get(0) else {
-            continue;
-        };
-        out.push_str(&text[last_end..whole.start()]);
-        for part in &parts {
+    for (whole, captures) in &found {
+        out.push_str(&text[last_end..whole.start]);
+        for part in parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Group(g) => out.push_str(captures.get(*g).map_or("", |m| m.as_str())),
+                Part::Group(g) => out.push_str(
+                    captures
+                        .as_ref()
+                        .and_then(|c| c.get(*g))
+                        .map_or("", |m| m.as_str()),
+                ),
             }
         }
-        last_end = whole.end();
+        last_end = whole.end;
     }
     out.push_str(&text[last_end..]);
     Ok(out)
@@ -461,7 +497,7 @@ impl ScalarUDFImpl for RegexpReplace {
             for i in 0..s.len() {
                 match row_pattern(&mut patterns, s, pattern, None, i)? {
                     Some((regex, _)) => {
-                        let n = matches(regex, s.value(i)).len();
+                        let n = match_ranges(regex, s.value(i)).len();
                         out.append_value(i64::try_from(n).unwrap_or(i64::MAX));
                     }
                     None => out.append_null(),
@@ -473,17 +509,26 @@ impl ScalarUDFImpl for RegexpReplace {
             return exec_err!("regexp_replace takes a replacement");
         };
         let mut out = StringBuilder::with_capacity(s.len(), s.len() * 16);
+        // The replacement read for the last pattern and replacement text, read again only when
+        // either changes.
+        let mut parsed: Option<(String, String, std::result::Result<Vec<Part>, String>)> = None;
         for i in 0..s.len() {
             if replacement.is_null(i) {
                 out.append_null();
                 continue;
             }
-            match row_pattern(&mut patterns, s, pattern, None, i)? {
-                Some((regex, _)) => {
-                    out.append_value(replace_matches(regex, s.value(i), replacement.value(i))?)
-                }
-                None => out.append_null(),
+            let Some((regex, _)) = row_pattern(&mut patterns, s, pattern, None, i)? else {
+                out.append_null();
+                continue;
+            };
+            let (p, r) = (pattern.value(i), replacement.value(i));
+            if parsed.as_ref().is_none_or(|(pp, rr, _)| pp != p || rr != r) {
+                parsed = Some((p.to_string(), r.to_string(), replacement_parts(r, regex)));
             }
+            let Some((_, _, parts)) = parsed.as_ref() else {
+                return exec_err!("regexp_replace's replacement was not read");
+            };
+            out.append_value(replace_matches(regex, s.value(i), parts)?);
         }
         result(&args, Arc::new(out.finish()))
     }
@@ -493,11 +538,9 @@ impl ScalarUDFImpl for RegexpReplace {
 fn split_pieces<'t>(regex: &Regex, text: &'t str) -> Vec<&'t str> {
     let mut pieces = Vec::new();
     let mut last_end = 0;
-    for captures in matches(regex, text) {
-        if let Some(whole) = captures.get(0) {
-            pieces.push(&text[last_end..whole.start().max(last_end)]);
-            last_end = whole.end();
-        }
+    for whole in match_ranges(regex, text) {
+        pieces.push(&text[last_end..whole.start.max(last_end)]);
+        last_end = whole.end;
     }
     pieces.push(&text[last_end..]);
     pieces
@@ -575,7 +618,10 @@ mod tests {
     #[test]
     fn replacements_are_trinos() -> Result<()> {
         let regex = |p: &str| Regex::new(p).map_err(|e| invalid_argument(e.to_string()));
-        let replaced = |p: &str, t: &str, r: &str| replace_matches(&regex(p)?, t, r);
+        let replaced = |p: &str, t: &str, r: &str| {
+            let regex = regex(p)?;
+            replace_matches(&regex, t, &replacement_parts(r, &regex))
+        };
         // An empty match right after a non-empty one is replaced too (Rust's iterator skips it).
         assert_eq!(replaced("a*", "aaa", "X")?, "XX");
         assert_eq!(replaced("a*", "baaac", "X")?, "XbXXcX");
@@ -590,6 +636,10 @@ mod tests {
         // Read only when a match needs it.
         assert_eq!(replaced("z", "abc", "$")?, "abc");
         assert_eq!(matches(&regex("a*")?, "aaa").len(), 2);
+        assert_eq!(
+            match_ranges(&regex("a*")?, "baaac"),
+            vec![0..0, 1..4, 4..4, 5..5]
+        );
         Ok(())
     }
 

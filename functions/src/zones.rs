@@ -9,8 +9,10 @@ use datafusion::arrow::array::{Array, Int64Builder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, ScalarValue, exec_err, not_impl_err, plan_err};
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility, lit,
 };
 
 use crate::args::{arrays, is_string, result};
@@ -134,6 +136,29 @@ impl ScalarUDFImpl for ZonePlacing {
         Ok(Arc::new(Field::new(self.name(), answer, true)))
     }
 
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        // Workers find `at_timezone` by name, made with UTC for the session's zone: here, on
+        // the coordinator, a zone-less timestamp is placed in the session's zone first
+        // (`with_timezone` with the zone written in), so what runs anywhere reads a zoned one.
+        let [timestamp, zone] = args.as_slice() else {
+            return Ok(ExprSimplifyResult::Original(args));
+        };
+        if self.placing != Placing::SameInstant
+            || !matches!(
+                info.get_data_type(timestamp),
+                Ok(DataType::Timestamp(_, None))
+            )
+        {
+            return Ok(ExprSimplifyResult::Original(args));
+        }
+        let placed = ScalarUDF::new_from_impl(Self::with_timezone(&self.session_zone))
+            .call(vec![timestamp.clone(), lit(self.session_zone.clone())]);
+        Ok(ExprSimplifyResult::Simplified(
+            ScalarUDF::new_from_impl(Self::at_timezone(&self.session_zone))
+                .call(vec![placed, zone.clone()]),
+        ))
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let answer = args.return_field.data_type().clone();
         let columns = arrays(&args)?;
@@ -174,5 +199,48 @@ impl ScalarUDFImpl for ZonePlacing {
         }
         let stored: Arc<dyn Array> = Arc::new(out.finish());
         result(&args, cast(&cast(&stored, &reading)?, &answer)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{Schema, TimeUnit};
+    use datafusion::common::DFSchema;
+    use datafusion::logical_expr::col;
+
+    use super::*;
+
+    #[test]
+    fn a_zone_less_timestamp_is_placed_in_the_session_zone_while_planning() -> Result<()> {
+        let schema = Schema::new(vec![
+            Field::new(
+                "local",
+                DataType::Timestamp(TimeUnit::Millisecond, None),
+                true,
+            ),
+            Field::new(
+                "zoned",
+                DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                true,
+            ),
+        ]);
+        let info = SimplifyContext::builder()
+            .with_schema(Arc::new(DFSchema::try_from(schema)?))
+            .build();
+        let at = ZonePlacing::at_timezone("America/New_York");
+        // Written into the plan: workers make `at_timezone` with UTC for the session's zone.
+        let ExprSimplifyResult::Simplified(placed) =
+            at.simplify(vec![col("local"), lit("Asia/Tokyo")], &info)?
+        else {
+            panic!("a zone-less timestamp is placed");
+        };
+        assert_eq!(
+            placed.to_string(),
+            "at_timezone(with_timezone(local, Utf8(\"America/New_York\")), Utf8(\"Asia/Tokyo\"))"
+        );
+        // A zoned one keeps its instant wherever it runs.
+        let kept = at.simplify(vec![col("zoned"), lit("Asia/Tokyo")], &info)?;
+        assert!(matches!(kept, ExprSimplifyResult::Original(_)));
+        Ok(())
     }
 }
