@@ -26,6 +26,7 @@ pub mod lambdas;
 mod list_text;
 mod map_aggregates;
 mod map_constructor;
+mod nested_equal;
 mod precision;
 mod real_text;
 mod refusing;
@@ -121,6 +122,10 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         round_fraction_function(),
         subscript_function(),
         decimal_divide_function(),
+        text_boolean_function(),
+        byte_length_function(),
+        list_text_function(),
+        nested_equal_function(),
         checked_arithmetic_function(IntegerOperation::Add),
         checked_arithmetic_function(IntegerOperation::Subtract),
         checked_arithmetic_function(IntegerOperation::Multiply),
@@ -261,6 +266,12 @@ pub fn list_text_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(list_text::ListText::new()))
 }
 
+/// What the dialect calls for `=` of arrays, rows or maps (and `<>`, negated): NULL where a
+/// NULL inside decides nothing, as in Trino.
+pub fn nested_equal_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(nested_equal::NestedEqual::new()))
+}
+
 /// What the dialect calls for `length` of a varbinary: its bytes, as a `bigint`.
 pub fn byte_length_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(byte_length::ByteLength::new()))
@@ -286,4 +297,47 @@ pub fn round_fraction_function() -> Arc<ScalarUDF> {
 /// Trino's `substr` (also the planner's `SUBSTRING(s FROM a FOR b)`).
 pub fn substr() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(strings::Substr::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Workers find a plan's functions by name in what they register: every function the
+    /// dialect puts into plans must be there.
+    #[test]
+    fn what_the_dialect_calls_is_registered_for_the_workers() {
+        let scalars: Vec<String> = scalar_functions()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect();
+        let called = [
+            real_text_function(),
+            real_decimal_function(),
+            timestamp_text_function(),
+            wall_clock_function(),
+            time_plus_function(),
+            round_fraction_function(),
+            subscript_function(),
+            decimal_divide_function(),
+            integer_round_function(),
+            text_boolean_function(),
+            byte_length_function(),
+            list_text_function(),
+            nested_equal_function(),
+            json_to_text_function(),
+        ];
+        for function in called {
+            assert!(
+                scalars.iter().any(|n| n == function.name()),
+                "{} is not registered",
+                function.name()
+            );
+        }
+        let aggregates: Vec<String> = aggregate_functions()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect();
+        assert!(aggregates.iter().any(|n| n == SCALAR_SUBQUERY));
+    }
 }

@@ -847,7 +847,8 @@ pub(super) fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
-/// A comparison as Trino means it: a `char(n)` as if both sides were padded to one length
+/// A comparison as Trino means it: arrays, rows and maps equal or not with NULLs inside
+/// ([`sqe_functions::nested_equal_function`]), a `char(n)` as if both sides were padded to one length
 /// (without their trailing spaces: `CAST('ab' AS char(5)) = 'ab'` is true in Trino), real
 /// numbers as IEEE 754 compares them ([`ieee_comparison`]).
 fn comparison(
@@ -857,6 +858,21 @@ fn comparison(
     schema: &DFSchema,
 ) -> Result<Transformed<Expr>> {
     let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+    // Arrays, rows and maps: NULL where a NULL inside decides nothing (Arrow took NULL for
+    // equal to NULL).
+    if matches!(op, Operator::Eq | Operator::NotEq)
+        && (is_nested(&left_type) || is_nested(&right_type))
+    {
+        let equal = Expr::ScalarFunction(ScalarFunction::new_udf(
+            sqe_functions::nested_equal_function(),
+            vec![left, right],
+        ));
+        return Ok(Transformed::yes(if op == Operator::Eq {
+            equal
+        } else {
+            std::ops::Not::not(equal)
+        }));
+    }
     if is_char(&left, schema)? || is_char(&right, schema)? {
         let unpadded = |e: Expr| datafusion::functions::string::expr_fn::rtrim(vec![e, lit(" ")]);
         return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
@@ -895,6 +911,18 @@ fn comparison(
         op,
         Box::new(right),
     ))))
+}
+
+/// An array, row or map.
+fn is_nested(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Struct(_)
+            | DataType::Map(..)
+    )
 }
 
 /// `=`, `<>`, `<`, `<=`, `>` or `>=`.
