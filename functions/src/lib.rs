@@ -16,6 +16,7 @@ mod byte_length;
 mod checked;
 mod date_parse;
 mod datetime;
+mod decimal_range;
 mod decimals;
 mod error;
 mod format;
@@ -126,6 +127,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         byte_length_function(),
         list_text_function(),
         nested_equal_function(),
+        decimal_in_range_function(),
         checked_arithmetic_function(IntegerOperation::Add),
         checked_arithmetic_function(IntegerOperation::Subtract),
         checked_arithmetic_function(IntegerOperation::Multiply),
@@ -272,6 +274,14 @@ pub fn nested_equal_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(nested_equal::NestedEqual::new()))
 }
 
+/// What the dialect puts around a decimal `+` or `-` whose type is capped at 38 digits: the
+/// value, or NUMERIC_VALUE_OUT_OF_RANGE past the type's digits.
+pub fn decimal_in_range_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(
+        decimal_range::DecimalInRange::new(),
+    ))
+}
+
 /// What the dialect calls for `length` of a varbinary: its bytes, as a `bigint`.
 pub fn byte_length_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(byte_length::ByteLength::new()))
@@ -325,6 +335,7 @@ mod tests {
             byte_length_function(),
             list_text_function(),
             nested_equal_function(),
+            decimal_in_range_function(),
             json_to_text_function(),
         ];
         for function in called {

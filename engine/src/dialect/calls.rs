@@ -342,6 +342,28 @@ pub(super) fn is_decimal_quotient(left: &DataType, right: &DataType) -> bool {
     (is_decimal128(left) || is_decimal128(right)) && in_quotient(left) && in_quotient(right)
 }
 
+/// A decimal's precision and scale, or an integer's as the decimal that holds it.
+fn decimal_digits(t: &DataType) -> Option<(u8, i8)> {
+    match t {
+        DataType::Decimal128(p, s) => Some((*p, *s)),
+        other => sqe_functions::types::integer_digits(other).map(|d| (d, 0)),
+    }
+}
+
+/// Whether `left + right` (or `-`) of decimals (an integer taken as the decimal that holds
+/// it) needs more than 38 digits by Trino's rule, `max(p1 - s1, p2 - s2) + max(s1, s2) + 1`:
+/// its type is then capped at 38 and a result can exceed it.
+pub(super) fn decimal_sum_overflows_type(left: &DataType, right: &DataType) -> bool {
+    if !is_decimal_quotient(left, right) {
+        return false;
+    }
+    let (Some((p1, s1)), Some((p2, s2))) = (decimal_digits(left), decimal_digits(right)) else {
+        return false;
+    };
+    let (p1, s1, p2, s2) = (i16::from(p1), i16::from(s1), i16::from(p2), i16::from(s2));
+    (p1 - s1).max(p2 - s2) + s1.max(s2) + 1 > 38
+}
+
 /// Trino's type of `left * right` where one is a decimal and the other a decimal or an
 /// integer (taken as the decimal that holds it): `decimal(min(38, p1 + p2), s1 + s2)`; `None`
 /// for other operands.
@@ -349,11 +371,7 @@ pub(super) fn decimal_product_type(left: &DataType, right: &DataType) -> Option<
     if !is_decimal_quotient(left, right) {
         return None;
     }
-    let digits = |t: &DataType| match t {
-        DataType::Decimal128(p, s) => Some((*p, *s)),
-        other => sqe_functions::types::integer_digits(other).map(|d| (d, 0)),
-    };
-    let ((p1, s1), (p2, s2)) = (digits(left)?, digits(right)?);
+    let ((p1, s1), (p2, s2)) = (decimal_digits(left)?, decimal_digits(right)?);
     let scale = s1.checked_add(s2).filter(|s| (0..=38).contains(s))?;
     let precision = (u16::from(p1) + u16::from(p2)).min(38) as u8;
     Some(DataType::Decimal128(

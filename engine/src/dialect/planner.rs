@@ -166,6 +166,26 @@ impl ExprPlanner for TrinoPlanner {
                 expr.left, &left, expr.right, &right,
             )));
         }
+        // A sum or difference of decimals whose type is capped at 38 digits is checked against
+        // them (Arrow's addition fails only past i128).
+        if matches!(expr.op, BinaryOperator::Plus | BinaryOperator::Minus)
+            && let (Ok(left), Ok(right)) = (expr.left.get_type(schema), expr.right.get_type(schema))
+            && super::calls::decimal_sum_overflows_type(&left, &right)
+        {
+            let op = if expr.op == BinaryOperator::Plus {
+                datafusion::logical_expr::Operator::Plus
+            } else {
+                datafusion::logical_expr::Operator::Minus
+            };
+            let sum = Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+                Box::new(expr.left),
+                op,
+                Box::new(expr.right),
+            ));
+            return Ok(PlannerResult::Planned(
+                sqe_functions::decimal_in_range_function().call(vec![sum]),
+            ));
+        }
         // A product of decimals is Trino's decimal(p1 + p2, s1 + s2) (DataFusion's has a digit
         // more); the value is the same.
         if expr.op == BinaryOperator::Multiply
@@ -204,6 +224,18 @@ impl ExprPlanner for TrinoPlanner {
     }
 
     fn plan_window(&self, expr: RawWindowExpr) -> Result<PlannerResult<RawWindowExpr>> {
+        // A negative offset of lag or lead is refused, as Trino refuses it (DataFusion's lag
+        // of -1 was lead's).
+        if matches!(expr.func_def.name(), "lag" | "lead")
+            && let Some(offset) = expr.args.get(1).and_then(negative_integer)
+        {
+            return Err(datafusion::error::DataFusionError::External(Box::new(
+                crate::error::Error::invalid(
+                    crate::error::ErrorCode::InvalidFunctionArgument,
+                    format!("Offset must be at least 0, not {offset}"),
+                ),
+            )));
+        }
         if !COUNTING.contains(&expr.func_def.name()) {
             return Ok(PlannerResult::Original(expr));
         }
@@ -238,6 +270,22 @@ impl ExprPlanner for TrinoPlanner {
     fn plan_substring(&self, args: Vec<Expr>) -> Result<PlannerResult<Vec<Expr>>> {
         Ok(PlannerResult::Planned(self.substr.call(args)))
     }
+}
+
+/// A negative integer constant: a literal, negated or cast (`-1` is planned as any of these).
+fn negative_integer(expr: &Expr) -> Option<i64> {
+    fn value(e: &Expr) -> Option<i64> {
+        match e {
+            Expr::Literal(ScalarValue::Int8(Some(n)), _) => Some(i64::from(*n)),
+            Expr::Literal(ScalarValue::Int16(Some(n)), _) => Some(i64::from(*n)),
+            Expr::Literal(ScalarValue::Int32(Some(n)), _) => Some(i64::from(*n)),
+            Expr::Literal(ScalarValue::Int64(Some(n)), _) => Some(*n),
+            Expr::Negative(inner) => value(inner).and_then(i64::checked_neg),
+            Expr::Cast(Cast { expr, .. }) => value(expr),
+            _ => None,
+        }
+    }
+    value(expr).filter(|n| *n < 0)
 }
 
 /// The binary type of values that are all of it or NULL, with at least one of each.
