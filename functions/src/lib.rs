@@ -128,6 +128,10 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         list_text_function(),
         nested_equal_function(),
         decimal_in_range_function(),
+        Arc::new(ScalarUDF::new_from_impl(nested_equal::Contains::element())),
+        Arc::new(ScalarUDF::new_from_impl(
+            nested_equal::Contains::arrays_overlap(),
+        )),
         checked_arithmetic_function(IntegerOperation::Add),
         checked_arithmetic_function(IntegerOperation::Subtract),
         checked_arithmetic_function(IntegerOperation::Multiply),

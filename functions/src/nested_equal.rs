@@ -2,7 +2,8 @@
 //! decides nothing makes the answer NULL (`ARRAY[1, NULL] = ARRAY[1, NULL]` is NULL), a
 //! difference anywhere makes it false (`ARRAY[1, NULL] = ARRAY[2, NULL]` is false), and
 //! elements compare as their type's `=` does (a NaN equals nothing). Arrow's comparison took
-//! NULL for equal to NULL (true) and NaN for equal to NaN.
+//! NULL for equal to NULL (true) and NaN for equal to NaN. `contains` and `arrays_overlap`
+//! compare elements alike: true when one matches, else NULL when a NULL could have, else false.
 
 use std::sync::Arc;
 
@@ -60,6 +61,145 @@ impl ScalarUDFImpl for NestedEqual {
         let mut out = BooleanBuilder::with_capacity(left.len());
         for row in 0..left.len() {
             out.append_option(equal(left, row, right, row)?);
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// `contains(array, element)` (the dialect's `sqe_contains`) or `arrays_overlap(x, y)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Contains {
+    signature: Signature,
+    overlap: bool,
+}
+
+impl Contains {
+    pub(crate) fn element() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            overlap: false,
+        }
+    }
+
+    pub(crate) fn arrays_overlap() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            overlap: true,
+        }
+    }
+
+    fn trino_name(&self) -> &'static str {
+        if self.overlap {
+            "arrays_overlap"
+        } else {
+            "contains"
+        }
+    }
+}
+
+/// The element type of an array type (`Null` for a NULL).
+fn element_type(t: &DataType) -> Option<DataType> {
+    match t {
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            Some(f.data_type().clone())
+        }
+        DataType::Null => Some(DataType::Null),
+        _ => None,
+    }
+}
+
+fn list_of(element: DataType) -> DataType {
+    DataType::List(Arc::new(
+        datafusion::arrow::datatypes::Field::new_list_field(element, true),
+    ))
+}
+
+impl ScalarUDFImpl for Contains {
+    fn name(&self) -> &str {
+        if self.overlap {
+            "arrays_overlap"
+        } else {
+            "sqe_contains"
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let refused = || {
+            crate::args::unexpected_parameters(
+                self.trino_name(),
+                arg_types,
+                if self.overlap {
+                    "(array(T), array(T))"
+                } else {
+                    "(array(T), T)"
+                },
+            )
+        };
+        let [first, second] = arg_types else {
+            return Err(refused());
+        };
+        let element = element_type(first).ok_or_else(refused)?;
+        let other = if self.overlap {
+            element_type(second).ok_or_else(refused)?
+        } else {
+            second.clone()
+        };
+        let common = comparison_coercion(&element, &other).ok_or_else(refused)?;
+        let second = if self.overlap {
+            list_of(common.clone())
+        } else {
+            common.clone()
+        };
+        Ok(vec![list_of(common), second])
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [first, second] = columns.as_slice() else {
+            return exec_err!("{} takes two arguments", self.trino_name());
+        };
+        let null_of = |x: &ArrayRef, k: usize| x.data_type() == &DataType::Null || x.is_null(k);
+        let mut out = BooleanBuilder::with_capacity(first.len());
+        for row in 0..first.len() {
+            if null_of(first, row) || null_of(second, row) {
+                out.append_null();
+                continue;
+            }
+            let values = first.as_list::<i32>().value(row);
+            let (candidates, at): (ArrayRef, Vec<usize>) = if self.overlap {
+                let other = second.as_list::<i32>().value(row);
+                let n = other.len();
+                (other, (0..n).collect())
+            } else {
+                (Arc::clone(second), vec![row])
+            };
+            let mut unknown = false;
+            let mut found = false;
+            'search: for k in 0..values.len() {
+                for &c in &at {
+                    match equal(&values, k, &candidates, c)? {
+                        Some(true) => {
+                            found = true;
+                            break 'search;
+                        }
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+            }
+            out.append_option(if found {
+                Some(true)
+            } else {
+                (!unknown).then_some(false)
+            });
         }
         result(&args, Arc::new(out.finish()))
     }

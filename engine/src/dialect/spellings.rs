@@ -95,7 +95,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
         "CASE WHEN $1 IS NULL OR $2 IS NULL THEN NULL \
          ELSE coalesce(CAST(array_position($1, $2) AS BIGINT), 0) END",
     ),
-    ("contains", 2, "array_has($1, $2)"),
+    // NULL where a NULL element could have matched, as in Trino (`sqe_functions`).
+    ("contains", 2, "sqe_contains($1, $2)"),
     // Trino sorts NULLs last (DataFusion's default puts them first).
     ("array_sort", 1, "array_sort($1, 'ASC', 'NULLS LAST')"),
     // An array of `count` copies (DataFusion's `repeat` repeats a string).
