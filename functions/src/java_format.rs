@@ -920,14 +920,7 @@ fn integer(spec: &Spec, value: i64) -> String {
 /// Java writes a number: `-`, `+` or ` ` before it, or in parentheses.
 fn signed(spec: &Spec, negative: bool, magnitude: String, suffix: &str) -> String {
     let f = spec.flags;
-    let lead = match (negative, f.parentheses, f.plus, f.space) {
-        (true, true, _, _) => "(",
-        (true, false, _, _) => "-",
-        (false, _, true, _) => "+",
-        (false, _, _, true) => " ",
-        _ => "",
-    };
-    let trail = if negative && f.parentheses { ")" } else { "" };
+    let (lead, trail) = sign(f, negative);
     let length = lead.len() + magnitude.chars().count() + suffix.len() + trail.len();
     let zeros = if f.zero {
         spec.width.unwrap_or(0).saturating_sub(length)
@@ -935,6 +928,24 @@ fn signed(spec: &Spec, negative: bool, magnitude: String, suffix: &str) -> Strin
         0
     };
     format!("{lead}{}{magnitude}{suffix}{trail}", "0".repeat(zeros))
+}
+
+/// What Java writes before and after a number for its sign under `flags`: `-`, `+`, ` `, or
+/// parentheses around a negative one.
+fn sign(flags: Flags, negative: bool) -> (&'static str, &'static str) {
+    let lead = match (negative, flags.parentheses, flags.plus, flags.space) {
+        (true, true, _, _) => "(",
+        (true, false, _, _) => "-",
+        (false, _, true, _) => "+",
+        (false, _, _, true) => " ",
+        _ => "",
+    };
+    let trail = if negative && flags.parentheses {
+        ")"
+    } else {
+        ""
+    };
+    (lead, trail)
 }
 
 /// Digits in groups of three, as en-US writes them.
@@ -955,15 +966,7 @@ fn special(spec: &Spec, value: f64) -> Option<String> {
     let text = if value.is_nan() {
         "NaN".to_string()
     } else if value.is_infinite() {
-        let negative = value < 0.0;
-        let lead = match (negative, f.parentheses, f.plus, f.space) {
-            (true, true, _, _) => "(",
-            (true, false, _, _) => "-",
-            (false, _, true, _) => "+",
-            (false, _, _, true) => " ",
-            _ => "",
-        };
-        let trail = if negative && f.parentheses { ")" } else { "" };
+        let (lead, trail) = sign(f, value < 0.0);
         format!("{lead}Infinity{trail}")
     } else {
         return None;
@@ -1161,6 +1164,16 @@ fn floating(spec: &Spec, digits: &Digits, negative: bool, decimal: bool) -> Stri
     upper_if(spec.upper, text)
 }
 
+/// The date-time fields `of` of `value`, joined by `separator` (Java's composite conversions:
+/// `%tT` is `%tH:%tM:%tS`).
+fn fields(value: &Value, of: &str, separator: &str) -> Result<String, Refusal> {
+    Ok(of
+        .chars()
+        .map(|field| date_time(field, value))
+        .collect::<Result<Vec<_>, _>>()?
+        .join(separator))
+}
+
 /// The field `field` of a date-time conversion (`%tY`, `%tH`, …) of `value`. A value that is
 /// not a date or time is refused with an empty message (the caller names the conversion).
 fn date_time(field: char, value: &Value) -> Result<String, Refusal> {
@@ -1239,32 +1252,15 @@ fn date_time(field: char, value: &Value) -> Result<String, Refusal> {
         }
         's' => zone("InstantSeconds")?.1.timestamp().to_string(),
         'Q' => zone("InstantSeconds")?.1.timestamp_millis().to_string(),
-        'R' => format!("{}:{}", date_time('H', value)?, date_time('M', value)?),
-        'T' => format!(
-            "{}:{}:{}",
-            date_time('H', value)?,
-            date_time('M', value)?,
-            date_time('S', value)?
-        ),
+        'R' => fields(value, "HM", ":")?,
+        'T' => fields(value, "HMS", ":")?,
         'r' => format!(
-            "{}:{}:{} {}",
-            date_time('I', value)?,
-            date_time('M', value)?,
-            date_time('S', value)?,
+            "{} {}",
+            fields(value, "IMS", ":")?,
             date_time('p', value)?.to_uppercase()
         ),
-        'D' => format!(
-            "{}/{}/{}",
-            date_time('m', value)?,
-            date_time('d', value)?,
-            date_time('y', value)?
-        ),
-        'F' => format!(
-            "{}-{}-{}",
-            date_time('Y', value)?,
-            date_time('m', value)?,
-            date_time('d', value)?
-        ),
+        'D' => fields(value, "mdy", "/")?,
+        'F' => fields(value, "Ymd", "-")?,
         _ => {
             return Err(Refusal::NotSupported(format!("%t{field} (zone names)")));
         }

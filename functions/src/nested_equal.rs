@@ -166,10 +166,9 @@ impl ScalarUDFImpl for Contains {
         let [first, second] = columns.as_slice() else {
             return exec_err!("{} takes two arguments", self.trino_name());
         };
-        let null_of = |x: &ArrayRef, k: usize| x.data_type() == &DataType::Null || x.is_null(k);
         let mut out = BooleanBuilder::with_capacity(first.len());
         for row in 0..first.len() {
-            if null_of(first, row) || null_of(second, row) {
+            if is_null(first, row) || is_null(second, row) {
                 out.append_null();
                 continue;
             }
@@ -205,10 +204,14 @@ impl ScalarUDFImpl for Contains {
     }
 }
 
+/// Whether `x[k]` is NULL: an array of NULLs alone (`ARRAY[NULL]`) has no null buffer, its
+/// type says it.
+fn is_null(x: &ArrayRef, k: usize) -> bool {
+    x.data_type() == &DataType::Null || x.is_null(k)
+}
+
 /// `a[i] = b[j]` as Trino answers it: `None` where it is NULL.
 fn equal(a: &ArrayRef, i: usize, b: &ArrayRef, j: usize) -> Result<Option<bool>> {
-    // An array of NULLs alone (`ARRAY[NULL]`) has no null buffer: its type says it.
-    let is_null = |x: &ArrayRef, k: usize| x.data_type() == &DataType::Null || x.is_null(k);
     if is_null(a, i) || is_null(b, j) {
         return Ok(None);
     }
