@@ -13,13 +13,17 @@ mod arrays;
 mod bases;
 mod bounded;
 mod byte_length;
+mod case_mapping;
 mod checked;
+mod checked_cast;
 mod date_parse;
 mod datetime;
 mod decimal_range;
 mod decimals;
+mod digests;
 mod error;
 mod format;
+mod interval_text;
 mod java_format;
 mod json;
 mod json_values;
@@ -54,7 +58,9 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
+pub use checked_cast::{CHECKED_CAST, can_fail};
 pub use error::{ValueError, value_error};
+pub use interval_text::{IntervalText, MixedInterval};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
@@ -125,6 +131,8 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         decimal_divide_function(),
         text_boolean_function(),
         byte_length_function(),
+        interval_text_function(),
+        checked_cast_function(),
         list_text_function(),
         nested_equal_function(),
         decimal_in_range_function(),
@@ -144,6 +152,14 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
             format::DateTimeText::format_datetime(),
         )),
     ];
+    functions.extend(udfs(
+        [case_mapping::Case::Upper, case_mapping::Case::Lower]
+            .map(case_mapping::CaseMapping::new)
+            .into(),
+    ));
+    functions.extend(udfs(
+        digests::Hash::ALL.map(digests::HashFunction::new).into(),
+    ));
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
@@ -291,6 +307,18 @@ pub fn byte_length_function() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(byte_length::ByteLength::new()))
 }
 
+/// What the dialect calls for a `CAST` that can fail on a value ([`can_fail`]).
+pub fn checked_cast_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(checked_cast::CheckedCast::new()))
+}
+
+/// What the dialect calls for a cast of an interval to varchar (`1-2`, `3 00:00:00.000`).
+pub fn interval_text_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(
+        interval_text::IntervalToText::new(),
+    ))
+}
+
 /// What the dialect calls for `CAST(varchar AS boolean)` (Trino's spellings only):
 /// `sqe_text_boolean(text, fallible)`.
 pub fn text_boolean_function() -> Arc<ScalarUDF> {
@@ -338,6 +366,8 @@ mod tests {
             text_boolean_function(),
             byte_length_function(),
             list_text_function(),
+            interval_text_function(),
+            checked_cast_function(),
             nested_equal_function(),
             decimal_in_range_function(),
             json_to_text_function(),

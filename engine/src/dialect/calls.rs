@@ -434,7 +434,8 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         return sixteen_bytes_cast(cast, of, &target, &source);
     }
     if is_integer(target) {
-        return with_input(cast, |input| rounded(input, schema));
+        let rounded = with_input(cast, |input| rounded(input, schema))?;
+        return rounded.transform_data(|cast| checked_cast(cast, schema));
     }
     if is_text(&source) && *target == DataType::Boolean {
         // Trino's spellings only (`true`, `t`, `1`, …); Arrow's also took `yes` and `on`.
@@ -473,6 +474,10 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         // A space, not ISO's `T`, and the zone after the time.
         DataType::Timestamp(..) if to_text => Some(sqe_functions::timestamp_text_function()),
+        // `1-2` and `3 00:00:00.000`, not Arrow's `1 years 2 mons` and `3 days`.
+        DataType::Interval(_) | DataType::Duration(_) if to_text => {
+            Some(sqe_functions::interval_text_function())
+        }
         // The wall-clock reading in its zone (Arrow keeps the UTC reading), rounded to the
         // precision the cast that stays sets (it would truncate).
         DataType::Timestamp(unit, Some(_)) if matches!(target, DataType::Timestamp(_, None)) => {
@@ -520,9 +525,29 @@ fn trino_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
                     vec![input, lit(i64::from(digits))],
                 ),
             )))
-        }),
-        None => Ok(Transformed::no(cast)),
+        })?
+        .transform_data(|cast| checked_cast(cast, schema)),
+        None => checked_cast(cast, schema),
     }
+}
+
+/// A `CAST` (not `TRY_CAST`) that can fail on a value as SQE's, which fails in Trino's words
+/// and codes ([`sqe_functions::can_fail`]).
+fn checked_cast(cast: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let Expr::Cast(Cast { expr, field }) = &cast else {
+        return Ok(Transformed::no(cast));
+    };
+    let source = expr.get_type(schema)?;
+    if !sqe_functions::can_fail(&source, field.data_type()) {
+        return Ok(Transformed::no(cast));
+    }
+    let target = ScalarValue::try_from(field.data_type())?;
+    Ok(Transformed::yes(Expr::ScalarFunction(
+        ScalarFunction::new_udf(
+            sqe_functions::checked_cast_function(),
+            vec![expr.as_ref().clone(), Expr::Literal(target, None)],
+        ),
+    )))
 }
 
 /// A cast of `json` to a scalar: the cast of its text (a JSON string's own text, see
@@ -761,6 +786,60 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         ("round", [t, d]) if is_integer(t) && is_integer(d) => Some(Expr::ScalarFunction(
             ScalarFunction::new_udf(sqe_functions::integer_round_function(), call.args),
         )),
+        // Trino's decimal(p - s + 1, 0) (DataFusion's keeps p digits: decimal(3,0) for a
+        // decimal(3,2)); the rounded value always fits.
+        ("round", [DataType::Decimal128(p, s)]) if *s > 0 => Some(cast(
+            Expr::ScalarFunction(call),
+            DataType::Decimal128((i16::from(*p) - i16::from(*s) + 1).clamp(1, 38) as u8, 0),
+        )),
+        // Trino's decimal(min(38, p + 1), s): the scale kept, a digit for the carry
+        // (`round(2.55, 1)` is `2.60`; DataFusion's took the scale to the places asked for).
+        ("round", [DataType::Decimal128(p, s), d]) if is_integer(d) => {
+            let wider = DataType::Decimal128((*p + 1).min(38), *s);
+            let mut args = call.args;
+            args[0] = cast(args[0].clone(), wider.clone());
+            Some(cast(
+                Expr::ScalarFunction(ScalarFunction::new_udf(call.func, args)),
+                wider,
+            ))
+        }
+        // Trino's take and answer doubles only; DataFusion's answered a real of a real (its
+        // precision: `sqrt(REAL '2')` is 1.4142135, not 1.4142135623730951), and atan2 of
+        // integers too.
+        (name, types)
+            if DOUBLE_ONLY.contains(&name)
+                && types
+                    .iter()
+                    .any(|t| t.is_numeric() && *t != DataType::Float64) =>
+        {
+            let args = call
+                .args
+                .into_iter()
+                .zip(types)
+                .map(|(arg, t)| {
+                    if t.is_numeric() && *t != DataType::Float64 {
+                        cast(arg, DataType::Float64)
+                    } else {
+                        arg
+                    }
+                })
+                .collect();
+            Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                call.func, args,
+            )))
+        }
+        // The first argument's type and value (DataFusion answered it in the common type of
+        // both: `nullif(1, 2.0)` was the decimal 1.0).
+        ("nullif", [first, second]) if first != second && *first != DataType::Null => {
+            let mut args = call.args.into_iter();
+            match (args.next(), args.next()) {
+                (Some(value), Some(other)) => Some(
+                    datafusion::logical_expr::when(value.clone().eq(other), lit(ScalarValue::Null))
+                        .otherwise(value)?,
+                ),
+                _ => None,
+            }
+        }
         ("date_part", [_, _]) => Some(extracted(call, schema)?),
         // Trino's `sign` (spelled `signum`): -1, 0 or 1 in the argument's type (a decimal's is
         // decimal(1,0)), NaN for NaN; DataFusion's answers a double and 1 for zero.
@@ -807,6 +886,13 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
         None => Transformed::no(original),
     })
 }
+
+/// Trino's functions that take and answer only doubles (of which DataFusion's answer a real
+/// for a real).
+const DOUBLE_ONLY: [&str; 21] = [
+    "acos", "asin", "atan", "atan2", "cbrt", "cos", "cosh", "degrees", "exp", "ln", "log", "log10",
+    "log2", "pow", "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh",
+];
 
 /// A map's subscript (or `map_extract`) with its key in the map's key type (an `integer`
 /// literal for `bigint` keys; Arrow compares only equal types, and failed as an internal

@@ -3,7 +3,8 @@
 //! through the Trino routes over a stand-in `Queries`. Every case that differs is reported.
 //!
 //! A case is a statement on one line, then a line `=> <type>: <JSON value>` (the first
-//! column of the first row) or `=> error <ERROR_NAME>`. `#` starts a comment line.
+//! column of the first row) or `=> error <ERROR_NAME>`, or `=> error <ERROR_NAME>: <text>`
+//! where the message must say `<text>`. `#` starts a comment line.
 
 use std::time::Duration;
 
@@ -22,7 +23,8 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 #[derive(Debug)]
 enum Expected {
     Value { trino_type: String, value: Value },
-    Error(String),
+    /// The error's name, and text its message must contain.
+    Error(String, Option<String>),
 }
 
 #[derive(Debug)]
@@ -58,7 +60,12 @@ fn cases() -> Result<Vec<Case>, String> {
                 (Some(expected), Some((at, statement))) => {
                     let expected = expected.trim();
                     let expected = match expected.strip_prefix("error ") {
-                        Some(name) => Expected::Error(name.trim().to_string()),
+                        Some(error) => match error.split_once(": ") {
+                            Some((name, message)) => {
+                                Expected::Error(name.trim().to_string(), Some(message.to_string()))
+                            }
+                            None => Expected::Error(error.trim().to_string(), None),
+                        },
                         None => {
                             let (trino_type, value) =
                                 expected.split_once(": ").ok_or_else(|| {
@@ -152,6 +159,16 @@ const DEBUG_MARKERS: &[&str] = &[
     "Execution error",
     "Error during planning",
     "{ ",
+    // Arrow's type names, where Trino's belong.
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "Float32",
+    "Float64",
+    "Decimal128",
+    "Utf8",
+    "Date32",
 ];
 
 fn check(case: &Case, page: &Value, first: Option<&(String, Value)>) -> Option<String> {
@@ -161,12 +178,17 @@ fn check(case: &Case, page: &Value, first: Option<&(String, Value)>) -> Option<S
         return Some(format!("the message shows `{marker}`: {message}"));
     }
     match (&case.expected, error) {
-        (Expected::Error(name), Some(got)) if got == name => None,
-        (Expected::Error(name), Some(got)) => Some(format!(
+        (Expected::Error(name, expected), Some(got)) if got == name => match expected {
+            Some(expected) if !message.contains(expected.as_str()) => Some(format!(
+                "expected the message to say `{expected}`: {message}"
+            )),
+            _ => None,
+        },
+        (Expected::Error(name, _), Some(got)) => Some(format!(
             "expected error {name}, got {got}: {}",
             page["error"]["message"]
         )),
-        (Expected::Error(name), None) => Some(format!("expected error {name}, got {first:?}")),
+        (Expected::Error(name, _), None) => Some(format!("expected error {name}, got {first:?}")),
         (Expected::Value { .. }, Some(got)) => {
             Some(format!("error {got}: {}", page["error"]["message"]))
         }

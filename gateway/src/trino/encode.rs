@@ -10,19 +10,17 @@ use arrow::array::{
     OffsetSizeTrait, StructArray,
 };
 use arrow::datatypes::{
-    DataType, Date32Type, Date64Type, Decimal128Type, Decimal256Type, DurationMicrosecondType,
-    DurationMillisecondType, DurationNanosecondType, DurationSecondType, Float16Type, Float32Type,
-    Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, IntervalDayTimeType,
-    IntervalMonthDayNanoType, IntervalYearMonthType, Time32MillisecondType, Time32SecondType,
-    Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
-    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type,
-    UInt32Type, UInt64Type,
+    DataType, Date32Type, Date64Type, Decimal128Type, Decimal256Type, Float16Type, Float32Type,
+    Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, Time32MillisecondType,
+    Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 
 use sqe_engine::calendar::DisplayDate;
-use sqe_engine::dialect::types::SixteenBytes;
+use sqe_engine::dialect::types::{IntervalText, SixteenBytes};
 use sqe_engine::error::{Error, Result};
 
 /// The columns of one batch, each with its encoder chosen once from its type, so writing a
@@ -445,47 +443,13 @@ pub(crate) fn write_value(out: &mut Vec<u8>, array: &dyn Array, i: usize) -> Res
             };
             timestamp(out, value, nanos_per_unit, digits, zone.as_deref())?
         }
-        DataType::Interval(arrow::datatypes::IntervalUnit::YearMonth) => {
-            let months = array.as_primitive::<IntervalYearMonthType>().value(i);
-            year_to_month(out, months)
-        }
-        DataType::Interval(arrow::datatypes::IntervalUnit::DayTime) => {
-            let v = array.as_primitive::<IntervalDayTimeType>().value(i);
-            day_to_second(
-                out,
-                i64::from(v.days) * 86_400_000 + i64::from(v.milliseconds),
-            )
-        }
-        DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano) => {
-            let v = array.as_primitive::<IntervalMonthDayNanoType>().value(i);
-            if v.months != 0 {
-                return Err(Error::NotSupported(
-                    "an interval of months and days together: Trino's interval types hold either \
-                     years to months or days to seconds"
-                        .into(),
-                ));
+        DataType::Interval(_) | DataType::Duration(_) => match IntervalText::of(array, i) {
+            Some(Ok(text)) => {
+                let _ = write!(out, "\"{text}\"");
             }
-            day_to_second(
-                out,
-                i64::from(v.days) * 86_400_000 + v.nanoseconds / 1_000_000,
-            )
-        }
-        DataType::Duration(unit) => {
-            let millis = match unit {
-                TimeUnit::Second => array
-                    .as_primitive::<DurationSecondType>()
-                    .value(i)
-                    .saturating_mul(1000),
-                TimeUnit::Millisecond => array.as_primitive::<DurationMillisecondType>().value(i),
-                TimeUnit::Microsecond => {
-                    array.as_primitive::<DurationMicrosecondType>().value(i) / 1000
-                }
-                TimeUnit::Nanosecond => {
-                    array.as_primitive::<DurationNanosecondType>().value(i) / 1_000_000
-                }
-            };
-            day_to_second(out, millis)
-        }
+            Some(Err(mixed)) => return Err(Error::NotSupported(mixed.to_string())),
+            None => return Err(unexpected(array)),
+        },
         DataType::List(_) => list(out, array.as_list::<i32>(), i)?,
         DataType::LargeList(_) => list(out, array.as_list::<i64>(), i)?,
         DataType::FixedSizeList(..) => {
@@ -708,28 +672,6 @@ fn zone_name(zone: &str) -> &str {
         "+00:00" | "+00" | "+0000" | "Z" | "UTC" | "Etc/UTC" | "GMT" => "UTC",
         other => other,
     }
-}
-
-/// `years-months`, e.g. `1-2`, `-0-3`.
-fn year_to_month(out: &mut Vec<u8>, months: i32) {
-    let sign = if months < 0 { "-" } else { "" };
-    let months = months.unsigned_abs();
-    let _ = write!(out, "\"{sign}{}-{}\"", months / 12, months % 12);
-}
-
-/// `days hours:minutes:seconds.millis`, e.g. `1 02:03:04.005`.
-fn day_to_second(out: &mut Vec<u8>, millis: i64) {
-    let sign = if millis < 0 { "-" } else { "" };
-    let millis = millis.unsigned_abs();
-    let _ = write!(
-        out,
-        "\"{sign}{} {:02}:{:02}:{:02}.{:03}\"",
-        millis / 86_400_000,
-        millis / 3_600_000 % 24,
-        millis / 60_000 % 60,
-        millis / 1000 % 60,
-        millis % 1000
-    );
 }
 
 fn list<O: OffsetSizeTrait>(out: &mut Vec<u8>, list: &GenericListArray<O>, i: usize) -> Result<()> {
