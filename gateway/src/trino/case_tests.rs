@@ -22,7 +22,10 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 #[derive(Debug)]
 enum Expected {
-    Value { trino_type: String, value: Value },
+    Value {
+        trino_type: String,
+        value: Value,
+    },
     /// The error's name, and text its message must contain.
     Error(String, Option<String>),
 }
