@@ -629,12 +629,15 @@ impl Engine {
                 .config_mut()
                 .set_extension(Arc::new(CommitGate::default()));
         }
-        let replanning = (template.query_retries > 0
+        let merge_joins_on_exhaustion = super::query_retry::Replanning::joins(&logical)
+            && state.config().options().optimizer.prefer_hash_join;
+        let replanning = ((template.query_retries > 0 || merge_joins_on_exhaustion)
             && (insert || plain_query(template, &logical)))
         .then(|| super::query_retry::Replanning {
             state: state.clone(),
             logical: logical.clone(),
             retries: template.query_retries,
+            merge_joins_on_exhaustion,
         });
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())
