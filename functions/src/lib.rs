@@ -35,6 +35,7 @@ mod nested_equal;
 mod precision;
 mod real_text;
 mod refusing;
+mod refusing_aggregates;
 mod regex;
 mod single_row;
 mod sixteen_bytes;
@@ -176,8 +177,26 @@ fn udfs<F: datafusion::logical_expr::ScalarUDFImpl + 'static>(
         .map(|f| Arc::new(ScalarUDF::new_from_impl(f)))
 }
 
-/// The aggregate functions to register after DataFusion's defaults.
+/// The aggregate functions to register after DataFusion's defaults: DataFusion's others
+/// wrapped to refuse arguments in Trino's words, then SQE's own.
 pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
+    static WRAPPED: std::sync::LazyLock<Vec<Arc<AggregateUDF>>> = std::sync::LazyLock::new(|| {
+        let replaced: std::collections::HashSet<String> = own_aggregate_functions()
+            .iter()
+            .flat_map(|f| std::iter::once(f.name().to_string()).chain(f.aliases().iter().cloned()))
+            .collect();
+        refusing_aggregates::refusing_default_aggregates(&replaced)
+            .into_iter()
+            .map(|f| Arc::new(AggregateUDF::new_from_impl(f)))
+            .collect()
+    });
+    let mut all = WRAPPED.clone();
+    all.extend(own_aggregate_functions());
+    all
+}
+
+/// SQE's own aggregates (which keep every name and alias they share with DataFusion's).
+fn own_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
     vec![
         Arc::new(AggregateUDF::new_from_impl(
             aggregates::ApproxPercentile::new(),

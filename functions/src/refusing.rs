@@ -58,16 +58,29 @@ const LISTED: usize = 6;
 /// What `function` takes, in Trino's type names: its signature's example argument types, or
 /// else its documentation's syntax (`(array)`), or else `(...)`.
 fn expected_of(function: &ScalarUDF) -> String {
+    expected_from(
+        function.name(),
+        function.signature(),
+        function.documentation(),
+    )
+}
+
+/// What a function named `name` with `signature` and `documentation` takes (see
+/// [`expected_of`]); for aggregates too.
+pub(crate) fn expected_from(
+    name: &str,
+    signature: &Signature,
+    documentation: Option<&Documentation>,
+) -> String {
     let mut lists: Vec<String> = Vec::new();
-    for types in function.signature().type_signature.get_example_types() {
+    for types in signature.type_signature.get_example_types() {
         let list = format!("({})", crate::args::type_names(&types));
         if !lists.contains(&list) {
             lists.push(list);
         }
     }
     if lists.is_empty() {
-        let syntax = function
-            .documentation()
+        let syntax = documentation
             .map(|d| d.syntax_example.trim().to_string())
             .unwrap_or_default();
         return match syntax.find('(') {
@@ -77,7 +90,7 @@ fn expected_of(function: &ScalarUDF) -> String {
     }
     let more = lists.len() > LISTED;
     lists.truncate(LISTED);
-    let mut expected = lists.join(&format!(", {}", function.name()));
+    let mut expected = lists.join(&format!(", {name}"));
     if more {
         expected.push_str(", …");
     }
