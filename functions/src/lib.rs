@@ -39,6 +39,7 @@ mod refusing_aggregates;
 mod regex;
 mod single_row;
 mod sixteen_bytes;
+mod small_functions;
 mod strings;
 mod subscript;
 mod sums;
@@ -160,6 +161,11 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     ));
     functions.extend(udfs(
         digests::Hash::ALL.map(digests::HashFunction::new).into(),
+    ));
+    functions.extend(udfs(
+        small_functions::Small::ALL
+            .map(small_functions::SmallFunction::new)
+            .into(),
     ));
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));

@@ -1,0 +1,371 @@
+//! Trino functions of one value each that DataFusion lacks: `to_base64`, `from_base64`,
+//! `to_base64url`, `from_base64url` (varbinary and its text), `is_nan`, `is_finite`,
+//! `is_infinite` (of a double), `bitwise_left_shift`, `bitwise_right_shift`,
+//! `bitwise_right_shift_arithmetic` (of an integer, in its type) and `luhn_check` (of digits).
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanBuilder, Int64Builder, StringBuilder,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::args::{arrays, is_integer, is_string, result, unexpected_parameters};
+use crate::error::invalid_argument;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Small {
+    ToBase64,
+    FromBase64,
+    ToBase64Url,
+    FromBase64Url,
+    IsNan,
+    IsFinite,
+    IsInfinite,
+    LeftShift,
+    RightShift,
+    RightShiftArithmetic,
+    LuhnCheck,
+}
+
+impl Small {
+    pub(crate) const ALL: [Small; 11] = [
+        Small::ToBase64,
+        Small::FromBase64,
+        Small::ToBase64Url,
+        Small::FromBase64Url,
+        Small::IsNan,
+        Small::IsFinite,
+        Small::IsInfinite,
+        Small::LeftShift,
+        Small::RightShift,
+        Small::RightShiftArithmetic,
+        Small::LuhnCheck,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Small::ToBase64 => "to_base64",
+            Small::FromBase64 => "from_base64",
+            Small::ToBase64Url => "to_base64url",
+            Small::FromBase64Url => "from_base64url",
+            Small::IsNan => "is_nan",
+            Small::IsFinite => "is_finite",
+            Small::IsInfinite => "is_infinite",
+            Small::LeftShift => "bitwise_left_shift",
+            Small::RightShift => "bitwise_right_shift",
+            Small::RightShiftArithmetic => "bitwise_right_shift_arithmetic",
+            Small::LuhnCheck => "luhn_check",
+        }
+    }
+
+    /// What it takes (the types its arguments are coerced to) and answers.
+    fn types(self) -> (&'static [DataType], DataType, &'static str) {
+        match self {
+            Small::ToBase64 | Small::ToBase64Url => {
+                (&[DataType::Binary], DataType::Utf8, "(varbinary)")
+            }
+            // Trino's also take varbinary holding the text; varchar is what is written.
+            Small::FromBase64 | Small::FromBase64Url => {
+                (&[DataType::Utf8], DataType::Binary, "(varchar)")
+            }
+            Small::IsNan | Small::IsFinite | Small::IsInfinite => {
+                (&[DataType::Float64], DataType::Boolean, "(double)")
+            }
+            Small::LeftShift | Small::RightShift | Small::RightShiftArithmetic => (
+                &[DataType::Int64, DataType::Int64],
+                DataType::Int64,
+                "(bigint, bigint)",
+            ),
+            Small::LuhnCheck => (&[DataType::Utf8], DataType::Boolean, "(varchar)"),
+        }
+    }
+
+    fn shifts(self) -> bool {
+        matches!(
+            self,
+            Small::LeftShift | Small::RightShift | Small::RightShiftArithmetic
+        )
+    }
+
+    fn takes(self, arg_types: &[DataType]) -> bool {
+        let (takes, _, _) = self.types();
+        arg_types.len() == takes.len()
+            && arg_types.iter().zip(takes).all(|(t, wanted)| match wanted {
+                DataType::Binary => matches!(
+                    t,
+                    DataType::Binary
+                        | DataType::LargeBinary
+                        | DataType::BinaryView
+                        | DataType::Null
+                ),
+                DataType::Utf8 => is_string(t),
+                DataType::Float64 => t.is_numeric() || *t == DataType::Null,
+                _ => is_integer(t),
+            })
+    }
+
+    fn invoke(self, columns: &[ArrayRef]) -> Result<ArrayRef> {
+        let (takes, _, _) = self.types();
+        let Some(original) = columns.first() else {
+            return exec_err!("{} takes an argument", self.name());
+        };
+        let columns = columns
+            .iter()
+            .zip(takes)
+            .map(|(c, t)| cast(c, t))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let Some(first) = columns.first() else {
+            return exec_err!("{} takes an argument", self.name());
+        };
+        let rows = first.len();
+        Ok(match self {
+            Small::ToBase64 | Small::ToBase64Url => {
+                let bytes = first.as_binary::<i32>();
+                let mut out = StringBuilder::with_capacity(rows, bytes.value_data().len() * 2);
+                for i in 0..rows {
+                    if bytes.is_null(i) {
+                        out.append_null();
+                    } else if self == Small::ToBase64 {
+                        out.append_value(
+                            base64::engine::general_purpose::STANDARD.encode(bytes.value(i)),
+                        );
+                    } else {
+                        out.append_value(
+                            base64::engine::general_purpose::URL_SAFE.encode(bytes.value(i)),
+                        );
+                    }
+                }
+                Arc::new(out.finish())
+            }
+            Small::FromBase64 | Small::FromBase64Url => {
+                let text = first.as_string::<i32>();
+                let mut out = BinaryBuilder::with_capacity(rows, text.value_data().len());
+                for i in 0..rows {
+                    if text.is_null(i) {
+                        out.append_null();
+                        continue;
+                    }
+                    let decoded = if self == Small::FromBase64 {
+                        base64::engine::general_purpose::STANDARD.decode(text.value(i))
+                    } else {
+                        base64::engine::general_purpose::URL_SAFE.decode(text.value(i))
+                    };
+                    match decoded {
+                        Ok(bytes) => out.append_value(bytes),
+                        Err(e) => return Err(invalid_argument(format!("Invalid base64: {e}"))),
+                    }
+                }
+                Arc::new(out.finish())
+            }
+            Small::IsNan | Small::IsFinite | Small::IsInfinite => {
+                let values = first.as_primitive::<Float64Type>();
+                let test = |v: f64| match self {
+                    Small::IsNan => v.is_nan(),
+                    Small::IsFinite => v.is_finite(),
+                    _ => v.is_infinite(),
+                };
+                let answers: datafusion::arrow::array::BooleanArray =
+                    values.iter().map(|v| v.map(test)).collect();
+                Arc::new(answers)
+            }
+            Small::LeftShift | Small::RightShift | Small::RightShiftArithmetic => {
+                let Some(shifts) = columns.get(1) else {
+                    return exec_err!("{} takes two arguments", self.name());
+                };
+                let bits = integer_bits(original.data_type());
+                let values = first.as_primitive::<Int64Type>();
+                let shifts = shifts.as_primitive::<Int64Type>();
+                let mut out = Int64Builder::with_capacity(rows);
+                for i in 0..rows {
+                    if values.is_null(i) || shifts.is_null(i) {
+                        out.append_null();
+                    } else {
+                        out.append_value(shifted(self, bits, values.value(i), shifts.value(i)));
+                    }
+                }
+                // Each value fits its type again.
+                cast(&(Arc::new(out.finish()) as ArrayRef), original.data_type())?
+            }
+            Small::LuhnCheck => {
+                let text = first.as_string::<i32>();
+                let mut out = BooleanBuilder::with_capacity(rows);
+                for i in 0..rows {
+                    if text.is_null(i) {
+                        out.append_null();
+                    } else {
+                        out.append_value(luhn(text.value(i))?);
+                    }
+                }
+                Arc::new(out.finish())
+            }
+        })
+    }
+}
+
+/// Trino's shifts of an integer of `bits` bits, in its type: a shift by its width or more is 0
+/// (-1 for an arithmetic shift of a negative value); a logical right shift fills with zeros
+/// from the type's own top bit.
+fn shifted(kind: Small, bits: u32, value: i64, shift: i64) -> i64 {
+    let shift = match u32::try_from(shift) {
+        Ok(shift) if shift < bits => shift,
+        _ => {
+            return if kind == Small::RightShiftArithmetic && value < 0 {
+                -1
+            } else {
+                0
+            };
+        }
+    };
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1_u64 << bits) - 1
+    };
+    let raw = match kind {
+        Small::LeftShift => (value as u64) << shift,
+        Small::RightShift => ((value as u64) & mask) >> shift,
+        _ => return value >> shift,
+    };
+    // Back into the type's width, its top bit the sign.
+    let unused = 64 - bits;
+    (((raw & mask) << unused) as i64) >> unused
+}
+
+/// The width of an integer type.
+fn integer_bits(t: &DataType) -> u32 {
+    match t {
+        DataType::Int8 => 8,
+        DataType::Int16 => 16,
+        DataType::Int32 => 32,
+        _ => 64,
+    }
+}
+
+/// Whether `digits` passes the Luhn check; anything but digits is refused, as in Trino.
+fn luhn(digits: &str) -> Result<bool> {
+    let mut sum = 0_u32;
+    for (position, c) in digits.chars().rev().enumerate() {
+        let Some(digit) = c.to_digit(10) else {
+            return Err(invalid_argument(format!(
+                "Input contains non-digit character: {digits}"
+            )));
+        };
+        sum += if position % 2 == 1 {
+            let doubled = digit * 2;
+            if doubled > 9 { doubled - 9 } else { doubled }
+        } else {
+            digit
+        };
+    }
+    Ok(!digits.is_empty() && sum.is_multiple_of(10))
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SmallFunction {
+    kind: Small,
+    signature: Signature,
+}
+
+impl SmallFunction {
+    pub(crate) fn new(kind: Small) -> Self {
+        Self {
+            kind,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for SmallFunction {
+    fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let (takes, _, expected) = self.kind.types();
+        if !self.kind.takes(arg_types) {
+            return Err(unexpected_parameters(self.name(), arg_types, expected));
+        }
+        let mut coerced = takes.to_vec();
+        if self.kind.shifts() {
+            // The value keeps its integer type, and the answer has it (Trino's overloads).
+            coerced[0] = match &arg_types[0] {
+                t @ (DataType::Int8 | DataType::Int16 | DataType::Int32) => t.clone(),
+                _ => DataType::Int64,
+            };
+        }
+        Ok(coerced)
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first() {
+            Some(t) if self.kind.shifts() => Ok(t.clone()),
+            _ => Ok(self.kind.types().1),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let answer = self.kind.invoke(&columns)?;
+        result(&args, answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{BinaryArray, Float64Array, Int64Array, StringArray};
+
+    #[test]
+    fn each_answers_as_trinos_documentation() -> Result<()> {
+        let bytes: ArrayRef = Arc::new(BinaryArray::from(vec![&b"hi"[..], &[0xff, 0xfe][..]]));
+        let text = Small::ToBase64.invoke(&[Arc::clone(&bytes)])?;
+        assert_eq!(text.as_string::<i32>().value(0), "aGk=");
+        let url = Small::ToBase64Url.invoke(&[bytes])?;
+        assert_eq!(url.as_string::<i32>().value(1), "__4=");
+        let back = Small::FromBase64Url.invoke(&[url])?;
+        assert_eq!(back.as_binary::<i32>().value(1), &[0xff, 0xfe]);
+        let bad: ArrayRef = Arc::new(StringArray::from(vec!["*"]));
+        assert!(Small::FromBase64.invoke(&[bad]).is_err());
+
+        let reals: ArrayRef = Arc::new(Float64Array::from(vec![f64::NAN, f64::INFINITY, 1.0]));
+        let nan = Small::IsNan.invoke(&[Arc::clone(&reals)])?;
+        let finite = Small::IsFinite.invoke(&[Arc::clone(&reals)])?;
+        let infinite = Small::IsInfinite.invoke(&[reals])?;
+        let flags = |a: &ArrayRef| a.as_boolean().iter().flatten().collect::<Vec<_>>();
+        assert_eq!(flags(&nan), [true, false, false]);
+        assert_eq!(flags(&finite), [false, false, true]);
+        assert_eq!(flags(&infinite), [false, true, false]);
+
+        // Trino's examples (docs: Bitwise functions).
+        assert_eq!(shifted(Small::LeftShift, 64, 1, 2), 4);
+        assert_eq!(shifted(Small::LeftShift, 8, 7, 2), 28);
+        assert_eq!(shifted(Small::LeftShift, 8, 7, 5), -32);
+        assert_eq!(shifted(Small::RightShift, 64, 8, 3), 1);
+        assert_eq!(shifted(Small::RightShift, 64, -8, 60), 15);
+        assert_eq!(shifted(Small::RightShift, 8, -8, 2), 62);
+        assert_eq!(shifted(Small::RightShiftArithmetic, 64, -8, 2), -2);
+        assert_eq!(shifted(Small::RightShiftArithmetic, 64, -8, 70), -1);
+        assert_eq!(shifted(Small::LeftShift, 64, 1, 64), 0);
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None]));
+        let shifts: ArrayRef = Arc::new(Int64Array::from(vec![Some(3), Some(1)]));
+        let shifted_left = Small::LeftShift.invoke(&[values, shifts])?;
+        assert_eq!(shifted_left.as_primitive::<Int64Type>().value(0), 8);
+        assert!(shifted_left.is_null(1));
+
+        assert!(luhn("79927398713")?);
+        assert!(!luhn("79927398714")?);
+        assert!(luhn("12a").is_err());
+        Ok(())
+    }
+}
