@@ -24,6 +24,7 @@ mod digests;
 mod error;
 mod format;
 mod interval_text;
+mod iso8601;
 mod java_format;
 mod json;
 mod json_values;
@@ -102,6 +103,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(bases::BaseFunction::from_base())),
         // The session's zone replaces UTC here where a session is made.
         from_unixtime_function("UTC"),
+        from_iso8601_timestamp_function("UTC"),
+        Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::from_date())),
+        Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::to())),
         at_timezone_function("UTC"),
         with_timezone_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
@@ -241,6 +245,13 @@ pub fn checked_arithmetic_function(operation: IntegerOperation) -> Arc<ScalarUDF
 /// no session: the zone is in the answer's type, fixed when the plan was made.
 pub fn from_unixtime_function(session_zone: &str) -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(unixtime::FromUnixtime::new(
+        session_zone,
+    )))
+}
+
+/// Trino's `from_iso8601_timestamp`, whose text without an offset is read in `session_zone`.
+pub fn from_iso8601_timestamp_function(session_zone: &str) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::from_timestamp(
         session_zone,
     )))
 }

@@ -143,6 +143,7 @@ pub fn session_functions(context: &SessionContext) -> Vec<Arc<ScalarUDF>> {
             signature: Signature::any(1, Volatility::Immutable),
         })),
         sqe_functions::from_unixtime_function(&context.time_zone),
+        sqe_functions::from_iso8601_timestamp_function(&context.time_zone),
         sqe_functions::at_timezone_function(&context.time_zone),
         sqe_functions::with_timezone_function(&context.time_zone),
     ]
