@@ -259,8 +259,7 @@ enum Action {
     Plan {
         plan: Arc<dyn ExecutionPlan>,
         task_ctx: Arc<TaskContext>,
-        /// How to plan it again should it fail (`retry_policy = QUERY`, or with sort-merge
-        /// joins when it runs out of memory).
+        /// How to plan it again should it fail (`retry_policy = QUERY`).
         retry: Option<Box<query_retry::Replanning>>,
     },
     CreateTableAs(Box<CreateTableAs>),
@@ -375,8 +374,7 @@ impl Prepared {
     }
 
     /// A query or INSERT that runs its plan is planned again from `replanning` should a run
-    /// fail for a reason not its own, or run out of memory in a join; anything else is run
-    /// once.
+    /// fail for a reason not its own; anything else is run once.
     fn retry_with(&mut self, replanning: query_retry::Replanning) {
         if let (StatementKind::Query | StatementKind::Insert, Action::Plan { retry, .. }) =
             (self.kind, &mut self.action)

@@ -8,16 +8,10 @@
 //! run again only when its failed run had not begun to commit (its files were deleted, so it
 //! certainly added nothing); once a commit has begun its outcome may be unknown, and a second
 //! run could add the rows twice. Other writes (CREATE TABLE AS, DELETE, UPDATE, MERGE) run once.
-//!
-//! Whatever the retry policy, a query with a join whose run runs out of memory before its first
-//! row is planned once more with sort-merge joins: a hash join holds its whole build side in
-//! memory and cannot spill, while a sort-merge join's sorts spill to disk. It is slower, so only
-//! the query that needs it pays.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::common::tree_node::TreeNode;
 use datafusion::error::DataFusionError;
 use datafusion::execution::{SendableRecordBatchStream, SessionState, TaskContext};
 use datafusion::logical_expr::LogicalPlan;
@@ -36,18 +30,12 @@ use crate::query_runtime::QueryRuntime;
 const FIRST_DELAY: Duration = Duration::from_millis(100);
 const MAX_DELAY: Duration = Duration::from_secs(2);
 
-/// The wait before a query that ran out of memory runs again with sort-merge joins.
-const RELEASE_DELAY: Duration = Duration::from_secs(2);
-
 /// What a query needs to be planned again.
 pub(super) struct Replanning {
     pub(super) state: SessionState,
     pub(super) logical: LogicalPlan,
     /// Runs after the first that it may have.
     pub(super) retries: u32,
-    /// Whether a run that runs out of memory is planned again with sort-merge joins (its
-    /// logical plan joins, and its joins are hash joins so far).
-    pub(super) merge_joins_on_exhaustion: bool,
 }
 
 impl Replanning {
@@ -58,23 +46,6 @@ impl Replanning {
             .config()
             .get_extension::<CommitGate>()
             .is_some_and(|gate| gate.begun())
-    }
-
-    /// Whether `logical` has a join a sort-merge join could run in less memory.
-    pub(super) fn joins(logical: &LogicalPlan) -> bool {
-        logical
-            .exists(|node| Ok(matches!(node, LogicalPlan::Join(join) if !join.on.is_empty() || join.filter.is_some())))
-            .unwrap_or(false)
-    }
-
-    /// Plans from now on with sort-merge joins, once: whether it had not yet.
-    fn take_merge_joins(&mut self) -> bool {
-        let options = self.state.config_mut().options_mut();
-        if !self.merge_joins_on_exhaustion || !options.optimizer.prefer_hash_join {
-            return false;
-        }
-        options.optimizer.prefer_hash_join = false;
-        true
     }
 }
 
@@ -90,7 +61,7 @@ fn retryable(error: &Error) -> bool {
 /// before its first row; from that row on, the run that gave it streams on as it is.
 pub(super) fn retrying(
     first: SendableRecordBatchStream,
-    mut replanning: Replanning,
+    replanning: Replanning,
     runtime: Arc<QueryRuntime>,
     task_ctx: Arc<TaskContext>,
 ) -> SendableRecordBatchStream {
@@ -111,22 +82,6 @@ pub(super) fn retrying(
                 }
                 Some(Err(e)) => Error::from(e),
             };
-            if matches!(failure, Error::ResourcesExhausted(_))
-                && !replanning.may_have_written()
-                && replanning.take_merge_joins()
-            {
-                drop(stream);
-                tracing::warn!(
-                    error = %failure,
-                    "the query ran out of memory before sending a row; running it again with \
-                     sort-merge joins, which spill"
-                );
-                // The failed run's tasks on the workers stop when their streams are dropped;
-                // their memory must be back in the pools before the next run asks for it.
-                tokio::time::sleep(RELEASE_DELAY).await;
-                stream = run_again(&replanning, &runtime, &task_ctx).await;
-                continue;
-            }
             if retries_left == 0 || !retryable(&failure) || replanning.may_have_written() {
                 let error = DataFusionError::External(Box::new(failure));
                 return futures::stream::once(async { Err(error) }).boxed();
@@ -216,7 +171,6 @@ mod tests {
             state,
             logical,
             retries: 2,
-            merge_joins_on_exhaustion: false,
         };
         Ok((replanning, run))
     }
@@ -312,69 +266,6 @@ mod tests {
             "its rows may be in"
         );
         assert_eq!(error.map(|e| e.code()), Some(ErrorCode::RemoteHostGone));
-        Ok(())
-    }
-
-    fn out_of_memory() -> DataFusionError {
-        DataFusionError::ResourcesExhausted(
-            "Failed to allocate additional 8.0 MB for HashJoinInput".into(),
-        )
-    }
-
-    #[tokio::test]
-    async fn a_join_out_of_memory_runs_again_once_with_merge_joins() -> TestResult {
-        let (mut replanning, first) = query_and_first_run(vec![], out_of_memory()).await?;
-        replanning.retries = 0;
-        replanning.merge_joins_on_exhaustion = true;
-        let (values, error, attempts) = answer(replanning, first).await?;
-        assert!(error.is_none(), "{error:?}");
-        assert_eq!((values, attempts), (vec![1, 2, 3], 2));
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn without_a_join_running_out_of_memory_is_the_answer() -> TestResult {
-        let (mut replanning, first) = query_and_first_run(vec![], out_of_memory()).await?;
-        replanning.retries = 0;
-        assert!(!Replanning::joins(&replanning.logical));
-        let (values, error, attempts) = answer(replanning, first).await?;
-        assert_eq!((values, attempts), (Vec::<i64>::new(), 1));
-        assert_eq!(
-            error.map(|e| e.code()),
-            Some(ErrorCode::ExceededGlobalMemoryLimit)
-        );
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn merge_joins_are_planned_for_joins_only_once() -> TestResult {
-        let ctx = SessionContext::new();
-        let logical = ctx
-            .sql(
-                "SELECT a.column1 FROM (VALUES (1)) a JOIN (VALUES (1)) b ON a.column1 = b.column1",
-            )
-            .await?
-            .into_unoptimized_plan();
-        assert!(Replanning::joins(&logical));
-        let mut replanning = Replanning {
-            state: ctx.state(),
-            logical,
-            retries: 0,
-            merge_joins_on_exhaustion: true,
-        };
-        assert!(replanning.take_merge_joins());
-        assert!(
-            !replanning
-                .state
-                .config()
-                .options()
-                .optimizer
-                .prefer_hash_join
-        );
-        assert!(
-            !replanning.take_merge_joins(),
-            "a second exhaustion is the answer"
-        );
         Ok(())
     }
 

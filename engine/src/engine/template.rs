@@ -629,15 +629,12 @@ impl Engine {
                 .config_mut()
                 .set_extension(Arc::new(CommitGate::default()));
         }
-        let merge_joins_on_exhaustion = super::query_retry::Replanning::joins(&logical)
-            && state.config().options().optimizer.prefer_hash_join;
-        let replanning = ((template.query_retries > 0 || merge_joins_on_exhaustion)
+        let replanning = (template.query_retries > 0
             && (insert || plain_query(template, &logical)))
         .then(|| super::query_retry::Replanning {
             state: state.clone(),
             logical: logical.clone(),
             retries: template.query_retries,
-            merge_joins_on_exhaustion,
         });
         let mut prepared = self
             .prepare_logical(state, logical, template.properties.clone())

@@ -180,49 +180,6 @@ async fn a_sort_larger_than_the_memory_pool_spills_and_answers() -> TestResult {
 /// A worker pool that holds the sort's merge reservations but not its rows.
 const SPILLING_POOL: usize = 32 * 1024 * 1024;
 
-/// A worker pool that holds a sort-merge join's sorts' merge reservations (10 MB each, which
-/// cannot spill) beside its batches.
-const JOINING_POOL: usize = 64 * 1024 * 1024;
-
-/// A join whose build side is larger than its workers' memory pools runs out of memory as a
-/// hash join (which cannot spill), and is run again with sort-merge joins, whose sorts spill:
-/// the query answers instead of failing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_join_larger_than_the_memory_pool_runs_again_as_a_merge_join() -> TestResult {
-    let spill = tempfile::tempdir()?;
-    let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
-        workers: 2,
-        scale_factor: 0.01,
-        worker_memory_limit: Some(JOINING_POOL),
-        spill_directory: Some(spill.path().to_path_buf()),
-        ..TestCluster::options()
-    })
-    .await?;
-    // Each side: every line item 96 times, narrow (about 5.8 million rows: each worker's half
-    // of the build side is past its pool as a hash table, while a sort's batches stay small).
-    let copies = (1..=96)
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let side = format!(
-        "SELECT l_orderkey AS k, l_linenumber AS n, x FROM tpch.lineitem \
-         CROSS JOIN (VALUES {copies}) AS v(x)"
-    );
-    let sql = format!(
-        "SELECT count(*), sum(a.x + b.x) FROM ({side}) AS a \
-         JOIN ({side}) AS b ON a.k = b.k AND a.n = b.n AND a.x = b.x"
-    );
-    assert!(is_distributed(&cluster, &sql).await?, "not distributed");
-    let rows = cluster.query(&sql).await?;
-    assert_eq!(
-        render(&rows),
-        "+---------+-----------+\n| _col0   | _col1     |\n+---------+-----------+\n\
-         | 5776800 | 560349600 |\n+---------+-----------+"
-    );
-    cluster.stop().await;
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_query_past_its_max_run_time_is_stopped() -> TestResult {
     let cluster = TestCluster::start_with(sqe_gateway::local::LocalOptions {
