@@ -1,7 +1,8 @@
 //! Trino functions of one value each that DataFusion lacks: `to_base64`, `from_base64`,
 //! `to_base64url`, `from_base64url` (varbinary and its text), `is_nan`, `is_finite`,
 //! `is_infinite` (of a double), `bitwise_left_shift`, `bitwise_right_shift`,
-//! `bitwise_right_shift_arithmetic` (of an integer, in its type) and `luhn_check` (of digits).
+//! `bitwise_right_shift_arithmetic` (of an integer, in its type), `luhn_check` (of digits) and
+//! `width_bucket(x, bound1, bound2, n)`.
 
 use std::sync::Arc;
 
@@ -32,10 +33,11 @@ pub(crate) enum Small {
     RightShift,
     RightShiftArithmetic,
     LuhnCheck,
+    WidthBucket,
 }
 
 impl Small {
-    pub(crate) const ALL: [Small; 11] = [
+    pub(crate) const ALL: [Small; 12] = [
         Small::ToBase64,
         Small::FromBase64,
         Small::ToBase64Url,
@@ -47,6 +49,7 @@ impl Small {
         Small::RightShift,
         Small::RightShiftArithmetic,
         Small::LuhnCheck,
+        Small::WidthBucket,
     ];
 
     fn name(self) -> &'static str {
@@ -62,6 +65,7 @@ impl Small {
             Small::RightShift => "bitwise_right_shift",
             Small::RightShiftArithmetic => "bitwise_right_shift_arithmetic",
             Small::LuhnCheck => "luhn_check",
+            Small::WidthBucket => "width_bucket",
         }
     }
 
@@ -84,6 +88,16 @@ impl Small {
                 "(bigint, bigint)",
             ),
             Small::LuhnCheck => (&[DataType::Utf8], DataType::Boolean, "(varchar)"),
+            Small::WidthBucket => (
+                &[
+                    DataType::Float64,
+                    DataType::Float64,
+                    DataType::Float64,
+                    DataType::Int64,
+                ],
+                DataType::Int64,
+                "(double, double, double, bigint)",
+            ),
         }
     }
 
@@ -193,6 +207,31 @@ impl Small {
                 // Each value fits its type again.
                 cast(&(Arc::new(out.finish()) as ArrayRef), original.data_type())?
             }
+            Small::WidthBucket => {
+                let [_, low, high, count] = columns.as_slice() else {
+                    return exec_err!("width_bucket takes four arguments");
+                };
+                let (values, low, high) = (
+                    first.as_primitive::<Float64Type>(),
+                    low.as_primitive::<Float64Type>(),
+                    high.as_primitive::<Float64Type>(),
+                );
+                let count = count.as_primitive::<Int64Type>();
+                let mut out = Int64Builder::with_capacity(rows);
+                for i in 0..rows {
+                    if values.is_null(i) || low.is_null(i) || high.is_null(i) || count.is_null(i) {
+                        out.append_null();
+                    } else {
+                        out.append_value(width_bucket(
+                            values.value(i),
+                            low.value(i),
+                            high.value(i),
+                            count.value(i),
+                        )?);
+                    }
+                }
+                Arc::new(out.finish())
+            }
             Small::LuhnCheck => {
                 let text = first.as_string::<i32>();
                 let mut out = BooleanBuilder::with_capacity(rows);
@@ -246,6 +285,43 @@ fn integer_bits(t: &DataType) -> u32 {
         DataType::Int32 => 32,
         _ => 64,
     }
+}
+
+/// Trino's `width_bucket`: the bucket of `count` equal ones between the bounds `operand` falls
+/// in, 0 below them and `count + 1` above (counted from `bound1`, which may be the upper one).
+fn width_bucket(operand: f64, bound1: f64, bound2: f64, count: i64) -> Result<i64> {
+    let refuse = |message: &str| Err(invalid_argument(message.to_string()));
+    if count <= 0 {
+        return refuse("bucketCount must be greater than 0");
+    }
+    if operand.is_nan() {
+        return refuse("operand must not be NaN");
+    }
+    if !bound1.is_finite() {
+        return refuse("first bound must be finite");
+    }
+    if !bound2.is_finite() {
+        return refuse("second bound must be finite");
+    }
+    if bound1 == bound2 {
+        return refuse("bounds cannot equal each other");
+    }
+    let (lower, upper) = (bound1.min(bound2), bound1.max(bound2));
+    let bucket = if operand < lower {
+        0
+    } else if operand >= upper {
+        match count.checked_add(1) {
+            Some(above) => above,
+            None => return refuse("Bucket for value Infinity is out of range"),
+        }
+    } else {
+        (count as f64 * (operand - lower) / (upper - lower)) as i64 + 1
+    };
+    Ok(if bound1 > bound2 {
+        count - bucket + 1
+    } else {
+        bucket
+    })
 }
 
 /// Whether `digits` passes the Luhn check; anything but digits is refused, as in Trino.
@@ -362,6 +438,14 @@ mod tests {
         let shifted_left = Small::LeftShift.invoke(&[values, shifts])?;
         assert_eq!(shifted_left.as_primitive::<Int64Type>().value(0), 8);
         assert!(shifted_left.is_null(1));
+
+        // Trino's example (docs: Mathematical functions), and its edges.
+        assert_eq!(width_bucket(5.3, 0.2, 10.6, 5)?, 3);
+        assert_eq!(width_bucket(-1.0, 0.0, 10.0, 5)?, 0);
+        assert_eq!(width_bucket(10.0, 0.0, 10.0, 5)?, 6);
+        assert_eq!(width_bucket(1.0, 10.0, 0.0, 5)?, 5);
+        assert!(width_bucket(1.0, 1.0, 1.0, 5).is_err());
+        assert!(width_bucket(1.0, 0.0, 2.0, 0).is_err());
 
         assert!(luhn("79927398713")?);
         assert!(!luhn("79927398714")?);
