@@ -41,6 +41,7 @@ mod regex;
 mod single_row;
 mod sixteen_bytes;
 mod small_functions;
+mod split_to_map;
 mod strings;
 mod subscript;
 mod sums;
@@ -109,6 +110,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         at_timezone_function("UTC"),
         with_timezone_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
+        Arc::new(ScalarUDF::new_from_impl(split_to_map::SplitToMap::new())),
         Arc::new(ScalarUDF::new_from_impl(strings::HammingDistance::new())),
         Arc::new(ScalarUDF::new_from_impl(java_format::Format::new())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),

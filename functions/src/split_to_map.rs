@@ -1,0 +1,199 @@
+//! Trino's `split_to_map(text, entry_delimiter, key_value_delimiter)`: a `map(varchar,
+//! varchar)` of the text's entries. An entry without the key-value delimiter exactly once, or
+//! a key seen twice, is INVALID_FUNCTION_ARGUMENT; an empty text is an empty map, and a
+//! trailing entry delimiter ends the last entry.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, MapBuilder, MapFieldNames, StringBuilder,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::args::{all_text, arrays, result};
+use crate::error::invalid_argument;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SplitToMap {
+    signature: Signature,
+}
+
+impl SplitToMap {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// The map type DataFusion's `map` builds: entries of a non-null key and a value.
+fn map_type() -> DataType {
+    let entries = Fields::from(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("value", DataType::Utf8, true),
+    ]);
+    DataType::Map(
+        Arc::new(Field::new("entries", DataType::Struct(entries), false)),
+        false,
+    )
+}
+
+/// The entries of `text`, in order.
+fn entries<'a>(
+    text: &'a str,
+    entry_delimiter: &str,
+    key_value_delimiter: &str,
+) -> Result<Vec<(&'a str, &'a str)>> {
+    if entry_delimiter.is_empty() {
+        return Err(invalid_argument("entryDelimiter is empty"));
+    }
+    if key_value_delimiter.is_empty() {
+        return Err(invalid_argument("keyValueDelimiter is empty"));
+    }
+    if entry_delimiter == key_value_delimiter {
+        return Err(invalid_argument(
+            "entryDelimiter and keyValueDelimiter must not be the same",
+        ));
+    }
+    let text = text.strip_suffix(entry_delimiter).unwrap_or(text);
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for entry in text.split(entry_delimiter) {
+        let mut parts = entry.split(key_value_delimiter);
+        let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(invalid_argument(format!(
+                "Key-value delimiter must appear exactly once in each entry. Bad input: '{entry}'"
+            )));
+        };
+        if !seen.insert(key) {
+            return Err(invalid_argument(format!(
+                "Duplicate keys ({key}) are not allowed"
+            )));
+        }
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+impl ScalarUDFImpl for SplitToMap {
+    fn name(&self) -> &str {
+        "split_to_map"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if arg_types.len() != 3 {
+            return Err(crate::args::unexpected_parameters(
+                self.name(),
+                arg_types,
+                "(varchar, varchar, varchar)",
+            ));
+        }
+        all_text(self.name(), arg_types)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(map_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [text, entry_delimiters, key_value_delimiters] = columns.as_slice() else {
+            return exec_err!("split_to_map takes three arguments");
+        };
+        let (text, entry_delimiters, key_value_delimiters) = (
+            cast(text, &DataType::Utf8)?,
+            cast(entry_delimiters, &DataType::Utf8)?,
+            cast(key_value_delimiters, &DataType::Utf8)?,
+        );
+        let (text, entry_delimiters, key_value_delimiters) = (
+            text.as_string::<i32>(),
+            entry_delimiters.as_string::<i32>(),
+            key_value_delimiters.as_string::<i32>(),
+        );
+        let names = MapFieldNames {
+            entry: "entries".into(),
+            key: "key".into(),
+            value: "value".into(),
+        };
+        let mut maps = MapBuilder::new(Some(names), StringBuilder::new(), StringBuilder::new())
+            .with_values_field(Arc::new(Field::new("value", DataType::Utf8, true)));
+        for i in 0..text.len() {
+            if text.is_null(i) || entry_delimiters.is_null(i) || key_value_delimiters.is_null(i) {
+                maps.append(false)?;
+                continue;
+            }
+            for (key, value) in entries(
+                text.value(i),
+                entry_delimiters.value(i),
+                key_value_delimiters.value(i),
+            )? {
+                maps.keys().append_value(key);
+                maps.values().append_value(value);
+            }
+            maps.append(true)?;
+        }
+        let maps: ArrayRef = Arc::new(maps.finish());
+        result(&args, maps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_split_as_trinos() -> Result<()> {
+        assert_eq!(entries("a=1,b=2", ",", "=")?, [("a", "1"), ("b", "2")]);
+        assert_eq!(entries("a=1,", ",", "=")?, [("a", "1")]);
+        assert_eq!(entries("", ",", "=")?, []);
+        assert_eq!(entries("a=", ",", "=")?, [("a", "")]);
+        assert!(entries("a=1,a=2", ",", "=").is_err(), "a key twice");
+        assert!(entries("a=1=2", ",", "=").is_err(), "the delimiter twice");
+        assert!(entries("a", ",", "=").is_err(), "no delimiter");
+        assert!(entries("a=1", ",", ",").is_err(), "the same delimiters");
+        Ok(())
+    }
+
+    #[test]
+    fn the_map_has_datafusions_map_type() -> Result<()> {
+        let text: ArrayRef = Arc::new(datafusion::arrow::array::StringArray::from(vec![
+            Some("a=1"),
+            None,
+        ]));
+        let comma: ArrayRef = Arc::new(datafusion::arrow::array::StringArray::from(vec![","; 2]));
+        let equals: ArrayRef = Arc::new(datafusion::arrow::array::StringArray::from(vec!["="; 2]));
+        let args = ScalarFunctionArgs {
+            args: vec![
+                ColumnarValue::Array(text),
+                ColumnarValue::Array(comma),
+                ColumnarValue::Array(equals),
+            ],
+            arg_fields: (0..3)
+                .map(|_| Arc::new(Field::new("t", DataType::Utf8, true)))
+                .collect(),
+            number_rows: 2,
+            return_field: Arc::new(Field::new("m", map_type(), true)),
+            config_options: Arc::new(datafusion::common::config::ConfigOptions::default()),
+        };
+        let ColumnarValue::Array(maps) = SplitToMap::new().invoke_with_args(args)? else {
+            return exec_err!("an array");
+        };
+        assert_eq!(maps.data_type(), &map_type());
+        assert!(maps.is_valid(0) && maps.is_null(1));
+        assert_eq!(maps.as_map().value(0).len(), 1);
+        Ok(())
+    }
+}
