@@ -20,7 +20,7 @@ use datafusion::logical_expr::interval_arithmetic::Interval;
 use datafusion::logical_expr::preimage::PreimageResult;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::sort_properties::{ExprProperties, SortProperties};
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
+use datafusion::logical_expr::type_coercion::functions::{UDFCoercionExt, fields_with_udf};
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, Expr, ExpressionPlacement, ReturnFieldArgs, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, StructFieldMapping,
@@ -97,6 +97,27 @@ pub(crate) fn expected_from(
     expected
 }
 
+/// `arg_types` as `function`'s own signature coerces them, or Trino's refusal of them naming
+/// what it takes (`expected`); for scalar and aggregate functions alike.
+pub(crate) fn coerced_or_refused<F: UDFCoercionExt>(
+    function: &F,
+    arg_types: &[DataType],
+    expected: &str,
+) -> Result<Vec<DataType>> {
+    let fields: Vec<FieldRef> = arg_types
+        .iter()
+        .map(|t| Arc::new(Field::new(function.name(), t.clone(), true)))
+        .collect();
+    match fields_with_udf(&fields, function) {
+        Ok(coerced) => Ok(coerced.iter().map(|f| f.data_type().clone()).collect()),
+        Err(_) => Err(crate::args::unexpected_parameters(
+            function.name(),
+            arg_types,
+            expected,
+        )),
+    }
+}
+
 #[warn(clippy::missing_trait_methods)] // Forwards, so it implements every method.
 impl ScalarUDFImpl for Refusing {
     fn name(&self) -> &str {
@@ -116,18 +137,7 @@ impl ScalarUDFImpl for Refusing {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let fields: Vec<FieldRef> = arg_types
-            .iter()
-            .map(|t| Arc::new(Field::new(self.name(), t.clone(), true)))
-            .collect();
-        match fields_with_udf(&fields, self.inner.as_ref()) {
-            Ok(coerced) => Ok(coerced.iter().map(|f| f.data_type().clone()).collect()),
-            Err(_) => Err(crate::args::unexpected_parameters(
-                self.name(),
-                arg_types,
-                &self.expected,
-            )),
-        }
+        coerced_or_refused(self.inner.as_ref(), arg_types, &self.expected)
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::expr::{
     AggregateFunction, AggregateFunctionParams, WindowFunctionParams,
@@ -16,7 +16,6 @@ use datafusion::logical_expr::expr::{
 use datafusion::logical_expr::function::{
     AccumulatorArgs, AggregateFunctionSimplification, StateFieldsArgs,
 };
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, Expr, GroupsAccumulator, Operator,
@@ -159,18 +158,7 @@ impl AggregateUDFImpl for RefusingAggregate {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let fields: Vec<FieldRef> = arg_types
-            .iter()
-            .map(|t| Arc::new(Field::new(self.name(), t.clone(), true)))
-            .collect();
-        match fields_with_udf(&fields, self.inner.as_ref()) {
-            Ok(coerced) => Ok(coerced.iter().map(|f| f.data_type().clone()).collect()),
-            Err(_) => Err(crate::args::unexpected_parameters(
-                self.name(),
-                arg_types,
-                &self.expected,
-            )),
-        }
+        crate::refusing::coerced_or_refused(self.inner.as_ref(), arg_types, &self.expected)
     }
 
     fn is_descending(&self) -> Option<bool> {
