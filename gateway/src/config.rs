@@ -369,6 +369,14 @@ pub struct CoordinatorSection {
     /// Compression of query results' Arrow buffers on the Flight SQL port, unless a call asks
     /// for another with the `x-sqe-ipc-compression` header.
     pub flight_sql_compression: IpcCompression,
+    /// Flight SQL parallel endpoints: a query whose last stage runs on workers is answered
+    /// with one endpoint per partition, located at its worker, so clients read the result
+    /// straight from the workers (they must be able to reach them). A call may ask otherwise
+    /// with the `x-sqe-parallel-endpoints` header. Needs `worker_secret` (tickets are signed).
+    pub flight_sql_parallel_endpoints: bool,
+    /// How long a client has to start reading each endpoint's partition (at most 540 s: a
+    /// worker forgets a task nobody touches for ten minutes).
+    pub flight_sql_result_ticket_ttl_secs: u64,
     /// Where the web UI links a query's trace: a URL with `{trace_id}` in it (Grafana's
     /// Tempo explore view, say); unset, the UI shows the trace id without a link.
     pub ui_trace_url: Option<String>,
@@ -423,6 +431,8 @@ impl Default for CoordinatorSection {
             trino_spooling_location: None,
             trino_spooling_ttl_secs: 3600,
             flight_sql_compression: IpcCompression::None,
+            flight_sql_parallel_endpoints: true,
+            flight_sql_result_ticket_ttl_secs: 300,
             ui_trace_url: None,
         }
     }

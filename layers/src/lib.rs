@@ -58,5 +58,8 @@ pub mod timeout;
 pub mod trace;
 pub mod unreachable;
 
-pub use stack::{ChannelSettings, LayeredChannel, StackError, WorkerChannelStack, server_layers};
+pub use stack::{
+    ChannelSettings, LayeredChannel, StackError, WorkerChannelStack, server_layers,
+    server_layers_except,
+};
 pub use status::{error_chain, grpc_status_of};

@@ -221,9 +221,24 @@ pub fn server_layers(
         tower::layer::util::Stack<TraceExtractLayer, tower::layer::util::Identity>,
     >,
 > {
+    server_layers_except(node, verifier, &[])
+}
+
+/// [`server_layers`] whose token check lets the methods at `open_paths` through: their
+/// service checks a credential of its own (a worker's client-facing result DoGet).
+pub fn server_layers_except(
+    node: &str,
+    verifier: Option<Arc<TokenVerifier>>,
+    open_paths: &'static [&'static str],
+) -> ServiceBuilder<
+    tower::layer::util::Stack<
+        tower::util::Either<VerifyLayer, tower::layer::util::Identity>,
+        tower::layer::util::Stack<TraceExtractLayer, tower::layer::util::Identity>,
+    >,
+> {
     ServiceBuilder::new()
         .layer(TraceExtractLayer::new(node))
-        .option_layer(verifier.map(VerifyLayer::verifying))
+        .option_layer(verifier.map(|v| VerifyLayer::verifying_except(v, open_paths)))
 }
 
 #[cfg(test)]

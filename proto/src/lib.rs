@@ -1,5 +1,6 @@
 //! SQE's control plane (`proto/control.proto`): workers register with a coordinator, send
-//! heartbeats, and drain and deregister when they shut down.
+//! heartbeats, and drain and deregister when they shut down; the coordinator stops the result
+//! streams clients read from workers.
 //!
 //! The messages, client and server are generated from the `.proto` by tonic-prost-build on
 //! protox (a protobuf compiler in Rust, so no `protoc` is needed) and checked in under
@@ -23,9 +24,12 @@ mod generated {
 
 pub use generated::control_plane_client::ControlPlaneClient;
 pub use generated::control_plane_server::{ControlPlane, ControlPlaneServer};
+pub use generated::result_streams_client::ResultStreamsClient;
+pub use generated::result_streams_server::{ResultStreams, ResultStreamsServer};
 pub use generated::{
     DeregisterRequest, DeregisterResponse, DrainRequest, DrainResponse, HeartbeatRequest,
-    HeartbeatResponse, RegisterRequest, RegisterResponse,
+    HeartbeatResponse, RedeemedRequest, RedeemedResponse, RegisterRequest, RegisterResponse,
+    StopResultsRequest, StopResultsResponse,
 };
 
 /// The gRPC service name; every method's path starts with `/{SERVICE_NAME}/`.

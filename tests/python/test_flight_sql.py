@@ -83,6 +83,35 @@ class OpenEndpoint(unittest.TestCase):
                 cur.fetch_arrow_table()
         self.assertIn("brotli", str(refused.exception))
 
+    def test_parallel_endpoints_hold_the_coordinators_rows(self):
+        # A distributed scan is answered with one endpoint per partition of its last stage,
+        # each at its worker; the driver reads them in parallel. Through the coordinator (the
+        # header off) it is one endpoint. Same rows, same schema.
+        sql = "SELECT l_orderkey, l_linenumber, l_quantity, l_shipdate, l_comment FROM tpch.lineitem"
+        key = [("l_orderkey", "ascending"), ("l_linenumber", "ascending")]
+        self.cur.execute(sql)
+        parallel = self.cur.fetch_arrow_table()
+        partitions, schema = self.cur.adbc_execute_partitions(sql)
+        self.assertGreater(len(partitions), 1)
+        parts = []
+        for partition in partitions:
+            self.cur.adbc_read_partition(partition)
+            parts.append(self.cur.fetch_arrow_table())
+        one_by_one = pa.concat_tables(parts)
+        header = {"adbc.flight.sql.rpc.call_header.x-sqe-parallel-endpoints": "false"}
+        with connect(**header) as conn, conn.cursor() as cur:
+            single_partitions, _ = cur.adbc_execute_partitions(sql)
+            self.assertEqual(len(single_partitions), 1)
+            cur.adbc_read_partition(single_partitions[0])
+            cur.fetch_arrow_table()
+            cur.execute(sql)
+            single = cur.fetch_arrow_table()
+        self.assertEqual(single.num_rows, 60175)
+        self.assertEqual(parallel.schema, single.schema)
+        self.assertEqual(one_by_one.schema, schema)
+        self.assertTrue(parallel.sort_by(key).equals(single.sort_by(key)))
+        self.assertTrue(one_by_one.sort_by(key).equals(single.sort_by(key)))
+
     def test_ddl_runs_without_reading_its_result(self):
         # ADBC's common pattern: execute a statement on a short-lived cursor, never fetch.
         with self.conn.cursor() as cur:

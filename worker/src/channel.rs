@@ -12,6 +12,7 @@ use datafusion_distributed::{
     create_worker_client,
 };
 use sqe_layers::{LayeredChannel, WorkerChannelStack};
+use sqe_proto::{RedeemedRequest, ResultStreamsClient, StopResultsRequest};
 use url::Url;
 
 /// Resolves worker URLs to clients whose channel is the full [`WorkerChannelStack`] (trace,
@@ -25,6 +26,7 @@ pub struct SqeChannelResolver {
     stack: WorkerChannelStack,
     clients: Arc<Mutex<HashMap<Url, WorkerServiceClient<BoxCloneSyncChannel>>>>,
     observability: Arc<Mutex<HashMap<Url, ObservabilityServiceClient<LayeredChannel>>>>,
+    results: Arc<Mutex<HashMap<Url, ResultStreamsClient<LayeredChannel>>>>,
 }
 
 impl std::fmt::Debug for SqeChannelResolver {
@@ -41,6 +43,7 @@ impl SqeChannelResolver {
             stack,
             clients: Arc::default(),
             observability: Arc::default(),
+            results: Arc::default(),
         }
     }
 
@@ -69,6 +72,44 @@ impl SqeChannelResolver {
             .get_task_progress(datafusion_distributed::GetTaskProgressRequest {})
             .await?
             .into_inner())
+    }
+
+    /// Ends the streams of query `query` that clients read from `url` with `status`
+    /// ([`crate::results`]): the partitions that were being read there.
+    pub async fn stop_results(
+        &self,
+        url: &Url,
+        query: uuid::Uuid,
+        status: &tonic::Status,
+    ) -> Result<u64, tonic::Status> {
+        let mut client = self.results_client(url)?;
+        let request = StopResultsRequest {
+            query_id: query.to_string(),
+            code: status.code() as i32,
+            message: status.message().to_string(),
+        };
+        Ok(client.stop(request).await?.into_inner().stopped)
+    }
+
+    /// How many of query `query`'s result partitions clients have started to read at `url`.
+    pub async fn redeemed_results(
+        &self,
+        url: &Url,
+        query: uuid::Uuid,
+    ) -> Result<u64, tonic::Status> {
+        let mut client = self.results_client(url)?;
+        let request = RedeemedRequest {
+            query_id: query.to_string(),
+        };
+        Ok(client.redeemed(request).await?.into_inner().partitions)
+    }
+
+    fn results_client(
+        &self,
+        url: &Url,
+    ) -> Result<ResultStreamsClient<LayeredChannel>, tonic::Status> {
+        self.cached(&self.results, url, ResultStreamsClient::new)
+            .map_err(|e| tonic::Status::invalid_argument(e.to_string()))
     }
 
     /// The cached client of `url`'s observability service, built on first use.

@@ -15,7 +15,9 @@ use url::Url;
 use crate::channel::SqeChannelResolver;
 use crate::error::{NodeError, Result};
 use crate::membership::{Membership, MembershipSettings, advertised_url};
-use crate::peers::{CONTROL_PLANE_AUDIENCE, PeerSettings, channel_resolver, token_verifier};
+use crate::peers::{
+    CONTROL_PLANE_AUDIENCE, PeerSettings, channel_resolver, ticket_verifier, token_verifier,
+};
 use crate::server::{WorkerSettings, WorkerStats, build_worker, serve};
 
 /// Everything a worker node is started from.
@@ -35,6 +37,8 @@ pub struct WorkerNodeSettings {
     pub peers: PeerSettings,
     /// The coordinator it registers with and heartbeats to, if any.
     pub coordinator: Option<CoordinatorLink>,
+    /// How an error becomes the status a client reading a result here gets.
+    pub error_status: Option<crate::task_errors::ErrorStatus>,
 }
 
 /// How a worker keeps its place with a coordinator.
@@ -104,6 +108,7 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
     )?;
     // Tokens for this worker name the URL it advertises: the one it is dialled at.
     let verifier = token_verifier(&settings.peers, url.as_str())?;
+    let tickets = ticket_verifier(&settings.peers)?;
     let tls = settings
         .peers
         .tls
@@ -118,6 +123,8 @@ pub async fn start(settings: WorkerNodeSettings, listener: TcpListener) -> Resul
         spill_directory: settings.spill_directory.clone(),
         version: settings.version.clone(),
         verifier: verifier.clone(),
+        tickets,
+        error_status: settings.error_status.clone(),
         tls,
     };
     let (worker, stats) =

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
 
-use sqe_layers::auth::{TokenSigner, TokenVerifier, audience_of};
+use sqe_layers::auth::{ResultTicketVerifier, TokenSigner, TokenVerifier, audience_of};
 use sqe_layers::io_runtime::IoRuntime;
 use sqe_layers::retry::RetryPolicy;
 use sqe_layers::{ChannelSettings, WorkerChannelStack};
@@ -171,5 +171,20 @@ pub fn token_verifier(peers: &PeerSettings, audience: &str) -> Result<Option<Arc
     let verifier = TokenVerifier::new(&secrets, audience_of(audience))
         .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?
         .single_use();
+    Ok(Some(Arc::new(verifier)))
+}
+
+/// The verifier of the result tickets clients redeem at a worker: the current secret and,
+/// during rotation, the previous; `None` without a secret.
+pub fn ticket_verifier(peers: &PeerSettings) -> Result<Option<Arc<ResultTicketVerifier>>> {
+    let Some(secret) = &peers.secret else {
+        return Ok(None);
+    };
+    let mut secrets: Vec<&[u8]> = vec![secret.as_bytes()];
+    if let Some(previous) = &peers.previous_secret {
+        secrets.push(previous.as_bytes());
+    }
+    let verifier = ResultTicketVerifier::new(&secrets)
+        .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?;
     Ok(Some(Arc::new(verifier)))
 }

@@ -13,11 +13,13 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use tokio::net::TcpListener;
 
-use sqe_layers::auth::TokenVerifier;
-use sqe_layers::server_layers;
+use sqe_layers::auth::{ResultTicketVerifier, TokenVerifier};
+use sqe_layers::server_layers_except;
 use sqe_layers::stream_count::{OpenStreams, StreamCountLayer};
 
 use crate::channel::SqeChannelResolver;
+use crate::results::{RESULT_DO_GET, ResultEndpoints};
+use crate::task_errors::{ErrorStatus, classify_errors};
 use crate::task_span::{COORDINATOR_CHANNEL, EXECUTE_TASK, TaskSpanLayer};
 use sqe_iceberg::codec::SqeCodec;
 
@@ -39,6 +41,11 @@ pub struct WorkerSettings {
     pub channels: SqeChannelResolver,
     /// Checks the token on every request; `None` accepts unauthenticated requests.
     pub verifier: Option<Arc<TokenVerifier>>,
+    /// Checks the result tickets clients redeem here; `None` (no `worker_secret`) refuses them.
+    pub tickets: Option<Arc<ResultTicketVerifier>>,
+    /// How an error becomes the status a client reading a result here gets (the node's
+    /// mapping); `None` leaves datafusion-distributed's own status.
+    pub error_status: Option<ErrorStatus>,
     /// Serves over TLS (`[cluster]`); `None` in clear.
     pub tls: Option<tonic::transport::ServerTlsConfig>,
 }
@@ -157,6 +164,9 @@ pub fn build_worker(
         counted.tasks_received.fetch_add(1, Ordering::Relaxed);
         plan
     });
+    if let Some(status) = settings.error_status.clone() {
+        worker.add_on_plan_hook(move |plan| classify_errors(plan, &status));
+    }
     Ok((worker, stats))
 }
 
@@ -172,7 +182,8 @@ impl datafusion_distributed::WorkerResolver for NoPeers {
 
 /// Serves `worker` on `listener` (over TLS when configured) behind the server-side layers
 /// (trace context, token check, then the count of running task streams in `stats`) until
-/// `shutdown` completes.
+/// `shutdown` completes. Next to it, the result partitions clients redeem with a ticket
+/// instead of a token ([`crate::results`]).
 pub async fn serve(
     listener: TcpListener,
     worker: Worker,
@@ -184,19 +195,31 @@ pub async fn serve(
     if let Some(tls) = &settings.tls {
         builder = builder.tls_config(tls.clone())?;
     }
+    let results = ResultEndpoints::new(&worker, settings.tickets.clone());
     builder
         .layer(
-            server_layers(&settings.node_id, settings.verifier.clone())
-                .layer(TaskSpanLayer)
-                .layer(StreamCountLayer::new(
-                    EXECUTE_TASK,
-                    stats.task_streams.clone(),
-                ))
-                .layer(StreamCountLayer::new(
-                    COORDINATOR_CHANNEL,
-                    stats.plan_channels.clone(),
-                )),
+            server_layers_except(
+                &settings.node_id,
+                settings.verifier.clone(),
+                &[RESULT_DO_GET],
+            )
+            .layer(TaskSpanLayer)
+            .layer(StreamCountLayer::new(
+                EXECUTE_TASK,
+                stats.task_streams.clone(),
+            ))
+            .layer(StreamCountLayer::new(
+                COORDINATOR_CHANNEL,
+                stats.plan_channels.clone(),
+            ))
+            // A client reading a partition runs a task partition here too.
+            .layer(StreamCountLayer::new(
+                RESULT_DO_GET,
+                stats.task_streams.clone(),
+            )),
         )
+        .add_service(results.stops_server())
+        .add_service(results.into_flight_server())
         // Task progress for the coordinator, behind the same token check.
         .add_service(worker.with_observability_service(Arc::new(NoPeers)))
         .add_service(worker.into_worker_server())

@@ -210,15 +210,7 @@ mod tests {
         set_plan_request: Option<SetPlanRequest>,
     }
 
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct ExecuteTaskRequest {
-        #[prost(message, optional, tag = "1")]
-        task_key: Option<TaskKey>,
-        #[prost(uint64, tag = "2")]
-        target_partition_start: u64,
-        #[prost(uint64, tag = "3")]
-        target_partition_end: u64,
-    }
+    use crate::results::ExecuteTaskRequest;
 
     /// A gRPC frame: uncompressed flag, big-endian length, message.
     fn framed(message: &impl Message) -> Vec<u8> {
@@ -260,6 +252,7 @@ mod tests {
             task_key: Some(key(1, 0)),
             target_partition_start: 0,
             target_partition_end: 4,
+            none: None,
         };
         assert_eq!(
             task_head(TaskRpc::Execute, &framed(&execute)),
@@ -282,6 +275,7 @@ mod tests {
             task_key: None,
             target_partition_start: 1,
             target_partition_end: 2,
+            none: None,
         };
         assert_eq!(task_head(TaskRpc::Execute, &framed(&no_key)), None);
     }

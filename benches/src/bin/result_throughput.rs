@@ -1,5 +1,6 @@
 //! Result throughput of large scans through each client protocol: SQE's Flight SQL endpoint
-//! and its Trino JSON paging, each to a real client over loopback, beside the same plan run
+//! (through the coordinator, and in parallel endpoints read at the workers) and its Trino JSON
+//! paging, each to a real client over loopback, beside the same plan run
 //! in-process by SQE's engine (no protocol) and by single-process DataFusion over the same
 //! Parquet files. A wide result (every lineitem column) and a narrow one (one bigint column).
 //!
@@ -91,6 +92,60 @@ async fn flight_sql(target: &Target, sql: &str) -> Result<Run, Error> {
         }
         StatementResult::Update { .. } => Err("the scan reported an update".into()),
     }
+}
+
+/// Flight SQL parallel endpoints, as ADBC reads them: GetFlightInfo on the coordinator, then
+/// every endpoint at once, each straight from the worker it is located at.
+async fn flight_sql_parallel(target: &Target, sql: &str) -> Result<Run, Error> {
+    use arrow_flight::decode::FlightRecordBatchStream;
+    use arrow_flight::flight_service_client::FlightServiceClient;
+    use arrow_flight::sql::client::FlightSqlServiceClient;
+
+    let started = Instant::now();
+    let channel = tonic::transport::Endpoint::from_shared(target.uri())?
+        .connect()
+        .await?;
+    let info = FlightSqlServiceClient::new(channel)
+        .execute(sql.to_string(), None)
+        .await?;
+    if info.endpoint.len() < 2 {
+        return Err(format!(
+            "{sql}: {} endpoint, not one per partition",
+            info.endpoint.len()
+        )
+        .into());
+    }
+    let mut readers = Vec::new();
+    for endpoint in info.endpoint {
+        let ticket = endpoint.ticket.ok_or("an endpoint without a ticket")?;
+        let location = endpoint
+            .location
+            .first()
+            .ok_or("an endpoint without a location")?
+            .uri
+            .replace("grpc+tcp://", "http://");
+        readers.push(tokio::spawn(async move {
+            let channel = tonic::transport::Endpoint::from_shared(location)?
+                .connect()
+                .await?;
+            let data = FlightServiceClient::new(channel)
+                .do_get(ticket)
+                .await?
+                .into_inner();
+            let batches = FlightRecordBatchStream::new_from_flight_data(
+                data.map(|d| d.map_err(arrow_flight::error::FlightError::from)),
+            );
+            drain(started, batches).await
+        }));
+    }
+    let mut total = Run::default();
+    for reader in readers {
+        let part = reader.await??;
+        total.rows += part.rows;
+        total.bytes += part.bytes;
+    }
+    total.elapsed = started.elapsed();
+    Ok(total)
 }
 
 /// How a Trino client asks for its rows.
@@ -238,7 +293,7 @@ async fn main() -> Result<(), Error> {
     ] {
         // Warm the page cache and the connections once, then alternate the cases run by run.
         datafusion_baseline(&warehouse, sql).await?;
-        let mut results: [Vec<Run>; 6] = Default::default();
+        let mut results: [Vec<Run>; 7] = Default::default();
         for _ in 0..runs {
             results[0].push(datafusion_baseline(&warehouse, sql).await?);
             results[1].push(engine_in_process(&engine, sql).await?);
@@ -246,6 +301,7 @@ async fn main() -> Result<(), Error> {
             results[3].push(trino_json(&trino, sql, Paging::Classic { gzip: false }).await?);
             results[4].push(trino_json(&trino, sql, Paging::Classic { gzip: true }).await?);
             results[5].push(trino_json(&trino, sql, Paging::SpooledZstd).await?);
+            results[6].push(flight_sql_parallel(&target, sql).await?);
         }
         let names = [
             "DataFusion, one process, Parquet (baseline)",
@@ -254,6 +310,7 @@ async fn main() -> Result<(), Error> {
             "SQE Trino JSON paging -> HTTP client, loopback",
             "SQE Trino JSON paging, gzip -> HTTP client",
             "SQE Trino spooled json+zstd -> HTTP client",
+            "SQE Flight SQL parallel endpoints -> workers",
         ];
         println!("\n{label}: `{sql}` at SF {scale_factor}, median of {runs} runs");
         println!(

@@ -5,6 +5,7 @@ mod joins;
 mod progress;
 mod registry;
 mod tasks;
+mod worker_results;
 mod workers;
 
 use std::sync::Arc;
@@ -18,6 +19,8 @@ pub use progress::{
 };
 pub use registry::Registry;
 pub use tasks::{StageTasks, TaskLedger, TaskRouter, TaskRow};
+pub use worker_results::{ResultPartition, WorkerResults, WorkerResultsExec};
+pub(crate) use worker_results::{ServedAtWorkers, serve_at_workers};
 pub use workers::{
     Announcement, PoolResolver, PoolSettings, Registration, VersionRequirement, WorkerPool,
     WorkerState, WorkerStatus, host_port,

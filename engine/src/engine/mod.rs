@@ -66,7 +66,9 @@ use crate::cache::{
 };
 use crate::catalog::{IcebergCatalogProvider, TableLocations, check_new_name};
 use crate::cluster::{Channels, PoolResolver, WorkerPool};
-use crate::cluster::{TaskLedger, TaskRouter, WholeBuildSides};
+use crate::cluster::{
+    ServedAtWorkers, TaskLedger, TaskRouter, WholeBuildSides, WorkerResults, serve_at_workers,
+};
 use crate::commits::Commits;
 use crate::dialect::functions::{SessionContext, session_functions};
 use crate::dialect::planner::TrinoPlanner;
@@ -261,6 +263,8 @@ enum Action {
         task_ctx: Arc<TaskContext>,
         /// How to plan it again should it fail (`retry_policy = QUERY`).
         retry: Option<Box<query_retry::Replanning>>,
+        /// Its clients read its result at the workers ([`Prepared::serve_at_workers`]).
+        served: Option<Arc<ServedAtWorkers>>,
     },
     CreateTableAs(Box<CreateTableAs>),
     CreateTable {
@@ -385,7 +389,41 @@ impl Prepared {
 
     /// Planning is done: `tracker`'s query starts running this statement.
     pub fn mark_running(&self, tracker: &QueryTracker) {
+        if let Action::Plan {
+            served: Some(served),
+            ..
+        } = &self.action
+        {
+            served.report_to(Arc::clone(tracker.record()));
+        }
         tracker.started(self.task_ledger(), self.cache_use(), self.memory());
+    }
+
+    /// Has its clients read its result at the workers, one partition of its last stage each,
+    /// when it is a query whose coordinator stage would only concatenate that stage (see
+    /// [`crate::cluster::WorkerResults`]): where the partitions are, once it runs. Its stream
+    /// then yields no rows, and ends when the workers' tasks have; the result is not cached
+    /// (it never passes the coordinator) and a failed run is not retried (its clients hold
+    /// tickets to it). `schema` is the result's shape the client is told.
+    pub fn serve_at_workers(&mut self, schema: &SchemaRef) -> Option<WorkerResults> {
+        if self.kind != StatementKind::Query {
+            return None;
+        }
+        let Action::Plan {
+            plan,
+            retry,
+            served,
+            ..
+        } = &mut self.action
+        else {
+            return None;
+        };
+        let (rewritten, serving, results) = serve_at_workers(plan, schema)?;
+        *plan = rewritten;
+        *retry = None;
+        *served = Some(serving);
+        self.cache.fill = None;
+        Some(results)
     }
 
     /// The physical plan, for queries and INSERT.
@@ -954,6 +992,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                         retry: None,
+                        served: None,
                     },
                     max_run_time: None,
                     cache: ResultCacheUse::default(),
@@ -998,6 +1037,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                         retry: None,
+                        served: None,
                     },
                     max_run_time: None,
                     cache: ResultCacheUse::default(),
@@ -1026,6 +1066,7 @@ impl Engine {
                         plan,
                         task_ctx: Arc::new(TaskContext::from(&state)),
                         retry: None,
+                        served: None,
                     },
                     max_run_time: None,
                     cache: ResultCacheUse::default(),
@@ -1070,8 +1111,13 @@ impl Engine {
                 plan,
                 task_ctx,
                 retry,
+                served,
             } => {
                 let stream = self.query_runtime.execute(plan, Arc::clone(&task_ctx));
+                let stream = match served {
+                    Some(served) => served.counted(stream),
+                    None => stream,
+                };
                 let stream = match retry {
                     Some(replanning) => query_retry::retrying(
                         stream,

@@ -217,6 +217,15 @@ impl QueryRecord {
         )
     }
 
+    /// Rows and bytes its clients read elsewhere than through its stream (results read at
+    /// the workers).
+    pub(crate) fn add_output(&self, rows: u64, bytes: u64) {
+        self.update(|p| {
+            p.output_rows += rows;
+            p.output_bytes += bytes;
+        });
+    }
+
     fn update(&self, change: impl FnOnce(&mut Progress)) {
         let mut progress = self.progress.lock();
         if !progress.state.is_some_and(QueryState::is_final) {

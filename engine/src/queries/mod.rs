@@ -419,6 +419,15 @@ impl QueryHandle {
         Ok(())
     }
 
+    /// Has its clients read its result at the workers when it can
+    /// ([`crate::engine::Prepared::serve_at_workers`]); call after [`Self::describe`].
+    pub fn serve_at_workers(&mut self) -> Option<crate::cluster::WorkerResults> {
+        let Stage::Planned(Planned::Plan { prepared, .. }, described) = &mut self.stage else {
+            return None;
+        };
+        prepared.serve_at_workers(&described.schema)
+    }
+
     /// Runs it (planning it first if [`Self::describe`] has not): its output. Rows end the
     /// query when their stream ends; anything else has ended it when this returns. It holds
     /// its slot until it ends.

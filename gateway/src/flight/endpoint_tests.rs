@@ -38,7 +38,7 @@ async fn serve_compressed(
     let warehouse = tempfile::tempdir()?;
     let queries =
         sqe_engine::stand_in::queries_in(warehouse.path(), EngineSettings::default()).await?;
-    let (layer, service) = flight_service(Arc::clone(&queries), auth, compression);
+    let (layer, service) = flight_service(Arc::clone(&queries), auth, compression, None);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let router = tonic::transport::Server::builder()

@@ -14,6 +14,7 @@ mod server;
 pub(crate) mod service;
 mod sessions;
 mod statements;
+pub(crate) mod worker_results;
 
 #[cfg(test)]
 mod endpoint_tests;
@@ -29,17 +30,24 @@ use uuid::Uuid;
 use crate::client_auth::ClientAuth;
 use crate::config::IpcCompression;
 use sqe_engine::queries::Queries;
+use worker_results::ResultsAtWorkers;
 
 /// The Flight SQL service over `queries`, with its client authentication layer.
 pub(crate) fn flight_service(
     queries: Arc<Queries>,
     auth: Arc<ClientAuth>,
     compression: IpcCompression,
+    at_workers: Option<Arc<ResultsAtWorkers>>,
 ) -> (ClientAuthLayer, SqeFlightService) {
     let layer = client_auth_layer(Arc::clone(&auth));
     (
         layer,
-        SqeFlightService::new(SqeFlightSqlService::new(queries, auth, compression)),
+        SqeFlightService::new(SqeFlightSqlService::new(
+            queries,
+            auth,
+            compression,
+            at_workers,
+        )),
     )
 }
 

@@ -54,6 +54,7 @@ use super::protocol::{
 use super::read_ahead::{Execution, ReadAhead};
 use super::sessions::Sessions;
 use super::statements::{Cancelled, Planned, PreparedStatement, RunningGuard, Statements, Work};
+use super::worker_results::{AtWorkers, ResultsAtWorkers};
 use crate::client_auth::{ClientAuth, Principal};
 use crate::config::IpcCompression;
 use sqe_engine::engine::{Engine, IfExists, IfMissing, IngestTarget};
@@ -82,6 +83,9 @@ pub(crate) struct SqeFlightSqlService {
     statements: Arc<Statements>,
     /// How query results' buffers are compressed unless a call asks otherwise.
     compression: IpcCompression,
+    /// Serving results at the workers (parallel endpoints); `None` when off or impossible
+    /// (no worker_secret to sign tickets with).
+    at_workers: Option<Arc<ResultsAtWorkers>>,
 }
 
 /// The call header that picks a result's IPC compression (`none`, `lz4` or `zstd`) over the
@@ -93,6 +97,7 @@ impl SqeFlightSqlService {
         queries: Arc<Queries>,
         auth: Arc<ClientAuth>,
         compression: IpcCompression,
+        at_workers: Option<Arc<ResultsAtWorkers>>,
     ) -> Self {
         Self {
             queries,
@@ -100,7 +105,17 @@ impl SqeFlightSqlService {
             sessions: Sessions::default(),
             statements: Arc::default(),
             compression,
+            at_workers,
         }
+    }
+
+    /// The statement a FlightInfo's tickets are for: a coordinator ticket's handle, or the
+    /// statement a result ticket at the workers names.
+    fn statement_of(&self, info: &FlightInfo) -> Option<Uuid> {
+        ticket_handle(info).or_else(|| {
+            let ticket = info.endpoint.first()?.ticket.as_ref()?;
+            self.at_workers.as_ref()?.statement_of(&ticket.ticket)
+        })
     }
 
     /// The IPC options of a result for `request`: its compression header, else the port's.
@@ -179,6 +194,7 @@ impl SqeFlightSqlService {
         principal: Principal,
         descriptor: FlightDescriptor,
         start: Start,
+        at_workers: Option<AtWorkers>,
     ) -> Result<(FlightInfo, Option<Execution>), Status> {
         // Over the user's share nothing is planned, let alone run (a write would be applied
         // and then reported refused).
@@ -199,21 +215,28 @@ impl SqeFlightSqlService {
                 }
             }
             (None, Start::OnDoGet) => {
+                if let Some(at_workers) = at_workers
+                    && let Some(located) = handle.serve_at_workers()
+                {
+                    // Its clients read the result at the workers: it runs now, and no
+                    // ticket of the coordinator's is kept for it.
+                    let canceller = handle.canceller();
+                    let (running, stream, _) = self.run_now(handle, id, &principal, &span).await?;
+                    let info = at_workers
+                        .serve(id, &described.schema, stream, located, running, canceller)
+                        .instrument(span)
+                        .await?
+                        .with_descriptor(descriptor);
+                    return Ok((info, None));
+                }
                 // Waiting for its DoGet it runs nothing: its slot is for others meanwhile.
                 handle.park();
                 Work::Run(Box::new(handle))
             }
             (None, Start::Now) => {
                 let record = handle.record();
-                let running = self
-                    .statements
-                    .start(id, principal.clone(), &handle)
-                    .ok_or_else(|| Status::internal("the statement has already run"))?;
-                let output = handle.run().instrument(span.clone()).await?;
-                let Output::Rows(stream) = output.output else {
-                    return Err(Status::internal("a query returned no rows"));
-                };
-                let memory = output.memory.map(|m| m as Arc<dyn MemoryPool>);
+                let (running, stream, memory) = self.run_now(handle, id, &principal, &span).await?;
+                let memory = memory.map(|m| m as Arc<dyn MemoryPool>);
                 let (rows, run) =
                     span.in_scope(|| ReadAhead::spawn(stream, memory, record, running));
                 execution = Some(run);
@@ -234,6 +257,34 @@ impl SqeFlightSqlService {
             None => info,
         };
         Ok((info, execution))
+    }
+
+    /// Runs query `handle` now, registered as running statement `id` for as long as the
+    /// guard lives: its rows and its share of the memory pool.
+    async fn run_now(
+        &self,
+        handle: QueryHandle,
+        id: Uuid,
+        principal: &Principal,
+        span: &tracing::Span,
+    ) -> Result<
+        (
+            RunningGuard,
+            SendableRecordBatchStream,
+            Option<Arc<dyn MemoryPool>>,
+        ),
+        Status,
+    > {
+        let running = self
+            .statements
+            .start(id, principal.clone(), &handle)
+            .ok_or_else(|| Status::internal("the statement has already run"))?;
+        let output = handle.run().instrument(span.clone()).await?;
+        let Output::Rows(stream) = output.output else {
+            return Err(Status::internal("a query returned no rows"));
+        };
+        let memory = output.memory.map(|m| m as Arc<dyn MemoryPool>);
+        Ok((running, stream, memory))
     }
 
     /// Plans a polled statement: a query starts at once ([`super::read_ahead`]); anything
@@ -259,7 +310,7 @@ impl SqeFlightSqlService {
         };
         let principal = principal(&request);
         let (info, execution) = self
-            .planned_info(handle, principal, request.into_inner(), Start::Now)
+            .planned_info(handle, principal, request.into_inner(), Start::Now, None)
             .await?;
         Ok(match execution {
             Some(execution) => Polled::Running(info, execution),
@@ -274,8 +325,18 @@ impl SqeFlightSqlService {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let principal = principal(&request);
+        let at_workers = match &self.at_workers {
+            Some(results) => results.for_call(request.metadata())?,
+            None => None,
+        };
         let (info, _) = self
-            .planned_info(handle, principal, request.into_inner(), Start::OnDoGet)
+            .planned_info(
+                handle,
+                principal,
+                request.into_inner(),
+                Start::OnDoGet,
+                at_workers,
+            )
             .await?;
         Ok(Response::new(info))
     }
@@ -1028,7 +1089,8 @@ impl FlightSqlService for SqeFlightSqlService {
     ) -> Result<ActionCancelQueryResult, Status> {
         let info = FlightInfo::decode(query.info.as_ref())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let id = ticket_handle(&info)
+        let id = self
+            .statement_of(&info)
             .ok_or_else(|| Status::invalid_argument("not a statement of this server"))?;
         // The deprecated action shares CancelFlightInfo's status numbers.
         let result = cancel_result(self.statements.cancel(&id));
@@ -1147,7 +1209,7 @@ impl FlightSqlService for SqeFlightSqlService {
                     let status = request
                         .info
                         .as_ref()
-                        .and_then(ticket_handle)
+                        .and_then(|info| self.statement_of(info))
                         .map(|id| cancel_result(self.statements.cancel(&id)))
                         .ok_or_else(|| Status::not_found("not a statement of this server"))?;
                     (
@@ -1160,7 +1222,8 @@ impl FlightSqlService for SqeFlightSqlService {
                 QUERY_PROGRESS => {
                     let info = FlightInfo::decode(action.body.as_ref())
                         .map_err(|e| Status::invalid_argument(e.to_string()))?;
-                    let record = ticket_handle(&info)
+                    let record = self
+                        .statement_of(&info)
                         .and_then(|id| self.statements.running_record(&id, &caller))
                         .ok_or_else(|| {
                             Status::not_found("no statement of yours streams under this ticket")

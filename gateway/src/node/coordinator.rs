@@ -14,11 +14,11 @@ use sqe_engine::history::HistorySettings;
 use sqe_engine::metadata::NodeIdentity;
 use sqe_engine::queries::Queries;
 use sqe_iceberg::storage::LOCAL_ROOT_PROP;
-use sqe_layers::auth::{TokenVerifier, VerifyLayer};
+use sqe_layers::auth::{ResultTicketSigner, TokenVerifier, VerifyLayer};
 use sqe_layers::serve::Servers;
 use sqe_proto::ControlPlaneServer;
 use sqe_worker::channel::SqeChannelResolver;
-use sqe_worker::peers::{CONTROL_PLANE_AUDIENCE, channel_resolver, token_verifier};
+use sqe_worker::peers::{CONTROL_PLANE_AUDIENCE, PeerSettings, channel_resolver, token_verifier};
 use tokio::net::TcpListener;
 use tower::Layer;
 use url::Url;
@@ -28,6 +28,7 @@ use super::task_progress::WorkerTaskProgress;
 use super::{bind, build_version};
 use crate::client_auth::ClientAuth;
 use crate::config::{CoordinatorConfig, CoordinatorSection, IpcCompression, WorkerVersionPolicy};
+use crate::flight::worker_results::ResultsAtWorkers;
 use crate::flight::{flight_service, flight_sql_server};
 use crate::http_server::{self, HttpLimits};
 use crate::observe::{CoordinatorObserved, PeerCalls};
@@ -157,6 +158,7 @@ pub async fn start_coordinator_on(
     let settings = engine_settings(config, storage_props, client_uri, table_locations);
     let peer_calls = PeerCalls::of(channels.stack());
     let progress_source = Arc::new(WorkerTaskProgress(channels.clone()));
+    let at_workers = results_at_workers(&config.coordinator, &peers, &channels)?;
     let engine = Engine::new(settings, catalog, Arc::clone(&workers), Arc::new(channels)).await?;
     engine.watch_task_progress(progress_source, TASK_PROGRESS_INTERVAL);
     // A Trino transaction goes when its client does (as its queries do).
@@ -179,6 +181,7 @@ pub async fn start_coordinator_on(
             &queries,
             &client_auth,
             config.coordinator.flight_sql_compression,
+            at_workers,
         ),
         registry,
         verifier.clone(),
@@ -357,17 +360,62 @@ fn engine_settings(
     }
 }
 
+/// The longest life of a result ticket: a worker forgets a task nobody has touched for ten
+/// minutes (datafusion-distributed's cache), so a ticket must be redeemed well before.
+const MAX_RESULT_TICKET_TTL: Duration = Duration::from_secs(540);
+
+/// Flight SQL parallel endpoints, when on and possible: tickets need the cluster's secret.
+fn results_at_workers(
+    config: &CoordinatorSection,
+    peers: &PeerSettings,
+    channels: &SqeChannelResolver,
+) -> Result<Option<Arc<ResultsAtWorkers>>> {
+    if !config.flight_sql_parallel_endpoints {
+        return Ok(None);
+    }
+    let ttl = Duration::from_secs(config.flight_sql_result_ticket_ttl_secs);
+    if ttl.is_zero() || ttl > MAX_RESULT_TICKET_TTL {
+        return Err(ConfigError::Invalid(format!(
+            "coordinator.flight_sql_result_ticket_ttl_secs: 1 to {}",
+            MAX_RESULT_TICKET_TTL.as_secs()
+        ))
+        .into());
+    }
+    let Some(secret) = &peers.secret else {
+        tracing::warn!(
+            "flight_sql_parallel_endpoints needs worker_secret to sign result tickets: results \
+             go through the coordinator"
+        );
+        return Ok(None);
+    };
+    let signer = ResultTicketSigner::new(secret.as_bytes(), ttl)
+        .map_err(|e| ConfigError::Invalid(format!("worker_secret: {e}")))?;
+    Ok(Some(Arc::new(ResultsAtWorkers::new(
+        signer,
+        channels.clone(),
+    ))))
+}
+
 /// Flight SQL, with the control plane workers register on, on one port.
 fn serve_flight(
     servers: &mut Servers,
     listener: TcpListener,
-    (queries, client_auth, compression): (&Arc<Queries>, &Arc<ClientAuth>, IpcCompression),
+    (queries, client_auth, compression, at_workers): (
+        &Arc<Queries>,
+        &Arc<ClientAuth>,
+        IpcCompression,
+        Option<Arc<ResultsAtWorkers>>,
+    ),
     registry: ControlPlaneServer<Registry>,
     verifier: Option<Arc<TokenVerifier>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
 ) -> Result<()> {
-    let (auth_layer, service) =
-        flight_service(Arc::clone(queries), Arc::clone(client_auth), compression);
+    let (auth_layer, service) = flight_service(
+        Arc::clone(queries),
+        Arc::clone(client_auth),
+        compression,
+        at_workers,
+    );
     let service = flight_sql_server(service);
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {

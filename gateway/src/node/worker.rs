@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::error::{StartError, StartResult as Result};
 use sqe_worker::node::{CoordinatorLink, RunningWorker, WorkerNodeSettings, default_node_id};
+use sqe_worker::task_errors::ErrorStatus;
 use tokio::net::TcpListener;
 
 use super::build_version;
@@ -47,6 +48,10 @@ fn settings(config: &WorkerConfig) -> Result<WorkerNodeSettings> {
             shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),
             drain_timeout: Duration::from_secs(w.drain_timeout_secs),
         }),
+        // A client reading a result at the worker gets the coordinator's classification.
+        error_status: Some(ErrorStatus::new(|error| {
+            tonic::Status::from(sqe_engine::error::Error::from(error))
+        })),
     })
 }
 

@@ -24,6 +24,7 @@ use crate::flight::protocol::{
     SESSION_COOKIE, SET_SESSION_OPTIONS, SessionOptionValue, SetSessionOptionsRequest,
     SetSessionOptionsResult, parse_update_type, session_option_value::OptionValue,
 };
+use crate::flight::worker_results::PARALLEL_ENDPOINTS_HEADER;
 
 /// Where the coordinator is and how to reach it.
 #[derive(Clone, Debug)]
@@ -166,6 +167,12 @@ impl Connection {
         metadata.insert(
             "cookie",
             header_value(&format!("{SESSION_COOKIE}={}", self.session), "session")?,
+        );
+        // The shell reads results through the coordinator, the one address it was given
+        // (workers may be out of its reach).
+        metadata.insert(
+            PARALLEL_ENDPOINTS_HEADER,
+            header_value("false", "parallel endpoints")?,
         );
         Ok(request)
     }

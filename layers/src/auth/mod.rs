@@ -20,9 +20,13 @@
 
 mod client;
 mod replay;
+mod result_ticket;
 mod server;
 mod token;
 
 pub use client::{Auth, AuthFuture, AuthLayer, audience_of};
+pub use result_ticket::{
+    RESULT_AUDIENCE, ResultTicket, ResultTicketSigner, ResultTicketVerifier, TicketError,
+};
 pub use server::{Verify, VerifyFuture, VerifyLayer, VerifyToken};
 pub use token::{AuthError, Claims, MIN_SECRET_BYTES, TokenSigner, TokenVerifier, VerifierStats};

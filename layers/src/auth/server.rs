@@ -21,7 +21,19 @@ pub type VerifyFuture<F> = AuthorizeFuture<F>;
 impl VerifyLayer {
     /// Checks tokens with `verifier`.
     pub fn verifying(verifier: Arc<TokenVerifier>) -> Self {
-        AuthorizeLayer::new(VerifyToken { verifier })
+        Self::verifying_except(verifier, &[])
+    }
+
+    /// Checks tokens with `verifier`, except on the methods at `open_paths`: those carry a
+    /// credential of their own, which their service checks (a client's result ticket).
+    pub fn verifying_except(
+        verifier: Arc<TokenVerifier>,
+        open_paths: &'static [&'static str],
+    ) -> Self {
+        AuthorizeLayer::new(VerifyToken {
+            verifier,
+            open_paths,
+        })
     }
 }
 
@@ -29,6 +41,7 @@ impl VerifyLayer {
 #[derive(Debug, Clone)]
 pub struct VerifyToken {
     verifier: Arc<TokenVerifier>,
+    open_paths: &'static [&'static str],
 }
 
 fn bearer<B>(request: &Request<B>) -> Result<&str, AuthError> {
@@ -46,6 +59,9 @@ fn bearer<B>(request: &Request<B>) -> Result<&str, AuthError> {
 
 impl<B> Authorize<B> for VerifyToken {
     fn authorize(&self, request: &mut Request<B>) -> Result<(), Status> {
+        if self.open_paths.contains(&request.uri().path()) {
+            return Ok(());
+        }
         match bearer(request).and_then(|token| self.verifier.verify(token)) {
             Ok(claims) => {
                 request.extensions_mut().insert(claims);
@@ -127,6 +143,34 @@ mod tests {
             seen.extensions().get::<Claims>().map(|c| c.iss.as_str()),
             Some("worker-2")
         );
+        reply.send_response(Response::new(Body::empty()));
+        assert!(grpc_status_of(call.await?.headers()).is_none());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn open_paths_pass_without_a_token_and_no_other_does() -> Result<(), tower::BoxError> {
+        let verifier = Arc::new(TokenVerifier::new(
+            &[b"the-cluster-secret".as_slice()],
+            "sqe-worker",
+        )?);
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let layer = VerifyLayer::verifying_except(verifier, &["/results/DoGet"]);
+        let mut service = layer.layer(service);
+        let refused = Request::builder()
+            .uri("/results/DoPut")
+            .body(Body::empty())?;
+        let response = service.ready().await?.call(refused).await?;
+        let status = grpc_status_of(response.headers()).ok_or("no status")?;
+        assert_eq!(status.code(), Code::Unauthenticated);
+
+        let open = Request::builder()
+            .uri("/results/DoGet")
+            .body(Body::empty())?;
+        let call = service.ready().await?.call(open);
+        let (seen, reply) = handle.next_request().await.ok_or("no request")?;
+        assert_eq!(seen.uri().path(), "/results/DoGet");
+        assert!(seen.extensions().get::<Claims>().is_none());
         reply.send_response(Response::new(Body::empty()));
         assert!(grpc_status_of(call.await?.headers()).is_none());
         Ok(())

@@ -67,6 +67,8 @@ async fn the_chart_renders_valid_manifests_and_configs_sqe_accepts() -> TestResu
         coordinator.coordinator.trino_spooling_location.as_deref(),
         Some("s3://warehouse/spool")
     );
+    // Clients outside the cluster reach the coordinator Service only.
+    assert!(!coordinator.coordinator.flight_sql_parallel_endpoints);
     assert!(!coordinator.coordinator.allow_unauthenticated_workers);
     assert_eq!(
         coordinator.worker_secret()?.as_deref(),

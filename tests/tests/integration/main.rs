@@ -14,6 +14,7 @@ mod helm_chart;
 mod lifecycle;
 mod maintenance;
 mod membership;
+mod parallel_endpoints;
 mod processes;
 mod rest_stack;
 mod result_cache;

@@ -50,6 +50,7 @@ async fn start_workers(
             spill_directory: None,
             peers: unauthenticated_peers(),
             coordinator: None,
+            error_status: None,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         workers.push(sqe_worker::node::start(settings, listener).await?);
