@@ -51,7 +51,7 @@ pub mod retry;
 pub mod rpc_metrics;
 pub mod serve;
 mod stack;
-mod status;
+pub mod status;
 pub mod stream_count;
 pub mod task;
 pub mod timeout;

@@ -44,6 +44,9 @@ CASES = [
         Status.INVALID_ARGUMENT,
     ),
     ("SELECT sum(l_orderkey + 9223372036800000000) FROM tpch.lineitem", "NUMERIC_VALUE_OUT_OF_RANGE", Status.INVALID_ARGUMENT),
+    # A function's refusal in the workers' tasks (read through the coordinator on the Trino
+    # port, at the workers over Flight SQL).
+    ("SELECT from_base64(l_comment) FROM tpch.lineitem", "INVALID_FUNCTION_ARGUMENT", Status.INVALID_ARGUMENT),
     ("CREATE EXTERNAL TABLE x STORED AS PARQUET LOCATION '/tmp/x'", "NOT_SUPPORTED", Status.NOT_IMPLEMENTED),
     (ENDLESS, "EXCEEDED_TIME_LIMIT", Status.TIMEOUT),
     (HUNGRY, "EXCEEDED_GLOBAL_MEMORY_LIMIT", None),

@@ -26,7 +26,7 @@ use datafusion_distributed::{
 };
 use futures::StreamExt;
 use prost::Message;
-use serde::{Deserialize, Serialize};
+use sqe_layers::status::{status_from_context, status_in_context};
 use tonic::Status;
 
 /// How a node turns an error into the status a client gets.
@@ -47,53 +47,6 @@ impl std::fmt::Debug for ErrorStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ErrorStatus")
     }
-}
-
-/// What starts the context text that carries a status.
-const MARKER: &str = "sqe-status ";
-
-/// A status as the context text carries it.
-#[derive(Serialize, Deserialize)]
-struct CarriedStatus {
-    code: i32,
-    message: String,
-    /// Its ASCII metadata (the error's Trino name, its location).
-    metadata: Vec<(String, String)>,
-}
-
-fn carry(status: &Status) -> String {
-    let metadata = status
-        .metadata()
-        .iter()
-        .filter_map(|entry| match entry {
-            tonic::metadata::KeyAndValueRef::Ascii(key, value) => value
-                .to_str()
-                .ok()
-                .map(|value| (key.as_str().to_string(), value.to_string())),
-            tonic::metadata::KeyAndValueRef::Binary(..) => None,
-        })
-        .collect();
-    let carried = CarriedStatus {
-        code: status.code() as i32,
-        message: status.message().to_string(),
-        metadata,
-    };
-    let json = serde_json::to_string(&carried).unwrap_or_default();
-    format!("{MARKER}{json}")
-}
-
-fn carried(context: &str) -> Option<Status> {
-    let carried: CarriedStatus = serde_json::from_str(context.strip_prefix(MARKER)?).ok()?;
-    let mut status = Status::new(tonic::Code::from_i32(carried.code), carried.message);
-    for (key, value) in carried.metadata {
-        if let (Ok(key), Ok(value)) = (
-            tonic::metadata::AsciiMetadataKey::from_bytes(key.as_bytes()),
-            value.parse(),
-        ) {
-            status.metadata_mut().insert(key, value);
-        }
-    }
-    Some(status)
 }
 
 /// The parts of datafusion-distributed's error encoding a carried status is found in: the
@@ -127,7 +80,7 @@ pub fn status_in(task_status: &Status) -> Option<Status> {
     for _ in 0..64 {
         let error = next?;
         if let Some(context) = error.context {
-            if let Some(status) = carried(&context.context) {
+            if let Some(status) = status_from_context(&context.context) {
                 return Some(status);
             }
             next = context.error.map(|e| *e);
@@ -166,7 +119,10 @@ pub fn classify_errors(
 fn classify(error: DataFusionError, status: &ErrorStatus) -> DataFusionError {
     let shared = Arc::new(error);
     let client = status.of(DataFusionError::Shared(Arc::clone(&shared)));
-    DataFusionError::Context(carry(&client), Box::new(DataFusionError::Shared(shared)))
+    DataFusionError::Context(
+        status_in_context(&client),
+        Box::new(DataFusionError::Shared(shared)),
+    )
 }
 
 /// A task's root whose errors carry the client's status. It stands in for the root without
@@ -273,7 +229,7 @@ mod tests {
         let task = Status::with_details(
             tonic::Code::Internal,
             "DataFusionError",
-            encoded(&carry(&out_of_range()?)).into(),
+            encoded(&status_in_context(&out_of_range()?)).into(),
         );
         let found = status_in(&task).ok_or("no status found")?;
         assert_eq!(found.code(), tonic::Code::InvalidArgument);
@@ -305,7 +261,7 @@ mod tests {
         let DataFusionError::Context(context, inner) = classified else {
             return Err("not a context".into());
         };
-        let status = carried(&context).ok_or("no status carried")?;
+        let status = status_from_context(&context).ok_or("no status carried")?;
         assert_eq!(status.message(), "classified: Execution error: boom");
         // What another node's consumer classifies is the error itself.
         assert_eq!(inner.strip_backtrace(), "Execution error: boom");
