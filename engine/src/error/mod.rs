@@ -510,6 +510,27 @@ fn value_error(err: &(dyn std::error::Error + 'static)) -> Option<Error> {
     Some(Error::invalid(code, message))
 }
 
+/// A value's error as the worker that raised it classified it, from the status its task
+/// carries in the error's context (`sqe_worker::task_errors`): datafusion-distributed passes
+/// an error of ours on only as text, so without it a function's refusal in a worker's task
+/// would be an internal error here. Only the value errors are taken from it (what a worker
+/// classifies by types this node no longer sees); anything else is classified here, by the
+/// error the context wraps.
+fn carried_value_error(context: &str) -> Option<Error> {
+    let status = sqe_layers::status::status_from_context(context)?;
+    let name = status.metadata().get(ERROR_NAME_KEY)?.to_str().ok()?;
+    let code = [
+        ErrorCode::DivisionByZero,
+        ErrorCode::InvalidCastArgument,
+        ErrorCode::NumericValueOutOfRange,
+        ErrorCode::InvalidFunctionArgument,
+        ErrorCode::SubqueryMultipleRows,
+    ]
+    .into_iter()
+    .find(|code| code.name() == name)?;
+    Some(Error::invalid(code, status.message()))
+}
+
 /// Errors that travel boxed inside DataFusion's or Arrow's: ours, the table layer's, a
 /// worker's gRPC status.
 fn classify_boxed(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
@@ -589,9 +610,10 @@ fn classify_datafusion(err: DataFusionError) -> Error {
         DataFusionError::SchemaError(e, _) => classify_schema(*e),
         DataFusionError::Plan(m) => Error::invalid(ErrorCode::GenericUserError, m),
         DataFusionError::ArrowError(e, _) => classify_arrow(*e),
-        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
-            classify_datafusion(*inner)
+        DataFusionError::Context(context, inner) => {
+            carried_value_error(&context).unwrap_or_else(|| classify_datafusion(*inner))
         }
+        DataFusionError::Diagnostic(_, inner) => classify_datafusion(*inner),
         DataFusionError::Shared(shared) => match std::sync::Arc::try_unwrap(shared) {
             Ok(inner) => classify_datafusion(inner),
             Err(shared) => classify_shared(&shared),
@@ -669,6 +691,27 @@ mod tests {
             Box::new(DataFusionError::NotImplemented("x".into())),
         ));
         assert_eq!(context.code(), ErrorCode::NotSupported);
+        // A worker's classification of a value error, carried in its task's error context
+        // (the error itself came as text: internal, without it).
+        let carried = |name: &'static str| {
+            let mut status = tonic::Status::invalid_argument("Invalid base64: symbol 46");
+            status.metadata_mut().insert(
+                ERROR_NAME_KEY,
+                tonic::metadata::MetadataValue::from_static(name),
+            );
+            Error::from(DataFusionError::Context(
+                sqe_layers::status::status_in_context(&status),
+                Box::new(DataFusionError::Execution("Invalid base64".into())),
+            ))
+        };
+        let refused = carried("INVALID_FUNCTION_ARGUMENT");
+        assert_eq!(refused.code(), ErrorCode::InvalidFunctionArgument);
+        assert_eq!(refused.to_string(), "Invalid base64: symbol 46");
+        // Other kinds are this node's to classify, from the error the context wraps.
+        assert_eq!(
+            carried("TABLE_NOT_FOUND").code(),
+            ErrorCode::GenericInternalError
+        );
         let column = Error::from(DataFusionError::SchemaError(
             Box::new(SchemaError::FieldNotFound {
                 field: Box::new(Column::from_name("nope")),
