@@ -164,14 +164,21 @@ pub fn token_verifier(peers: &PeerSettings, audience: &str) -> Result<Option<Arc
         }
         return Ok(None);
     };
-    let mut secrets: Vec<&[u8]> = vec![secret.as_bytes()];
-    if let Some(previous) = &peers.previous_secret {
-        secrets.push(previous.as_bytes());
-    }
+    let secrets = accepted_secrets(secret, peers);
     let verifier = TokenVerifier::new(&secrets, audience_of(audience))
         .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?
         .single_use();
     Ok(Some(Arc::new(verifier)))
+}
+
+/// The secrets a verifier accepts: `secret` (the current one) and, during rotation, the
+/// previous.
+fn accepted_secrets<'a>(secret: &'a str, peers: &'a PeerSettings) -> Vec<&'a [u8]> {
+    let mut secrets = vec![secret.as_bytes()];
+    if let Some(previous) = &peers.previous_secret {
+        secrets.push(previous.as_bytes());
+    }
+    secrets
 }
 
 /// The verifier of the result tickets clients redeem at a worker: the current secret and,
@@ -180,10 +187,7 @@ pub fn ticket_verifier(peers: &PeerSettings) -> Result<Option<Arc<ResultTicketVe
     let Some(secret) = &peers.secret else {
         return Ok(None);
     };
-    let mut secrets: Vec<&[u8]> = vec![secret.as_bytes()];
-    if let Some(previous) = &peers.previous_secret {
-        secrets.push(previous.as_bytes());
-    }
+    let secrets = accepted_secrets(secret, peers);
     let verifier = ResultTicketVerifier::new(&secrets)
         .map_err(|e| NodeError::Settings(format!("worker_secret: {e}")))?;
     Ok(Some(Arc::new(verifier)))

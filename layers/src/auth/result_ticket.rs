@@ -9,7 +9,7 @@
 //! credential) and nothing after it expires; its partition is served once (the worker
 //! remembers what it has served, see `sqe_worker::results`).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
 use jsonwebtoken::errors::ErrorKind;
@@ -17,7 +17,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, deco
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::token::{AuthError, MIN_SECRET_BYTES};
+use super::token::{AuthError, check_strength, now};
 
 /// The audience of every result ticket.
 pub const RESULT_AUDIENCE: &str = "sqe-results";
@@ -92,24 +92,12 @@ fn owner_digest(secret: &[u8], authorization: Option<&[u8]>) -> Result<String, T
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-fn check_strength(secret: &[u8]) -> Result<(), TicketError> {
-    if secret.len() < MIN_SECRET_BYTES {
-        return Err(AuthError::WeakSecret(secret.len()).into());
-    }
-    Ok(())
-}
-
 /// Signs result tickets (the coordinator).
 #[derive(Clone)]
 pub struct ResultTicketSigner {
     secret: Vec<u8>,
+    /// Reads back the tickets this signer issued (CancelFlightInfo sends them).
+    verifier: ResultTicketVerifier,
     key: EncodingKey,
     ttl: Duration,
 }
@@ -127,6 +115,7 @@ impl ResultTicketSigner {
     pub fn new(secret: &[u8], ttl: Duration) -> Result<Self, TicketError> {
         check_strength(secret)?;
         Ok(Self {
+            verifier: ResultTicketVerifier::new(&[secret])?,
             secret: secret.to_vec(),
             key: EncodingKey::from_secret(secret).map_err(|e| TicketError::Sign(e.to_string()))?,
             ttl,
@@ -162,8 +151,7 @@ impl ResultTicketSigner {
     /// The statement of a ticket this signer issued, whoever presents it (CancelFlightInfo
     /// sends the tickets back to the coordinator); `None` for anything else.
     pub fn statement_of(&self, ticket: &[u8]) -> Option<Uuid> {
-        let verifier = ResultTicketVerifier::new(&[self.secret.as_slice()]).ok()?;
-        verifier
+        self.verifier
             .claims(ticket)
             .ok()
             .and_then(|(claims, _)| Uuid::parse_str(&claims.sid).ok())
@@ -171,6 +159,7 @@ impl ResultTicketSigner {
 }
 
 /// Checks result tickets (a worker): against the current secret and any previous one.
+#[derive(Clone)]
 pub struct ResultTicketVerifier {
     keys: Vec<(Vec<u8>, DecodingKey)>,
     validation: Validation,

@@ -68,7 +68,7 @@ pub enum AuthError {
 pub const MIN_SECRET_BYTES: usize = 16;
 
 /// A key that can be guessed offline from one sniffed token is refused.
-fn check_strength(secret: &[u8]) -> Result<(), AuthError> {
+pub(super) fn check_strength(secret: &[u8]) -> Result<(), AuthError> {
     if secret.len() < MIN_SECRET_BYTES {
         return Err(AuthError::WeakSecret(secret.len()));
     }
@@ -87,7 +87,7 @@ impl From<AuthError> for tonic::Status {
     }
 }
 
-fn now() -> u64 {
+pub(super) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
