@@ -5,11 +5,17 @@
 //! pivot, Trino's), `%f` a fraction of up to nine digits (kept to milliseconds). Fields the
 //! format does not give are those of 1970-01-01 00:00:00.000; text left over, a field out of
 //! range or an impossible date is INVALID_FUNCTION_ARGUMENT.
+//!
+//! Teradata's `to_date(string, format)` and `to_timestamp(string, format)` (a `date`, a
+//! `timestamp(3)`) read `to_char`'s formats the same way; their `yy` is a year from 2000 to
+//! 2099 and `hh` an hour from 0 to 11.
 
 use std::sync::Arc;
 
 use chrono::{NaiveDate, NaiveTime};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, TimestampMillisecondBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Date32Builder, TimestampMillisecondBuilder,
+};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
@@ -18,7 +24,38 @@ use datafusion::logical_expr::{
 
 use crate::args::{arrays, is_string, result, strings};
 use crate::error::invalid_argument;
-use crate::format::{MONTHS, Number, Piece, WEEKDAYS, mysql};
+use crate::format::{MONTHS, Number, Piece, WEEKDAYS, mysql, teradata};
+
+const MILLIS_PER_DAY: i64 = 86_400_000;
+
+/// The functions that read text as a date-time, each with its format's dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Reading {
+    /// `date_parse`: MySQL's specifiers, a `timestamp(3)`.
+    DateParse,
+    /// Teradata's `to_date`: a `date`.
+    ToDate,
+    /// Teradata's `to_timestamp`: a `timestamp(3)`.
+    ToTimestamp,
+}
+
+impl Reading {
+    fn pieces(self, format: &str) -> Result<Vec<Piece>> {
+        match self {
+            Reading::DateParse => mysql(format),
+            Reading::ToDate | Reading::ToTimestamp => teradata(format),
+        }
+    }
+
+    /// The year of two digits `two`: Joda-Time's pivot at 2020 (1970 to 2069) for MySQL's
+    /// `%y`; 2000 to 2099 for Teradata's `yy`.
+    fn two_digit_year(self, two: i64) -> i64 {
+        match self {
+            Reading::DateParse if two >= 70 => 1900 + two,
+            _ => 2000 + two,
+        }
+    }
+}
 
 /// The fields read so far.
 #[derive(Debug, Default)]
@@ -106,7 +143,7 @@ fn small(value: i64) -> u32 {
 }
 
 /// `text` read as `pieces`, in milliseconds since 1970-01-01 00:00:00.
-fn parse(text: &str, pieces: &[Piece]) -> Result<i64> {
+fn parse(text: &str, pieces: &[Piece], reading: Reading) -> Result<i64> {
     let mut reader = Reader { text, at: 0 };
     let mut fields = Fields::default();
     let mut pieces = pieces.iter().peekable();
@@ -126,10 +163,18 @@ fn parse(text: &str, pieces: &[Piece]) -> Result<i64> {
                 }
                 Number::Minute => fields.minute = Some(small(reader.number(2, false)?)),
                 Number::Second => fields.second = Some(small(reader.number(2, false)?)),
+                Number::HourOfHalfDay => {
+                    let hour = reader.number(2, false)?;
+                    if hour > 11 {
+                        return Err(invalid_argument(format!(
+                            "Cannot parse \"{text}\": Value {hour} for hourOfHalfday must be in the range [0,11]"
+                        )));
+                    }
+                    fields.hour = Some(small(hour));
+                }
                 Number::IsoWeekYear
                 | Number::IsoWeek
                 | Number::DayOfWeek
-                | Number::HourOfHalfDay
                 | Number::ClockHour
                 | Number::Century => {
                     return Err(invalid_argument(
@@ -138,10 +183,12 @@ fn parse(text: &str, pieces: &[Piece]) -> Result<i64> {
                 }
             },
             Piece::TwoDigitYear => {
+                let start = reader.at;
                 let two = reader.number(2, false)?;
-                // Joda-Time's pivot at 2020: 1970 to 2069.
-                let year = if two >= 70 { 1900 + two } else { 2000 + two };
-                fields.year = i32::try_from(year).ok();
+                if reading != Reading::DateParse && reader.at - start != 2 {
+                    return Err(reader.malformed());
+                }
+                fields.year = i32::try_from(reading.two_digit_year(two)).ok();
             }
             Piece::MonthName { short } => {
                 let month = reader.name(&MONTHS, *short)?;
@@ -206,15 +253,17 @@ fn timestamp(fields: &Fields) -> Option<i64> {
     Some(date.and_time(time).and_utc().timestamp_millis())
 }
 
-/// `date_parse(string, format)`.
+/// `date_parse(string, format)`, `to_date(string, format)` or `to_timestamp(string, format)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct DateParse {
+    reading: Reading,
     signature: Signature,
 }
 
 impl DateParse {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(reading: Reading) -> Self {
         Self {
+            reading,
             signature: Signature::any(2, Volatility::Immutable),
         }
     }
@@ -222,7 +271,11 @@ impl DateParse {
 
 impl ScalarUDFImpl for DateParse {
     fn name(&self) -> &str {
-        "date_parse"
+        match self.reading {
+            Reading::DateParse => "date_parse",
+            Reading::ToDate => "to_date",
+            Reading::ToTimestamp => "to_timestamp",
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -234,40 +287,61 @@ impl ScalarUDFImpl for DateParse {
             return Ok(vec![DataType::Utf8; 2]);
         }
         Err(crate::args::unexpected_parameters(
-            "date_parse",
+            self.name(),
             arg_types,
             "(varchar, varchar)",
         ))
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Timestamp(TimeUnit::Millisecond, None))
+        Ok(match self.reading {
+            Reading::ToDate => DataType::Date32,
+            Reading::DateParse | Reading::ToTimestamp => {
+                DataType::Timestamp(TimeUnit::Millisecond, None)
+            }
+        })
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let columns = arrays(&args)?;
         let [texts, formats] = columns.as_slice() else {
-            return exec_err!("date_parse takes 2 arguments");
+            return exec_err!("{} takes 2 arguments", self.name());
         };
         let (texts, formats) = (strings(texts)?, strings(formats)?);
         let (texts, formats) = (texts.as_string::<i32>(), formats.as_string::<i32>());
-        let mut out = TimestampMillisecondBuilder::with_capacity(texts.len());
+        let mut millis = Vec::with_capacity(texts.len());
         let mut parsed: Option<(String, Vec<Piece>)> = None;
         for row in 0..texts.len() {
             if texts.is_null(row) || formats.is_null(row) {
-                out.append_null();
+                millis.push(None);
                 continue;
             }
             let format = formats.value(row);
             if parsed.as_ref().is_none_or(|(f, _)| f != format) {
-                parsed = Some((format.to_string(), mysql(format)?));
+                parsed = Some((format.to_string(), self.reading.pieces(format)?));
             }
             let Some((_, pieces)) = &parsed else {
                 continue;
             };
-            out.append_value(parse(texts.value(row), pieces)?);
+            millis.push(Some(parse(texts.value(row), pieces, self.reading)?));
         }
-        let array: ArrayRef = Arc::new(out.finish());
+        let array: ArrayRef = match self.reading {
+            Reading::ToDate => {
+                let mut out = Date32Builder::with_capacity(millis.len());
+                for value in millis {
+                    // Teradata's days: the milliseconds' whole days, toward zero.
+                    out.append_option(value.and_then(|m| i32::try_from(m / MILLIS_PER_DAY).ok()));
+                }
+                Arc::new(out.finish())
+            }
+            Reading::DateParse | Reading::ToTimestamp => {
+                let mut out = TimestampMillisecondBuilder::with_capacity(millis.len());
+                for value in millis {
+                    out.append_option(value);
+                }
+                Arc::new(out.finish())
+            }
+        };
         result(&args, array)
     }
 }
@@ -277,7 +351,7 @@ mod tests {
     use super::*;
 
     fn read(text: &str, format: &str) -> Result<String> {
-        let millis = parse(text, &mysql(format)?)?;
+        let millis = parse(text, &mysql(format)?, Reading::DateParse)?;
         let t = chrono::DateTime::from_timestamp_millis(millis)
             .map(|t| t.naive_utc().format("%Y-%m-%d %H:%M:%S%.3f").to_string());
         t.map_or_else(|| exec_err!("out of range"), Ok)
@@ -319,5 +393,39 @@ mod tests {
         ] {
             assert!(read(text, format).is_err(), "{text} as {format}");
         }
+    }
+
+    fn read_teradata(text: &str, format: &str) -> Result<String> {
+        let millis = parse(text, &teradata(format)?, Reading::ToTimestamp)?;
+        let t = chrono::DateTime::from_timestamp_millis(millis)
+            .map(|t| t.naive_utc().format("%Y-%m-%d %H:%M:%S%.3f").to_string());
+        t.map_or_else(|| exec_err!("out of range"), Ok)
+    }
+
+    /// Trino's TestTeradataDateFunctions.
+    #[test]
+    fn reads_teradata_formats() -> Result<()> {
+        for (text, format, read) in [
+            ("1988/04/08", "yyyy/mm/dd", "1988-04-08 00:00:00.000"),
+            (";198804:08", ";yyyymm:dd", "1988-04-08 00:00:00.000"),
+            ("8 04 1988", "dd mm yyyy", "1988-04-08 00:00:00.000"),
+            (
+                "1988/04/08 2:3:4",
+                "yyyy/mm/dd hh24:mi:ss",
+                "1988-04-08 02:03:04.000",
+            ),
+            ("88/04/08", "yy/mm/dd", "2088-04-08 00:00:00.000"),
+            ("11", "hh", "1970-01-01 11:00:00.000"),
+        ] {
+            assert_eq!(read_teradata(text, format)?, read, "{text} as {format}");
+        }
+        for (text, format) in [
+            ("12", "hh"),
+            ("8/04/08", "yy/mm/dd"),
+            ("1988-13-01", "yyyy-mm-dd"),
+        ] {
+            assert!(read_teradata(text, format).is_err(), "{text} as {format}");
+        }
+        Ok(())
     }
 }

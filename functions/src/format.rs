@@ -1,8 +1,9 @@
-//! Trino's two ways of formatting a date or timestamp as text: `date_format(x, format)` with
-//! MySQL's `%` specifiers and `format_datetime(x, pattern)` with Joda-Time's pattern letters.
-//! DataFusion's `date_format` reads chrono's specifiers, where `%M` is the minute (MySQL's
-//! month name) and `%i` does not exist: the same format gave another text or an error.
-//! `date_parse` reads text with the same specifiers ([`super::date_parse`]).
+//! Trino's three ways of formatting a date or timestamp as text: `date_format(x, format)` with
+//! MySQL's `%` specifiers, `format_datetime(x, pattern)` with Joda-Time's pattern letters and
+//! Teradata's `to_char(x, format)` (`yyyy-mm-dd hh24:mi:ss`). DataFusion's `date_format` and
+//! `to_char` read chrono's specifiers, where `%M` is the minute (MySQL's month name) and
+//! `yyyy` is text: the same format gave another text or an error. `date_parse`, `to_date`
+//! and `to_timestamp` read text with the same formats ([`super::date_parse`]).
 
 use std::fmt::Write;
 
@@ -131,6 +132,48 @@ pub(crate) fn mysql(format: &str) -> Result<Vec<Piece>> {
             }
             other => pieces.push(Piece::Text(other.to_string())),
         }
+    }
+    Ok(pieces)
+}
+
+/// Teradata's format as Trino's teradata functions read it: the lowercase tokens `yyyy`,
+/// `yy`, `mm`, `dd`, `hh24`, `hh` (the hour of the half day, 0 to 11), `mi` and `ss`, and the
+/// separators space, tab, newline, carriage return and `- / , . ; :`; anything else is
+/// refused.
+pub(crate) fn teradata(format: &str) -> Result<Vec<Piece>> {
+    let n = |number, width| Piece::Number(number, width);
+    let mut pieces = Vec::new();
+    let mut rest = format;
+    while let Some(c) = rest.chars().next() {
+        let (length, piece) = if rest.starts_with("yyyy") {
+            (4, n(Number::Year, 4))
+        } else if rest.starts_with("yy") {
+            (2, Piece::TwoDigitYear)
+        } else if rest.starts_with("mm") {
+            (2, n(Number::Month, 2))
+        } else if rest.starts_with("dd") {
+            (2, n(Number::Day, 2))
+        } else if rest.starts_with("hh24") {
+            (4, n(Number::Hour, 2))
+        } else if rest.starts_with("hh") {
+            (2, n(Number::HourOfHalfDay, 2))
+        } else if rest.starts_with("mi") {
+            (2, n(Number::Minute, 2))
+        } else if rest.starts_with("ss") {
+            (2, n(Number::Second, 2))
+        } else if matches!(
+            c,
+            ' ' | '\t' | '\r' | '\n' | '-' | '/' | ',' | '.' | ';' | ':'
+        ) {
+            (1, Piece::Text(c.to_string()))
+        } else {
+            let offset = format[..format.len() - rest.len()].chars().count();
+            return Err(refused(&format!(
+                "Failed to tokenize string [{c}] at offset [{offset}]"
+            )));
+        };
+        pieces.push(piece);
+        rest = &rest[length..];
     }
     Ok(pieces)
 }
@@ -307,11 +350,12 @@ fn write_pieces(pieces: &[Piece], shown: Shown<'_>, out: &mut String) -> Result<
     Ok(())
 }
 
-/// Which of the two functions.
+/// Which of the three functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Style {
     MySql,
     Joda,
+    Teradata,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -336,6 +380,14 @@ impl DateTimeText {
             signature: Signature::any(2, Volatility::Immutable),
         }
     }
+
+    /// `to_char(x, format)`, Teradata's.
+    pub(crate) fn to_char() -> Self {
+        Self {
+            style: Style::Teradata,
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
 }
 
 impl ScalarUDFImpl for DateTimeText {
@@ -343,6 +395,7 @@ impl ScalarUDFImpl for DateTimeText {
         match self.style {
             Style::MySql => "date_format",
             Style::Joda => "format_datetime",
+            Style::Teradata => "to_char",
         }
     }
 
@@ -393,6 +446,7 @@ impl ScalarUDFImpl for DateTimeText {
                 let pieces = match self.style {
                     Style::MySql => mysql(format)?,
                     Style::Joda => joda(format)?,
+                    Style::Teradata => teradata(format)?,
                 };
                 parsed = Some((format.to_string(), pieces));
             }
@@ -481,6 +535,26 @@ mod tests {
         );
         assert!(joda("yyyy-MM-dd 'T").is_err());
         assert!(joda("q").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn teradata_formats_as_trino_reads_them() -> Result<()> {
+        assert_eq!(
+            shown(&teradata("yyyy/mm/dd hh24:mi:ss")?),
+            "2001/08/22 15:04:05"
+        );
+        // `hh` is the hour of the half day, 0 to 11.
+        assert_eq!(shown(&teradata("yy.mm.dd hh")?), "01.08.22 03");
+        let Err(e) = teradata("yyyy-mm-ddThh") else {
+            return exec_err!("a T was taken");
+        };
+        assert!(
+            e.to_string()
+                .ends_with("Failed to tokenize string [T] at offset [10]")
+        );
+        // `yyy` is `yy` and then a `y` no token begins with.
+        assert!(teradata("yyy").is_err());
         Ok(())
     }
 }

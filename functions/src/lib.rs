@@ -9,6 +9,7 @@
 
 mod aggregates;
 mod args;
+mod array_reshaping;
 mod arrays;
 mod bases;
 mod bounded;
@@ -23,6 +24,7 @@ mod decimals;
 mod digests;
 mod error;
 mod format;
+mod human_readable;
 mod interval_text;
 mod iso8601;
 mod java_format;
@@ -31,6 +33,7 @@ mod json_values;
 pub mod lambdas;
 mod list_text;
 mod map_aggregates;
+mod map_building;
 mod map_constructor;
 mod nested_equal;
 mod precision;
@@ -155,7 +158,16 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         checked_arithmetic_function(IntegerOperation::Abs),
         integer_round_function(),
         Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::date_format())),
-        Arc::new(ScalarUDF::new_from_impl(date_parse::DateParse::new())),
+        Arc::new(ScalarUDF::new_from_impl(date_parse::DateParse::new(
+            date_parse::Reading::DateParse,
+        ))),
+        Arc::new(ScalarUDF::new_from_impl(date_parse::DateParse::new(
+            date_parse::Reading::ToDate,
+        ))),
+        Arc::new(ScalarUDF::new_from_impl(date_parse::DateParse::new(
+            date_parse::Reading::ToTimestamp,
+        ))),
+        Arc::new(ScalarUDF::new_from_impl(format::DateTimeText::to_char())),
         Arc::new(ScalarUDF::new_from_impl(
             format::DateTimeText::format_datetime(),
         )),
@@ -173,6 +185,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
             .map(small_functions::SmallFunction::new)
             .into(),
     ));
+    functions.extend(udfs(array_reshaping::reshaping_functions()));
+    functions.extend(udfs(map_building::map_building_functions()));
+    functions.extend(udfs(human_readable::human_readable_functions()));
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));

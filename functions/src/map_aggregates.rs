@@ -61,7 +61,7 @@ impl MapAggregate {
 }
 
 /// Trino's `map(K, V)`, as DataFusion's `map` builds it.
-fn map_type(key: &DataType, value: &DataType) -> DataType {
+pub(crate) fn map_type(key: &DataType, value: &DataType) -> DataType {
     DataType::Map(entries_field(key, value), false)
 }
 

@@ -334,6 +334,11 @@ impl VisitorMut for Rewrite {
                     std::mem::replace(time_zone.as_mut(), Expr::value(Value::Null)),
                 ],
             )),
+            // `position(s IN t)` is `strpos(t, s)`, a bigint in Trino.
+            Expr::Position { expr: needle, r#in } => super::spellings::spelled(
+                "CAST(strpos($1, $2) AS BIGINT)",
+                &[r#in.as_ref().clone(), needle.as_ref().clone()],
+            ),
             Expr::Function(function) => super::spellings::respelled(function)
                 .or_else(|| super::spellings::listagg(function))
                 .or_else(|| super::spellings::normalize(function))

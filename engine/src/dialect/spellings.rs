@@ -59,6 +59,9 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("if", 3, "CASE WHEN $1 THEN $2 ELSE $3 END"),
     ("mod", 2, "$1 % $2"),
     ("e", 0, "exp(CAST(1 AS DOUBLE))"),
+    ("ceiling", 1, "ceil($1)"),
+    // Trino's `date(x)` is `CAST(x AS date)`.
+    ("date", 1, "CAST($1 AS DATE)"),
     // Seconds as a double, with their fraction (DataFusion's is a whole bigint).
     ("to_unixtime", 1, "date_part('epoch', $1)"),
     // Answered in Trino's types by the dialect's `signum`.
@@ -118,7 +121,17 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ),
     ("approx_distinct", 1, "CAST(approx_distinct($1) AS BIGINT)"),
     ("every", 1, "bool_and($1)"),
-    ("arbitrary", 1, "first_value($1)"),
+    // A value that is not NULL, if there is one.
+    (
+        "arbitrary",
+        1,
+        "first_value($1) FILTER (WHERE $1 IS NOT NULL)",
+    ),
+    (
+        "any_value",
+        1,
+        "first_value($1) FILTER (WHERE $1 IS NOT NULL)",
+    ),
     ("variance", 1, "var_samp($1)"),
     ("geometric_mean", 1, "exp(avg(ln(CAST($1 AS DOUBLE))))"),
     // Bitwise (Trino: bigint). Not cast to bigint first: the dialect refuses operands that
@@ -128,6 +141,9 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("bitwise_or", 2, "CAST(($1 | $2) AS BIGINT)"),
     ("bitwise_xor", 2, "CAST(($1 ^ $2) AS BIGINT)"),
     ("bitwise_not", 1, "CAST(-1 - ($1 | 0) AS BIGINT)"),
+    ("bitwise_and_agg", 1, "CAST(bit_and($1) AS BIGINT)"),
+    ("bitwise_or_agg", 1, "CAST(bit_or($1) AS BIGINT)"),
+    ("bitwise_xor_agg", 1, "CAST(bit_xor($1) AS BIGINT)"),
 ];
 
 /// The spellings parsed once, by name and number of arguments.
@@ -147,8 +163,12 @@ const AGGREGATES: &[&str] = &[
     "approx_distinct",
     "every",
     "arbitrary",
+    "any_value",
     "variance",
     "geometric_mean",
+    "bitwise_and_agg",
+    "bitwise_or_agg",
+    "bitwise_xor_agg",
 ];
 
 /// A respelled function as `SHOW FUNCTIONS` lists it: name, whether it is an aggregate, and
