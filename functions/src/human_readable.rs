@@ -126,15 +126,17 @@ impl ScalarUDFImpl for HumanReadableFunction {
                 Arc::new(out.finish())
             }
             Readable::Seconds => {
+                let seconds = cast(column, &DataType::Float64)?;
                 let mut out = StringBuilder::with_capacity(rows, rows * 16);
-                for v in column.as_primitive::<Float64Type>() {
+                for v in seconds.as_primitive::<Float64Type>() {
                     out.append_option(v.map(human_readable_seconds).transpose()?);
                 }
                 Arc::new(out.finish())
             }
             Readable::ParseDuration => {
+                let texts = cast(column, &DataType::Utf8)?;
                 let mut out = IntervalMonthDayNanoBuilder::with_capacity(rows);
-                for v in column.as_string::<i32>() {
+                for v in texts.as_string::<i32>() {
                     out.append_option(v.map(parse_duration).transpose()?.map(|millis| {
                         IntervalMonthDayNano::new(
                             0,

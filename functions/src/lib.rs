@@ -111,6 +111,8 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::from_date())),
         Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::to())),
         at_timezone_function("UTC"),
+        timezone_hour_function(),
+        timezone_minute_function(),
         with_timezone_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
         Arc::new(ScalarUDF::new_from_impl(split_to_map::SplitToMap::new())),
@@ -280,6 +282,16 @@ pub fn at_timezone_function(session_zone: &str) -> Arc<ScalarUDF> {
     )))
 }
 
+/// Trino's `timezone_hour(ts)` (also `EXTRACT(TIMEZONE_HOUR FROM ts)`).
+pub fn timezone_hour_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(zones::ZoneOffsetField::hours()))
+}
+
+/// Trino's `timezone_minute(ts)` (also `EXTRACT(TIMEZONE_MINUTE FROM ts)`).
+pub fn timezone_minute_function() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(zones::ZoneOffsetField::minutes()))
+}
+
 /// Trino's `with_timezone`.
 pub fn with_timezone_function(session_zone: &str) -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(zones::ZonePlacing::with_timezone(
@@ -424,6 +436,8 @@ mod tests {
             nested_equal_function(),
             decimal_in_range_function(),
             json_to_text_function(),
+            timezone_hour_function(),
+            timezone_minute_function(),
         ];
         for function in called {
             assert!(

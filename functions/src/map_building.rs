@@ -175,7 +175,9 @@ fn from_entries(list: &ArrayRef) -> Result<ArrayRef> {
     let Some(list) = list.as_list_opt::<i32>() else {
         return exec_err!("map_from_entries takes an array");
     };
-    let entries = list.values().as_struct();
+    let Some(entries) = list.values().as_struct_opt() else {
+        return exec_err!("map_from_entries takes an array of rows");
+    };
     let [keys, values] = entries.columns() else {
         return exec_err!("map_from_entries takes rows of two fields");
     };

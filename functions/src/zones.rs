@@ -1,6 +1,8 @@
 //! Trino's `at_timezone(ts, zone)` (the same instant, read in another zone) and
 //! `with_timezone(ts, zone)` (a zone-less timestamp's wall-clock reading, placed in a zone).
 //! The zone must be a constant: it is part of the answer's type, `timestamp(p) with time zone`.
+//! `timezone_hour(ts)` and `timezone_minute(ts)` read the offset a zoned timestamp has at its
+//! instant.
 
 use std::sync::Arc;
 
@@ -199,6 +201,80 @@ impl ScalarUDFImpl for ZonePlacing {
         }
         let stored: Arc<dyn Array> = Arc::new(out.finish());
         result(&args, cast(&cast(&stored, &reading)?, &answer)?)
+    }
+}
+
+/// `timezone_hour(ts)` or `timezone_minute(ts)` of a `timestamp(p) with time zone`: its zone's
+/// offset from UTC at its instant, in whole hours and the minutes beyond them, both with the
+/// offset's sign (`-05:30` is -5 and -30), as `bigint`s.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ZoneOffsetField {
+    hours: bool,
+    signature: Signature,
+}
+
+impl ZoneOffsetField {
+    pub(crate) fn hours() -> Self {
+        Self::new(true)
+    }
+
+    pub(crate) fn minutes() -> Self {
+        Self::new(false)
+    }
+
+    fn new(hours: bool) -> Self {
+        Self {
+            hours,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for ZoneOffsetField {
+    fn name(&self) -> &str {
+        if self.hours {
+            "timezone_hour"
+        } else {
+            "timezone_minute"
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [t @ DataType::Timestamp(_, Some(_))] => Ok(vec![t.clone()]),
+            _ => Err(crate::args::unexpected_parameters(
+                self.name(),
+                arg_types,
+                "(timestamp(p) with time zone)",
+            )),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [timestamps] = columns.as_slice() else {
+            return exec_err!("{} takes one argument", self.name());
+        };
+        let clock = Clock::of(timestamps.data_type())?;
+        let values = clock.values(timestamps)?;
+        let mut out = Int64Builder::with_capacity(values.len());
+        for value in values.iter() {
+            let minutes = value
+                .and_then(|v| clock.offset_seconds(v))
+                .map(|seconds| i64::from(seconds / 60));
+            // Truncating division and remainder keep the offset's sign in both.
+            out.append_option(minutes.map(|m| if self.hours { m / 60 } else { m % 60 }));
+        }
+        let answer: datafusion::arrow::array::ArrayRef = Arc::new(out.finish());
+        result(&args, answer)
     }
 }
 

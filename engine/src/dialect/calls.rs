@@ -1137,7 +1137,8 @@ fn signed(args: Vec<Expr>, t: &DataType) -> Result<Expr> {
 
 /// `EXTRACT(field FROM x)` (DataFusion's `date_part`) with Trino's fields and type: a bigint,
 /// `DOW`/`DAY_OF_WEEK` the ISO day (Monday 1 to Sunday 7; DataFusion's `dow` is Sunday 0),
-/// `DAY_OF_YEAR`, `DAY_OF_MONTH`, `YEAR_OF_WEEK`/`YOW` the ISO week's year.
+/// `DAY_OF_YEAR`, `DAY_OF_MONTH`, `YEAR_OF_WEEK`/`YOW` the ISO week's year, `TIMEZONE_HOUR` and
+/// `TIMEZONE_MINUTE` the offset of a zoned timestamp.
 fn extracted(call: ScalarFunction, schema: &DFSchema) -> Result<Expr> {
     let ScalarFunction { func, mut args } = call;
     if let Some(Expr::Literal(ScalarValue::Utf8(Some(field)), _)) = args.first_mut() {
@@ -1146,11 +1147,30 @@ fn extracted(call: ScalarFunction, schema: &DFSchema) -> Result<Expr> {
             "doy" | "day_of_year" => Some("doy"),
             "day_of_month" => Some("day"),
             "yow" | "year_of_week" => Some("isoyear"),
-            "timezone_hour" | "timezone_minute" => {
-                return Err(refused(
-                    ErrorCode::NotSupported,
-                    format!("EXTRACT({field}) is not supported"),
-                ));
+            zone_field @ ("timezone_hour" | "timezone_minute") => {
+                let zoned = match args.get(1) {
+                    Some(x) => x.get_type(schema)?,
+                    None => DataType::Null,
+                };
+                if !matches!(zoned, DataType::Timestamp(_, Some(_))) {
+                    return Err(refused(
+                        ErrorCode::TypeMismatch,
+                        format!(
+                            "Cannot extract {} from {}",
+                            zone_field.to_ascii_uppercase(),
+                            sqe_functions::types::trino_type_name(&zoned)
+                        ),
+                    ));
+                }
+                let function = if zone_field == "timezone_hour" {
+                    sqe_functions::timezone_hour_function()
+                } else {
+                    sqe_functions::timezone_minute_function()
+                };
+                return Ok(Expr::ScalarFunction(ScalarFunction::new_udf(
+                    function,
+                    args.into_iter().skip(1).collect(),
+                )));
             }
             _ => None,
         };
