@@ -35,6 +35,7 @@ mod list_text;
 mod map_aggregates;
 mod map_building;
 mod map_constructor;
+mod moments;
 mod nested_equal;
 mod precision;
 mod real_text;
@@ -56,11 +57,12 @@ pub mod types;
 mod unixtime;
 mod urls;
 mod wall_clock;
+mod window_shift;
 mod zones;
 
 use std::sync::Arc;
 
-use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 
 pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
@@ -224,6 +226,15 @@ pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
     all
 }
 
+/// The window functions to register after DataFusion's defaults (each replaces the default
+/// of its name).
+pub fn window_functions() -> Vec<Arc<WindowUDF>> {
+    vec![
+        Arc::new(WindowUDF::new_from_impl(window_shift::WindowShift::lag())),
+        Arc::new(WindowUDF::new_from_impl(window_shift::WindowShift::lead())),
+    ]
+}
+
 /// SQE's own aggregates (which keep every name and alias they share with DataFusion's).
 fn own_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
     vec![
@@ -234,6 +245,14 @@ fn own_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
         Arc::new(AggregateUDF::new_from_impl(sums::Sum::new())),
         Arc::new(AggregateUDF::new_from_impl(top_n::TopN::largest())),
         Arc::new(AggregateUDF::new_from_impl(top_n::TopN::smallest())),
+        Arc::new(AggregateUDF::new_from_impl(moments::ShapeAggregate::new(
+            moments::Shape::Skewness,
+        ))),
+        Arc::new(AggregateUDF::new_from_impl(moments::ShapeAggregate::new(
+            moments::Shape::Kurtosis,
+        ))),
+        Arc::new(AggregateUDF::new_from_impl(top_n::TopN::largest_by())),
+        Arc::new(AggregateUDF::new_from_impl(top_n::TopN::smallest_by())),
         Arc::new(AggregateUDF::new_from_impl(
             map_aggregates::MapAggregate::map_agg(),
         )),

@@ -148,6 +148,9 @@ pub fn build_worker(
             for function in sqe_functions::aggregate_functions() {
                 datafusion::execution::FunctionRegistry::register_udaf(&mut state, function)?;
             }
+            for function in sqe_functions::window_functions() {
+                datafusion::execution::FunctionRegistry::register_udwf(&mut state, function)?;
+            }
             Ok(state)
         }
     })

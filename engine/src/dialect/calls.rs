@@ -98,8 +98,28 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             }
             Ok(Transformed::no(expr))
         }
-        Expr::InList(in_list) => real_in_list(in_list, schema),
-        Expr::Case(case) => real_case(case, schema),
+        Expr::InList(in_list) => {
+            let items = std::iter::once(&*in_list.expr).chain(&in_list.list);
+            refuse_text_beside_other("IN value and list items", items, schema)?;
+            real_in_list(in_list, schema)
+        }
+        Expr::Case(case) => {
+            if let Some(operand) = &case.expr {
+                let compared = case.when_then_expr.iter().map(|(when, _)| when.as_ref());
+                refuse_text_beside_other(
+                    "CASE operand and WHEN clause operands",
+                    std::iter::once(operand.as_ref()).chain(compared),
+                    schema,
+                )?;
+            }
+            let results = case.when_then_expr.iter().map(|(_, then)| then.as_ref());
+            refuse_text_beside_other(
+                "All CASE results",
+                results.chain(case.else_expr.as_deref()),
+                schema,
+            )?;
+            real_case(case, schema)
+        }
         other => Ok(Transformed::no(other)),
     }
 }
@@ -865,6 +885,10 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
                 (other, _) => other,
             })
         }
+        ("coalesce", types) if text_beside_other(&types.iter().collect::<Vec<_>>()).is_some() => {
+            refuse_text_beside_other("All COALESCE operands", call.args.iter(), schema)?;
+            None
+        }
         ("coalesce" | "nvl" | "ifnull" | "greatest" | "least" | "make_array", types)
             if real_of_mix(types).is_some() =>
         {
@@ -951,6 +975,63 @@ pub(super) fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
+/// Text beside a number or a boolean among `types`, which Trino never coerces into one another
+/// (DataFusion compares `'10' < 9` as numbers but a text column with `9` as text): the text
+/// type and the other.
+pub(super) fn text_beside_other<'a>(
+    types: &[&'a DataType],
+) -> Option<(&'a DataType, &'a DataType)> {
+    let text = types.iter().copied().find(|t| is_text(t))?;
+    let other = types
+        .iter()
+        .copied()
+        .find(|t| t.is_numeric() || **t == DataType::Boolean)?;
+    Some((text, other))
+}
+
+/// Trino's refusal of `values` of which one is text and another a number or boolean (it
+/// finds no common type for them; DataFusion made them all text).
+fn refuse_text_beside_other<'a>(
+    what: &str,
+    values: impl Iterator<Item = &'a Expr>,
+    schema: &DFSchema,
+) -> Result<()> {
+    let types = values
+        .map(|e| e.get_type(schema))
+        .collect::<Result<Vec<_>>>()?;
+    let typed: Vec<&DataType> = types.iter().collect();
+    let Some((text, other)) = text_beside_other(&typed) else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = Vec::new();
+    for t in &types {
+        let name = super::types::trino_type_name(t);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Err(refused(
+        ErrorCode::TypeMismatch,
+        format!(
+            "{what} must be the same type or coercible to a common type. Cannot find common \
+             type between {} and {}, all types (without duplicates): [{}]",
+            super::types::trino_type_name(other),
+            super::types::trino_type_name(text),
+            names.join(", ")
+        ),
+    ))
+}
+
+/// An operator as Trino's messages write it.
+fn trino_operator(op: Operator) -> String {
+    match op {
+        Operator::NotEq => "<>".to_string(),
+        Operator::IsDistinctFrom => "IS DISTINCT FROM".to_string(),
+        Operator::IsNotDistinctFrom => "IS NOT DISTINCT FROM".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// A comparison as Trino means it: arrays, rows and maps equal or not with NULLs inside
 /// ([`sqe_functions::nested_equal_function`]), a `char(n)` as if both sides were padded to one length
 /// (without their trailing spaces: `CAST('ab' AS char(5)) = 'ab'` is true in Trino), real
@@ -962,6 +1043,17 @@ fn comparison(
     schema: &DFSchema,
 ) -> Result<Transformed<Expr>> {
     let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+    if text_beside_other(&[&left_type, &right_type]).is_some() {
+        return Err(refused(
+            ErrorCode::TypeMismatch,
+            format!(
+                "Cannot apply operator: {} {} {}",
+                type_name(&left, schema)?,
+                trino_operator(op),
+                type_name(&right, schema)?
+            ),
+        ));
+    }
     // Arrays, rows and maps: NULL where a NULL inside decides nothing (Arrow took NULL for
     // equal to NULL).
     if matches!(op, Operator::Eq | Operator::NotEq)

@@ -202,7 +202,25 @@ impl ExprPlanner for TrinoPlanner {
             )));
         }
         let is_text = |e: &Expr| e.get_type(schema).is_ok_and(|t| super::calls::is_text(&t));
-        if !arithmetic || !(is_text(&expr.left) || is_text(&expr.right)) {
+        let comparison = matches!(
+            expr.op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+        );
+        // Text beside a number or a boolean: Trino has no common type for them (DataFusion
+        // refused a boolean in its own words and cast numbers).
+        let mixed = comparison
+            && match (expr.left.get_type(schema), expr.right.get_type(schema)) {
+                (Ok(left), Ok(right)) => {
+                    super::calls::text_beside_other(&[&left, &right]).is_some()
+                }
+                _ => false,
+            };
+        if !mixed && (!arithmetic || !(is_text(&expr.left) || is_text(&expr.right))) {
             return Ok(PlannerResult::Original(expr));
         }
         let name = |e: &Expr| {

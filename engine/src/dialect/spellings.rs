@@ -80,6 +80,9 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     // The n largest (smallest) values, as an array.
     ("max", 2, "sqe_max_n($1, $2)"),
     ("min", 2, "sqe_min_n($1, $2)"),
+    // The values of the n rows with the largest (smallest) keys, as an array.
+    ("max_by", 3, "sqe_max_by_n($1, $2, $3)"),
+    ("min_by", 3, "sqe_min_by_n($1, $2, $3)"),
     ("codepoint", 1, "CAST(ascii($1) AS INTEGER)"),
     ("to_utf8", 1, "CAST($1 AS VARBINARY)"),
     // Both count code points.

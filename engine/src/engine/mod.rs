@@ -845,6 +845,9 @@ impl Engine {
         for function in sqe_functions::aggregate_functions() {
             state.register_udaf(function)?;
         }
+        for function in sqe_functions::window_functions() {
+            state.register_udwf(function)?;
+        }
         for function in sqe_functions::lambdas::lambda_functions() {
             state.register_higher_order_function(function)?;
         }
