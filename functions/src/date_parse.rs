@@ -12,7 +12,8 @@
 
 use std::sync::Arc;
 
-use chrono::{NaiveDate, NaiveTime};
+use chrono::{LocalResult, NaiveDate, NaiveTime, TimeZone};
+use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Date32Builder, TimestampMillisecondBuilder,
 };
@@ -24,7 +25,7 @@ use datafusion::logical_expr::{
 
 use crate::args::{arrays, is_string, result, strings};
 use crate::error::invalid_argument;
-use crate::format::{MONTHS, Number, Piece, WEEKDAYS, mysql, teradata};
+use crate::format::{MONTHS, Number, Piece, WEEKDAYS, joda, mysql, teradata};
 
 const MILLIS_PER_DAY: i64 = 86_400_000;
 
@@ -178,7 +179,7 @@ fn parse(text: &str, pieces: &[Piece], reading: Reading) -> Result<i64> {
                 | Number::ClockHour
                 | Number::Century => {
                     return Err(invalid_argument(
-                        "week-based fields are not supported in date_parse's format",
+                        "week-based fields are not supported in a format read as a timestamp",
                     ));
                 }
             },
@@ -213,7 +214,7 @@ fn parse(text: &str, pieces: &[Piece], reading: Reading) -> Result<i64> {
             }
             Piece::Offset { .. } | Piece::ZoneId | Piece::Era => {
                 return Err(invalid_argument(
-                    "zones and eras are not supported in date_parse's format",
+                    "zones and eras are not supported in a format read as a timestamp",
                 ));
             }
         }
@@ -342,6 +343,110 @@ impl ScalarUDFImpl for DateParse {
                 Arc::new(out.finish())
             }
         };
+        result(&args, array)
+    }
+}
+
+/// `parse_datetime(string, pattern)`: text read with Joda-Time's pattern letters (as
+/// `format_datetime` writes them) as a wall-clock time in the session's zone, a
+/// `timestamp(3) with time zone` there. A pattern naming a zone is not supported: the answer's
+/// zone is its column's, one for every row.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ParseDatetime {
+    session_zone: String,
+    signature: Signature,
+}
+
+impl ParseDatetime {
+    pub(crate) fn new(session_zone: &str) -> Self {
+        Self {
+            session_zone: session_zone.to_string(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for ParseDatetime {
+    fn name(&self) -> &str {
+        "parse_datetime"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if arg_types.len() == 2 && arg_types.iter().all(is_string) {
+            return Ok(vec![DataType::Utf8; 2]);
+        }
+        Err(crate::args::unexpected_parameters(
+            self.name(),
+            arg_types,
+            "(varchar, varchar)",
+        ))
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Timestamp(
+            TimeUnit::Millisecond,
+            Some(self.session_zone.as_str().into()),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [texts, patterns] = columns.as_slice() else {
+            return exec_err!("parse_datetime takes 2 arguments");
+        };
+        let zone: Tz = self.session_zone.parse().map_err(|_| {
+            invalid_argument(format!("Time zone not supported: {}", self.session_zone))
+        })?;
+        let (texts, patterns) = (strings(texts)?, strings(patterns)?);
+        let (texts, patterns) = (texts.as_string::<i32>(), patterns.as_string::<i32>());
+        let mut out = TimestampMillisecondBuilder::with_capacity(texts.len())
+            .with_timezone(self.session_zone.as_str());
+        let mut parsed: Option<(String, Vec<Piece>)> = None;
+        for row in 0..texts.len() {
+            if texts.is_null(row) || patterns.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let pattern = patterns.value(row);
+            if parsed.as_ref().is_none_or(|(p, _)| p != pattern) {
+                let pieces = joda(pattern)?;
+                if pieces
+                    .iter()
+                    .any(|p| matches!(p, Piece::Offset { .. } | Piece::ZoneId))
+                {
+                    return Err(datafusion::error::DataFusionError::NotImplemented(format!(
+                        "parse_datetime with a time zone in the pattern ('{pattern}'): the \
+                         answer is in the session's zone"
+                    )));
+                }
+                parsed = Some((pattern.to_string(), pieces));
+            }
+            let Some((_, pieces)) = &parsed else {
+                continue;
+            };
+            let text = texts.value(row);
+            // Read as UTC's wall clock first, then placed in the session's zone.
+            let wall = parse(text, pieces, Reading::DateParse)?;
+            let local = chrono::DateTime::from_timestamp_millis(wall)
+                .map(|t| t.naive_utc())
+                .ok_or_else(|| invalid_argument(format!("Invalid format: \"{text}\"")))?;
+            match zone.from_local_datetime(&local) {
+                LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => {
+                    out.append_value(t.timestamp_millis());
+                }
+                LocalResult::None => {
+                    return Err(invalid_argument(format!(
+                        "Cannot parse \"{text}\": Illegal instant due to time zone offset \
+                         transition ({zone})"
+                    )));
+                }
+            }
+        }
+        let array: ArrayRef = Arc::new(out.finish());
         result(&args, array)
     }
 }

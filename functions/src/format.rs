@@ -179,7 +179,7 @@ pub(crate) fn teradata(format: &str) -> Result<Vec<Piece>> {
 }
 
 /// Joda-Time's pattern letters; text in single quotes, `''` a quote.
-fn joda(pattern: &str) -> Result<Vec<Piece>> {
+pub(crate) fn joda(pattern: &str) -> Result<Vec<Piece>> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut pieces = Vec::new();
     let mut i = 0;

@@ -10,6 +10,7 @@
 mod aggregates;
 mod args;
 mod array_reshaping;
+mod array_sequences;
 mod arrays;
 mod bases;
 mod bounded;
@@ -110,6 +111,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         // The session's zone replaces UTC here where a session is made.
         from_unixtime_function("UTC"),
         from_iso8601_timestamp_function("UTC"),
+        parse_datetime_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::from_date())),
         Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::to())),
         at_timezone_function("UTC"),
@@ -126,6 +128,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpReplace::replace())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpReplace::count())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpLike::new())),
+        Arc::new(ScalarUDF::new_from_impl(regex::RegexpPosition::new())),
         Arc::new(ScalarUDF::new_from_impl(
             map_constructor::MapConstructor::new(),
         )),
@@ -190,6 +193,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
             .into(),
     ));
     functions.extend(udfs(array_reshaping::reshaping_functions()));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(
+        array_sequences::ContainsSequence::new(),
+    )));
     functions.extend(udfs(map_building::map_building_functions()));
     functions.extend(udfs(human_readable::human_readable_functions()));
     functions.extend(udfs(urls::url_functions()));
@@ -290,6 +296,13 @@ pub fn from_unixtime_function(session_zone: &str) -> Arc<ScalarUDF> {
 /// Trino's `from_iso8601_timestamp`, whose text without an offset is read in `session_zone`.
 pub fn from_iso8601_timestamp_function(session_zone: &str) -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::from_timestamp(
+        session_zone,
+    )))
+}
+
+/// Trino's `parse_datetime`, whose answer is a wall-clock time in `session_zone`.
+pub fn parse_datetime_function(session_zone: &str) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(date_parse::ParseDatetime::new(
         session_zone,
     )))
 }

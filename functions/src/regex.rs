@@ -5,12 +5,14 @@
 //! DataFusion's regex crate finds one) and whose replacement is Trino's (`$1`, `$12` as group 12
 //! when there is one, else group 1 and a `2`, `${name}`, `\$`; an unknown group is refused); and
 //! `regexp_like`, whose invalid pattern is the user's `INVALID_FUNCTION_ARGUMENT` (DataFusion's
-//! is an internal error in words only).
+//! is an internal error in words only); and `regexp_position`, where the n-th match from a
+//! position starts (in code points, -1 for none).
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, AsArray, BooleanBuilder, Int64Array, ListBuilder, StringArray, StringBuilder,
+    Array, AsArray, BooleanBuilder, Int32Builder, Int64Array, ListBuilder, StringArray,
+    StringBuilder,
 };
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
@@ -296,6 +298,121 @@ impl ScalarUDFImpl for RegexpLike {
                 Some((regex, _)) => out.append_value(regex.is_match(s.value(i))),
                 None => out.append_null(),
             }
+        }
+        result(&args, Arc::new(out.finish()))
+    }
+}
+
+/// `regexp_position(string, pattern [, start [, occurrence]])`: the code point (from 1) where the
+/// `occurrence`-th match (1 unless given) at or after code point `start` (1 unless given)
+/// begins, -1 when there is none; an `integer`, as Trino's.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RegexpPosition {
+    signature: Signature,
+}
+
+impl RegexpPosition {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// Where the `occurrence`-th match at or after code point `start` of `text` begins, counted
+/// in code points from 1; -1 for none.
+fn match_position(regex: &Regex, text: &str, start: i64, occurrence: i64) -> Result<i32> {
+    if start < 1 {
+        return Err(invalid_argument(format!(
+            "start must be a positive integer, got {start}"
+        )));
+    }
+    if occurrence < 1 {
+        return Err(invalid_argument(format!(
+            "occurrence must be a positive integer, got {occurrence}"
+        )));
+    }
+    let skipped = usize::try_from(start - 1).unwrap_or(usize::MAX);
+    let Some(from) = text
+        .char_indices()
+        .map(|(at, _)| at)
+        .chain(std::iter::once(text.len()))
+        .nth(skipped)
+    else {
+        return Ok(-1);
+    };
+    let wanted = usize::try_from(occurrence - 1).unwrap_or(usize::MAX);
+    let mut at = from;
+    let mut found = 0usize;
+    while at <= text.len() {
+        let Some(m) = regex.find_at(text, at) else {
+            return Ok(-1);
+        };
+        if found == wanted {
+            let position = text[..m.start()].chars().count() + 1;
+            return Ok(i32::try_from(position).unwrap_or(i32::MAX));
+        }
+        found += 1;
+        at = next_start(text, m.start(), m.end());
+    }
+    Ok(-1)
+}
+
+impl ScalarUDFImpl for RegexpPosition {
+    fn name(&self) -> &str {
+        "regexp_position"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, p, rest @ ..]
+                if is_string(s)
+                    && is_string(p)
+                    && rest.len() <= 2
+                    && rest.iter().all(is_integer) =>
+            {
+                let mut coerced = vec![DataType::Utf8, DataType::Utf8];
+                coerced.extend(rest.iter().map(|_| DataType::Int64));
+                Ok(coerced)
+            }
+            _ => Err(crate::args::unexpected_parameters(
+                "regexp_position",
+                arg_types,
+                "(varchar, varchar [, bigint [, bigint]])",
+            )),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [s, pattern, rest @ ..] = columns.as_slice() else {
+            return exec_err!("regexp_position takes 2 to 4 arguments");
+        };
+        let (s, pattern) = (strings(s)?, strings(pattern)?);
+        let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
+        let numbers = rest.iter().map(longs).collect::<Result<Vec<_>>>()?;
+        let (start, occurrence) = (numbers.first(), numbers.get(1));
+        let mut patterns = Patterns { last: None };
+        let mut out = Int32Builder::with_capacity(s.len());
+        for i in 0..s.len() {
+            let number = |n: Option<&Int64Array>| n.map(|n| n.is_valid(i).then(|| n.value(i)));
+            let (Some(regex), Some(start), Some(occurrence)) = (
+                row_pattern(&mut patterns, s, pattern, None, i)?.map(|(r, _)| r),
+                number(start).unwrap_or(Some(1)),
+                number(occurrence).unwrap_or(Some(1)),
+            ) else {
+                out.append_null();
+                continue;
+            };
+            out.append_value(match_position(regex, s.value(i), start, occurrence)?);
         }
         result(&args, Arc::new(out.finish()))
     }
@@ -656,6 +773,23 @@ mod tests {
         assert_eq!(split("a,b", ",")?, ["a", "b"]);
         assert_eq!(split("abc", "x")?, ["abc"]);
         assert_eq!(split("", ",")?, [""]);
+        Ok(())
+    }
+
+    /// Trino's documentation's examples.
+    #[test]
+    fn positions_of_the_nth_match_from_a_start() -> Result<()> {
+        let regex = Regex::new(r"\b\d+\b").map_err(|e| invalid_argument(e.to_string()))?;
+        let text = "I have 23 apples, 5 pears and 13 oranges";
+        assert_eq!(match_position(&regex, text, 1, 1)?, 8);
+        assert_eq!(match_position(&regex, text, 5, 1)?, 8);
+        assert_eq!(match_position(&regex, text, 12, 1)?, 19);
+        assert_eq!(match_position(&regex, text, 12, 2)?, 31);
+        assert_eq!(match_position(&regex, text, 12, 3)?, -1);
+        assert_eq!(match_position(&regex, "ab", 9, 1)?, -1);
+        assert_eq!(match_position(&regex, "ü 1", 1, 1)?, 3);
+        assert!(match_position(&regex, text, 0, 1).is_err());
+        assert!(match_position(&regex, text, 1, 0).is_err());
         Ok(())
     }
 }

@@ -90,6 +90,24 @@ class Session(unittest.TestCase):
         run(cur, "RESET SESSION task_concurrency")
         self.assertEqual(conn._client_session.properties, {"query_max_run_time": "90s"})
 
+    def test_set_role_all_or_none_reaches_the_client_and_other_roles_do_not_exist(self):
+        conn = connect(schema="tpch")
+        cur = conn.cursor()
+        run(cur, "SET ROLE ALL")
+        self.assertEqual(cur.update_type, "SET ROLE")
+        self.assertEqual(conn._client_session.roles, {"system": "ALL"})
+        # The client now sends the role with each statement; it is taken.
+        self.assertEqual(run(cur, "SELECT count(*) FROM nation"), [[25]])
+        self.assertEqual(cur._request.http_headers["X-Trino-Role"], "system=ALL")
+        run(cur, "SET ROLE NONE IN system")
+        self.assertEqual(conn._client_session.roles, {"system": "NONE"})
+        with self.assertRaises(TrinoUserError) as refused:
+            run(cur, "SET ROLE admin")
+        self.assertEqual(refused.exception.error_name, "ROLE_NOT_FOUND")
+        with self.assertRaises(TrinoUserError) as refused:
+            run(cur, "SET ROLE ALL IN iceberg")
+        self.assertEqual(refused.exception.error_name, "NOT_SUPPORTED")
+
     def test_invalid_properties_are_errors(self):
         cur = connect(schema="tpch").cursor()
         for statement in [

@@ -746,6 +746,9 @@ fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>
     let original = Expr::ScalarFunction(call.clone());
     let rewritten = match (call.func.name(), types.as_slice()) {
         ("concat", types) if types.iter().any(is_list) => concat_arrays(call.args, types),
+        ("concat", types) if !types.iter().all(concatenable) => {
+            return Err(unconcatenable(types));
+        }
         ("concat", _) if call.args.len() > 1 => Some(concat_strings(call.args)),
         // Of an array, its elements joined (NULLs skipped); DataFusion's writes the array.
         ("concat_ws", [_, t]) if is_list(t) => {
@@ -1355,6 +1358,34 @@ fn concat_arrays(args: Vec<Expr>, types: &[DataType]) -> Option<Expr> {
 }
 
 /// `concat(a, b, ...)` as `a || b || ...`, which is NULL when any part is.
+/// Whether `concat` (and `||`) takes a value of type `t` beside text: text, varbinary or NULL
+/// (arrays are [`concat_arrays`]'). Trino has no implicit cast of numbers, booleans or dates to
+/// text (DataFusion's `'a' || 1` was `a1`).
+pub(super) fn concatenable(t: &DataType) -> bool {
+    is_text(t)
+        || matches!(
+            t,
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::Null
+        )
+        || matches!(t, DataType::Dictionary(_, value) if concatenable(value))
+}
+
+/// Trino's refusal of `concat` of `types` some of which it does not take.
+pub(super) fn unconcatenable(types: &[DataType]) -> DataFusionError {
+    refused(
+        ErrorCode::FunctionNotFound,
+        format!(
+            "Unexpected parameters ({}) for function concat. Expected: concat(varchar, ...), \
+             concat(varbinary, ...), concat(array(E), ...)",
+            types
+                .iter()
+                .map(super::types::trino_type_name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+}
+
 fn concat_strings(args: Vec<Expr>) -> Expr {
     let mut args = args.into_iter();
     let first = args.next().unwrap_or_else(|| lit(""));

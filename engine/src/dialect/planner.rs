@@ -201,6 +201,16 @@ impl ExprPlanner for TrinoPlanner {
                 times, product,
             )));
         }
+        // `||` of text (or varbinary) and something else that is not an array: Trino's concat
+        // takes no numbers, booleans or dates (DataFusion's wrote them as text).
+        if expr.op == BinaryOperator::StringConcat
+            && let (Ok(left), Ok(right)) = (expr.left.get_type(schema), expr.right.get_type(schema))
+            && !matches!(left, DataType::List(_) | DataType::LargeList(_))
+            && !matches!(right, DataType::List(_) | DataType::LargeList(_))
+            && !(super::calls::concatenable(&left) && super::calls::concatenable(&right))
+        {
+            return Err(super::calls::unconcatenable(&[left, right]));
+        }
         let is_text = |e: &Expr| e.get_type(schema).is_ok_and(|t| super::calls::is_text(&t));
         let comparison = matches!(
             expr.op,

@@ -48,6 +48,11 @@ pub enum ClientStatement {
     Commit,
     Rollback,
     Show(Show),
+    /// `SET ROLE (role | ALL | NONE) [IN catalog]`: `role` upper-cased for `ALL` and `NONE`.
+    SetRole {
+        role: String,
+        catalog: Option<String>,
+    },
     /// `CALL system.runtime.kill_query(query_id => '...', message => '...')`
     KillQuery {
         query_id: String,
@@ -72,6 +77,7 @@ impl ClientStatement {
             ClientStatement::Commit => "COMMIT",
             ClientStatement::Rollback => "ROLLBACK",
             ClientStatement::Show(_) => "SHOW",
+            ClientStatement::SetRole { .. } => "SET ROLE",
             ClientStatement::KillQuery { .. } => "CALL",
         }
     }
@@ -312,6 +318,20 @@ pub fn recognize_tokens(tokens: Vec<Token>) -> Result<Option<ClientStatement>> {
             name,
             value: Box::new(value.remove(0)),
         }));
+    } else if t.keywords(&["SET", "ROLE"]) {
+        let role = if t.keyword("ALL") {
+            "ALL".to_string()
+        } else if t.keyword("NONE") {
+            "NONE".to_string()
+        } else {
+            t.identifier()?
+        };
+        let catalog = if t.keyword("IN") {
+            Some(t.identifier()?)
+        } else {
+            None
+        };
+        ClientStatement::SetRole { role, catalog }
     } else if t.keywords(&["RESET", "SESSION"]) {
         if t.peek_keyword("AUTHORIZATION") {
             return Err(Error::NotSupported("RESET SESSION AUTHORIZATION".into()));

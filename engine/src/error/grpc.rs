@@ -37,7 +37,8 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::CatalogNotFound
         | ErrorCode::SchemaNotFound
         | ErrorCode::TableNotFound
-        | ErrorCode::ColumnNotFound => Code::NotFound,
+        | ErrorCode::ColumnNotFound
+        | ErrorCode::RoleNotFound => Code::NotFound,
         ErrorCode::AlreadyExists
         | ErrorCode::SchemaAlreadyExists
         | ErrorCode::TableAlreadyExists

@@ -120,6 +120,7 @@ pub enum ErrorCode {
     SchemaNotFound,
     TableNotFound,
     ColumnNotFound,
+    RoleNotFound,
     SchemaAlreadyExists,
     TableAlreadyExists,
     ColumnAlreadyExists,
@@ -188,6 +189,7 @@ impl ErrorCode {
             ErrorCode::SchemaNotFound => "SCHEMA_NOT_FOUND",
             ErrorCode::TableNotFound => "TABLE_NOT_FOUND",
             ErrorCode::ColumnNotFound => "COLUMN_NOT_FOUND",
+            ErrorCode::RoleNotFound => "ROLE_NOT_FOUND",
             ErrorCode::SchemaAlreadyExists => "SCHEMA_ALREADY_EXISTS",
             ErrorCode::TableAlreadyExists => "TABLE_ALREADY_EXISTS",
             ErrorCode::ColumnAlreadyExists => "COLUMN_ALREADY_EXISTS",
@@ -253,6 +255,7 @@ impl ErrorCode {
             | ErrorCode::SchemaNotFound
             | ErrorCode::TableNotFound
             | ErrorCode::ColumnNotFound
+            | ErrorCode::RoleNotFound
             | ErrorCode::SchemaAlreadyExists
             | ErrorCode::TableAlreadyExists
             | ErrorCode::DuplicateColumnName

@@ -77,6 +77,8 @@ pub struct SessionChanges {
     pub deallocated_prepare: Vec<String>,
     pub started_transaction: Option<String>,
     pub clear_transaction: bool,
+    /// The role set in a catalog (`system` when none is named): `ALL` or `NONE`.
+    pub set_role: Option<(String, String)>,
 }
 
 /// The engine settings a session asks for; invalid session properties are an error.
@@ -220,6 +222,26 @@ pub(super) async fn plan_sql(
             };
             transactions.end(id);
             changes.clear_transaction = true;
+        }
+        // SQE has no roles: ALL and NONE (all or none of the user's roles) are what there
+        // is to choose, as in Trino, and the client hears it chose them.
+        ClientStatement::SetRole { role, catalog } => {
+            let catalog = catalog.unwrap_or_else(|| "system".to_string());
+            if catalog == engine.catalog_name() {
+                return Err(Error::NotSupported(format!(
+                    "Catalog '{catalog}' does not support role management"
+                )));
+            }
+            if catalog != "system" {
+                return Err(Error::not_found(ObjectKind::Catalog, catalog));
+            }
+            if role != "ALL" && role != "NONE" {
+                return Err(Error::invalid(
+                    ErrorCode::RoleNotFound,
+                    format!("Role '{role}' does not exist"),
+                ));
+            }
+            changes.set_role = Some((catalog, role));
         }
         ClientStatement::Show(_) | ClientStatement::KillQuery { .. } => {}
     }

@@ -67,6 +67,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::SchemaNotFound => (45, USER),
         ErrorCode::TableNotFound => (46, USER),
         ErrorCode::ColumnNotFound => (47, USER),
+        ErrorCode::RoleNotFound => (48, USER),
         ErrorCode::SchemaAlreadyExists => (49, USER),
         ErrorCode::TableAlreadyExists => (50, USER),
         ErrorCode::ColumnAlreadyExists => (51, USER),

@@ -203,6 +203,9 @@ pub(crate) fn write_session_changes(changes: &SessionChanges, headers: &mut Head
             format!("{name}={}", url_encode(value)),
         );
     }
+    if let Some((catalog, role)) = &changes.set_role {
+        add("x-trino-set-role", format!("{catalog}={role}"));
+    }
     for name in &changes.clear_session {
         add("x-trino-clear-session", name.clone());
     }
