@@ -254,6 +254,18 @@ fn timestamp(fields: &Fields) -> Option<i64> {
     Some(date.and_time(time).and_utc().timestamp_millis())
 }
 
+/// The coercion of `(varchar, varchar)`: a text and its format.
+fn text_and_format(function: &str, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+    if arg_types.len() == 2 && arg_types.iter().all(is_string) {
+        return Ok(vec![DataType::Utf8; 2]);
+    }
+    Err(crate::args::unexpected_parameters(
+        function,
+        arg_types,
+        "(varchar, varchar)",
+    ))
+}
+
 /// `date_parse(string, format)`, `to_date(string, format)` or `to_timestamp(string, format)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct DateParse {
@@ -284,14 +296,7 @@ impl ScalarUDFImpl for DateParse {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if arg_types.len() == 2 && arg_types.iter().all(is_string) {
-            return Ok(vec![DataType::Utf8; 2]);
-        }
-        Err(crate::args::unexpected_parameters(
-            self.name(),
-            arg_types,
-            "(varchar, varchar)",
-        ))
+        text_and_format(self.name(), arg_types)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -376,14 +381,7 @@ impl ScalarUDFImpl for ParseDatetime {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if arg_types.len() == 2 && arg_types.iter().all(is_string) {
-            return Ok(vec![DataType::Utf8; 2]);
-        }
-        Err(crate::args::unexpected_parameters(
-            self.name(),
-            arg_types,
-            "(varchar, varchar)",
-        ))
+        text_and_format(self.name(), arg_types)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

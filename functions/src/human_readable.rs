@@ -1,11 +1,13 @@
 //! Numbers and durations as people write them, in Trino's words: `format_number` (`12.3K`),
 //! `human_readable_seconds` (`1 minute, 36 seconds`), `parse_duration` (`'3.81 d'` as an
-//! `interval day to second`) and `to_milliseconds` (of such an interval).
+//! `interval day to second`), `to_milliseconds` (of such an interval) and `parse_data_size`
+//! (`'2.3MB'` as bytes, a `decimal(38,0)`).
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Builder, IntervalMonthDayNanoBuilder, StringBuilder,
+    Array, ArrayRef, AsArray, Decimal128Array, Int64Builder, IntervalMonthDayNanoBuilder,
+    StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -28,6 +30,7 @@ pub(crate) enum Readable {
     Seconds,
     ParseDuration,
     ToMilliseconds,
+    DataSize,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -42,6 +45,7 @@ pub(crate) fn human_readable_functions() -> Vec<HumanReadableFunction> {
         Readable::Seconds,
         Readable::ParseDuration,
         Readable::ToMilliseconds,
+        Readable::DataSize,
     ]
     .into_iter()
     .map(|kind| HumanReadableFunction {
@@ -67,6 +71,7 @@ impl ScalarUDFImpl for HumanReadableFunction {
             Readable::Seconds => "human_readable_seconds",
             Readable::ParseDuration => "parse_duration",
             Readable::ToMilliseconds => "to_milliseconds",
+            Readable::DataSize => "parse_data_size",
         }
     }
 
@@ -83,7 +88,9 @@ impl ScalarUDFImpl for HumanReadableFunction {
             {
                 Some(DataType::Float64)
             }
-            (Readable::ParseDuration, [t]) if is_string(t) => Some(DataType::Utf8),
+            (Readable::ParseDuration | Readable::DataSize, [t]) if is_string(t) => {
+                Some(DataType::Utf8)
+            }
             (Readable::ToMilliseconds, [t]) if is_day_to_second(t) => Some(t.clone()),
             _ => None,
         };
@@ -93,7 +100,7 @@ impl ScalarUDFImpl for HumanReadableFunction {
                 let expected = match self.kind {
                     Readable::FormatNumber => "(bigint) | format_number(double)",
                     Readable::Seconds => "(double)",
-                    Readable::ParseDuration => "(varchar)",
+                    Readable::ParseDuration | Readable::DataSize => "(varchar)",
                     Readable::ToMilliseconds => "(interval day to second)",
                 };
                 Err(unexpected_parameters(self.name(), arg_types, expected))
@@ -106,6 +113,7 @@ impl ScalarUDFImpl for HumanReadableFunction {
             Readable::FormatNumber | Readable::Seconds => DataType::Utf8,
             Readable::ParseDuration => DataType::Interval(IntervalUnit::MonthDayNano),
             Readable::ToMilliseconds => DataType::Int64,
+            Readable::DataSize => DataType::Decimal128(38, 0),
         })
     }
 
@@ -146,6 +154,15 @@ impl ScalarUDFImpl for HumanReadableFunction {
                     }));
                 }
                 Arc::new(out.finish())
+            }
+            Readable::DataSize => {
+                let texts = cast(column, &DataType::Utf8)?;
+                let sizes = texts
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(parse_data_size).transpose())
+                    .collect::<Result<Decimal128Array>>()?;
+                Arc::new(sizes.with_precision_and_scale(38, 0)?)
             }
             Readable::ToMilliseconds => {
                 let mut out = Int64Builder::with_capacity(rows);
@@ -320,6 +337,43 @@ fn parse_duration(text: &str) -> Result<i64> {
     Ok(millis as i64)
 }
 
+/// Trino's `parse_data_size`: a decimal number directly followed by a unit (`B`, `kB`, `MB`,
+/// `GB`, `TB`, `PB`, `EB`, `ZB`, `YB`, each 1024 times the one before), as whole bytes
+/// (the fraction dropped).
+fn parse_data_size(text: &str) -> Result<i128> {
+    let invalid = || invalid_argument(format!("Invalid data size: '{text}'"));
+    let number_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(number_end);
+    let power = ["B", "kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"]
+        .iter()
+        .position(|u| *u == unit)
+        .ok_or_else(invalid)?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
+        return Err(invalid());
+    }
+    // The digits as one integer, `fraction.len()` of them after the point.
+    let digits: i128 = format!("{whole}{fraction}")
+        .parse()
+        .map_err(|_| invalid())?;
+    let out_of_range = || invalid_argument(format!("Value out of range: '{text}'"));
+    let scale = 10_i128
+        .checked_pow(u32::try_from(fraction.len()).map_err(|_| out_of_range())?)
+        .ok_or_else(out_of_range)?;
+    let factor = 1024_i128.pow(power as u32);
+    // Exact: digits × 1024^power ÷ 10^scale, the fraction of a byte dropped.
+    let bytes = digits
+        .checked_mul(factor)
+        .map(|scaled| scaled / scale)
+        .ok_or_else(out_of_range)?;
+    if bytes >= 10_i128.pow(38) {
+        return Err(out_of_range());
+    }
+    Ok(bytes)
+}
+
 /// Java's `\s`: space, tab, newline, vertical tab, form feed, carriage return.
 fn is_java_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r')
@@ -387,6 +441,25 @@ mod tests {
         }
         for bad in ["", "abc", "1f", ".5s", "1.s", "-1s", "1 s s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        Ok(())
+    }
+
+    /// Trino's documentation's and TestDataSizeFunctions' values.
+    #[test]
+    fn data_sizes_are_read_as_whole_bytes() -> Result<()> {
+        for (text, bytes) in [
+            ("1B", 1),
+            ("1kB", 1024),
+            ("2.3MB", 2_411_724),
+            ("1.5GB", 1_610_612_736),
+            ("0.5B", 0),
+            ("1YB", 1_208_925_819_614_629_174_706_176),
+        ] {
+            assert_eq!(parse_data_size(text)?, bytes, "{text}");
+        }
+        for bad in ["", "1", "1 B", "1kb", "B", "1.2.3B", "-1B"] {
+            assert!(parse_data_size(bad).is_err(), "{bad}");
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ mod array_sequences;
 mod arrays;
 mod bases;
 mod bounded;
+mod byte_encodings;
 mod byte_length;
 mod case_mapping;
 mod checked;
@@ -198,6 +199,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     )));
     functions.extend(udfs(map_building::map_building_functions()));
     functions.extend(udfs(human_readable::human_readable_functions()));
+    functions.extend(udfs(byte_encodings::byte_encoding_functions()));
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
@@ -264,6 +266,12 @@ fn own_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
         )),
         Arc::new(AggregateUDF::new_from_impl(
             map_aggregates::MapAggregate::histogram(),
+        )),
+        Arc::new(AggregateUDF::new_from_impl(
+            map_aggregates::MapAggregate::map_union(),
+        )),
+        Arc::new(AggregateUDF::new_from_impl(
+            map_aggregates::MapAggregate::multimap_agg(),
         )),
         scalar_subquery_function(),
     ]

@@ -1,6 +1,7 @@
 //! Trino's functions that build a map from other values: `map_from_entries` (an array of
-//! key-value rows), `map_concat` (maps merged, the last value of a key winning) and
-//! `array_histogram` (each element's count). DataFusion has none of them. Keys are compared
+//! key-value rows), `multimap_from_entries` (the same, each key's values as an array),
+//! `map_concat` (maps merged, the last value of a key winning) and `array_histogram` (each
+//! element's count). DataFusion has none of them. Keys are compared
 //! by identity (Arrow's row format), as Trino's `IS DISTINCT FROM` compares them.
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use crate::map_aggregates::map_type;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Building {
     FromEntries,
+    MultimapFromEntries,
     Concat,
     Histogram,
 }
@@ -36,13 +38,18 @@ pub(crate) struct MapBuilding {
 }
 
 pub(crate) fn map_building_functions() -> Vec<MapBuilding> {
-    [Building::FromEntries, Building::Concat, Building::Histogram]
-        .into_iter()
-        .map(|kind| MapBuilding {
-            kind,
-            signature: Signature::user_defined(Volatility::Immutable),
-        })
-        .collect()
+    [
+        Building::FromEntries,
+        Building::MultimapFromEntries,
+        Building::Concat,
+        Building::Histogram,
+    ]
+    .into_iter()
+    .map(|kind| MapBuilding {
+        kind,
+        signature: Signature::user_defined(Volatility::Immutable),
+    })
+    .collect()
 }
 
 /// The key and value types of a map type.
@@ -70,6 +77,7 @@ impl ScalarUDFImpl for MapBuilding {
     fn name(&self) -> &str {
         match self.kind {
             Building::FromEntries => "map_from_entries",
+            Building::MultimapFromEntries => "multimap_from_entries",
             Building::Concat => "map_concat",
             Building::Histogram => "array_histogram",
         }
@@ -81,7 +89,7 @@ impl ScalarUDFImpl for MapBuilding {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         let takes = match (self.kind, arg_types) {
-            (Building::FromEntries, [t]) => {
+            (Building::FromEntries | Building::MultimapFromEntries, [t]) => {
                 matches!(element(t), Some(DataType::Struct(f)) if f.len() == 2)
             }
             (Building::Histogram, [t]) => element(t).is_some(),
@@ -104,7 +112,7 @@ impl ScalarUDFImpl for MapBuilding {
         };
         if !takes {
             let expected = match self.kind {
-                Building::FromEntries => "(array(row(K,V)))",
+                Building::FromEntries | Building::MultimapFromEntries => "(array(row(K,V)))",
                 Building::Concat => "(map(K,V), map(K,V), ...)",
                 Building::Histogram => "(array(T))",
             };
@@ -120,6 +128,14 @@ impl ScalarUDFImpl for MapBuilding {
             {
                 Ok(map_type(fields[0].data_type(), fields[1].data_type()))
             }
+            (Building::MultimapFromEntries, Some((_, Some(DataType::Struct(fields)))))
+                if fields.len() == 2 =>
+            {
+                Ok(map_type(
+                    fields[0].data_type(),
+                    &DataType::new_list(fields[1].data_type().clone(), true),
+                ))
+            }
             (Building::Concat, Some((first, _))) => Ok(first.clone()),
             (Building::Histogram, Some((_, Some(element)))) => {
                 Ok(map_type(element, &DataType::Int64))
@@ -132,6 +148,7 @@ impl ScalarUDFImpl for MapBuilding {
         let columns = arrays(&args)?;
         let answer = match (self.kind, columns.as_slice()) {
             (Building::FromEntries, [list]) => from_entries(list)?,
+            (Building::MultimapFromEntries, [list]) => multimap_from_entries(list)?,
             (Building::Histogram, [list]) => histogram(list)?,
             (Building::Concat, maps) => concat(maps, args.return_field.data_type())?,
             _ => return exec_err!("{}: wrong number of arguments", self.name()),
@@ -215,6 +232,77 @@ fn from_entries(list: &ArrayRef) -> Result<ArrayRef> {
         offsets.to_vec(),
         Arc::clone(keys),
         Arc::clone(values),
+        valid,
+    )
+}
+
+/// `multimap_from_entries(array(row(K, V)))`: each key's values as an array, in the order
+/// the entries give them, keys in the order they first appear; a NULL entry or key is refused.
+fn multimap_from_entries(list: &ArrayRef) -> Result<ArrayRef> {
+    let Some(list) = list.as_list_opt::<i32>() else {
+        return exec_err!("multimap_from_entries takes an array");
+    };
+    let Some(entries) = list.values().as_struct_opt() else {
+        return exec_err!("multimap_from_entries takes an array of rows");
+    };
+    let [keys, values] = entries.columns() else {
+        return exec_err!("multimap_from_entries takes rows of two fields");
+    };
+    let rows = key_rows(keys)?;
+    let (entry_nulls, key_nulls) = (entries.logical_nulls(), keys.logical_nulls());
+    let is_null = |nulls: &Option<NullBuffer>, i| nulls.as_ref().is_some_and(|n| n.is_null(i));
+    let (key_data, value_data) = (keys.to_data(), values.to_data());
+    let mut map_keys = MutableArrayData::new(vec![&key_data], false, 0);
+    let mut map_values = MutableArrayData::new(vec![&value_data], true, 0);
+    let (mut map_offsets, mut value_offsets) = (vec![0i32], vec![0i32]);
+    let mut valid = Vec::with_capacity(list.len());
+    let offsets = list.value_offsets();
+    for row in 0..list.len() {
+        valid.push(list.is_valid(row));
+        if list.is_valid(row) {
+            // Each key's first entry, then the entries of its values.
+            let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+            let mut places: HashMap<_, usize> = HashMap::new();
+            for i in offsets[row] as usize..offsets[row + 1] as usize {
+                if is_null(&entry_nulls, i) {
+                    return Err(invalid_argument("map entry cannot be null"));
+                }
+                if is_null(&key_nulls, i) {
+                    return Err(invalid_argument("map key cannot be null"));
+                }
+                match places.get(&rows.row(i)) {
+                    Some(&place) => groups[place].1.push(i),
+                    None => {
+                        places.insert(rows.row(i), groups.len());
+                        groups.push((i, vec![i]));
+                    }
+                }
+            }
+            for (first, members) in groups {
+                map_keys.extend(0, first, first + 1);
+                for i in members {
+                    map_values.extend(0, i, i + 1);
+                }
+                value_offsets.push(map_values.len() as i32);
+            }
+        }
+        map_offsets.push(value_offsets.len() as i32 - 1);
+    }
+    let value_type = DataType::new_list(values.data_type().clone(), true);
+    let DataType::List(item) = &value_type else {
+        return exec_err!("a list type");
+    };
+    let grouped = datafusion::arrow::array::ListArray::try_new(
+        Arc::clone(item),
+        OffsetBuffer::new(value_offsets.into()),
+        make_array(map_values.freeze()),
+        None,
+    )?;
+    map_of(
+        &map_type(keys.data_type(), &value_type),
+        map_offsets,
+        make_array(map_keys.freeze()),
+        Arc::new(grouped),
         valid,
     )
 }
@@ -402,6 +490,17 @@ mod tests {
         let counted = histogram(&list)?;
         assert_eq!(shown(&counted), ["{42: 2, 7: 1}", "{}", ""]);
         assert!(counted.is_null(2));
+        Ok(())
+    }
+
+    #[test]
+    fn entries_of_one_key_gather_into_an_array() -> Result<()> {
+        let map = multimap_from_entries(&entries(
+            vec!["a", "b", "a"],
+            vec![Some(1), Some(2), None],
+            vec![3],
+        ))?;
+        assert_eq!(shown(&map), ["{a: [1, ], b: [2]}"]);
         Ok(())
     }
 }

@@ -77,6 +77,8 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("length", 1, "CAST(character_length($1) AS BIGINT)"),
     ("strpos", 2, "CAST(strpos($1, $2) AS BIGINT)"),
     ("strpos", 3, "sqe_strpos_instance($1, $2, $3)"),
+    // Teradata's spelling of strpos.
+    ("index", 2, "CAST(strpos($1, $2) AS BIGINT)"),
     // The n largest (smallest) values, as an array.
     ("max", 2, "sqe_max_n($1, $2)"),
     ("min", 2, "sqe_min_n($1, $2)"),
