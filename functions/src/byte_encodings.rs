@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, Float32Builder, Float64Builder, Int32Builder,
-    Int64Builder, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryBuilder, PrimitiveArray, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int32Type, Int64Type,
+};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -153,7 +154,7 @@ impl ScalarUDFImpl for ByteEncoding {
 }
 
 /// Exactly `N` bytes, or Trino's refusal in `message`'s words.
-fn exactly<const N: usize>(bytes: &[u8], message: impl Fn(usize) -> String) -> Result<[u8; N]> {
+fn exactly<const N: usize>(bytes: &[u8], message: &impl Fn(usize) -> String) -> Result<[u8; N]> {
     bytes
         .try_into()
         .map_err(|_| invalid_argument(message(bytes.len())))
@@ -180,48 +181,16 @@ fn encode(kind: Encoding, column: &ArrayRef) -> Result<ArrayRef> {
             v.to_be_bytes().to_vec()
         }),
         Encoding::FromBigEndian32 => {
-            let mut out = Int32Builder::with_capacity(rows);
-            for bytes in column.as_binary::<i32>() {
-                out.append_option(
-                    bytes
-                        .map(|b| exactly::<4>(b, big_endian(4)).map(i32::from_be_bytes))
-                        .transpose()?,
-                );
-            }
-            Arc::new(out.finish())
+            from_bytes::<Int32Type, 4>(column, big_endian(4), i32::from_be_bytes)?
         }
         Encoding::FromBigEndian64 => {
-            let mut out = Int64Builder::with_capacity(rows);
-            for bytes in column.as_binary::<i32>() {
-                out.append_option(
-                    bytes
-                        .map(|b| exactly::<8>(b, big_endian(8)).map(i64::from_be_bytes))
-                        .transpose()?,
-                );
-            }
-            Arc::new(out.finish())
+            from_bytes::<Int64Type, 8>(column, big_endian(8), i64::from_be_bytes)?
         }
         Encoding::FromIeee754x32 => {
-            let mut out = Float32Builder::with_capacity(rows);
-            for bytes in column.as_binary::<i32>() {
-                out.append_option(
-                    bytes
-                        .map(|b| exactly::<4>(b, ieee(4)).map(f32::from_be_bytes))
-                        .transpose()?,
-                );
-            }
-            Arc::new(out.finish())
+            from_bytes::<Float32Type, 4>(column, ieee(4), f32::from_be_bytes)?
         }
         Encoding::FromIeee754x64 => {
-            let mut out = Float64Builder::with_capacity(rows);
-            for bytes in column.as_binary::<i32>() {
-                out.append_option(
-                    bytes
-                        .map(|b| exactly::<8>(b, ieee(8)).map(f64::from_be_bytes))
-                        .transpose()?,
-                );
-            }
-            Arc::new(out.finish())
+            from_bytes::<Float64Type, 8>(column, ieee(8), f64::from_be_bytes)?
         }
         Encoding::ToBase32 => {
             let mut out = StringBuilder::with_capacity(rows, rows * 8);
@@ -238,6 +207,24 @@ fn encode(kind: Encoding, column: &ArrayRef) -> Result<ArrayRef> {
             Arc::new(out.finish())
         }
     })
+}
+
+/// Values of `N` bytes each read back with `read`; other lengths refused with `message`.
+fn from_bytes<T: ArrowPrimitiveType, const N: usize>(
+    column: &ArrayRef,
+    message: impl Fn(usize) -> String,
+    read: fn([u8; N]) -> T::Native,
+) -> Result<ArrayRef> {
+    let values = column
+        .as_binary::<i32>()
+        .iter()
+        .map(|bytes| {
+            bytes
+                .map(|b| exactly::<N>(b, &message).map(read))
+                .transpose()
+        })
+        .collect::<Result<PrimitiveArray<T>>>()?;
+    Ok(Arc::new(values))
 }
 
 fn binary<T>(values: impl Iterator<Item = Option<T>>, bytes: impl Fn(T) -> Vec<u8>) -> ArrayRef {

@@ -113,6 +113,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         from_unixtime_function("UTC"),
         from_iso8601_timestamp_function("UTC"),
         parse_datetime_function("UTC"),
+        from_unixtime_nanos_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::from_date())),
         Arc::new(ScalarUDF::new_from_impl(iso8601::Iso8601::to())),
         at_timezone_function("UTC"),
@@ -121,6 +122,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         with_timezone_function("UTC"),
         Arc::new(ScalarUDF::new_from_impl(strings::Split::new())),
         Arc::new(ScalarUDF::new_from_impl(split_to_map::SplitToMap::new())),
+        Arc::new(ScalarUDF::new_from_impl(
+            split_to_map::SplitToMap::multimap(),
+        )),
         Arc::new(ScalarUDF::new_from_impl(strings::HammingDistance::new())),
         Arc::new(ScalarUDF::new_from_impl(java_format::Format::new())),
         Arc::new(ScalarUDF::new_from_impl(regex::RegexpExtract::first())),
@@ -297,6 +301,13 @@ pub fn checked_arithmetic_function(operation: IntegerOperation) -> Arc<ScalarUDF
 /// no session: the zone is in the answer's type, fixed when the plan was made.
 pub fn from_unixtime_function(session_zone: &str) -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(unixtime::FromUnixtime::new(
+        session_zone,
+    )))
+}
+
+/// Trino's `from_unixtime_nanos`, answered in `session_zone`.
+pub fn from_unixtime_nanos_function(session_zone: &str) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(unixtime::FromUnixtimeNanos::new(
         session_zone,
     )))
 }

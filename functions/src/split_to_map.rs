@@ -1,13 +1,14 @@
 //! Trino's `split_to_map(text, entry_delimiter, key_value_delimiter)`: a `map(varchar,
 //! varchar)` of the text's entries. An entry without the key-value delimiter exactly once, or
 //! a key seen twice, is INVALID_FUNCTION_ARGUMENT; an empty text is an empty map, and a
-//! trailing entry delimiter ends the last entry.
+//! trailing entry delimiter ends the last entry. `split_to_multimap` is the same with each
+//! key's values as an array, in order (a key may repeat).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, MapBuilder, MapFieldNames, StringBuilder,
+    Array, ArrayRef, AsArray, ListBuilder, MapBuilder, MapFieldNames, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
@@ -21,22 +22,41 @@ use crate::error::invalid_argument;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SplitToMap {
+    /// `split_to_multimap`: each key's values as an array.
+    multi: bool,
     signature: Signature,
 }
 
 impl SplitToMap {
     pub(crate) fn new() -> Self {
+        Self::with(false)
+    }
+
+    pub(crate) fn multimap() -> Self {
+        Self::with(true)
+    }
+
+    fn with(multi: bool) -> Self {
         Self {
+            multi,
             signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    fn value_type(&self) -> DataType {
+        if self.multi {
+            DataType::new_list(DataType::Utf8, true)
+        } else {
+            DataType::Utf8
         }
     }
 }
 
 /// The map type DataFusion's `map` builds: entries of a non-null key and a value.
-fn map_type() -> DataType {
+fn map_type(value: DataType) -> DataType {
     let entries = Fields::from(vec![
         Field::new("key", DataType::Utf8, false),
-        Field::new("value", DataType::Utf8, true),
+        Field::new("value", value, true),
     ]);
     DataType::Map(
         Arc::new(Field::new("entries", DataType::Struct(entries), false)),
@@ -44,11 +64,12 @@ fn map_type() -> DataType {
     )
 }
 
-/// The entries of `text`, in order.
+/// The entries of `text`, in order; a key twice is refused unless `repeated_keys`.
 fn entries<'a>(
     text: &'a str,
     entry_delimiter: &str,
     key_value_delimiter: &str,
+    repeated_keys: bool,
 ) -> Result<Vec<(&'a str, &'a str)>> {
     if entry_delimiter.is_empty() {
         return Err(invalid_argument("entryDelimiter is empty"));
@@ -74,7 +95,7 @@ fn entries<'a>(
                 "Key-value delimiter must appear exactly once in each entry. Bad input: '{entry}'"
             )));
         };
-        if !seen.insert(key) {
+        if !seen.insert(key) && !repeated_keys {
             return Err(invalid_argument(format!(
                 "Duplicate keys ({key}) are not allowed"
             )));
@@ -86,7 +107,11 @@ fn entries<'a>(
 
 impl ScalarUDFImpl for SplitToMap {
     fn name(&self) -> &str {
-        "split_to_map"
+        if self.multi {
+            "split_to_multimap"
+        } else {
+            "split_to_map"
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -105,7 +130,7 @@ impl ScalarUDFImpl for SplitToMap {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(map_type())
+        Ok(map_type(self.value_type()))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -128,24 +153,64 @@ impl ScalarUDFImpl for SplitToMap {
             key: "key".into(),
             value: "value".into(),
         };
-        let mut maps = MapBuilder::new(Some(names), StringBuilder::new(), StringBuilder::new())
-            .with_values_field(Arc::new(Field::new("value", DataType::Utf8, true)));
-        for i in 0..text.len() {
+        let value_field = Arc::new(Field::new("value", self.value_type(), true));
+        let rows = (0..text.len()).map(|i| -> Result<Option<Vec<(&str, &str)>>> {
             if text.is_null(i) || entry_delimiters.is_null(i) || key_value_delimiters.is_null(i) {
-                maps.append(false)?;
-                continue;
+                return Ok(None);
             }
-            for (key, value) in entries(
+            entries(
                 text.value(i),
                 entry_delimiters.value(i),
                 key_value_delimiters.value(i),
-            )? {
-                maps.keys().append_value(key);
-                maps.values().append_value(value);
+                self.multi,
+            )
+            .map(Some)
+        });
+        let maps: ArrayRef = if self.multi {
+            let mut maps = MapBuilder::new(
+                Some(names),
+                StringBuilder::new(),
+                ListBuilder::new(StringBuilder::new()),
+            )
+            .with_values_field(value_field);
+            for row in rows {
+                let Some(found) = row? else {
+                    maps.append(false)?;
+                    continue;
+                };
+                // Each key once, where it first appears, with all its values.
+                let mut keys: Vec<&str> = Vec::new();
+                for (key, _) in &found {
+                    if !keys.contains(key) {
+                        keys.push(key);
+                    }
+                }
+                for key in keys {
+                    maps.keys().append_value(key);
+                    for (_, value) in found.iter().filter(|(k, _)| *k == key) {
+                        maps.values().values().append_value(value);
+                    }
+                    maps.values().append(true);
+                }
+                maps.append(true)?;
             }
-            maps.append(true)?;
-        }
-        let maps: ArrayRef = Arc::new(maps.finish());
+            Arc::new(maps.finish())
+        } else {
+            let mut maps = MapBuilder::new(Some(names), StringBuilder::new(), StringBuilder::new())
+                .with_values_field(value_field);
+            for row in rows {
+                let Some(found) = row? else {
+                    maps.append(false)?;
+                    continue;
+                };
+                for (key, value) in found {
+                    maps.keys().append_value(key);
+                    maps.values().append_value(value);
+                }
+                maps.append(true)?;
+            }
+            Arc::new(maps.finish())
+        };
         result(&args, maps)
     }
 }
@@ -156,14 +221,27 @@ mod tests {
 
     #[test]
     fn entries_are_split_as_trinos() -> Result<()> {
-        assert_eq!(entries("a=1,b=2", ",", "=")?, [("a", "1"), ("b", "2")]);
-        assert_eq!(entries("a=1,", ",", "=")?, [("a", "1")]);
-        assert_eq!(entries("", ",", "=")?, []);
-        assert_eq!(entries("a=", ",", "=")?, [("a", "")]);
-        assert!(entries("a=1,a=2", ",", "=").is_err(), "a key twice");
-        assert!(entries("a=1=2", ",", "=").is_err(), "the delimiter twice");
-        assert!(entries("a", ",", "=").is_err(), "no delimiter");
-        assert!(entries("a=1", ",", ",").is_err(), "the same delimiters");
+        assert_eq!(
+            entries("a=1,b=2", ",", "=", false)?,
+            [("a", "1"), ("b", "2")]
+        );
+        assert_eq!(entries("a=1,", ",", "=", false)?, [("a", "1")]);
+        assert_eq!(entries("", ",", "=", false)?, []);
+        assert_eq!(entries("a=", ",", "=", false)?, [("a", "")]);
+        assert!(entries("a=1,a=2", ",", "=", false).is_err(), "a key twice");
+        assert_eq!(
+            entries("a=1,a=2", ",", "=", true)?,
+            [("a", "1"), ("a", "2")]
+        );
+        assert!(
+            entries("a=1=2", ",", "=", false).is_err(),
+            "the delimiter twice"
+        );
+        assert!(entries("a", ",", "=", false).is_err(), "no delimiter");
+        assert!(
+            entries("a=1", ",", ",", false).is_err(),
+            "the same delimiters"
+        );
         Ok(())
     }
 
@@ -185,13 +263,13 @@ mod tests {
                 .map(|_| Arc::new(Field::new("t", DataType::Utf8, true)))
                 .collect(),
             number_rows: 2,
-            return_field: Arc::new(Field::new("m", map_type(), true)),
+            return_field: Arc::new(Field::new("m", map_type(DataType::Utf8), true)),
             config_options: Arc::new(datafusion::common::config::ConfigOptions::default()),
         };
         let ColumnarValue::Array(maps) = SplitToMap::new().invoke_with_args(args)? else {
             return exec_err!("an array");
         };
-        assert_eq!(maps.data_type(), &map_type());
+        assert_eq!(maps.data_type(), &map_type(DataType::Utf8));
         assert!(maps.is_valid(0) && maps.is_null(1));
         assert_eq!(maps.as_map().value(0).len(), 1);
         Ok(())

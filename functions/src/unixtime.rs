@@ -1,12 +1,18 @@
 //! Trino's `from_unixtime`: seconds since the epoch as a `timestamp(3) with time zone`, in the
 //! session's zone (or the zone given); a fraction of a second is kept to the millisecond.
-//! DataFusion's answers a zone-less timestamp of whole seconds.
+//! DataFusion's answers a zone-less timestamp of whole seconds. `from_unixtime_nanos`: an
+//! integer of nanoseconds since the epoch as a `timestamp(9) with time zone` in the session's
+//! zone.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, TimestampMillisecondArray};
+use datafusion::arrow::array::{
+    Array, AsArray, TimestampMillisecondArray, TimestampNanosecondArray,
+};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit};
+use datafusion::arrow::datatypes::{
+    DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit, TimestampNanosecondType,
+};
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -139,6 +145,63 @@ impl ScalarUDFImpl for FromUnixtime {
             }
         };
         result(&args, Arc::new(values.with_timezone(zone)))
+    }
+}
+
+/// `from_unixtime_nanos(nanoseconds)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FromUnixtimeNanos {
+    session_zone: String,
+    signature: Signature,
+}
+
+impl FromUnixtimeNanos {
+    pub(crate) fn new(session_zone: &str) -> Self {
+        Self {
+            session_zone: session_zone.to_string(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for FromUnixtimeNanos {
+    fn name(&self) -> &str {
+        "from_unixtime_nanos"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [t] if is_integer(t) => Ok(vec![DataType::Int64]),
+            _ => Err(crate::args::unexpected_parameters(
+                self.name(),
+                arg_types,
+                "(bigint)",
+            )),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Timestamp(
+            TimeUnit::Nanosecond,
+            Some(self.session_zone.as_str().into()),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let columns = arrays(&args)?;
+        let [nanos] = columns.as_slice() else {
+            return exec_err!("from_unixtime_nanos takes one argument");
+        };
+        let nanos = cast(nanos, &DataType::Int64)?;
+        let values: TimestampNanosecondArray = nanos
+            .as_primitive::<Int64Type>()
+            .reinterpret_cast::<TimestampNanosecondType>()
+            .with_timezone(self.session_zone.as_str());
+        result(&args, Arc::new(values))
     }
 }
 

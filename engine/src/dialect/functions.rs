@@ -145,6 +145,7 @@ pub fn session_functions(context: &SessionContext) -> Vec<Arc<ScalarUDF>> {
         sqe_functions::from_unixtime_function(&context.time_zone),
         sqe_functions::from_iso8601_timestamp_function(&context.time_zone),
         sqe_functions::parse_datetime_function(&context.time_zone),
+        sqe_functions::from_unixtime_nanos_function(&context.time_zone),
         sqe_functions::at_timezone_function(&context.time_zone),
         sqe_functions::with_timezone_function(&context.time_zone),
     ]
