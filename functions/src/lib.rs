@@ -48,6 +48,7 @@ mod single_row;
 mod sixteen_bytes;
 mod small_functions;
 mod split_to_map;
+mod statistics;
 mod strings;
 mod subscript;
 mod sums;
@@ -204,6 +205,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     functions.extend(udfs(map_building::map_building_functions()));
     functions.extend(udfs(human_readable::human_readable_functions()));
     functions.extend(udfs(byte_encodings::byte_encoding_functions()));
+    functions.extend(udfs(statistics::statistic_functions()));
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
