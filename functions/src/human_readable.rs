@@ -91,6 +91,10 @@ impl ScalarUDFImpl for HumanReadableFunction {
             (Readable::ParseDuration | Readable::DataSize, [t]) if is_string(t) => {
                 Some(DataType::Utf8)
             }
+            // NULL as the interval type, so that it reads as a NULL interval.
+            (Readable::ToMilliseconds, [DataType::Null]) => {
+                Some(DataType::Interval(IntervalUnit::MonthDayNano))
+            }
             (Readable::ToMilliseconds, [t]) if is_day_to_second(t) => Some(t.clone()),
             _ => None,
         };
@@ -145,13 +149,23 @@ impl ScalarUDFImpl for HumanReadableFunction {
                 let texts = cast(column, &DataType::Utf8)?;
                 let mut out = IntervalMonthDayNanoBuilder::with_capacity(rows);
                 for v in texts.as_string::<i32>() {
-                    out.append_option(v.map(parse_duration).transpose()?.map(|millis| {
-                        IntervalMonthDayNano::new(
-                            0,
-                            (millis / MILLIS_PER_DAY) as i32,
-                            (millis % MILLIS_PER_DAY) * 1_000_000,
-                        )
-                    }));
+                    let interval = match v.map(parse_duration).transpose()? {
+                        Some(millis) => {
+                            let days = i32::try_from(millis / MILLIS_PER_DAY).map_err(|_| {
+                                invalid_argument(format!(
+                                    "duration is too large for an interval: {}",
+                                    v.unwrap_or_default()
+                                ))
+                            })?;
+                            Some(IntervalMonthDayNano::new(
+                                0,
+                                days,
+                                (millis % MILLIS_PER_DAY) * 1_000_000,
+                            ))
+                        }
+                        None => None,
+                    };
+                    out.append_option(interval);
                 }
                 Arc::new(out.finish())
             }

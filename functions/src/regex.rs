@@ -333,12 +333,8 @@ fn match_position(regex: &Regex, text: &str, start: i64, occurrence: i64) -> Res
         )));
     }
     let skipped = usize::try_from(start - 1).unwrap_or(usize::MAX);
-    let Some(from) = text
-        .char_indices()
-        .map(|(at, _)| at)
-        .chain(std::iter::once(text.len()))
-        .nth(skipped)
-    else {
+    // A start past the text's last character finds nothing, as in Trino.
+    let Some(from) = text.char_indices().map(|(at, _)| at).nth(skipped) else {
         return Ok(-1);
     };
     let wanted = usize::try_from(occurrence - 1).unwrap_or(usize::MAX);
@@ -787,6 +783,8 @@ mod tests {
         assert_eq!(match_position(&regex, text, 12, 2)?, 31);
         assert_eq!(match_position(&regex, text, 12, 3)?, -1);
         assert_eq!(match_position(&regex, "ab", 9, 1)?, -1);
+        let anything = Regex::new("x*").map_err(|e| invalid_argument(e.to_string()))?;
+        assert_eq!(match_position(&anything, "ab", 3, 1)?, -1);
         assert_eq!(match_position(&regex, "ü 1", 1, 1)?, 3);
         assert!(match_position(&regex, text, 0, 1).is_err());
         assert!(match_position(&regex, text, 1, 0).is_err());

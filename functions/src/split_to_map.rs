@@ -179,15 +179,19 @@ impl ScalarUDFImpl for SplitToMap {
                     continue;
                 };
                 // Each key once, where it first appears, with all its values.
-                let mut keys: Vec<&str> = Vec::new();
-                for (key, _) in &found {
-                    if !keys.contains(key) {
-                        keys.push(key);
-                    }
+                let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+                let mut places: std::collections::HashMap<&str, usize> =
+                    std::collections::HashMap::new();
+                for (key, value) in found {
+                    let place = *places.entry(key).or_insert_with(|| {
+                        groups.push((key, Vec::new()));
+                        groups.len() - 1
+                    });
+                    groups[place].1.push(value);
                 }
-                for key in keys {
+                for (key, values) in groups {
                     maps.keys().append_value(key);
-                    for (_, value) in found.iter().filter(|(k, _)| *k == key) {
+                    for value in values {
                         maps.values().values().append_value(value);
                     }
                     maps.values().append(true);

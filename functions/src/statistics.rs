@@ -129,7 +129,8 @@ impl ScalarUDFImpl for StatisticFunction {
 
 /// The normal distribution's cumulative probability of `value`.
 fn normal_cdf(mean: f64, sd: f64, value: f64) -> Result<f64> {
-    if sd <= 0.0 {
+    // NaN is refused too, as Trino's `sd > 0` check refuses it.
+    if sd <= 0.0 || sd.is_nan() {
         return Err(invalid_argument("standardDeviation must be > 0"));
     }
     Ok(0.5 * (1.0 + libm::erf((value - mean) / (sd * std::f64::consts::SQRT_2))))
@@ -141,7 +142,7 @@ fn inverse_normal_cdf(mean: f64, sd: f64, p: f64) -> Result<f64> {
     if !(p > 0.0 && p < 1.0) {
         return Err(invalid_argument("p must be 0 > p > 1"));
     }
-    if sd <= 0.0 {
+    if sd <= 0.0 || sd.is_nan() {
         return Err(invalid_argument("sd must be > 0"));
     }
     Ok(mean + sd * standard_normal_quantile(p))
@@ -214,7 +215,7 @@ fn wilson_interval(successes: f64, trials: f64, z: f64, upper: bool) -> Result<f
             "number of successes must not be larger than number of trials",
         ));
     }
-    if z < 0.0 {
+    if z < 0.0 || z.is_nan() {
         return Err(invalid_argument("z-score must not be negative"));
     }
     let p = successes / trials;

@@ -200,13 +200,15 @@ fn is_nan(v: &ScalarValue) -> bool {
 }
 
 impl TopNAccumulator {
-    /// Best first; a NaN key is the least preferred, as in Trino.
+    /// Best first; for max_by/min_by a NaN key is the least preferred, as in Trino.
     fn order(&self, a: &ScalarValue, b: &ScalarValue) -> Ordering {
-        match (is_nan(a), is_nan(b)) {
-            (true, true) => return Ordering::Equal,
-            (true, false) => return Ordering::Greater,
-            (false, true) => return Ordering::Less,
-            (false, false) => {}
+        if self.key_type.is_some() {
+            match (is_nan(a), is_nan(b)) {
+                (true, true) => return Ordering::Equal,
+                (true, false) => return Ordering::Greater,
+                (false, true) => return Ordering::Less,
+                (false, false) => {}
+            }
         }
         let ascending = a.partial_cmp(b).unwrap_or(Ordering::Equal);
         if self.largest {

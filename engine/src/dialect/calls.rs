@@ -1365,7 +1365,11 @@ pub(super) fn concatenable(t: &DataType) -> bool {
     is_text(t)
         || matches!(
             t,
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::Null
+            DataType::Binary
+                | DataType::LargeBinary
+                | DataType::BinaryView
+                | DataType::FixedSizeBinary(_)
+                | DataType::Null
         )
         || matches!(t, DataType::Dictionary(_, value) if concatenable(value))
 }
