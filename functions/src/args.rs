@@ -5,7 +5,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field};
-use datafusion::common::Result;
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
 /// The arguments as arrays of one length (scalars repeated).
@@ -29,6 +29,29 @@ pub(crate) fn strings(array: &ArrayRef) -> Result<ArrayRef> {
 
 pub(crate) fn longs(array: &ArrayRef) -> Result<Int64Array> {
     Ok(cast(array, &DataType::Int64)?.as_primitive().clone())
+}
+
+/// The text a column's rows last gave (a format, a pattern, a path) and what it reads as: the
+/// text repeats row after row, so it is read again only when it changes.
+pub(crate) struct LastParsed<T> {
+    last: Option<(String, T)>,
+}
+
+impl<T> LastParsed<T> {
+    pub(crate) fn new() -> Self {
+        Self { last: None }
+    }
+
+    /// What `text` reads as, read with `read` unless it is the last text.
+    pub(crate) fn get(&mut self, text: &str, read: impl FnOnce(&str) -> Result<T>) -> Result<&T> {
+        if self.last.as_ref().is_none_or(|(last, _)| last != text) {
+            self.last = Some((text.to_string(), read(text)?));
+        }
+        match &self.last {
+            Some((_, parsed)) => Ok(parsed),
+            None => exec_err!("nothing was read"),
+        }
+    }
 }
 
 /// A whole column of results is a scalar again when every argument was one.

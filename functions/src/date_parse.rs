@@ -23,7 +23,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::args::{arrays, is_string, result, strings};
+use crate::args::{LastParsed, arrays, is_string, result, strings};
 use crate::error::invalid_argument;
 use crate::format::{MONTHS, Number, Piece, WEEKDAYS, joda, mysql, teradata};
 
@@ -316,19 +316,13 @@ impl ScalarUDFImpl for DateParse {
         let (texts, formats) = (strings(texts)?, strings(formats)?);
         let (texts, formats) = (texts.as_string::<i32>(), formats.as_string::<i32>());
         let mut millis = Vec::with_capacity(texts.len());
-        let mut parsed: Option<(String, Vec<Piece>)> = None;
+        let mut parsed = LastParsed::new();
         for row in 0..texts.len() {
             if texts.is_null(row) || formats.is_null(row) {
                 millis.push(None);
                 continue;
             }
-            let format = formats.value(row);
-            if parsed.as_ref().is_none_or(|(f, _)| f != format) {
-                parsed = Some((format.to_string(), self.reading.pieces(format)?));
-            }
-            let Some((_, pieces)) = &parsed else {
-                continue;
-            };
+            let pieces = parsed.get(formats.value(row), |f| self.reading.pieces(f))?;
             millis.push(Some(parse(texts.value(row), pieces, self.reading)?));
         }
         let array: ArrayRef = match self.reading {
@@ -350,6 +344,22 @@ impl ScalarUDFImpl for DateParse {
         };
         result(&args, array)
     }
+}
+
+/// Joda-Time's `pattern`, refused when it names a zone: `parse_datetime`'s answer has its
+/// column's one zone.
+fn zoneless_joda(pattern: &str) -> Result<Vec<Piece>> {
+    let pieces = joda(pattern)?;
+    if pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Offset { .. } | Piece::ZoneId))
+    {
+        return Err(datafusion::error::DataFusionError::NotImplemented(format!(
+            "parse_datetime with a time zone in the pattern ('{pattern}'): the answer is in \
+             the session's zone"
+        )));
+    }
+    Ok(pieces)
 }
 
 /// `parse_datetime(string, pattern)`: text read with Joda-Time's pattern letters (as
@@ -403,29 +413,13 @@ impl ScalarUDFImpl for ParseDatetime {
         let (texts, patterns) = (texts.as_string::<i32>(), patterns.as_string::<i32>());
         let mut out = TimestampMillisecondBuilder::with_capacity(texts.len())
             .with_timezone(self.session_zone.as_str());
-        let mut parsed: Option<(String, Vec<Piece>)> = None;
+        let mut parsed = LastParsed::new();
         for row in 0..texts.len() {
             if texts.is_null(row) || patterns.is_null(row) {
                 out.append_null();
                 continue;
             }
-            let pattern = patterns.value(row);
-            if parsed.as_ref().is_none_or(|(p, _)| p != pattern) {
-                let pieces = joda(pattern)?;
-                if pieces
-                    .iter()
-                    .any(|p| matches!(p, Piece::Offset { .. } | Piece::ZoneId))
-                {
-                    return Err(datafusion::error::DataFusionError::NotImplemented(format!(
-                        "parse_datetime with a time zone in the pattern ('{pattern}'): the \
-                         answer is in the session's zone"
-                    )));
-                }
-                parsed = Some((pattern.to_string(), pieces));
-            }
-            let Some((_, pieces)) = &parsed else {
-                continue;
-            };
+            let pieces = parsed.get(patterns.value(row), zoneless_joda)?;
             let text = texts.value(row);
             // Read as UTC's wall clock first, then placed in the session's zone.
             let wall = parse(text, pieces, Reading::DateParse)?;

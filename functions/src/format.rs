@@ -15,7 +15,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::args::{arrays, is_string, result, strings};
+use crate::args::{LastParsed, arrays, is_string, result, strings};
 use crate::datetime::Clock;
 use crate::error::invalid_argument;
 
@@ -434,25 +434,18 @@ impl ScalarUDFImpl for DateTimeText {
         let formats = strings(format)?;
         let formats = formats.as_string::<i32>();
         let mut out = StringBuilder::with_capacity(values.len(), values.len() * 24);
-        let mut parsed: Option<(String, Vec<Piece>)> = None;
+        let mut parsed = LastParsed::new();
         let mut text = String::new();
         for row in 0..values.len() {
             if values.is_null(row) || formats.is_null(row) {
                 out.append_null();
                 continue;
             }
-            let format = formats.value(row);
-            if parsed.as_ref().is_none_or(|(f, _)| f != format) {
-                let pieces = match self.style {
-                    Style::MySql => mysql(format)?,
-                    Style::Joda => joda(format)?,
-                    Style::Teradata => teradata(format)?,
-                };
-                parsed = Some((format.to_string(), pieces));
-            }
-            let Some((_, pieces)) = &parsed else {
-                continue;
-            };
+            let pieces = parsed.get(formats.value(row), |format| match self.style {
+                Style::MySql => mysql(format),
+                Style::Joda => joda(format),
+                Style::Teradata => teradata(format),
+            })?;
             let value = values.value(row);
             let local = clock
                 .local(value)

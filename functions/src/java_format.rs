@@ -27,7 +27,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::args::{arrays, is_string, result, unexpected_parameters};
+use crate::args::{LastParsed, arrays, is_string, result, unexpected_parameters};
 use crate::error::invalid_argument;
 use crate::format::{MONTHS, WEEKDAYS};
 use crate::real_text::{double_text, java_digits, real_text};
@@ -107,7 +107,7 @@ impl ScalarUDFImpl for Format {
         };
         let format = datafusion::arrow::compute::cast(format, &DataType::Utf8)?;
         let format = format.as_string::<i32>();
-        let mut parsed: Option<(String, Vec<Piece>)> = None;
+        let mut parsed = LastParsed::new();
         let mut out = StringBuilder::with_capacity(args.number_rows, args.number_rows * 16);
         let mut row_values = Vec::with_capacity(values.len());
         let mut text = String::new();
@@ -117,13 +117,9 @@ impl ScalarUDFImpl for Format {
                 continue;
             }
             let written = format.value(row);
-            if parsed.as_ref().is_none_or(|(f, _)| f != written) {
-                let pieces = parse(written).map_err(|e| e.into_error(written))?;
-                parsed = Some((written.to_string(), pieces));
-            }
-            let Some((_, pieces)) = parsed.as_ref() else {
-                return exec_err!("format was not parsed");
-            };
+            let pieces = parsed.get(written, |written| {
+                parse(written).map_err(|e| e.into_error(written))
+            })?;
             row_values.clear();
             for column in values {
                 row_values.push(value_at(column, row)?);

@@ -23,7 +23,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::args::{
-    all_text, arrays, is_integer, is_string, result, strings, unexpected_parameters,
+    LastParsed, all_text, arrays, is_integer, is_string, result, strings, unexpected_parameters,
 };
 use crate::error::invalid_argument;
 use crate::json_values::canonical_json;
@@ -225,25 +225,16 @@ fn scalar(value: &str) -> Option<String> {
 
 /// Elements of a JSON array, `None` when the text is not one.
 fn array_length(json: &str) -> Option<i64> {
+    array_elements(json).map(|found| found.len() as i64)
+}
+
+/// The texts of the top-level elements of JSON text that is an array; `None` for text that is
+/// not JSON or not an array.
+fn array_elements(json: &str) -> Option<Vec<&str>> {
     if !is_json(json) {
         return None;
     }
-    let mut cursor = Cursor { text: json, at: 0 };
-    cursor.expect(b'[')?;
-    cursor.skip_space();
-    if cursor.peek()? == b']' {
-        return Some(0);
-    }
-    let mut count = 0;
-    loop {
-        cursor.value()?;
-        count += 1;
-        cursor.skip_space();
-        match cursor.peek()? {
-            b',' => cursor.at += 1,
-            _ => return Some(count),
-        }
-    }
+    elements(&mut Cursor { text: json, at: 0 })
 }
 
 /// The texts of the elements of the JSON array starting at the cursor, `None` when it is not
@@ -297,10 +288,7 @@ fn size(value: &str) -> Option<i64> {
 /// unquoted, a number or boolean as written, an array or object as compact JSON, as Trino
 /// answers it. `None` past the ends, for JSON `null` and for text that is not an array.
 fn array_get(json: &str, index: i64) -> Option<String> {
-    if !is_json(json) {
-        return None;
-    }
-    let found = elements(&mut Cursor { text: json, at: 0 })?;
+    let found = array_elements(json)?;
     let index = if index < 0 {
         found
             .len()
@@ -310,10 +298,8 @@ fn array_get(json: &str, index: i64) -> Option<String> {
     };
     let element = *found.get(index)?;
     match element.as_bytes().first()? {
-        b'"' => serde_json::from_str(element).ok(),
         b'{' | b'[' => canonical_json(element),
-        b'n' => None,
-        _ => Some(element.to_string()),
+        _ => scalar(element),
     }
 }
 
@@ -334,10 +320,7 @@ fn is_integer_text(text: &str) -> bool {
 /// `json_array_contains`: whether a top-level element of the JSON array is `sought`, a
 /// number only of its own kind (`1` is not `1.0`); `None` for text that is not an array.
 fn array_contains(json: &str, sought: &Sought<'_>) -> Option<bool> {
-    if !is_json(json) {
-        return None;
-    }
-    let found = elements(&mut Cursor { text: json, at: 0 })?;
+    let found = array_elements(json)?;
     Some(found.iter().any(|element| {
         let first = element.as_bytes().first().copied();
         match (sought, first) {
@@ -367,18 +350,14 @@ fn is_scalar(json: &str) -> Result<bool> {
 
 /// Each row's value at its path (NULL where either is); a path Trino refuses is an error.
 fn values_at<'a>(json: &'a StringArray, paths: &StringArray) -> Result<Vec<Option<&'a str>>> {
-    let mut parsed: Option<(String, Vec<Step>)> = None;
+    let mut parsed = LastParsed::new();
     let mut found = Vec::with_capacity(json.len());
     for row in 0..json.len() {
         if json.is_null(row) || paths.is_null(row) {
             found.push(None);
             continue;
         }
-        let text = paths.value(row);
-        if parsed.as_ref().is_none_or(|(p, _)| p != text) {
-            parsed = Some((text.to_string(), path(text)?));
-        }
-        let steps = parsed.as_ref().map_or(&[][..], |(_, s)| s.as_slice());
+        let steps = parsed.get(paths.value(row), path)?;
         found.push(at(json.value(row), steps));
     }
     Ok(found)

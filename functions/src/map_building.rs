@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, MapArray, MutableArrayData, StructArray, make_array,
+    Array, ArrayRef, AsArray, Int64Array, ListArray, MapArray, MutableArrayData, StructArray,
+    make_array,
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::DataType;
@@ -187,49 +188,89 @@ fn map_of(
     )?))
 }
 
+/// An array of key-value rows, read as map entries.
+struct Entries<'a> {
+    list: &'a ListArray,
+    keys: &'a ArrayRef,
+    values: &'a ArrayRef,
+    /// The keys as comparable rows.
+    rows: Rows,
+    // Logical: a column of NULLs (`ROW(NULL, 1)`) keeps no null buffer.
+    entry_nulls: Option<NullBuffer>,
+    key_nulls: Option<NullBuffer>,
+}
+
+impl<'a> Entries<'a> {
+    fn of(function: &str, list: &'a ArrayRef) -> Result<Self> {
+        let Some(list) = list.as_list_opt::<i32>() else {
+            return exec_err!("{function} takes an array");
+        };
+        let Some(entries) = list.values().as_struct_opt() else {
+            return exec_err!("{function} takes an array of rows");
+        };
+        let [keys, values] = entries.columns() else {
+            return exec_err!("{function} takes rows of two fields");
+        };
+        Ok(Self {
+            list,
+            keys,
+            values,
+            rows: key_rows(keys)?,
+            entry_nulls: entries.logical_nulls(),
+            key_nulls: keys.logical_nulls(),
+        })
+    }
+
+    /// Row `row`'s entries grouped by key (the indexes of each key's entries, keys in the
+    /// order they first appear). A NULL entry or key is refused, and with `unique` a key seen
+    /// again, as Trino refuses them.
+    fn groups(&self, row: usize, unique: bool) -> Result<Vec<Vec<usize>>> {
+        let is_null = |nulls: &Option<NullBuffer>, i| nulls.as_ref().is_some_and(|n| n.is_null(i));
+        let offsets = self.list.value_offsets();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut places: HashMap<_, usize> = HashMap::new();
+        for i in offsets[row] as usize..offsets[row + 1] as usize {
+            if is_null(&self.entry_nulls, i) {
+                return Err(invalid_argument("map entry cannot be null"));
+            }
+            if is_null(&self.key_nulls, i) {
+                return Err(invalid_argument("map key cannot be null"));
+            }
+            match places.get(&self.rows.row(i)) {
+                Some(_) if unique => {
+                    return Err(invalid_argument(format!(
+                        "Duplicate map keys ({}) are not allowed",
+                        array_value_to_string(self.keys, i)?
+                    )));
+                }
+                Some(&place) => groups[place].push(i),
+                None => {
+                    places.insert(self.rows.row(i), groups.len());
+                    groups.push(vec![i]);
+                }
+            }
+        }
+        Ok(groups)
+    }
+}
+
 /// `map_from_entries(array(row(K, V)))`: a NULL entry or key, or a key twice, is refused.
 fn from_entries(list: &ArrayRef) -> Result<ArrayRef> {
-    let Some(list) = list.as_list_opt::<i32>() else {
-        return exec_err!("map_from_entries takes an array");
-    };
-    let Some(entries) = list.values().as_struct_opt() else {
-        return exec_err!("map_from_entries takes an array of rows");
-    };
-    let [keys, values] = entries.columns() else {
-        return exec_err!("map_from_entries takes rows of two fields");
-    };
-    let rows = key_rows(keys)?;
-    // Logical: a column of NULLs (`ROW(NULL, 1)`) keeps no null buffer.
-    let (entry_nulls, key_nulls) = (entries.logical_nulls(), keys.logical_nulls());
-    let is_null = |nulls: &Option<NullBuffer>, i| nulls.as_ref().is_some_and(|n| n.is_null(i));
-    let offsets = list.value_offsets();
+    let entries = Entries::of("map_from_entries", list)?;
+    let list = entries.list;
     let mut valid = Vec::with_capacity(list.len());
     for row in 0..list.len() {
         valid.push(list.is_valid(row));
-        if list.is_null(row) {
-            continue;
-        }
-        let mut seen = HashMap::new();
-        for i in offsets[row] as usize..offsets[row + 1] as usize {
-            if is_null(&entry_nulls, i) {
-                return Err(invalid_argument("map entry cannot be null"));
-            }
-            if is_null(&key_nulls, i) {
-                return Err(invalid_argument("map key cannot be null"));
-            }
-            if seen.insert(rows.row(i), ()).is_some() {
-                return Err(invalid_argument(format!(
-                    "Duplicate map keys ({}) are not allowed",
-                    array_value_to_string(keys, i)?
-                )));
-            }
+        if list.is_valid(row) {
+            entries.groups(row, true)?;
         }
     }
+    let (keys, values) = (entries.keys, entries.values);
     let map = map_type(keys.data_type(), values.data_type());
     // The list's own entries are the map's, whatever their NULL lists hide.
     map_of(
         &map,
-        offsets.to_vec(),
+        list.value_offsets().to_vec(),
         Arc::clone(keys),
         Arc::clone(values),
         valid,
@@ -239,47 +280,21 @@ fn from_entries(list: &ArrayRef) -> Result<ArrayRef> {
 /// `multimap_from_entries(array(row(K, V)))`: each key's values as an array, in the order
 /// the entries give them, keys in the order they first appear; a NULL entry or key is refused.
 fn multimap_from_entries(list: &ArrayRef) -> Result<ArrayRef> {
-    let Some(list) = list.as_list_opt::<i32>() else {
-        return exec_err!("multimap_from_entries takes an array");
-    };
-    let Some(entries) = list.values().as_struct_opt() else {
-        return exec_err!("multimap_from_entries takes an array of rows");
-    };
-    let [keys, values] = entries.columns() else {
-        return exec_err!("multimap_from_entries takes rows of two fields");
-    };
-    let rows = key_rows(keys)?;
-    let (entry_nulls, key_nulls) = (entries.logical_nulls(), keys.logical_nulls());
-    let is_null = |nulls: &Option<NullBuffer>, i| nulls.as_ref().is_some_and(|n| n.is_null(i));
+    let entries = Entries::of("multimap_from_entries", list)?;
+    let (list, keys, values) = (entries.list, entries.keys, entries.values);
     let (key_data, value_data) = (keys.to_data(), values.to_data());
     let mut map_keys = MutableArrayData::new(vec![&key_data], false, 0);
     let mut map_values = MutableArrayData::new(vec![&value_data], true, 0);
     let (mut map_offsets, mut value_offsets) = (vec![0i32], vec![0i32]);
     let mut valid = Vec::with_capacity(list.len());
-    let offsets = list.value_offsets();
     for row in 0..list.len() {
         valid.push(list.is_valid(row));
         if list.is_valid(row) {
-            // Each key's first entry, then the entries of its values.
-            let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-            let mut places: HashMap<_, usize> = HashMap::new();
-            for i in offsets[row] as usize..offsets[row + 1] as usize {
-                if is_null(&entry_nulls, i) {
-                    return Err(invalid_argument("map entry cannot be null"));
+            for members in entries.groups(row, false)? {
+                // The key of its first entry, then the values of all of them.
+                if let Some(&first) = members.first() {
+                    map_keys.extend(0, first, first + 1);
                 }
-                if is_null(&key_nulls, i) {
-                    return Err(invalid_argument("map key cannot be null"));
-                }
-                match places.get(&rows.row(i)) {
-                    Some(&place) => groups[place].1.push(i),
-                    None => {
-                        places.insert(rows.row(i), groups.len());
-                        groups.push((i, vec![i]));
-                    }
-                }
-            }
-            for (first, members) in groups {
-                map_keys.extend(0, first, first + 1);
                 for i in members {
                     map_values.extend(0, i, i + 1);
                 }
@@ -292,7 +307,7 @@ fn multimap_from_entries(list: &ArrayRef) -> Result<ArrayRef> {
     let DataType::List(item) = &value_type else {
         return exec_err!("a list type");
     };
-    let grouped = datafusion::arrow::array::ListArray::try_new(
+    let grouped = ListArray::try_new(
         Arc::clone(item),
         OffsetBuffer::new(value_offsets.into()),
         make_array(map_values.freeze()),
@@ -413,7 +428,7 @@ fn histogram(list: &ArrayRef) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int32Array, ListArray, StringArray};
+    use datafusion::arrow::array::{Int32Array, StringArray};
     use datafusion::arrow::datatypes::{Field, Fields, Int32Type};
 
     /// The fields of a map's entries.

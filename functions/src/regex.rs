@@ -21,7 +21,7 @@ use datafusion::logical_expr::{
 };
 use regex::Regex;
 
-use crate::args::{arrays, is_integer, is_string, longs, result, string_list, strings};
+use crate::args::{LastParsed, arrays, is_integer, is_string, longs, result, string_list, strings};
 use crate::error::invalid_argument;
 
 /// `regexp_extract(string, pattern [, group])` or, with `all`, `regexp_extract_all`.
@@ -48,22 +48,10 @@ impl RegexpExtract {
 }
 
 /// The pattern of each row, compiled again only when it changes.
-struct Patterns {
-    last: Option<(String, Regex)>,
-}
+type Patterns = LastParsed<Regex>;
 
-impl Patterns {
-    fn get(&mut self, pattern: &str) -> Result<&Regex> {
-        if self.last.as_ref().is_none_or(|(text, _)| text != pattern) {
-            let regex = Regex::new(pattern)
-                .map_err(|e| invalid_argument(format!("Invalid regular expression: {e}")))?;
-            self.last = Some((pattern.to_string(), regex));
-        }
-        match &self.last {
-            Some((_, regex)) => Ok(regex),
-            None => exec_err!("no pattern compiled"),
-        }
-    }
+fn compile(pattern: &str) -> Result<Regex> {
+    Regex::new(pattern).map_err(|e| invalid_argument(format!("Invalid regular expression: {e}")))
 }
 
 /// Every match of `regex` in `text` as Java's `Matcher.find` finds them (and so Trino): an
@@ -120,7 +108,7 @@ fn row_pattern<'p>(
     if s.is_null(i) || pattern.is_null(i) || group.is_some_and(|g| g.is_null(i)) {
         return Ok(None);
     }
-    let regex = patterns.get(pattern.value(i))?;
+    let regex = patterns.get(pattern.value(i), compile)?;
     let g = group_of(regex, group.map_or(0, |g| g.value(i)))?;
     Ok(Some((regex, g)))
 }
@@ -182,7 +170,7 @@ impl ScalarUDFImpl for RegexpExtract {
         };
         let group = columns.get(2).map(longs).transpose()?;
         let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
-        let mut patterns = Patterns { last: None };
+        let mut patterns = Patterns::new();
         let group = group.as_ref();
         if self.all {
             let mut out = ListBuilder::new(StringBuilder::new());
@@ -291,7 +279,7 @@ impl ScalarUDFImpl for RegexpLike {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (s, pattern) = text_and_pattern_arrays("regexp_like", &args)?;
         let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
-        let mut patterns = Patterns { last: None };
+        let mut patterns = Patterns::new();
         let mut out = BooleanBuilder::with_capacity(s.len());
         for i in 0..s.len() {
             match row_pattern(&mut patterns, s, pattern, None, i)? {
@@ -396,7 +384,7 @@ impl ScalarUDFImpl for RegexpPosition {
         let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
         let numbers = rest.iter().map(longs).collect::<Result<Vec<_>>>()?;
         let (start, occurrence) = (numbers.first(), numbers.get(1));
-        let mut patterns = Patterns { last: None };
+        let mut patterns = Patterns::new();
         let mut out = Int32Builder::with_capacity(s.len());
         for i in 0..s.len() {
             let number = |n: Option<&Int64Array>| n.map(|n| n.is_valid(i).then(|| n.value(i)));
@@ -604,7 +592,7 @@ impl ScalarUDFImpl for RegexpReplace {
             [s, p] | [s, p, _] => (s.as_string::<i32>(), p.as_string::<i32>()),
             _ => return exec_err!("{} takes a string and a pattern", self.name()),
         };
-        let mut patterns = Patterns { last: None };
+        let mut patterns = Patterns::new();
         if self.count {
             let mut out = datafusion::arrow::array::Int64Builder::with_capacity(s.len());
             for i in 0..s.len() {
@@ -679,7 +667,7 @@ impl ScalarUDFImpl for RegexpSplit {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (s, pattern) = text_and_pattern_arrays("regexp_split", &args)?;
         let (s, pattern) = (s.as_string::<i32>(), pattern.as_string::<i32>());
-        let mut patterns = Patterns { last: None };
+        let mut patterns = Patterns::new();
         let mut out = ListBuilder::new(StringBuilder::new());
         for i in 0..s.len() {
             let Some((regex, _)) = row_pattern(&mut patterns, s, pattern, None, i)? else {
