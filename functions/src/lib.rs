@@ -27,6 +27,7 @@ mod digests;
 mod error;
 mod format;
 mod human_readable;
+mod identity;
 mod interval_text;
 mod iso8601;
 mod java_format;

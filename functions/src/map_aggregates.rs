@@ -16,6 +16,8 @@ use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatility};
 
+use crate::identity::identity_key;
+
 /// Which of the two aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -185,7 +187,7 @@ struct MapAccumulator {
     kind: Kind,
     key_type: DataType,
     value_type: DataType,
-    /// Each key's place in `keys` and `values`.
+    /// Each key's place in `keys` and `values`, by its identity (`crate::identity`).
     positions: HashMap<ScalarValue, usize>,
     keys: Vec<ScalarValue>,
     values: Vec<ScalarValue>,
@@ -200,14 +202,15 @@ impl MapAccumulator {
         if key.is_null() {
             return Ok(());
         }
-        match self.positions.get(&key) {
+        let identity = identity_key(&key)?;
+        match self.positions.get(&identity) {
             Some(&at) => match self.kind {
                 Kind::Histogram => self.values[at] = self.values[at].add_checked(&value)?,
                 Kind::MultimapAgg => self.more_values[at].push(value),
                 Kind::MapAgg | Kind::MapUnion => {}
             },
             None => {
-                self.positions.insert(key.clone(), self.keys.len());
+                self.positions.insert(identity, self.keys.len());
                 self.keys.push(key);
                 self.values.push(value);
                 if self.kind == Kind::MultimapAgg {

@@ -1,8 +1,8 @@
 //! Trino's functions that build a map from other values: `map_from_entries` (an array of
 //! key-value rows), `multimap_from_entries` (the same, each key's values as an array),
 //! `map_concat` (maps merged, the last value of a key winning) and `array_histogram` (each
-//! element's count). DataFusion has none of them. Keys are compared
-//! by identity (Arrow's row format), as Trino's `IS DISTINCT FROM` compares them.
+//! element's count). DataFusion has none of them. Keys are told apart as Trino's
+//! `IS DISTINCT FROM` tells values apart (`crate::identity`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::arrow::row::{RowConverter, Rows, SortField};
+use datafusion::arrow::row::Rows;
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
@@ -22,6 +22,7 @@ use datafusion::logical_expr::{
 
 use crate::args::{arrays, result, unexpected_parameters};
 use crate::error::invalid_argument;
+use crate::identity::identity_rows;
 use crate::map_aggregates::map_type;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -158,10 +159,12 @@ impl ScalarUDFImpl for MapBuilding {
     }
 }
 
-/// Keys as comparable rows.
+/// Keys as rows that are equal where Trino's keys are the same.
 fn key_rows(keys: &ArrayRef) -> Result<Rows> {
-    let converter = RowConverter::new(vec![SortField::new(keys.data_type().clone())])?;
-    Ok(converter.convert_columns(&[Arc::clone(keys)])?)
+    match identity_rows(&[keys])?.pop() {
+        Some(rows) => Ok(rows),
+        None => exec_err!("no rows for the keys"),
+    }
 }
 
 /// A map of `keys` and `values` (one entry each, in order) with `offsets` per row.
@@ -255,24 +258,32 @@ impl<'a> Entries<'a> {
 }
 
 /// `map_from_entries(array(row(K, V)))`: a NULL entry or key, or a key twice, is refused.
+/// Only the entries of the rows given are read (a NULL array's or a slice's hidden entries
+/// may hold anything).
 fn from_entries(list: &ArrayRef) -> Result<ArrayRef> {
     let entries = Entries::of("map_from_entries", list)?;
-    let list = entries.list;
+    let (list, keys, values) = (entries.list, entries.keys, entries.values);
+    let (key_data, value_data) = (keys.to_data(), values.to_data());
+    let mut map_keys = MutableArrayData::new(vec![&key_data], false, 0);
+    let mut map_values = MutableArrayData::new(vec![&value_data], true, 0);
+    let mut offsets = vec![0i32];
     let mut valid = Vec::with_capacity(list.len());
+    let bounds = list.value_offsets();
     for row in 0..list.len() {
         valid.push(list.is_valid(row));
         if list.is_valid(row) {
             entries.groups(row, true)?;
+            let (start, end) = (bounds[row] as usize, bounds[row + 1] as usize);
+            map_keys.extend(0, start, end);
+            map_values.extend(0, start, end);
         }
+        offsets.push(map_keys.len() as i32);
     }
-    let (keys, values) = (entries.keys, entries.values);
-    let map = map_type(keys.data_type(), values.data_type());
-    // The list's own entries are the map's, whatever their NULL lists hide.
     map_of(
-        &map,
-        list.value_offsets().to_vec(),
-        Arc::clone(keys),
-        Arc::clone(values),
+        &map_type(keys.data_type(), values.data_type()),
+        offsets,
+        make_array(map_keys.freeze()),
+        make_array(map_values.freeze()),
         valid,
     )
 }
@@ -337,10 +348,7 @@ fn concat(maps: &[ArrayRef], map_type: &DataType) -> Result<ArrayRef> {
     };
     let key_data: Vec<_> = maps.iter().map(|m| m.keys().to_data()).collect();
     let value_data: Vec<_> = maps.iter().map(|m| m.values().to_data()).collect();
-    let rows: Vec<Rows> = maps
-        .iter()
-        .map(|m| key_rows(m.keys()))
-        .collect::<Result<_>>()?;
+    let rows = identity_rows(&maps.iter().map(|m| m.keys()).collect::<Vec<_>>())?;
     let mut keys = MutableArrayData::new(key_data.iter().collect(), false, 0);
     let mut values = MutableArrayData::new(value_data.iter().collect(), true, 0);
     let mut offsets = vec![0i32];
@@ -429,7 +437,7 @@ fn histogram(list: &ArrayRef) -> Result<ArrayRef> {
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Int32Array, StringArray};
-    use datafusion::arrow::datatypes::{Field, Fields, Int32Type};
+    use datafusion::arrow::datatypes::{Field, Fields, Float64Type, Int32Type};
 
     /// The fields of a map's entries.
     fn entry_fields(map: &ArrayRef) -> Fields {
@@ -449,6 +457,15 @@ mod tests {
     }
 
     fn entries(keys: Vec<&str>, values: Vec<Option<i32>>, lengths: Vec<usize>) -> ArrayRef {
+        entries_with_nulls(keys.into_iter().map(Some).collect(), values, lengths, None)
+    }
+
+    fn entries_with_nulls(
+        keys: Vec<Option<&str>>,
+        values: Vec<Option<i32>>,
+        lengths: Vec<usize>,
+        nulls: Option<NullBuffer>,
+    ) -> ArrayRef {
         let fields = Fields::from(vec![
             Field::new("c0", DataType::Utf8, true),
             Field::new("c1", DataType::Int32, true),
@@ -465,8 +482,34 @@ mod tests {
             Arc::new(Field::new("item", DataType::Struct(fields), true)),
             OffsetBuffer::from_lengths(lengths),
             Arc::new(rows),
-            None,
+            nulls,
         ))
+    }
+
+    #[test]
+    fn entries_hidden_by_a_null_array_or_a_slice_are_not_read() -> Result<()> {
+        // The second row's entry has a NULL key: under a NULL array, or outside a slice.
+        let (keys, values) = (vec![Some("a"), None], vec![Some(1), Some(2)]);
+        let hidden = entries_with_nulls(
+            keys.clone(),
+            values.clone(),
+            vec![1, 1],
+            Some(NullBuffer::from(vec![true, false])),
+        );
+        assert_eq!(shown(&from_entries(&hidden)?), ["{a: 1}", ""]);
+        let sliced = entries_with_nulls(keys, values, vec![1, 1], None).slice(0, 1);
+        assert_eq!(shown(&from_entries(&sliced)?), ["{a: 1}"]);
+        Ok(())
+    }
+
+    #[test]
+    fn zeros_of_either_sign_are_one_key_and_nans_one_element() -> Result<()> {
+        let list: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(vec![
+            Some(vec![Some(0.0), Some(-0.0), Some(f64::NAN), Some(f64::NAN)]),
+        ]));
+        let counted = histogram(&list)?;
+        assert_eq!(counted.as_map().value_length(0), 2);
+        Ok(())
     }
 
     #[test]

@@ -13,6 +13,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::invalid_argument;
+use crate::identity::identity_key;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct MapConstructor {
@@ -57,7 +58,7 @@ fn check(keys: &ArrayRef, values: &ArrayRef) -> Result<()> {
                 return Err(invalid_argument("map key cannot be null"));
             }
             let key = ScalarValue::try_from_array(&keys, i)?;
-            if !seen.insert(key.clone()) {
+            if !seen.insert(identity_key(&key)?) {
                 return Err(invalid_argument(format!(
                     "Duplicate map keys ({key}) are not allowed"
                 )));

@@ -13,9 +13,8 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{filter, interleave, take};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
-use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::arrow::util::display::array_value_to_string;
-use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::common::{Result, exec_datafusion_err, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, HigherOrderFunctionArgs, HigherOrderReturnFieldArgs, HigherOrderSignature,
     HigherOrderUDF, HigherOrderUDFImpl, LambdaParametersProgress, ValueOrLambda,
@@ -24,6 +23,7 @@ use datafusion::logical_expr::{
 use super::{Form, Reads, form_methods};
 use crate::args::unexpected_parameters;
 use crate::error::invalid_argument;
+use crate::identity::identity_rows;
 
 /// What a function of one map and a lambda `(k, v) -> …` does with the entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -296,8 +296,9 @@ fn distinct_keys(keys: &ArrayRef, offsets: &OffsetBuffer<i32>) -> Result<()> {
     if keys.null_count() > 0 {
         return Err(invalid_argument("map key cannot be null"));
     }
-    let converter = RowConverter::new(vec![SortField::new(keys.data_type().clone())])?;
-    let rows = converter.convert_columns(&[Arc::clone(keys)])?;
+    let Some(rows) = identity_rows(&[keys])?.pop() else {
+        return exec_err!("no rows for the keys");
+    };
     for bound in offsets.windows(2) {
         let mut seen = std::collections::HashSet::new();
         for i in bound[0] as usize..bound[1] as usize {
@@ -393,9 +394,9 @@ impl HigherOrderUDFImpl for MapZipWith {
         let left = map_argument("map_zip_with", left, args.number_rows)?;
         let right = map_argument("map_zip_with", right, args.number_rows)?;
         let (left, right) = (left.as_map(), right.as_map());
-        let converter = RowConverter::new(vec![SortField::new(left.keys().data_type().clone())])?;
-        let left_keys = converter.convert_columns(&[Arc::clone(left.keys())])?;
-        let right_keys = converter.convert_columns(&[Arc::clone(right.keys())])?;
+        let [left_keys, right_keys] =
+            <[_; 2]>::try_from(identity_rows(&[left.keys(), right.keys()])?)
+                .map_err(|_| exec_datafusion_err!("map_zip_with: rows for both maps' keys"))?;
         // Each entry: where its key is (0 the first map's keys, 1 the second's), and where its
         // values are in either map.
         let mut key_at = Vec::new();
