@@ -60,6 +60,7 @@ mod top_n;
 pub mod types;
 mod unixtime;
 mod urls;
+mod utf8_text;
 mod wall_clock;
 mod window_shift;
 mod zones;
@@ -199,6 +200,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
             .map(small_functions::SmallFunction::new)
             .into(),
     ));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(
+        utf8_text::FromUtf8::new(),
+    )));
     functions.extend(udfs(array_reshaping::reshaping_functions()));
     functions.push(Arc::new(ScalarUDF::new_from_impl(
         array_sequences::ContainsSequence::new(),

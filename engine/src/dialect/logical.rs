@@ -13,16 +13,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Fields};
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema, Result, ScalarValue, metadata::FieldMetadata};
+use datafusion::error::DataFusionError;
 use datafusion::functions::core::expr_fn::{get_field, named_struct};
 use datafusion::logical_expr::expr::{Alias, Cast, TryCast};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Projection, lit, when};
 
-use super::types::TRINO_TYPE;
+use super::types::{TRINO_TYPE, TrinoType};
+use crate::error::{Error, ErrorCode};
 
 /// `plan` with Trino's meaning where it differs (see the module documentation).
 pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
@@ -31,6 +33,7 @@ pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
         .transform_up_with_subqueries(|node| {
             expressions(node)?
                 .transform_data(super::joins::coalesce_using_keys)?
+                .transform_data(refuse_text_beside_other_in_union)?
                 .transform_data(real_union)?
                 .transform_data(single_row_subqueries)
         })?
@@ -130,6 +133,44 @@ fn at_most_one_row(plan: &LogicalPlan) -> bool {
         LogicalPlan::Values(values) => values.values.len() <= 1,
         _ => false,
     }
+}
+
+/// A `UNION` of which a column is text in one input and a number or boolean in another,
+/// refused as Trino refuses it (TYPE_MISMATCH); DataFusion would answer text.
+fn refuse_text_beside_other_in_union(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let LogicalPlan::Union(union) = &node else {
+        return Ok(Transformed::no(node));
+    };
+    for i in 0..union.schema.fields().len() {
+        let fields: Vec<&Field> = union
+            .inputs
+            .iter()
+            .filter_map(|input| input.schema().fields().get(i).map(AsRef::as_ref))
+            .collect();
+        let types: Vec<&DataType> = fields.iter().map(|f| f.data_type()).collect();
+        if super::calls::text_beside_other(&types).is_none() {
+            continue;
+        }
+        // Trino names the first input's type and the first that cannot join it.
+        let Some((first, rest)) = fields.split_first() else {
+            continue;
+        };
+        let clashes = |f: &&&Field| {
+            super::calls::text_beside_other(&[first.data_type(), f.data_type()]).is_some()
+        };
+        if let Some(other) = rest.iter().find(clashes) {
+            return Err(DataFusionError::External(Box::new(Error::invalid(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "column {} in UNION query has incompatible types: {}, {}",
+                    i + 1,
+                    TrinoType::from_field(first).client_name(),
+                    TrinoType::from_field(other).client_name()
+                ),
+            ))));
+        }
+    }
+    Ok(Transformed::no(node))
 }
 
 /// A `UNION` whose columns mix real numbers and decimals, with the decimals cast to the real

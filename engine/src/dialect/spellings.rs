@@ -93,7 +93,6 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
         2,
         "CAST(levenshtein($1, $2) AS BIGINT)",
     ),
-    ("from_utf8", 1, "CAST($1 AS VARCHAR)"),
     ("to_hex", 1, "upper(encode($1, 'hex'))"),
     ("from_hex", 1, "decode($1, 'hex')"),
     // Arrays (DataFusion counts in unsigned integers; Trino's position is 0 when absent).
