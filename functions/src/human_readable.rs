@@ -129,11 +129,19 @@ impl ScalarUDFImpl for HumanReadableFunction {
         let rows = column.len();
         let answer: ArrayRef = match self.kind {
             Readable::FormatNumber => {
-                let counts = cast(column, &DataType::Int64)?;
-                let counts = counts.as_primitive::<Int64Type>();
                 let mut out = StringBuilder::with_capacity(rows, rows * 6);
-                for v in counts {
-                    out.append_option(v.map(format_number));
+                if column.data_type().is_floating() {
+                    // Java's `(long) value`, which Rust's `as` is too: toward zero, NaN 0,
+                    // beyond the range the nearest end (Arrow's cast would answer NULL).
+                    let values = cast(column, &DataType::Float64)?;
+                    for v in values.as_primitive::<Float64Type>() {
+                        out.append_option(v.map(|v| format_number(v as i64)));
+                    }
+                } else {
+                    let counts = cast(column, &DataType::Int64)?;
+                    for v in counts.as_primitive::<Int64Type>() {
+                        out.append_option(v.map(format_number));
+                    }
                 }
                 Arc::new(out.finish())
             }
