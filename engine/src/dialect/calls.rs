@@ -98,6 +98,24 @@ pub(super) fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             }
             Ok(Transformed::no(expr))
         }
+        Expr::InSubquery(ref in_subquery) => {
+            let value = in_subquery.expr.get_type(schema)?;
+            let subquery = &in_subquery.subquery.subquery;
+            if let Some(result) = subquery.schema().fields().first()
+                && text_beside_other(&[&value, result.data_type()]).is_some()
+            {
+                return Err(refused(
+                    ErrorCode::TypeMismatch,
+                    format!(
+                        "value and result of subquery must be of the same type for IN \
+                         expression: {} vs {}",
+                        type_name(&in_subquery.expr, schema)?,
+                        super::logical::output_type_name(subquery, 0)
+                    ),
+                ));
+            }
+            Ok(Transformed::no(expr))
+        }
         Expr::InList(in_list) => {
             let items = std::iter::once(&*in_list.expr).chain(&in_list.list);
             refuse_text_beside_other("IN value and list items", items, schema)?;

@@ -13,15 +13,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::arrow::datatypes::{DataType, Fields};
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Column, DFSchema, Result, ScalarValue, metadata::FieldMetadata};
+use datafusion::common::{
+    Column, DFSchema, NullEquality, Result, ScalarValue, metadata::FieldMetadata,
+};
 use datafusion::error::DataFusionError;
 use datafusion::functions::core::expr_fn::{get_field, named_struct};
 use datafusion::logical_expr::expr::{Alias, Cast, TryCast};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
-use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Projection, lit, when};
+use datafusion::logical_expr::{Expr, ExprSchemable, JoinType, LogicalPlan, Projection, lit, when};
 
 use super::types::{TRINO_TYPE, TrinoType};
 use crate::error::{Error, ErrorCode};
@@ -33,7 +35,7 @@ pub fn to_trino(plan: LogicalPlan) -> Result<LogicalPlan> {
         .transform_up_with_subqueries(|node| {
             expressions(node)?
                 .transform_data(super::joins::coalesce_using_keys)?
-                .transform_data(refuse_text_beside_other_in_union)?
+                .transform_data(refuse_text_beside_other_in_set_operations)?
                 .transform_data(real_union)?
                 .transform_data(single_row_subqueries)
         })?
@@ -135,42 +137,110 @@ fn at_most_one_row(plan: &LogicalPlan) -> bool {
     }
 }
 
-/// A `UNION` of which a column is text in one input and a number or boolean in another,
-/// refused as Trino refuses it (TYPE_MISMATCH); DataFusion would answer text.
-fn refuse_text_beside_other_in_union(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
-    let LogicalPlan::Union(union) = &node else {
-        return Ok(Transformed::no(node));
-    };
-    for i in 0..union.schema.fields().len() {
-        let fields: Vec<&Field> = union
-            .inputs
-            .iter()
-            .filter_map(|input| input.schema().fields().get(i).map(AsRef::as_ref))
-            .collect();
-        let types: Vec<&DataType> = fields.iter().map(|f| f.data_type()).collect();
-        if super::calls::text_beside_other(&types).is_none() {
-            continue;
+/// A set operation of which a column is text in one input and a number or boolean in
+/// another, refused as Trino refuses it (TYPE_MISMATCH); DataFusion would answer text for a
+/// `UNION` and cast the text to the number for `INTERSECT` and `EXCEPT`.
+fn refuse_text_beside_other_in_set_operations(
+    node: LogicalPlan,
+) -> Result<Transformed<LogicalPlan>> {
+    match &node {
+        LogicalPlan::Union(union) => {
+            // Trino names the first input's type and the first that cannot join it.
+            let Some(first_input) = union.inputs.first() else {
+                return Ok(Transformed::no(node));
+            };
+            for (i, first) in first_input.schema().fields().iter().enumerate() {
+                let clash = union.inputs.iter().skip(1).find(|input| {
+                    input.schema().fields().get(i).is_some_and(|f| {
+                        super::calls::text_beside_other(&[first.data_type(), f.data_type()])
+                            .is_some()
+                    })
+                });
+                if let Some(other) = clash {
+                    return Err(incompatible_set_columns("UNION", i, (first_input, other)));
+                }
+            }
         }
-        // Trino names the first input's type and the first that cannot join it.
-        let Some((first, rest)) = fields.split_first() else {
-            continue;
-        };
-        let clashes = |f: &&&Field| {
-            super::calls::text_beside_other(&[first.data_type(), f.data_type()]).is_some()
-        };
-        if let Some(other) = rest.iter().find(clashes) {
-            return Err(DataFusionError::External(Box::new(Error::invalid(
-                ErrorCode::TypeMismatch,
-                format!(
-                    "column {} in UNION query has incompatible types: {}, {}",
-                    i + 1,
-                    TrinoType::from_field(first).client_name(),
-                    TrinoType::from_field(other).client_name()
-                ),
-            ))));
+        // What SQL's INTERSECT and EXCEPT plan as: a semi or anti join of all columns, NULLs
+        // equal (joins a query writes compare NULLs as unequal).
+        LogicalPlan::Join(join)
+            if join.null_equality == NullEquality::NullEqualsNull
+                && matches!(join.join_type, JoinType::LeftSemi | JoinType::LeftAnti) =>
+        {
+            let operation = if join.join_type == JoinType::LeftSemi {
+                "INTERSECT"
+            } else {
+                "EXCEPT"
+            };
+            for (i, (left, right)) in join.on.iter().enumerate() {
+                let (l, r) = (
+                    left.get_type(join.left.schema())?,
+                    right.get_type(join.right.schema())?,
+                );
+                if super::calls::text_beside_other(&[&l, &r]).is_some() {
+                    return Err(incompatible_set_columns(
+                        operation,
+                        i,
+                        (&join.left, &join.right),
+                    ));
+                }
+            }
         }
+        _ => {}
     }
     Ok(Transformed::no(node))
+}
+
+/// Trino's TYPE_MISMATCH for column `i` of two inputs of a set operation.
+fn incompatible_set_columns(
+    operation: &str,
+    i: usize,
+    (first, other): (&LogicalPlan, &LogicalPlan),
+) -> DataFusionError {
+    DataFusionError::External(Box::new(Error::invalid(
+        ErrorCode::TypeMismatch,
+        format!(
+            "column {} in {operation} query has incompatible types: {}, {}",
+            i + 1,
+            output_type_name(first, i),
+            output_type_name(other, i)
+        ),
+    )))
+}
+
+fn unaliased(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Alias(Alias { expr, .. }) => unaliased(expr),
+        other => other,
+    }
+}
+
+/// The type of a plan's output column `i` as Trino's messages name it: a text literal as its
+/// `varchar(n)` (what Trino types it).
+pub(super) fn output_type_name(plan: &LogicalPlan, i: usize) -> String {
+    let mut plan = plan;
+    // A DISTINCT, a sort, a limit or an alias over the projection that made the column.
+    while let LogicalPlan::Distinct(_)
+    | LogicalPlan::Sort(_)
+    | LogicalPlan::Limit(_)
+    | LogicalPlan::SubqueryAlias(_) = plan
+    {
+        match plan.inputs().first() {
+            Some(input) => plan = input,
+            None => break,
+        }
+    }
+    if let LogicalPlan::Projection(projection) = plan
+        && let Some(expr) = projection.expr.get(i)
+        && let Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)), _) =
+            unaliased(expr)
+    {
+        return literal_type(s);
+    }
+    match plan.schema().fields().get(i) {
+        Some(field) => TrinoType::from_field(field).client_name(),
+        None => "unknown".into(),
+    }
 }
 
 /// A `UNION` whose columns mix real numbers and decimals, with the decimals cast to the real
