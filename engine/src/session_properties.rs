@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::cluster::IpcCompression;
 use crate::dialect::units::{format_duration, parse_duration};
 use crate::error::{Error, ErrorCode, ObjectKind, Result};
 
@@ -125,6 +126,7 @@ pub(crate) const EXPIRE_SNAPSHOTS_MIN_RETENTION: &str = "expire_snapshots_min_re
 pub(crate) const REMOVE_ORPHAN_FILES_MIN_RETENTION: &str = "remove_orphan_files_min_retention";
 pub(crate) const RETRY_POLICY: &str = "retry_policy";
 pub(crate) const QUERY_RETRY_ATTEMPTS: &str = "query_retry_attempts";
+pub(crate) const EXCHANGE_COMPRESSION_CODEC: &str = "exchange_compression_codec";
 
 /// Trino's default for both minimum retentions: a week.
 const DEFAULT_MIN_RETENTION: Duration = Duration::from_secs(7 * 86_400);
@@ -135,6 +137,11 @@ pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
         name: DISTRIBUTED_EXECUTION,
         property_type: PropertyType::Boolean,
         description: "Split queries into stages and tasks run by the workers; false runs them on the coordinator alone",
+    },
+    PropertyDefinition {
+        name: EXCHANGE_COMPRESSION_CODEC,
+        property_type: PropertyType::Varchar,
+        description: "Compression of the data nodes send each other: NONE, LZ4 or ZSTD",
     },
     PropertyDefinition {
         name: EXPIRE_SNAPSHOTS_MIN_RETENTION,
@@ -194,6 +201,7 @@ pub struct SessionProperties {
     pub remove_orphan_files_min_retention: Option<Duration>,
     pub retry_policy: Option<QueryRetryPolicy>,
     pub query_retry_attempts: Option<u32>,
+    pub exchange_compression_codec: Option<IpcCompression>,
     /// Each set property's value as the client wrote it: what Trino keeps, sends back in
     /// `X-Trino-Set-Session` and shows in `SHOW SESSION` (`10m`, not `10.00m`).
     written: BTreeMap<String, String>,
@@ -208,6 +216,8 @@ pub struct PropertyLimits {
     /// The coordinator's `retry_policy` and `query_retry_attempts`.
     pub retry_policy: QueryRetryPolicy,
     pub query_retry_attempts: u32,
+    /// The coordinator's `exchange_compression`.
+    pub exchange_compression: IpcCompression,
 }
 
 fn invalid(name: &str, message: impl std::fmt::Display) -> Error {
@@ -317,6 +327,12 @@ impl SessionProperties {
                     })?;
                 self.query_retry_attempts = Some(attempts);
             }
+            EXCHANGE_COMPRESSION_CODEC => {
+                let codec: IpcCompression = value
+                    .parse()
+                    .map_err(|_| invalid(name, format!("'{value}' is not NONE, LZ4 or ZSTD")))?;
+                self.exchange_compression_codec = Some(codec);
+            }
             QUERY_PRIORITY => {
                 let priority: i32 = value
                     .parse()
@@ -347,6 +363,11 @@ impl SessionProperties {
             JOIN_DISTRIBUTION_TYPE => self.join_distribution().name().to_string(),
             DISTRIBUTED_EXECUTION => self.distributed_execution.unwrap_or(true).to_string(),
             QUERY_PRIORITY => self.priority().to_string(),
+            EXCHANGE_COMPRESSION_CODEC => self
+                .exchange_compression_codec
+                .unwrap_or(limits.exchange_compression)
+                .name()
+                .to_string(),
             RETRY_POLICY => self.retry_policy(limits).name().to_string(),
             QUERY_RETRY_ATTEMPTS => self
                 .query_retry_attempts
@@ -429,7 +450,27 @@ mod tests {
             default_concurrency: 4,
             retry_policy: QueryRetryPolicy::None,
             query_retry_attempts: DEFAULT_QUERY_RETRY_ATTEMPTS,
+            exchange_compression: IpcCompression::None,
         }
+    }
+
+    #[test]
+    fn exchange_compression_defaults_to_the_coordinators_and_takes_trinos_codecs() {
+        let mut p = SessionProperties::default();
+        let lz4 = PropertyLimits {
+            exchange_compression: IpcCompression::Lz4,
+            ..limits()
+        };
+        assert_eq!(
+            p.value(EXCHANGE_COMPRESSION_CODEC, &lz4).as_deref(),
+            Some("LZ4")
+        );
+        assert!(
+            p.set(EXCHANGE_COMPRESSION_CODEC, "gzip", &limits())
+                .is_err()
+        );
+        assert!(p.set(EXCHANGE_COMPRESSION_CODEC, "zstd", &limits()).is_ok());
+        assert_eq!(p.exchange_compression_codec, Some(IpcCompression::Zstd));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ConfigError;
 use sqe_engine::catalog::{CatalogKind, CatalogSettings, OAuth2Credentials};
+pub use sqe_engine::cluster::IpcCompression;
 use sqe_engine::queries::AdmissionLimits;
 use sqe_engine::{DEFAULT_QUERY_RETRY_ATTEMPTS, QueryRetryPolicy};
 use sqe_worker::peers::{ClusterTls, PeerSettings};
@@ -54,33 +55,6 @@ pub enum WorkerVersionPolicy {
     Any,
     /// Only `expected_worker_version` (by default the coordinator's own version).
     Exact,
-}
-
-/// How Arrow IPC buffers of query results are compressed on the Flight SQL port (clients
-/// decompress them as they read; Arrow's readers all can).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IpcCompression {
-    /// Plain buffers: cheapest where the link is fast (loopback, one data centre).
-    #[default]
-    None,
-    /// LZ4 frames: fast, a smaller saving.
-    Lz4,
-    /// Zstandard: slower, a larger saving.
-    Zstd,
-}
-
-impl std::str::FromStr for IpcCompression {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "none" => Ok(Self::None),
-            "lz4" => Ok(Self::Lz4),
-            "zstd" => Ok(Self::Zstd),
-            other => Err(format!("IPC compression '{other}': none, lz4 or zstd")),
-        }
-    }
 }
 
 /// How clients prove who they are (Flight SQL handshake, Trino HTTP).
@@ -369,6 +343,11 @@ pub struct CoordinatorSection {
     /// Compression of query results' Arrow buffers on the Flight SQL port, unless a call asks
     /// for another with the `x-sqe-ipc-compression` header.
     pub flight_sql_compression: IpcCompression,
+    /// Compression of the Arrow buffers nodes send each other (shuffles, broadcasts, each
+    /// worker task's stream to its consumer), the sessions' default (Trino's
+    /// `exchange.compression-codec`, off by default as there: on a fast link it costs more
+    /// CPU than it saves time).
+    pub exchange_compression: IpcCompression,
     /// Flight SQL parallel endpoints: a query whose last stage runs on workers is answered
     /// with one endpoint per partition, located at its worker, so clients read the result
     /// straight from the workers (they must be able to reach them). A call may ask otherwise
@@ -431,6 +410,7 @@ impl Default for CoordinatorSection {
             trino_spooling_location: None,
             trino_spooling_ttl_secs: 3600,
             flight_sql_compression: IpcCompression::None,
+            exchange_compression: IpcCompression::None,
             flight_sql_parallel_endpoints: true,
             flight_sql_result_ticket_ttl_secs: 300,
             ui_trace_url: None,

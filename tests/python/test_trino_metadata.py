@@ -90,6 +90,7 @@ class Show(unittest.TestCase):
             sorted(session),
             [
                 "distributed_execution",
+                "exchange_compression_codec",
                 "expire_snapshots_min_retention",
                 "join_distribution_type",
                 "query_max_run_time",
@@ -103,6 +104,7 @@ class Show(unittest.TestCase):
         self.assertEqual(session["distributed_execution"][1:4], ["true", "true", "boolean"])
         self.assertEqual(session["retry_policy"][1:4], ["NONE", "NONE", "varchar"])
         self.assertEqual(session["query_retry_attempts"][1:4], ["4", "4", "integer"])
+        self.assertEqual(session["exchange_compression_codec"][1:4], ["NONE", "NONE", "varchar"])
 
 
 class MetadataTables(unittest.TestCase):

@@ -7,6 +7,7 @@ Run by tests/tests/integration/trino_http.rs against a cluster it started:
 """
 
 import datetime
+import re
 import sys
 import unittest
 from decimal import Decimal
@@ -143,6 +144,23 @@ class Session(unittest.TestCase):
         with self.assertRaises(TrinoQueryError) as error:
             run(cur, "SELECT count(*) FROM lineitem a CROSS JOIN lineitem b")
         self.assertEqual(error.exception.error_name, "EXCEEDED_TIME_LIMIT")
+
+    def transferred(self, **properties):
+        """Bytes the coordinator received from the workers' tasks for a wide text column."""
+        cur = connect(schema="tpch", session_properties=properties).cursor()
+        rows = run(cur, "EXPLAIN ANALYZE SELECT l_comment FROM lineitem WHERE l_orderkey > 0")
+        text = "\n".join(str(r[1]) for r in rows)
+        match = re.search(r"NetworkCoalesceExec.*?bytes_transferred=([0-9.]+) (K|M)?B", text)
+        self.assertIsNotNone(match, text)
+        return float(match.group(1)) * {"K": 1e3, "M": 1e6, None: 1}[match.group(2)]
+
+    def test_exchange_compression_changes_what_nodes_send(self):
+        plain = self.transferred(exchange_compression_codec="NONE")
+        # Off unless asked (Trino's default too).
+        self.assertAlmostEqual(self.transferred() / plain, 1.0, delta=0.05)
+        for codec in ["LZ4", "ZSTD"]:
+            compressed = self.transferred(exchange_compression_codec=codec)
+            self.assertLess(compressed, 0.8 * plain, codec)
 
 
 class Prepared(unittest.TestCase):

@@ -1,6 +1,7 @@
 //! The coordinator's view of its workers: the pool planning routes tasks to, the control plane
 //! that keeps it current, and the routing of each stage's tasks.
 
+mod compression;
 mod joins;
 mod progress;
 mod registry;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use datafusion_distributed::ChannelResolver;
 
+pub use compression::IpcCompression;
 pub use joins::WholeBuildSides;
 pub use progress::{
     ProgressPoller, QueryProgress, StageProgress, TaskProgressReport, TaskProgressSource,

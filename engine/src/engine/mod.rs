@@ -65,7 +65,7 @@ use crate::cache::{
     CacheKey, CacheSettings, CacheUse, CachedResult, CachingStream, ResultCache, TableVersion,
 };
 use crate::catalog::{IcebergCatalogProvider, TableLocations, check_new_name};
-use crate::cluster::{Channels, PoolResolver, WorkerPool};
+use crate::cluster::{Channels, IpcCompression, PoolResolver, WorkerPool};
 use crate::cluster::{
     ServedAtWorkers, TaskLedger, TaskRouter, WholeBuildSides, WorkerResults, serve_at_workers,
 };
@@ -106,6 +106,8 @@ pub struct EngineSettings {
     /// Trino's `retry_policy` and `query_retry_attempts`, the defaults of sessions.
     pub retry_policy: QueryRetryPolicy,
     pub query_retry_attempts: u32,
+    /// How nodes compress the batches they send each other, the sessions' default.
+    pub exchange_compression: IpcCompression,
     /// `[query_history]`.
     pub history: HistorySettings,
     /// `[query_cache]`.
@@ -130,6 +132,7 @@ impl Default for EngineSettings {
             query_max_run_time: None,
             retry_policy: QueryRetryPolicy::None,
             query_retry_attempts: DEFAULT_QUERY_RETRY_ATTEMPTS,
+            exchange_compression: IpcCompression::None,
             history: HistorySettings::default(),
             cache: CacheSettings::default(),
             node: NodeIdentity {
@@ -158,6 +161,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("query_max_run_time", &self.query_max_run_time)
             .field("retry_policy", &self.retry_policy)
             .field("query_retry_attempts", &self.query_retry_attempts)
+            .field("exchange_compression", &self.exchange_compression)
             .field("history", &self.history)
             .field("cache", &self.cache)
             .field("node", &self.node)
@@ -724,6 +728,7 @@ impl Engine {
             max_run_time: self.settings.query_max_run_time,
             retry_policy: self.settings.retry_policy,
             query_retry_attempts: self.settings.query_retry_attempts,
+            exchange_compression: self.settings.exchange_compression,
             default_concurrency: if self.settings.target_partitions > 0 {
                 self.settings.target_partitions
             } else {
@@ -823,6 +828,12 @@ impl Engine {
                 // Scans report row counts, so DataFusion builds small join sides whole
                 // (CollectLeft); broadcasting them keeps the probe side spread over workers.
                 .with_distributed_broadcast_joins(join != JoinDistribution::Partitioned)?
+                .with_distributed_compression(
+                    properties
+                        .exchange_compression_codec
+                        .unwrap_or(self.settings.exchange_compression)
+                        .compression_type(),
+                )?
                 .with_distributed_planner()
         } else {
             builder

@@ -337,6 +337,7 @@ fn engine_settings(
             .map(Duration::from_secs),
         retry_policy: config.coordinator.retry_policy,
         query_retry_attempts: config.coordinator.query_retry_attempts,
+        exchange_compression: config.coordinator.exchange_compression,
         history: HistorySettings {
             // Disabled, only running queries are listed.
             max_entries: if config.query_history.enabled {
