@@ -19,7 +19,7 @@ use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 
 use crate::error::iceberg_to_df;
-use crate::scan::{IcebergScanExec, ScanIo, filters_to_predicate};
+use crate::scan::{IcebergScanExec, ScanIo, filters_to_predicate, scan_bounds};
 use crate::types::table_arrow_schema;
 use crate::write::{CommitListener, IcebergWriteExec, Replacement, WriteCommit};
 
@@ -131,6 +131,19 @@ impl IcebergTableProvider {
         &self.table
     }
 
+    /// The field ids of `columns` in the schema scans read in.
+    fn field_ids(&self, columns: &[String]) -> Result<Vec<i32>> {
+        let read_schema = scan_schema(&self.table, self.pinned).map_err(DataFusionError::from)?;
+        columns
+            .iter()
+            .map(|name| {
+                read_schema
+                    .field_id_by_name(name)
+                    .ok_or_else(|| DataFusionError::Plan(format!("no column '{name}' to scan")))
+            })
+            .collect()
+    }
+
     /// Plans the files to read for a projection and filters (manifest and partition pruning).
     /// Iceberg plans against the schema of the snapshot it reads; the table's current schema
     /// can be newer (a column added or dropped since the last write), so the snapshot is
@@ -146,14 +159,7 @@ impl IcebergTableProvider {
             Some(id) => scan_schema(&self.table, Some(id)).map_err(DataFusionError::from)?,
             None => Arc::clone(&read_schema),
         };
-        let read_ids = columns
-            .iter()
-            .map(|name| {
-                read_schema
-                    .field_id_by_name(name)
-                    .ok_or_else(|| DataFusionError::Plan(format!("no column '{name}' to scan")))
-            })
-            .collect::<Result<Vec<i32>>>()?;
+        let read_ids = self.field_ids(columns)?;
         // The requested columns the snapshot has, by the names it gives them.
         let planned: Vec<String> = read_ids
             .iter()
@@ -259,15 +265,26 @@ impl TableProvider for IcebergTableProvider {
         };
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let tasks = self.plan_files(&columns, filters).await?;
+        let bounds = match self.snapshot_id() {
+            Some(snapshot) => Some(Arc::new(
+                scan_bounds(&self.table, snapshot, self.field_ids(&columns)?, &tasks)
+                    .await
+                    .map_err(iceberg_to_df)?,
+            )),
+            None => None,
+        };
         let io = self.scan_io();
-        Ok(Arc::new(IcebergScanExec::new(
-            self.table.identifier().to_string(),
-            schema,
-            tasks,
-            state.config().target_partitions(),
-            io,
-            limit,
-        )))
+        Ok(Arc::new(
+            IcebergScanExec::new(
+                self.table.identifier().to_string(),
+                schema,
+                tasks,
+                state.config().target_partitions(),
+                io,
+                limit,
+            )
+            .with_bounds(bounds),
+        ))
     }
 
     fn supports_filters_pushdown(

@@ -3,7 +3,8 @@
 //! time beside SQE and DuckDB in the same run.
 //!
 //! It reads one JSON object per line on stdin, `{"sql": "..."}`, runs the query, and answers one
-//! line on stdout: `{"seconds": <time>, "rows": <count>}`, or `{"error": "..."}`. The caller
+//! line on stdout: `{"seconds": <time>, "rows": <count>}`, or `{"error": "..."}`; with
+//! `"explain": true`, `{"plan": "..."}`, the physical plan it runs (to set beside SQE's). The caller
 //! warms, repeats and alternates (one process, so DataFusion's caches stay warm between runs).
 //!
 //!     datafusion_queries --warehouse sqe-data/warehouse --schema tpch
@@ -58,6 +59,14 @@ async fn run(ctx: &SessionContext, sql: &str) -> Result<usize, BoxError> {
     Ok(batches.iter().map(|b| b.num_rows()).sum())
 }
 
+async fn plan(ctx: &SessionContext, sql: &str) -> Result<String, BoxError> {
+    let df = ctx.sql(sql).await?;
+    let physical = df.create_physical_plan().await?;
+    Ok(datafusion::physical_plan::displayable(physical.as_ref())
+        .indent(false)
+        .to_string())
+}
+
 async fn answer(ctx: &SessionContext, request: &str) -> serde_json::Value {
     let request: serde_json::Value = match serde_json::from_str(request) {
         Ok(r) => r,
@@ -66,6 +75,12 @@ async fn answer(ctx: &SessionContext, request: &str) -> serde_json::Value {
     let Some(sql) = request.get("sql").and_then(|s| s.as_str()) else {
         return serde_json::json!({ "error": "a request has \"sql\"" });
     };
+    if request.get("explain").and_then(|e| e.as_bool()) == Some(true) {
+        return match plan(ctx, sql).await {
+            Ok(plan) => serde_json::json!({ "plan": plan }),
+            Err(e) => serde_json::json!({ "error": e.to_string() }),
+        };
+    }
     let started = Instant::now();
     match run(ctx, sql).await {
         Ok(rows) => {

@@ -67,13 +67,16 @@ impl TaskEstimator for IcebergTaskEstimator {
         }
         if let Some(scan) = plan.downcast_ref::<IcebergScanExec>() {
             let split = split_files(plan, scan.partitions(), task_count, |partitions| {
-                Arc::new(IcebergScanExec::with_partitions(
-                    scan.table().to_string(),
-                    scan.schema(),
-                    partitions,
-                    scan.io().clone(),
-                    scan.limit(),
-                ))
+                Arc::new(
+                    IcebergScanExec::with_partitions(
+                        scan.table().to_string(),
+                        scan.schema(),
+                        partitions,
+                        scan.io().clone(),
+                        scan.limit(),
+                    )
+                    .with_bounds(scan.bounds().cloned()),
+                )
             })?;
             return Ok(Some(Arc::new(split)));
         }

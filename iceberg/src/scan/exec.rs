@@ -26,6 +26,8 @@ use iceberg::scan::FileScanTask;
 use crate::error::iceberg_to_df;
 use crate::types::cast_batch;
 
+use super::statistics::{ScanBounds, column_statistics};
+
 /// How a scan reaches its files: the FileIO to read with, and the per-table properties
 /// (credentials vended by a REST catalog, say) a worker needs on top of its own `[storage]`.
 #[derive(Clone)]
@@ -55,6 +57,8 @@ pub struct IcebergScanExec {
     partitions: Arc<Vec<Vec<FileScanTask>>>,
     io: ScanIo,
     limit: Option<usize>,
+    /// The files' column bounds, for planning (not sent to workers: they do not plan).
+    bounds: Option<Arc<ScanBounds>>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -94,9 +98,20 @@ impl IcebergScanExec {
             partitions: Arc::new(partitions),
             io,
             limit,
+            bounds: None,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+
+    /// The scan with its files' column bounds, which its statistics report.
+    pub fn with_bounds(mut self, bounds: Option<Arc<ScanBounds>>) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    pub fn bounds(&self) -> Option<&Arc<ScanBounds>> {
+        self.bounds.as_ref()
     }
 
     pub fn table(&self) -> &str {
@@ -252,8 +267,9 @@ impl ExecutionPlan for IcebergScanExec {
         Some(self.metrics.clone_inner())
     }
 
-    /// Row counts from the manifests: an upper bound (filters and deletes only remove rows),
-    /// which is what join planning needs to put the smaller side first.
+    /// Row counts and column bounds from the manifests: upper bounds (filters and deletes only
+    /// remove rows), which is what join planning needs to put the smaller side first and to
+    /// estimate how many rows a join makes.
     fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
         let tasks: Vec<&FileScanTask> = match partition {
             Some(p) => self
@@ -267,6 +283,10 @@ impl ExecutionPlan for IcebergScanExec {
         let rows: Option<u64> = tasks.iter().map(|t| t.record_count).sum();
         if let Some(rows) = rows {
             stats.num_rows = Precision::Inexact(rows as usize);
+        }
+        if let Some(bounds) = &self.bounds {
+            let paths = tasks.iter().map(|t| t.data_file_path.as_str());
+            stats.column_statistics = column_statistics(bounds, &self.schema, paths);
         }
         Ok(Arc::new(stats))
     }

@@ -4,10 +4,12 @@
 mod distribute;
 mod exec;
 mod predicate;
+mod statistics;
 
 pub use distribute::IcebergTaskEstimator;
 pub use exec::{IcebergScanExec, ScanIo, balance_by_bytes};
 pub use predicate::filters_to_predicate;
+pub use statistics::{FileBounds, ScanBounds, scan_bounds};
 
 use futures::TryStreamExt;
 use iceberg::scan::FileScanTask;

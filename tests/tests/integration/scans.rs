@@ -333,3 +333,76 @@ async fn codec_refuses_coordinator_only_nodes() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// The first hash join of a plan.
+fn first_hash_join(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+    let mut found = None;
+    let _ = plan.apply(|node| {
+        if node.name() == "HashJoinExec" {
+            found = Some(Arc::clone(node));
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scans_report_column_bounds_so_joins_are_estimated_by_key_ranges() -> TestResult {
+    let cluster = TestCluster::start(0, 0.01).await?;
+    // The bounds of the files read, from their manifest entries.
+    let prepared = cluster
+        .engine()
+        .prepare(
+            &SessionSettings::default(),
+            "SELECT l_orderkey, l_shipdate, l_comment FROM tpch.lineitem",
+        )
+        .await?;
+    let plan = prepared.plan().ok_or("no plan")?;
+    let mut scan = None;
+    let _ = plan.apply(|node| {
+        if node.downcast_ref::<IcebergScanExec>().is_some() {
+            scan = Some(Arc::clone(node));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    let stats = scan.ok_or("no scan")?.partition_statistics(None)?;
+    let keys = &stats.column_statistics[0];
+    assert_eq!(
+        keys.min_value.get_value(),
+        Some(&datafusion::common::ScalarValue::Int64(Some(1)))
+    );
+    assert!(
+        !keys.min_value.is_exact().unwrap_or(true),
+        "bounds are inexact"
+    );
+    assert!(keys.max_value.get_value().is_some(), "{stats:?}");
+    assert_eq!(keys.null_count.get_value(), Some(&0));
+    assert!(stats.column_statistics[1].min_value.get_value().is_some());
+    // Text bounds may be truncated: none is taken.
+    assert!(stats.column_statistics[2].min_value.get_value().is_none());
+
+    // lineitem joins its 100 suppliers by key: each of its rows finds one. Without bounds
+    // DataFusion took l_suppkey to have as many values as rows and estimated the join at
+    // the supplier side's 100 rows.
+    let prepared = cluster
+        .engine()
+        .prepare(
+            &SessionSettings::default(),
+            "SELECT l_orderkey, s_name FROM tpch.lineitem JOIN tpch.supplier ON l_suppkey = s_suppkey",
+        )
+        .await?;
+    let join = first_hash_join(prepared.plan().ok_or("no plan")?).ok_or("no join")?;
+    let rows = join
+        .partition_statistics(None)?
+        .num_rows
+        .get_value()
+        .copied()
+        .ok_or("no estimate")?;
+    assert!(
+        rows > 30_000,
+        "the join of ~60,000 lineitem rows is estimated at {rows}"
+    );
+    cluster.stop().await;
+    Ok(())
+}
