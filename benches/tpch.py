@@ -85,11 +85,14 @@ def duckdb_over(warehouse):
     return db
 
 
-def sqe_cursor(address, distributed):
+def sqe_cursor(address, distributed, properties=None):
     host, port = address.rsplit(":", 1)
+    session = dict(properties or {})
+    if not distributed:
+        session["distributed_execution"] = "false"
     connection = trino.dbapi.connect(
         host=host, port=int(port), user="tpch", catalog="iceberg", schema="tpch",
-        session_properties={} if distributed else {"distributed_execution": "false"},
+        session_properties=session,
     )
     return connection.cursor()
 
@@ -147,6 +150,8 @@ def main():
     parser.add_argument("--check", action="store_true", help="exit 1 unless every answer is DuckDB's")
     parser.add_argument("--datafusion", help="the `datafusion_queries` binary (benches): time single-process DataFusion over the same files too")
     parser.add_argument("--no-coordinator", action="store_true", help="leave out SQE with distributed_execution = false")
+    parser.add_argument("--compare", action="append", default=[], metavar="NAME=VALUE",
+                        help="also time SQE distributed with this session property (repeatable), e.g. exchange_compression_codec=LZ4")
     args = parser.parse_args()
     if bool(args.sqe) == bool(args.trino) or (args.trino and not args.warehouse):
         parser.error("give --sqe, or --trino with --warehouse")
@@ -162,7 +167,7 @@ def main():
             failures, _ = report(
                 address, warehouse, args.runs, datafusion=args.datafusion,
                 coordinator=not args.no_coordinator,
-                out=lambda line: print(line, flush=True),
+                out=lambda line: print(line, flush=True), compare=args.compare,
             )
         finally:
             if process is not None:
@@ -206,11 +211,15 @@ def sqe_engine(cursor):
     return run
 
 
-def report(address, warehouse, runs, datafusion=None, coordinator=True, out=print):
+def report(address, warehouse, runs, datafusion=None, coordinator=True, out=print, compare=()):
     """Runs the 22 queries on each engine, alternating, and prints the table; returns the
-    queries that failed or differ and each engine's best time per query."""
+    queries that failed or differ and each engine's best time per query. Each `compare`
+    (`name=value`) adds SQE distributed with that session property."""
     db = duckdb_over(warehouse)
     engines = {"SQE distributed": sqe_engine(sqe_cursor(address, True))}
+    for setting in compare:
+        name, value = setting.split("=", 1)
+        engines[f"SQE {setting}"] = sqe_engine(sqe_cursor(address, True, {name: value}))
     if coordinator:
         engines["SQE coordinator"] = sqe_engine(sqe_cursor(address, False))
     baseline = DataFusionBaseline(datafusion, warehouse, "tpch") if datafusion else None
