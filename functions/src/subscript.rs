@@ -15,9 +15,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, GenericListArray, Int64Array, MapArray, OffsetSizeTrait, UInt64Array,
-    make_comparator,
 };
-use datafusion::arrow::compute::{SortOptions, cast, take};
+use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
@@ -26,6 +25,7 @@ use datafusion::logical_expr::{
 
 use crate::args::{arrays, result, unexpected_parameters};
 use crate::error::invalid_argument;
+use crate::identity::identity_rows;
 
 /// The name the dialect calls.
 pub const SUBSCRIPT: &str = "sqe_subscript";
@@ -171,7 +171,11 @@ fn list_element<O: OffsetSizeTrait>(
 fn map_value(map: &MapArray, key: &ArrayRef, lenient: bool) -> Result<ArrayRef> {
     let keys = map.keys();
     let wanted = cast(key, keys.data_type())?;
-    let compare = make_comparator(keys.as_ref(), wanted.as_ref(), SortOptions::default())?;
+    // Keys are found as maps are built: by Trino's identity (0.0 is -0.0, NaNs are one).
+    let rows = identity_rows(&[keys, &wanted])?;
+    let (Some(key_rows), Some(wanted_rows)) = (rows.first(), rows.get(1)) else {
+        return exec_err!("rows for a map's keys and the keys looked up");
+    };
     let offsets = map.value_offsets();
     let mut positions = Vec::with_capacity(map.len());
     for row in 0..map.len() {
@@ -180,7 +184,7 @@ fn map_value(map: &MapArray, key: &ArrayRef, lenient: bool) -> Result<ArrayRef> 
             continue;
         }
         let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-        let found = (start..end).find(|&j| compare(j, row).is_eq());
+        let found = (start..end).find(|&j| key_rows.row(j) == wanted_rows.row(row));
         match found {
             Some(j) => positions.push(Some(j as u64)),
             None if lenient => positions.push(None),

@@ -69,68 +69,90 @@ impl ScalarUDFImpl for FromUtf8 {
         };
         let bytes = cast(bytes, &DataType::Binary)?;
         let bytes = bytes.as_binary::<i32>();
-        let replacements = columns.get(1).map(replacements).transpose()?;
+        let replacements = columns.get(1).map(Replacements::of).transpose()?;
         let mut out = StringBuilder::with_capacity(bytes.len(), bytes.value_data().len());
         let mut text = String::new();
         for i in 0..bytes.len() {
+            // Checked only for rows it replaces in: NULL bytes answer NULL whatever it is.
             let replacement = match &replacements {
-                Some(r) => match r[i] {
-                    Some(r) => r,
-                    None => {
-                        out.append_null();
-                        continue;
-                    }
-                },
-                None => Some('\u{FFFD}'),
+                _ if bytes.is_null(i) => None,
+                Some(r) => r.at(i)?,
+                None => Some(Replacement::Char('\u{FFFD}')),
             };
-            if bytes.is_null(i) {
+            let Some(replacement) = replacement else {
                 out.append_null();
                 continue;
-            }
+            };
             text.clear();
-            repaired(bytes.value(i), replacement, &mut text);
+            repaired(bytes.value(i), replacement, &mut text)?;
             out.append_value(&text);
         }
         result(&args, Arc::new(out.finish()))
     }
 }
 
-/// Each row's replacement: `Some(None)` drops invalid sequences, `None` is a NULL argument.
-fn replacements(column: &ArrayRef) -> Result<Vec<Option<Option<char>>>> {
-    let mut out = Vec::with_capacity(column.len());
-    if is_string(column.data_type()) {
-        let text = cast(column, &DataType::Utf8)?;
-        for value in text.as_string::<i32>() {
-            out.push(match value {
-                None => None,
-                Some(s) => {
-                    let mut chars = s.chars();
-                    let first = chars.next();
-                    if chars.next().is_some() {
-                        return Err(invalid_argument(
-                            "Replacement character string must empty or a single character",
-                        ));
-                    }
-                    Some(first)
+/// What an invalid sequence becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replacement {
+    Char(char),
+    Drop,
+    /// A negative code point: Trino fails at the first invalid sequence (valid text passes).
+    Fail(i64),
+}
+
+/// The replacement argument, a text or a code point per row.
+enum Replacements {
+    Text(ArrayRef),
+    Points(ArrayRef),
+}
+
+impl Replacements {
+    fn of(column: &ArrayRef) -> Result<Self> {
+        Ok(if is_string(column.data_type()) {
+            Self::Text(cast(column, &DataType::Utf8)?)
+        } else {
+            Self::Points(cast(column, &DataType::Int64)?)
+        })
+    }
+
+    /// Row `i`'s replacement; `None` for NULL.
+    fn at(&self, i: usize) -> Result<Option<Replacement>> {
+        match self {
+            Self::Text(text) => {
+                let text = text.as_string::<i32>();
+                if text.is_null(i) {
+                    return Ok(None);
                 }
-            });
-        }
-    } else {
-        let points = cast(column, &DataType::Int64)?;
-        for value in points.as_primitive::<datafusion::arrow::datatypes::Int64Type>() {
-            out.push(match value {
-                None => None,
-                // Trino checks only the upper bound and surrogates: a negative code point
-                // drops invalid sequences.
-                Some(p) if p < 0 => Some(None),
-                Some(p) => match u32::try_from(p).ok().and_then(char::from_u32) {
-                    Some(c) => Some(Some(c)),
-                    None => return Err(invalid_argument("Invalid replacement character")),
-                },
-            });
+                let mut chars = text.value(i).chars();
+                let first = chars.next();
+                if chars.next().is_some() {
+                    return Err(invalid_argument(
+                        "Replacement character string must empty or a single character",
+                    ));
+                }
+                Ok(Some(first.map_or(Replacement::Drop, Replacement::Char)))
+            }
+            Self::Points(points) => {
+                let points = points.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+                if points.is_null(i) {
+                    return Ok(None);
+                }
+                let point = points.value(i);
+                let invalid = || invalid_argument("Invalid replacement character");
+                if point > 0x10FFFF {
+                    return Err(invalid());
+                }
+                // Java's `(int)` of the bigint, as Trino takes it.
+                let narrowed = point as i32;
+                match u32::try_from(narrowed) {
+                    Err(_) => Ok(Some(Replacement::Fail(point))),
+                    Ok(p) => char::from_u32(p)
+                        .map(|c| Some(Replacement::Char(c)))
+                        .ok_or_else(invalid),
+                }
+            }
         }
     }
-    Ok(out)
 }
 
 /// `bytes` as text, each invalid sequence as `replacement` (or dropped). A sequence is
@@ -138,20 +160,21 @@ fn replacements(column: &ArrayRef) -> Result<Vec<Option<Option<char>>>> {
 /// before one was missing, or the whole sequence when it decodes to an overlong form, a
 /// surrogate or beyond U+10FFFF (Trino's, airlift's, reading; five- and six-byte forms are
 /// read whole and refused).
-fn repaired(bytes: &[u8], replacement: Option<char>, out: &mut String) {
+fn repaired(bytes: &[u8], replacement: Replacement, out: &mut String) -> Result<()> {
     let mut at = 0;
     while at < bytes.len() {
         let (decoded, length) = decode(&bytes[at..]);
-        match decoded {
-            Some(c) => out.push(c),
-            None => {
-                if let Some(r) = replacement {
-                    out.push(r);
-                }
+        match (decoded, replacement) {
+            (Some(c), _) => out.push(c),
+            (None, Replacement::Char(r)) => out.push(r),
+            (None, Replacement::Drop) => {}
+            (None, Replacement::Fail(point)) => {
+                return Err(invalid_argument(format!("Invalid code point: {point}")));
             }
         }
         at += length;
     }
+    Ok(())
 }
 
 /// The character at the start of `bytes` and its length, or `None` and the length of the
@@ -195,8 +218,27 @@ mod tests {
 
     fn text(bytes: &[u8], replacement: Option<char>) -> String {
         let mut out = String::new();
-        repaired(bytes, replacement, &mut out);
+        let replacement = replacement.map_or(Replacement::Drop, Replacement::Char);
+        assert!(repaired(bytes, replacement, &mut out).is_ok());
         out
+    }
+
+    #[test]
+    fn a_negative_code_point_fails_only_where_it_would_replace() {
+        let mut out = String::new();
+        assert!(repaired(b"ok", Replacement::Fail(-1), &mut out).is_ok());
+        assert!(repaired(b"\xFF", Replacement::Fail(-1), &mut out).is_err());
+        let points: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(vec![
+            -4_294_967_231,
+            1_114_112,
+            0xD800,
+        ]));
+        let points = Replacements::of(&points).ok();
+        let at = |i| points.as_ref().map(|p| p.at(i).ok());
+        // Java's (int) of -4294967231 is 65.
+        assert_eq!(at(0), Some(Some(Some(Replacement::Char('A')))));
+        assert_eq!(at(1), Some(None));
+        assert_eq!(at(2), Some(None));
     }
 
     #[test]

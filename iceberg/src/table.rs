@@ -265,12 +265,22 @@ impl TableProvider for IcebergTableProvider {
         };
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let tasks = self.plan_files(&columns, filters).await?;
+        // Bounds only improve estimates: a manifest that cannot be read leaves them out.
         let bounds = match self.snapshot_id() {
-            Some(snapshot) => Some(Arc::new(
-                scan_bounds(&self.table, snapshot, self.field_ids(&columns)?, &tasks)
-                    .await
-                    .map_err(iceberg_to_df)?,
-            )),
+            Some(snapshot) => {
+                let ids = self.field_ids(&columns)?;
+                match scan_bounds(&self.table, snapshot, ids, &tasks).await {
+                    Ok(bounds) => Some(Arc::new(bounds)),
+                    Err(e) => {
+                        tracing::warn!(
+                            table = %self.table.identifier(),
+                            error = %e,
+                            "no column bounds for planning"
+                        );
+                        None
+                    }
+                }
+            }
             None => None,
         };
         let io = self.scan_io();

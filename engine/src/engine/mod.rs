@@ -83,6 +83,21 @@ use crate::session_properties::{
     SessionProperties,
 };
 
+/// DataFusion's physical optimizer rules but `aggregate_statistics`, which answers
+/// `count`, `min`, `max` and `count(DISTINCT …)` from exact statistics without reading rows.
+/// SQE's scans have no exact statistics, but a filter makes some: an equality's column is
+/// "exactly one distinct value" even where no row passes the whole filter, and
+/// `count(DISTINCT a), count(DISTINCT b) … WHERE a = 1 AND b = 10` answered 1 and 1 over rows
+/// none of which passed.
+fn physical_optimizer_rules()
+-> Vec<Arc<dyn datafusion::physical_optimizer::PhysicalOptimizerRule + Send + Sync>> {
+    datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new()
+        .rules
+        .into_iter()
+        .filter(|rule| rule.name() != "aggregate_statistics")
+        .collect()
+}
+
 /// How long catalog names may be cached between statements.
 const NAME_CACHE_TTL: Duration = Duration::from_secs(1);
 
@@ -801,6 +816,7 @@ impl Engine {
             // Asked before DataFusion's own planners, which the default features add.
             .with_expr_planners(vec![Arc::new(TrinoPlanner::default())])
             .with_default_features()
+            .with_physical_optimizer_rules(physical_optimizer_rules())
             .with_type_planner(Arc::new(TrinoTypes {
                 session_zone: zone.clone(),
             }))

@@ -7,7 +7,9 @@
 //! values of integer keys by their range, as DataFusion's own Parquet scans do from footers.
 //!
 //! Every statistic is inexact: bounds hold the values but need not be reached, and deleted
-//! rows still count. DataFusion uses inexact statistics to plan, never to answer.
+//! rows still count. Planning reads them; answers must not: a filter can make inexact
+//! bounds "exact" (an equality's one value), which is why SQE's sessions leave out
+//! DataFusion's `aggregate_statistics` rule (`engine::engine::physical_optimizer_rules`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -16,7 +18,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue};
 use iceberg::scan::FileScanTask;
-use iceberg::spec::{DataFile, Datum, ManifestContentType, PrimitiveLiteral};
+use iceberg::spec::{DataFile, Datum, ManifestContentType, PrimitiveLiteral, PrimitiveType};
 use iceberg::table::Table;
 use moka::sync::Cache;
 
@@ -29,13 +31,44 @@ pub struct FileBounds {
 }
 
 impl FileBounds {
+    /// The file's bounds of the kinds planning takes (see [`bound_value`]).
     fn of(file: &DataFile) -> Self {
+        let taken = |bounds: &HashMap<i32, Datum>| {
+            bounds
+                .iter()
+                .filter(|(_, d)| exact_kind(d.data_type()))
+                .map(|(id, d)| (*id, d.clone()))
+                .collect()
+        };
         Self {
-            lower: file.lower_bounds().clone(),
-            upper: file.upper_bounds().clone(),
+            lower: taken(file.lower_bounds()),
+            upper: taken(file.upper_bounds()),
             nulls: file.null_value_counts().clone(),
         }
     }
+
+    /// What the cache weighs it by.
+    fn size(&self) -> usize {
+        1 + self.lower.len() + self.upper.len() + self.nulls.len()
+    }
+}
+
+/// Whether bounds of this type bound the values exactly (floating bounds leave NaN out, text
+/// and binary bounds may be truncated).
+fn exact_kind(t: &PrimitiveType) -> bool {
+    matches!(
+        t,
+        PrimitiveType::Boolean
+            | PrimitiveType::Int
+            | PrimitiveType::Long
+            | PrimitiveType::Date
+            | PrimitiveType::Time
+            | PrimitiveType::Timestamp
+            | PrimitiveType::Timestamptz
+            | PrimitiveType::TimestampNs
+            | PrimitiveType::TimestamptzNs
+            | PrimitiveType::Decimal { .. }
+    )
 }
 
 /// The bounds a scan's planning reads: its columns' field ids, in its schema's order, and
@@ -50,11 +83,15 @@ pub struct ScanBounds {
 type ManifestBounds = Arc<Vec<(String, Arc<FileBounds>)>>;
 
 /// Data files' bounds by manifest (a manifest never changes once written), weighed by
-/// entries: a query plans from memory what an earlier one read.
+/// bounds held: a query plans from memory what an earlier one read.
 static MANIFESTS: LazyLock<Cache<String, ManifestBounds>> = LazyLock::new(|| {
     Cache::builder()
-        .weigher(|_, files: &ManifestBounds| u32::try_from(files.len()).unwrap_or(u32::MAX))
-        .max_capacity(50_000)
+        .weigher(|_, files: &ManifestBounds| {
+            let size: usize = files.iter().map(|(_, f)| f.size()).sum();
+            u32::try_from(size).unwrap_or(u32::MAX)
+        })
+        // Bounds, not files: about a hundred bytes each.
+        .max_capacity(1_000_000)
         .build()
 });
 
@@ -153,33 +190,50 @@ pub(crate) fn column_statistics<'a>(
         .collect()
 }
 
-/// A bound as a value of the column's Arrow type. Only exact kinds of bound are taken:
-/// integers (and the dates, times and timestamps they encode), decimals and booleans.
-/// Floating bounds leave NaN out and text bounds may be truncated, so they are left out.
+/// A bound as a value of the column's Arrow type, when the bound's Iceberg type reads as
+/// that type (an int's bound for a column promoted to long reads; a date's days are not a
+/// timestamp's microseconds, so that one does not). Only exact kinds are taken
+/// ([`exact_kind`]).
 fn bound_value(datum: &Datum, target: &DataType) -> Option<ScalarValue> {
-    let value = match (datum.literal(), target) {
-        (PrimitiveLiteral::Boolean(b), _) => ScalarValue::Boolean(Some(*b)),
-        (PrimitiveLiteral::Int(v), _) => ScalarValue::Int32(Some(*v)),
-        (PrimitiveLiteral::Long(v), _) => ScalarValue::Int64(Some(*v)),
-        (PrimitiveLiteral::Int128(v), DataType::Decimal128(p, s)) => {
+    use datafusion::arrow::datatypes::TimeUnit;
+    let value = match (datum.data_type(), datum.literal(), target) {
+        (PrimitiveType::Boolean, PrimitiveLiteral::Boolean(b), DataType::Boolean) => {
+            return Some(ScalarValue::Boolean(Some(*b)));
+        }
+        (PrimitiveType::Int, PrimitiveLiteral::Int(v), t) if t.is_integer() => {
+            ScalarValue::Int32(Some(*v))
+        }
+        (PrimitiveType::Long, PrimitiveLiteral::Long(v), t) if t.is_integer() => {
+            ScalarValue::Int64(Some(*v))
+        }
+        (PrimitiveType::Date, PrimitiveLiteral::Int(v), DataType::Date32) => {
+            return Some(ScalarValue::Date32(Some(*v)));
+        }
+        (
+            PrimitiveType::Time,
+            PrimitiveLiteral::Long(v),
+            DataType::Time64(TimeUnit::Microsecond),
+        )
+        | (
+            PrimitiveType::Timestamp | PrimitiveType::Timestamptz,
+            PrimitiveLiteral::Long(v),
+            DataType::Timestamp(TimeUnit::Microsecond, _),
+        )
+        | (
+            PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs,
+            PrimitiveLiteral::Long(v),
+            DataType::Timestamp(TimeUnit::Nanosecond, _),
+        ) => ScalarValue::Int64(Some(*v)),
+        (
+            PrimitiveType::Decimal { scale, .. },
+            PrimitiveLiteral::Int128(v),
+            DataType::Decimal128(p, s),
+        ) if u32::try_from(*s).ok() == Some(*scale) => {
             return Some(ScalarValue::Decimal128(Some(*v), *p, *s));
         }
         _ => return None,
     };
-    if value.data_type() == *target {
-        return Some(value);
-    }
-    match target {
-        t if t.is_integer()
-            || matches!(
-                t,
-                DataType::Date32 | DataType::Time64(_) | DataType::Timestamp(_, _)
-            ) =>
-        {
-            value.cast_to(target).ok()
-        }
-        _ => None,
-    }
+    value.cast_to(target).ok()
 }
 
 #[cfg(test)]
@@ -272,5 +326,7 @@ mod tests {
             Some(ScalarValue::Int64(Some(7)))
         );
         assert_eq!(bound_value(&Datum::double(1.5), &DataType::Float64), None);
+        // A date's days are no timestamp's microseconds (a column promoted from date).
+        assert_eq!(bound_value(&Datum::date(10), &micros), None);
     }
 }
