@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, BooleanBuilder, Int64Builder, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, Int64Builder, StringArray, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type};
@@ -238,30 +238,20 @@ impl Small {
                 }
                 Arc::new(out.finish())
             }
-            Small::LuhnCheck => {
-                let text = first.as_string::<i32>();
-                let mut out = BooleanBuilder::with_capacity(rows);
-                for i in 0..rows {
-                    if text.is_null(i) {
-                        out.append_null();
-                    } else {
-                        out.append_value(luhn(text.value(i))?);
-                    }
-                }
-                Arc::new(out.finish())
-            }
-            Small::Soundex => {
-                let text = first.as_string::<i32>();
-                let mut out = StringBuilder::with_capacity(rows, rows * 4);
-                for i in 0..rows {
-                    if text.is_null(i) {
-                        out.append_null();
-                    } else {
-                        out.append_value(soundex(text.value(i))?);
-                    }
-                }
-                Arc::new(out.finish())
-            }
+            Small::LuhnCheck => Arc::new(
+                first
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(luhn).transpose())
+                    .collect::<Result<BooleanArray>>()?,
+            ),
+            Small::Soundex => Arc::new(
+                first
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(soundex).transpose())
+                    .collect::<Result<StringArray>>()?,
+            ),
         })
     }
 }

@@ -131,19 +131,6 @@ impl IcebergTableProvider {
         &self.table
     }
 
-    /// The field ids of `columns` in the schema scans read in.
-    fn field_ids(&self, columns: &[String]) -> Result<Vec<i32>> {
-        let read_schema = scan_schema(&self.table, self.pinned).map_err(DataFusionError::from)?;
-        columns
-            .iter()
-            .map(|name| {
-                read_schema
-                    .field_id_by_name(name)
-                    .ok_or_else(|| DataFusionError::Plan(format!("no column '{name}' to scan")))
-            })
-            .collect()
-    }
-
     /// Plans the files to read for a projection and filters (manifest and partition pruning).
     /// Iceberg plans against the schema of the snapshot it reads; the table's current schema
     /// can be newer (a column added or dropped since the last write), so the snapshot is
@@ -154,12 +141,28 @@ impl IcebergTableProvider {
         columns: &[String],
         filters: &[Expr],
     ) -> Result<Vec<FileScanTask>> {
+        Ok(self.plan(columns, filters).await?.0)
+    }
+
+    /// [`Self::plan_files`], and the field ids of `columns` in the schema they are read in.
+    async fn plan(
+        &self,
+        columns: &[String],
+        filters: &[Expr],
+    ) -> Result<(Vec<FileScanTask>, Vec<i32>)> {
         let read_schema = scan_schema(&self.table, self.pinned).map_err(DataFusionError::from)?;
         let snapshot_schema = match self.snapshot_id() {
             Some(id) => scan_schema(&self.table, Some(id)).map_err(DataFusionError::from)?,
             None => Arc::clone(&read_schema),
         };
-        let read_ids = self.field_ids(columns)?;
+        let read_ids = columns
+            .iter()
+            .map(|name| {
+                read_schema
+                    .field_id_by_name(name)
+                    .ok_or_else(|| DataFusionError::Plan(format!("no column '{name}' to scan")))
+            })
+            .collect::<Result<Vec<i32>>>()?;
         // The requested columns the snapshot has, by the names it gives them.
         let planned: Vec<String> = read_ids
             .iter()
@@ -193,7 +196,7 @@ impl IcebergTableProvider {
                 task.project_field_ids = read_ids.clone();
             }
         }
-        Ok(tasks)
+        Ok((tasks, read_ids))
     }
 }
 
@@ -264,23 +267,20 @@ impl TableProvider for IcebergTableProvider {
             None => Arc::clone(&self.schema),
         };
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let tasks = self.plan_files(&columns, filters).await?;
+        let (tasks, ids) = self.plan(&columns, filters).await?;
         // Bounds only improve estimates: a manifest that cannot be read leaves them out.
         let bounds = match self.snapshot_id() {
-            Some(snapshot) => {
-                let ids = self.field_ids(&columns)?;
-                match scan_bounds(&self.table, snapshot, ids, &tasks).await {
-                    Ok(bounds) => Some(Arc::new(bounds)),
-                    Err(e) => {
-                        tracing::warn!(
-                            table = %self.table.identifier(),
-                            error = %e,
-                            "no column bounds for planning"
-                        );
-                        None
-                    }
+            Some(snapshot) => match scan_bounds(&self.table, snapshot, ids, &tasks).await {
+                Ok(bounds) => Some(Arc::new(bounds)),
+                Err(e) => {
+                    tracing::warn!(
+                        table = %self.table.identifier(),
+                        error = %e,
+                        "no column bounds for planning"
+                    );
+                    None
                 }
-            }
+            },
             None => None,
         };
         let io = self.scan_io();

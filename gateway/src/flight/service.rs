@@ -27,7 +27,6 @@ use arrow_flight::{
 use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
-use datafusion::arrow::ipc::CompressionType;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::common::ScalarValue;
 use datafusion::execution::SendableRecordBatchStream;
@@ -128,13 +127,8 @@ impl SqeFlightSqlService {
                 .parse()
                 .map_err(Status::invalid_argument)?,
         };
-        let codec = match compression {
-            IpcCompression::None => None,
-            IpcCompression::Lz4 => Some(CompressionType::LZ4_FRAME),
-            IpcCompression::Zstd => Some(CompressionType::ZSTD),
-        };
         IpcWriteOptions::default()
-            .try_with_compression(codec)
+            .try_with_compression(compression.compression_type())
             .map_err(|e| Status::internal(format!("IPC compression: {e}")))
     }
 

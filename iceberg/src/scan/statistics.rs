@@ -146,26 +146,24 @@ pub async fn scan_bounds(
 pub(crate) fn column_statistics<'a>(
     bounds: &ScanBounds,
     schema: &SchemaRef,
-    paths: impl Iterator<Item = &'a str> + Clone,
+    paths: impl Iterator<Item = &'a str>,
 ) -> Vec<ColumnStatistics> {
+    // Nothing is known of a file the bounds do not know.
+    let files: Option<Vec<&FileBounds>> = paths
+        .map(|p| bounds.files.get(p).map(AsRef::as_ref))
+        .collect();
+    let files = files.filter(|f| !f.is_empty());
     schema
         .fields()
         .iter()
         .enumerate()
         .map(|(i, field)| {
-            let Some(&id) = bounds.field_ids.get(i) else {
-                return ColumnStatistics::new_unknown();
-            };
-            let files: Option<Vec<&FileBounds>> = paths
-                .clone()
-                .map(|p| bounds.files.get(p).map(AsRef::as_ref))
-                .collect();
-            let Some(files) = files.filter(|f| !f.is_empty()) else {
+            let (Some(&id), Some(files)) = (bounds.field_ids.get(i), &files) else {
                 return ColumnStatistics::new_unknown();
             };
             let merged = |side: fn(&FileBounds) -> &HashMap<i32, Datum>, keep_larger: bool| {
                 let mut best: Option<ScalarValue> = None;
-                for file in &files {
+                for file in files {
                     let value = side(file)
                         .get(&id)
                         .and_then(|d| bound_value(d, field.data_type()))?;
