@@ -66,6 +66,38 @@ impl JoinDistribution {
     }
 }
 
+/// Whether inner joins are reordered (Trino's `join_reordering_strategy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum JoinReordering {
+    /// By estimated sizes, where that is estimated to make far fewer rows.
+    #[default]
+    Automatic,
+    /// As written, but a join whose condition is in `WHERE` is a join, not a cross join.
+    EliminateCrossJoins,
+    /// As written (in SQE the same as `EliminateCrossJoins`: DataFusion always turns a cross
+    /// join with an equality in `WHERE` into a join).
+    None,
+}
+
+impl JoinReordering {
+    fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_uppercase().as_str() {
+            "AUTOMATIC" => Some(Self::Automatic),
+            "ELIMINATE_CROSS_JOINS" => Some(Self::EliminateCrossJoins),
+            "NONE" => Some(Self::None),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Automatic => "AUTOMATIC",
+            Self::EliminateCrossJoins => "ELIMINATE_CROSS_JOINS",
+            Self::None => "NONE",
+        }
+    }
+}
+
 /// What a query that fails for a reason not its own does (Trino's `retry_policy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(try_from = "String")]
@@ -120,6 +152,7 @@ const MAX_QUERY_RETRY_ATTEMPTS: u32 = 100;
 pub(crate) const QUERY_MAX_RUN_TIME: &str = "query_max_run_time";
 pub(crate) const TASK_CONCURRENCY: &str = "task_concurrency";
 pub(crate) const JOIN_DISTRIBUTION_TYPE: &str = "join_distribution_type";
+pub(crate) const JOIN_REORDERING_STRATEGY: &str = "join_reordering_strategy";
 pub(crate) const DISTRIBUTED_EXECUTION: &str = "distributed_execution";
 pub(crate) const QUERY_PRIORITY: &str = "query_priority";
 pub(crate) const EXPIRE_SNAPSHOTS_MIN_RETENTION: &str = "expire_snapshots_min_retention";
@@ -152,6 +185,11 @@ pub(crate) const PROPERTIES: &[PropertyDefinition] = &[
         name: JOIN_DISTRIBUTION_TYPE,
         property_type: PropertyType::Varchar,
         description: "Join distribution type: AUTOMATIC (broadcast small build sides), PARTITIONED or BROADCAST",
+    },
+    PropertyDefinition {
+        name: JOIN_REORDERING_STRATEGY,
+        property_type: PropertyType::Varchar,
+        description: "Join reordering strategy: AUTOMATIC (inner joins by estimated sizes), ELIMINATE_CROSS_JOINS or NONE (as written)",
     },
     PropertyDefinition {
         name: QUERY_MAX_RUN_TIME,
@@ -195,6 +233,7 @@ pub struct SessionProperties {
     pub query_max_run_time: Option<Duration>,
     pub task_concurrency: Option<usize>,
     pub join_distribution_type: Option<JoinDistribution>,
+    pub join_reordering_strategy: Option<JoinReordering>,
     pub distributed_execution: Option<bool>,
     pub query_priority: Option<i32>,
     pub expire_snapshots_min_retention: Option<Duration>,
@@ -287,6 +326,15 @@ impl SessionProperties {
                 })?;
                 self.join_distribution_type = Some(kind);
             }
+            JOIN_REORDERING_STRATEGY => {
+                let strategy = JoinReordering::parse(value).ok_or_else(|| {
+                    invalid(
+                        name,
+                        format!("'{value}' is not AUTOMATIC, ELIMINATE_CROSS_JOINS or NONE"),
+                    )
+                })?;
+                self.join_reordering_strategy = Some(strategy);
+            }
             DISTRIBUTED_EXECUTION => {
                 let on = match value.to_ascii_lowercase().as_str() {
                     "true" => true,
@@ -361,6 +409,7 @@ impl SessionProperties {
                 .unwrap_or(limits.default_concurrency)
                 .to_string(),
             JOIN_DISTRIBUTION_TYPE => self.join_distribution().name().to_string(),
+            JOIN_REORDERING_STRATEGY => self.join_reordering().name().to_string(),
             DISTRIBUTED_EXECUTION => self.distributed_execution.unwrap_or(true).to_string(),
             QUERY_PRIORITY => self.priority().to_string(),
             EXCHANGE_COMPRESSION_CODEC => self
@@ -402,6 +451,10 @@ impl SessionProperties {
 
     pub fn join_distribution(&self) -> JoinDistribution {
         self.join_distribution_type.unwrap_or_default()
+    }
+
+    pub fn join_reordering(&self) -> JoinReordering {
+        self.join_reordering_strategy.unwrap_or_default()
     }
 
     pub fn retry_policy(&self, limits: &PropertyLimits) -> QueryRetryPolicy {

@@ -1,13 +1,13 @@
 //! `IcebergTableProvider`: one Iceberg table as a DataFusion table.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
-use datafusion::common::{Statistics, not_impl_err};
+use datafusion::common::{ColumnStatistics, Statistics, not_impl_err};
 use datafusion::datasource::{TableProvider, TableType, source_as_provider};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::dml::InsertOp;
@@ -19,7 +19,9 @@ use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 
 use crate::error::iceberg_to_df;
-use crate::scan::{IcebergScanExec, ScanIo, filters_to_predicate, scan_bounds};
+use crate::scan::{
+    IcebergScanExec, ScanIo, column_statistics, filters_to_predicate, scan_bounds, snapshot_bounds,
+};
 use crate::types::table_arrow_schema;
 use crate::write::{CommitListener, IcebergWriteExec, Replacement, WriteCommit};
 
@@ -39,6 +41,9 @@ pub struct IcebergTableProvider {
     only_files: Option<Arc<HashSet<String>>>,
     /// How inserts commit.
     commit: WriteCommit,
+    /// The columns' bounds over every data file the snapshot has, once loaded
+    /// ([`Self::load_column_bounds`]); [`TableProvider::statistics`] reports them.
+    column_bounds: Arc<OnceLock<Vec<ColumnStatistics>>>,
 }
 
 /// Names the table and its snapshot only: its FileIO holds storage credentials.
@@ -68,6 +73,7 @@ impl IcebergTableProvider {
             pinned: None,
             only_files: None,
             commit: WriteCommit::Append,
+            column_bounds: Arc::default(),
         })
     }
 
@@ -100,6 +106,7 @@ impl IcebergTableProvider {
     ) -> Option<Self> {
         let snapshot_id = self.snapshot_id()?;
         self.only_files = Some(Arc::new(files.clone()));
+        self.column_bounds = Arc::default();
         self.commit = WriteCommit::Replace(Arc::new(Replacement {
             snapshot_id,
             removed: files,
@@ -118,6 +125,7 @@ impl IcebergTableProvider {
         }
         self.schema = table_arrow_schema(scan_schema(&self.table, Some(snapshot_id))?.as_ref())?;
         self.pinned = Some(snapshot_id);
+        self.column_bounds = Arc::default();
         Ok(Some(self))
     }
 
@@ -129,6 +137,43 @@ impl IcebergTableProvider {
 
     pub fn table(&self) -> &Table {
         &self.table
+    }
+
+    /// Reads the bounds of the columns over every live data file of the snapshot from its
+    /// manifests (cached by manifest), once, for [`TableProvider::statistics`]: join ordering
+    /// estimates distinct keys from them. Best effort: without them, statistics have none.
+    pub async fn load_column_bounds(&self) {
+        if self.column_bounds.get().is_some() || self.only_files.is_some() {
+            return;
+        }
+        let Some(snapshot) = self.snapshot_id() else {
+            return;
+        };
+        let Ok(read_schema) = scan_schema(&self.table, self.pinned) else {
+            return;
+        };
+        let Some(ids) = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| read_schema.field_id_by_name(f.name()))
+            .collect::<Option<Vec<i32>>>()
+        else {
+            return;
+        };
+        match snapshot_bounds(&self.table, snapshot, ids, None).await {
+            Ok(bounds) => {
+                let paths = bounds.files.keys().map(String::as_str);
+                let columns = column_statistics(&bounds, &self.schema, paths);
+                // Another scan of the same provider may have set them first: the same values.
+                let _ = self.column_bounds.set(columns);
+            }
+            Err(e) => tracing::warn!(
+                table = %self.table.identifier(),
+                error = %e,
+                "no column bounds for join ordering"
+            ),
+        }
     }
 
     /// Plans the files to read for a projection and filters (manifest and partition pruning).
@@ -320,6 +365,9 @@ impl TableProvider for IcebergTableProvider {
             .and_then(|b| b.parse::<usize>().ok())
         {
             stats.total_byte_size = Precision::Inexact(bytes);
+        }
+        if let Some(columns) = self.column_bounds.get() {
+            stats.column_statistics = columns.clone();
         }
         Some(stats)
     }

@@ -93,6 +93,7 @@ class Show(unittest.TestCase):
                 "exchange_compression_codec",
                 "expire_snapshots_min_retention",
                 "join_distribution_type",
+                "join_reordering_strategy",
                 "query_max_run_time",
                 "query_priority",
                 "query_retry_attempts",
@@ -105,6 +106,7 @@ class Show(unittest.TestCase):
         self.assertEqual(session["retry_policy"][1:4], ["NONE", "NONE", "varchar"])
         self.assertEqual(session["query_retry_attempts"][1:4], ["4", "4", "integer"])
         self.assertEqual(session["exchange_compression_codec"][1:4], ["NONE", "NONE", "varchar"])
+        self.assertEqual(session["join_reordering_strategy"][1:4], ["AUTOMATIC", "AUTOMATIC", "varchar"])
 
 
 class MetadataTables(unittest.TestCase):

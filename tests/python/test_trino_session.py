@@ -116,6 +116,7 @@ class Session(unittest.TestCase):
             "SET SESSION task_concurrency = 'eight'",
             "SET SESSION task_concurrency = 3",
             "SET SESSION join_distribution_type = 'SIDEWAYS'",
+            "SET SESSION join_reordering_strategy = 'COST'",
             "RESET SESSION no_such_property",
         ]:
             with self.assertRaises(TrinoUserError, msg=statement) as error:
@@ -144,6 +145,36 @@ class Session(unittest.TestCase):
         with self.assertRaises(TrinoQueryError) as error:
             run(cur, "SELECT count(*) FROM lineitem a CROSS JOIN lineitem b")
         self.assertEqual(error.exception.error_name, "EXCEEDED_TIME_LIMIT")
+
+    # Written fact table first: lineitem joined with partsupp on the part alone (many rows
+    # each), and only then with the orders and customers that narrow it.
+    FACT_FIRST = """SELECT count(*), sum(l.l_quantity) FROM lineitem l
+        JOIN partsupp ps ON l.l_partkey = ps.ps_partkey
+        JOIN orders o ON l.l_orderkey = o.o_orderkey
+        JOIN customer c ON o.o_custkey = c.c_custkey
+        WHERE c.c_mktsegment = 'BUILDING' AND o.o_orderdate < DATE '1994-01-01'"""
+
+    def joins_top_down(self, **properties):
+        """The join conditions of FACT_FIRST's logical plan, outermost join first."""
+        cur = connect(schema="tpch", session_properties=properties).cursor()
+        rows = run(cur, "EXPLAIN " + self.FACT_FIRST)
+        logical = next(r[1] for r in rows if r[0] == "logical_plan")
+        return [
+            "partkey" if "partkey" in line else "orderkey" if "orderkey" in line else "custkey"
+            for line in re.findall(r"Inner Join: (.*)", logical)
+        ]
+
+    def test_join_reordering_strategy(self):
+        written = self.joins_top_down(join_reordering_strategy="NONE")
+        self.assertEqual(written, ["custkey", "orderkey", "partkey"])
+        # By estimated sizes (the tables' row counts): orders and customers first, partsupp last.
+        self.assertEqual(self.joins_top_down(), ["partkey", "orderkey", "custkey"])
+        answers = [
+            run(connect(schema="tpch", session_properties={"join_reordering_strategy": s}).cursor(), self.FACT_FIRST)
+            for s in ["AUTOMATIC", "NONE"]
+        ]
+        self.assertGreater(answers[0][0][0], 0)
+        self.assertEqual(answers[0], answers[1])
 
     def transferred(self, **properties):
         """Bytes the coordinator received from the workers' tasks for a wide text column."""

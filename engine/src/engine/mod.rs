@@ -4,6 +4,7 @@
 mod alter;
 mod ingest;
 mod insert_overwrite;
+mod join_order;
 mod partition_filter;
 mod procedures;
 mod query_retry;
@@ -79,8 +80,8 @@ use crate::memory::QueryMemory;
 use crate::metadata::{NodeIdentity, RuntimeView};
 use crate::query_runtime::QueryRuntime;
 use crate::session_properties::{
-    DEFAULT_QUERY_RETRY_ATTEMPTS, JoinDistribution, PropertyLimits, QueryRetryPolicy,
-    SessionProperties,
+    DEFAULT_QUERY_RETRY_ATTEMPTS, JoinDistribution, JoinReordering, PropertyLimits,
+    QueryRetryPolicy, SessionProperties,
 };
 
 /// DataFusion's physical optimizer rules but `aggregate_statistics`, which answers
@@ -823,6 +824,12 @@ impl Engine {
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))
             .with_catalog_list(Arc::clone(&self.catalogs));
+        let builder = match properties.join_reordering() {
+            JoinReordering::Automatic => {
+                builder.with_optimizer_rule(Arc::new(join_order::ReorderJoins))
+            }
+            JoinReordering::EliminateCrossJoins | JoinReordering::None => builder,
+        };
         let distributed = distributable
             && properties.distributed_execution != Some(false)
             && !self.workers.reachable_urls().is_empty();
@@ -1052,6 +1059,7 @@ impl Engine {
             LogicalPlan::Copy(_) => Err(Error::NotSupported("COPY".into())),
             LogicalPlan::Explain(explain) if !explain.verbose => {
                 let inner = Arc::unwrap_or_clone(explain.plan);
+                join_order::load_join_statistics(&state, &inner).await;
                 let optimized = state.optimize(&inner)?;
                 let physical = physical_plan(&state, &inner).await?;
                 let batch = explain_batch(&[
@@ -1583,6 +1591,9 @@ async fn physical_plan(
     logical: &LogicalPlan,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let span = tracing::info_span!("plan.physical", distributed = tracing::field::Empty);
+    join_order::load_join_statistics(state, logical)
+        .instrument(span.clone())
+        .await;
     let plan = state
         .create_physical_plan(logical)
         .instrument(span.clone())

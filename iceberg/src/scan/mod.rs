@@ -9,7 +9,7 @@ mod statistics;
 pub use distribute::IcebergTaskEstimator;
 pub use exec::{IcebergScanExec, ScanIo, balance_by_bytes};
 pub use predicate::filters_to_predicate;
-pub use statistics::{FileBounds, ScanBounds, scan_bounds};
+pub use statistics::{FileBounds, ScanBounds, column_statistics, scan_bounds, snapshot_bounds};
 
 use futures::TryStreamExt;
 use iceberg::scan::FileScanTask;

@@ -102,11 +102,21 @@ pub async fn scan_bounds(
     field_ids: Vec<i32>,
     tasks: &[FileScanTask],
 ) -> iceberg::Result<ScanBounds> {
+    let wanted: std::collections::HashSet<&str> =
+        tasks.iter().map(|t| t.data_file_path.as_str()).collect();
+    snapshot_bounds(table, snapshot_id, field_ids, Some(&wanted)).await
+}
+
+/// The bounds of every live data file of snapshot `snapshot_id`, or of those `wanted`.
+pub async fn snapshot_bounds(
+    table: &Table,
+    snapshot_id: i64,
+    field_ids: Vec<i32>,
+    wanted: Option<&std::collections::HashSet<&str>>,
+) -> iceberg::Result<ScanBounds> {
     let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
         return Ok(ScanBounds::default());
     };
-    let wanted: std::collections::HashSet<&str> =
-        tasks.iter().map(|t| t.data_file_path.as_str()).collect();
     let list = table.manifest_list_reader(snapshot).load().await?;
     let mut files = HashMap::new();
     for manifest in list.entries() {
@@ -133,7 +143,7 @@ pub async fn scan_bounds(
             }
         };
         for (path, bounds) in entries.iter() {
-            if wanted.contains(path.as_str()) {
+            if wanted.is_none_or(|w| w.contains(path.as_str())) {
                 files.insert(path.clone(), Arc::clone(bounds));
             }
         }
@@ -143,7 +153,7 @@ pub async fn scan_bounds(
 
 /// Column statistics of `schema`'s columns over the data files `paths`: a bound only where
 /// every file has one (a file without a column's bounds may hold any value there).
-pub(crate) fn column_statistics<'a>(
+pub fn column_statistics<'a>(
     bounds: &ScanBounds,
     schema: &SchemaRef,
     paths: impl Iterator<Item = &'a str>,
