@@ -47,7 +47,7 @@ impl TrinoPlanner {
 }
 
 /// The window functions that count rows, which Trino types `bigint`.
-const COUNTING: &[&str] = &["row_number", "rank", "dense_rank", "ntile"];
+pub(crate) const COUNTING: &[&str] = &["row_number", "rank", "dense_rank", "ntile"];
 
 impl ExprPlanner for TrinoPlanner {
     /// `a[i]` and `m[k]` with Trino's meaning (`sqe_functions::SUBSCRIPT`): an index out of

@@ -196,6 +196,12 @@ pub(crate) fn listed() -> impl Iterator<Item = (&'static str, bool, String)> {
         )))
 }
 
+/// Whether SQE rewrites a call of `name` with `arity` arguments: the call's types are then the
+/// rewritten expression's, not those of a registered function of that name.
+pub(crate) fn is_respelled(name: &str, arity: usize) -> bool {
+    name == "listagg" || SPELLINGS.iter().any(|(n, a, _)| *n == name && *a == arity)
+}
+
 /// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called plainly (no
 /// `OVER`, `FILTER`, `DISTINCT` or ordering of its own).
 pub(super) fn respelled(function: &Function) -> Option<Expr> {

@@ -2,6 +2,7 @@
 //! are reachable.
 
 mod alter;
+mod function_signatures;
 mod ingest;
 mod insert_overwrite;
 mod join_order;

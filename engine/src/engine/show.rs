@@ -16,6 +16,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use iceberg::spec::Transform;
 use iceberg::{NamespaceIdent, TableIdent};
 
+use super::function_signatures::{Function, Listed, signatures};
 use super::table_properties::sort_item_text;
 use super::{Engine, SessionSettings};
 use crate::dialect::quoting::{ident, ident_if_needed, literal};
@@ -340,6 +341,14 @@ fn table_plan(
         .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
         .collect();
     let schema = Arc::new(Schema::new(fields));
+    // By the key, then by the other columns (a function's signatures), for a stable order.
+    let mut order = vec![column(key).sort(true, false)];
+    order.extend(
+        columns
+            .iter()
+            .filter(|(name, _)| *name != key)
+            .map(|(name, _)| column(*name).sort(true, true)),
+    );
     let arrays = columns.into_iter().map(|(_, a)| a).collect();
     let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)
         .map_err(|e| Error::Internal(e.to_string()))?;
@@ -348,7 +357,7 @@ fn table_plan(
     if let Some(pattern) = like {
         builder = builder.filter(column(key).like(lit(pattern)))?;
     }
-    Ok(builder.sort(vec![column(key).sort(true, false)])?.build()?)
+    Ok(builder.sort(order)?.build()?)
 }
 
 fn single_text_column(name: &str, values: Vec<String>) -> Result<LogicalPlan> {
@@ -356,47 +365,107 @@ fn single_text_column(name: &str, values: Vec<String>) -> Result<LogicalPlan> {
     table_plan(vec![(name, array)], name, None)
 }
 
-/// Every function the session knows, as Trino's `SHOW FUNCTIONS` lists them.
+/// Every function the session knows, as Trino's `SHOW FUNCTIONS` lists them: a row per
+/// signature (see [`function_signatures`]), or one without types where none is known.
 fn functions_plan(state: &SessionState, like: Option<String>) -> Result<LogicalPlan> {
-    let mut rows: Vec<(String, &str, bool, String)> = Vec::new();
-    let mut add = |name: &String, kind, signature: &Signature, doc: Option<&Documentation>| {
-        rows.push((
-            name.clone(),
-            kind,
-            signature.volatility == Volatility::Immutable,
-            doc.map(|d| d.description.clone()).unwrap_or_default(),
-        ));
+    struct Entry<'a> {
+        name: String,
+        kind: &'static str,
+        deterministic: bool,
+        description: String,
+        function: Option<Function<'a>>,
+    }
+    let entry = |name: &String, kind, signature: &Signature, doc: Option<&Documentation>| Entry {
+        name: name.clone(),
+        kind,
+        deterministic: signature.volatility == Volatility::Immutable,
+        description: doc.map(|d| d.description.clone()).unwrap_or_default(),
+        function: None,
     };
+    let mut entries: Vec<Entry<'_>> = Vec::new();
     for (name, f) in state.scalar_functions() {
-        add(name, "scalar", f.signature(), f.documentation());
+        let mut e = entry(name, "scalar", f.signature(), f.documentation());
+        e.function = Some(Function::Scalar(f));
+        entries.push(e);
     }
     for (name, f) in state.aggregate_functions() {
-        add(name, "aggregate", f.signature(), f.documentation());
+        let mut e = entry(name, "aggregate", f.signature(), f.documentation());
+        e.function = Some(Function::Aggregate(f));
+        entries.push(e);
     }
     for (name, f) in state.window_functions() {
-        add(name, "window", f.signature(), f.documentation());
+        let mut e = entry(name, "window", f.signature(), f.documentation());
+        e.function = Some(Function::Window(f));
+        entries.push(e);
     }
     // Trino's functions that are rewritten into DataFusion's while planning.
     for (name, aggregate, description) in crate::dialect::spellings::listed() {
-        if !rows.iter().any(|r| r.0 == name) {
-            let kind = if aggregate { "aggregate" } else { "scalar" };
-            rows.push((name.to_string(), kind, true, description));
+        if !entries.iter().any(|e| e.name == name) {
+            entries.push(Entry {
+                name: name.to_string(),
+                kind: if aggregate { "aggregate" } else { "scalar" },
+                deterministic: true,
+                description,
+                function: None,
+            });
         }
     }
-    let names = StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()));
-    let kinds = StringArray::from_iter_values(rows.iter().map(|r| r.1));
-    let deterministic = BooleanArray::from(rows.iter().map(|r| Some(r.2)).collect::<Vec<_>>());
-    let descriptions = StringArray::from_iter_values(rows.iter().map(|r| r.3.as_str()));
-    // Return and argument types depend on DataFusion's coercion rules, not a fixed list.
-    let unknown = || Arc::new(StringArray::from(vec![None::<&str>; rows.len()])) as ArrayRef;
+    // Only the functions asked for are asked for their signatures.
+    if let Some(pattern) = &like {
+        let names = StringArray::from_iter_values(entries.iter().map(|e| e.name.as_str()));
+        let pattern = StringArray::new_scalar(pattern.as_str());
+        let matches = datafusion::arrow::compute::kernels::comparison::like(&names, &pattern)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let mut keep = (0..entries.len()).map(|i| matches.value(i));
+        entries.retain(|_| keep.next().unwrap_or(false));
+    }
+    let mut rows: Vec<(&Entry<'_>, Option<Listed>)> = Vec::new();
+    for e in &entries {
+        let listed: Vec<Listed> = e
+            .function
+            .map(signatures)
+            .into_iter()
+            .flat_map(|l| l.as_ref().clone())
+            // A call SQE rewrites has the rewritten expression's types, not these.
+            .filter(|l| !crate::dialect::spellings::is_respelled(&e.name, l.arity))
+            .map(|mut l| {
+                if e.kind == "window"
+                    && crate::dialect::planner::COUNTING.contains(&e.name.as_str())
+                {
+                    // Planned as a bigint, as Trino types it (see the dialect's planner).
+                    l.returns = "bigint".into();
+                }
+                l
+            })
+            .collect();
+        if listed.is_empty() {
+            rows.push((e, None));
+        }
+        rows.extend(listed.into_iter().map(|l| (e, Some(l))));
+    }
+    type Row<'r, 'f> = (&'r Entry<'f>, Option<Listed>);
+    let text = |f: &dyn Fn(&Row<'_, '_>) -> Option<String>| {
+        Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>())) as ArrayRef
+    };
+    let deterministic = BooleanArray::from(
+        rows.iter()
+            .map(|(e, _)| Some(e.deterministic))
+            .collect::<Vec<_>>(),
+    );
     table_plan(
         vec![
-            ("Function", Arc::new(names)),
-            ("Return Type", unknown()),
-            ("Argument Types", unknown()),
-            ("Function Type", Arc::new(kinds)),
+            ("Function", text(&|(e, _)| Some(e.name.clone()))),
+            (
+                "Return Type",
+                text(&|(_, l)| l.as_ref().map(|l| l.returns.clone())),
+            ),
+            (
+                "Argument Types",
+                text(&|(_, l)| l.as_ref().map(|l| l.arguments.clone())),
+            ),
+            ("Function Type", text(&|(e, _)| Some(e.kind.to_string()))),
             ("Deterministic", Arc::new(deterministic)),
-            ("Description", Arc::new(descriptions)),
+            ("Description", text(&|(e, _)| Some(e.description.clone()))),
         ],
         "Function",
         like,
