@@ -18,6 +18,8 @@ use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+
 use crate::args::{arrays, is_integer, is_string, result, unexpected_parameters};
 use crate::error::invalid_argument;
 use crate::types::TRINO_TYPE;
@@ -356,10 +358,14 @@ fn luhn(digits: &str) -> Result<bool> {
 /// equal digits and `H`/`W` not; four characters, padded with `0`. A letter outside A to Z
 /// is refused; no letters at all is the empty string.
 fn soundex(text: &str) -> Result<String> {
-    // Java reads UTF-16 units: a letter beyond them is no letter to it.
+    // Commons Codec keeps what Java's Character.isLetter(char) calls a letter: the general
+    // categories L*, of UTF-16 units (a letter beyond them is no letter to it). Unicode's
+    // Alphabetic property is wider (letter numbers such as Ⅻ, vowel signs, some marks).
     let letters = text
         .chars()
-        .filter(|c| c.is_alphabetic() && u32::from(*c) <= 0xFFFF)
+        .filter(|c| {
+            c.general_category_group() == GeneralCategoryGroup::Letter && u32::from(*c) <= 0xFFFF
+        })
         .flat_map(char::to_uppercase);
     let digit = |c: char| -> Result<u8> {
         const DIGITS: &[u8; 26] = b"01230120022455012623010202";
@@ -492,6 +498,9 @@ mod tests {
             assert_eq!(soundex(name)?, code, "{name}");
         }
         assert!(soundex("Émile").is_err());
+        // Alphabetic but no letter to Java (a letter number, a combining mark): skipped.
+        assert_eq!(soundex("Robert\u{216B}")?, "R163");
+        assert_eq!(soundex("Rob\u{0345}ert")?, "R163");
         Ok(())
     }
 
