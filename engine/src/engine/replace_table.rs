@@ -241,7 +241,7 @@ impl Engine {
         .build()?;
         let mut state = fill.state;
         state.config_mut().set_extension(Arc::clone(&stop.gate));
-        let physical = state.create_physical_plan(&plan).await?;
+        let physical = super::physical_plan(&state, &plan).await?;
         // Started only if not stopped first.
         let written = async {
             let context = Arc::new(TaskContext::from(&state));

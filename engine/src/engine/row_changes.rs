@@ -138,7 +138,7 @@ impl Engine {
             .project(outputs)?
             .build()?;
         let selection = match layout {
-            Layout::Delete => state.create_physical_plan(&selected).await?,
+            Layout::Delete => super::physical_plan(state, &selected).await?,
             _ => changes_plan(state, &provider, selected).await?,
         };
         Ok(RowChangePlan {
@@ -428,7 +428,7 @@ async fn changes_plan(
         WriteOp::Insert(InsertOp::Append),
         Arc::new(selection),
     ));
-    Ok(state.create_physical_plan(&insert).await?)
+    super::physical_plan(state, &insert).await
 }
 
 /// Where an UPDATE's or MERGE's selection is "inserted" to place its writers: see
