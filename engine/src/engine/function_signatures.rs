@@ -15,8 +15,10 @@ use parking_lot::Mutex;
 
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, IntervalUnit, TimeUnit};
 use datafusion::logical_expr::function::WindowUDFFieldArgs;
-use datafusion::logical_expr::type_coercion::functions::{UDFCoercionExt, fields_with_udf};
-use datafusion::logical_expr::{AggregateUDF, ReturnFieldArgs, ScalarUDF, WindowUDF};
+use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
+use datafusion::logical_expr::{
+    AggregateUDF, Documentation, ReturnFieldArgs, ScalarUDF, Signature, WindowUDF,
+};
 use sqe_functions::types::trino_type_name;
 
 /// One signature: its number of arguments, their types (comma-separated) and the return type.
@@ -52,7 +54,8 @@ pub(super) fn signatures(function: Function<'_>) -> Arc<Vec<Listed>> {
 }
 
 impl<'a> Function<'a> {
-    fn kind(self) -> &'static str {
+    /// As `SHOW FUNCTIONS` names the kind.
+    pub(super) fn kind(self) -> &'static str {
         match self {
             Function::Scalar(_) => "scalar",
             Function::Aggregate(_) => "aggregate",
@@ -68,6 +71,22 @@ impl<'a> Function<'a> {
         }
     }
 
+    pub(super) fn signature(self) -> &'a Signature {
+        match self {
+            Function::Scalar(f) => f.signature(),
+            Function::Aggregate(f) => f.signature(),
+            Function::Window(f) => f.signature(),
+        }
+    }
+
+    pub(super) fn documentation(self) -> Option<&'a Documentation> {
+        match self {
+            Function::Scalar(f) => f.documentation(),
+            Function::Aggregate(f) => f.documentation(),
+            Function::Window(f) => f.documentation(),
+        }
+    }
+
     /// Whether a call of `args` is taken as it is, and its return type if so.
     fn returns(self, args: &[DataType]) -> Option<DataType> {
         let fields: Vec<FieldRef> = args
@@ -75,50 +94,30 @@ impl<'a> Function<'a> {
             .enumerate()
             .map(|(i, t)| Arc::new(Field::new(format!("arg_{i}"), t.clone(), true)))
             .collect();
-        let taken = |coerced: datafusion::error::Result<Vec<FieldRef>>| {
-            coerced.is_ok_and(|c| c.iter().map(|f| f.data_type()).eq(args.iter()))
-        };
         // A signature check or return type that panics on a call it did not expect is a
         // call not taken.
-        catch_unwind(AssertUnwindSafe(|| match self {
-            Function::Scalar(f) => {
-                if !accepts(f, &fields, &taken) {
-                    return None;
-                }
-                let scalars = vec![None; fields.len()];
-                let field = f
-                    .return_field_from_args(ReturnFieldArgs {
-                        arg_fields: &fields,
-                        scalar_arguments: &scalars,
-                    })
-                    .ok()?;
-                Some(field.data_type().clone())
+        catch_unwind(AssertUnwindSafe(|| {
+            let coerced = match self {
+                Function::Scalar(f) => fields_with_udf(&fields, f),
+                Function::Aggregate(f) => fields_with_udf(&fields, f),
+                Function::Window(f) => fields_with_udf(&fields, f),
+            };
+            if !coerced.is_ok_and(|c| c.iter().map(|f| f.data_type()).eq(args.iter())) {
+                return None;
             }
-            Function::Aggregate(f) => {
-                if !accepts(f, &fields, &taken) {
-                    return None;
-                }
-                Some(f.return_field(&fields).ok()?.data_type().clone())
-            }
-            Function::Window(f) => {
-                if !accepts(f, &fields, &taken) {
-                    return None;
-                }
-                let field = f.field(WindowUDFFieldArgs::new(&fields, f.name())).ok()?;
-                Some(field.data_type().clone())
-            }
+            let returned = match self {
+                Function::Scalar(f) => f.return_field_from_args(ReturnFieldArgs {
+                    arg_fields: &fields,
+                    scalar_arguments: &vec![None; fields.len()],
+                }),
+                Function::Aggregate(f) => f.return_field(&fields),
+                Function::Window(f) => f.field(WindowUDFFieldArgs::new(&fields, f.name())),
+            };
+            Some(returned.ok()?.data_type().clone())
         }))
         .ok()
         .flatten()
     }
-}
-
-fn accepts<F: UDFCoercionExt>(
-    function: &F,
-    fields: &[FieldRef],
-    taken: &dyn Fn(datafusion::error::Result<Vec<FieldRef>>) -> bool,
-) -> bool {
-    taken(fields_with_udf(fields, function))
 }
 
 /// Trino's scalar types as SQE holds them.

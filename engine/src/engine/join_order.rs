@@ -6,8 +6,9 @@
 //! Sizes come from the tables' row counts (Iceberg snapshot summaries) and fixed selectivities
 //! for filters, as Trino estimates without column statistics; an equi-join divides by the
 //! larger count of distinct keys of its sides (System R's estimate; of several keys, the most
-//! selective), counted from the key columns' bounds (the data files' bounds in the manifests). Without bounds on every key the
-//! written order stays: a key of a few values would look as selective as a table's own key.
+//! selective), counted from the key columns' bounds (the data files' bounds in the manifests).
+//! Without bounds on every key the written order stays: a key of a few values would look as
+//! selective as a table's own key.
 //! The order is chosen greedily (at each step the pair of joinable parts with the smallest
 //! estimated result is joined, which may make bushy trees), and kept only where its estimated
 //! intermediate rows are less than half the written order's: estimates are rough, and the
@@ -273,8 +274,8 @@ impl Region {
                 )?));
             }
         }
-        for (a, b) in order {
-            let joined = join_parts(&mut parts, a, b, &placed, &mut used)?;
+        for (a, b, rows) in order {
+            let joined = join_parts(&mut parts, (a, b, rows), &placed, &mut used)?;
             parts.push(joined);
         }
         let Some(mut plan) = parts.last_mut().and_then(|p| p.plan.take()) else {
@@ -297,7 +298,7 @@ impl Region {
     }
 
     /// Each condition with the leaves it reads; `None` when a column is not found in exactly
-    /// one leaf, a key reads more than one leaf, or a condition is volatile.
+    /// one leaf, a key reads more than one leaf or has no bounds, or a condition cannot move.
     fn place_conditions(&self, sizes: &[Size]) -> Option<Vec<Placed>> {
         let leaf_of = |column: &Column| -> Option<u64> {
             let mut found = self
@@ -313,25 +314,27 @@ impl Region {
                 .into_iter()
                 .try_fold(0u64, |acc, c| Some(acc | leaf_of(c)?))
         };
-        // Subqueries and outer references stay where they are written.
-        let plain = |e: &Expr| {
-            !e.exists(|e| {
-                Ok(matches!(
-                    e,
-                    Expr::ScalarSubquery(_)
-                        | Expr::Exists(_)
-                        | Expr::InSubquery(_)
-                        | Expr::SetComparison(_)
-                        | Expr::OuterReferenceColumn(..)
-                ))
-            })
-            .unwrap_or(true)
+        // Volatile conditions, subqueries and outer references stay where they are written.
+        let movable = |e: &Expr| {
+            !e.is_volatile()
+                && !e
+                    .exists(|e| {
+                        Ok(matches!(
+                            e,
+                            Expr::ScalarSubquery(_)
+                                | Expr::Exists(_)
+                                | Expr::InSubquery(_)
+                                | Expr::SetComparison(_)
+                                | Expr::OuterReferenceColumn(..)
+                        ))
+                    })
+                    .unwrap_or(true)
         };
-        let exprs = |c: &Condition| match c {
-            Condition::Keys(l, r) => vec![l.clone(), r.clone()],
-            Condition::Other(e) => vec![e.clone()],
-        };
-        if !self.conditions.iter().flat_map(exprs).all(|e| plain(&e)) {
+        let all_movable = self.conditions.iter().all(|c| match c {
+            Condition::Keys(l, r) => movable(l) && movable(r),
+            Condition::Other(e) => movable(e),
+        });
+        if !all_movable {
             return None;
         }
         self.conditions
@@ -340,12 +343,7 @@ impl Region {
                 Condition::Keys(l, r) => {
                     let (left, right) = (leaves_of(l)?, leaves_of(r)?);
                     let single = |bits: u64| bits.count_ones() == 1;
-                    if !single(left)
-                        || !single(right)
-                        || left == right
-                        || l.is_volatile()
-                        || r.is_volatile()
-                    {
+                    if !single(left) || !single(right) || left == right {
                         return None;
                     }
                     // Distinct keys on both sides, from column bounds: without them, a key
@@ -364,17 +362,12 @@ impl Region {
                         distinct: (distinct(left, l)?, distinct(right, r)?),
                     })
                 }
-                Condition::Other(e) => {
-                    if e.is_volatile() {
-                        return None;
-                    }
-                    Some(Placed {
-                        condition: condition.clone(),
-                        leaves: leaves_of(e)?,
-                        keys: None,
-                        distinct: (0.0, 0.0),
-                    })
-                }
+                Condition::Other(e) => Some(Placed {
+                    condition: condition.clone(),
+                    leaves: leaves_of(e)?,
+                    keys: None,
+                    distinct: (0.0, 0.0),
+                }),
             })
             .collect()
     }
@@ -400,12 +393,11 @@ impl Placed {
     }
 }
 
-/// Joins parts `a` and `b` (the smaller estimate on the left, DataFusion's build side) on the
-/// conditions that first have both their sides.
+/// Joins parts `a` and `b` into one of `rows` estimated rows (the smaller estimate on the
+/// left, DataFusion's build side) on the conditions that first have both their sides.
 fn join_parts(
     parts: &mut [Part],
-    a: usize,
-    b: usize,
+    (a, b, rows): (usize, usize, f64),
     placed: &[Placed],
     used: &mut [bool],
 ) -> Result<Part> {
@@ -434,13 +426,6 @@ fn join_parts(
             _ => filters.push(p.condition_expr()),
         }
     }
-    let rows = merged_rows(
-        parts[a].rows,
-        parts[b].rows,
-        left_leaves,
-        right_leaves,
-        placed,
-    );
     let missing = || DataFusionError::Internal("join part used twice".into());
     let left = parts[a].plan.take().ok_or_else(missing)?;
     let right = parts[b].plan.take().ok_or_else(missing)?;
@@ -515,9 +500,9 @@ fn written_cost(written: &[(usize, usize)], sizes: &[Size], placed: &[Placed]) -
     cost
 }
 
-/// The greedy order: pairs of parts to join (leaves first, then each join made, in order), and
-/// the estimated rows it makes.
-fn greedy_order(sizes: &[Size], placed: &[Placed]) -> (Vec<(usize, usize)>, f64) {
+/// The greedy order: pairs of parts to join (leaves first, then each join made, in order) with
+/// the rows each join is estimated to make, and their sum.
+fn greedy_order(sizes: &[Size], placed: &[Placed]) -> (Vec<(usize, usize, f64)>, f64) {
     // (index in the numbering of parts, leaves, rows)
     let mut alive: Vec<(usize, u64, f64)> = sizes
         .iter()
@@ -554,7 +539,7 @@ fn greedy_order(sizes: &[Size], placed: &[Placed]) -> (Vec<(usize, usize)>, f64)
             let rows = merged_rows(alive[i].2, alive[j].2, alive[i].1, alive[j].1, placed);
             (i, j, rows)
         });
-        order.push((alive[i].0, alive[j].0));
+        order.push((alive[i].0, alive[j].0, rows));
         cost += rows;
         let leaves = alive[i].1 | alive[j].1;
         alive.remove(j);

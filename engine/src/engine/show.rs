@@ -8,9 +8,7 @@ use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::catalog::MemTable;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::{
-    Documentation, LogicalPlan, LogicalPlanBuilder, Signature, Volatility, lit,
-};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, Volatility, lit};
 use datafusion::prelude::ident as column;
 use datafusion::sql::parser::Statement as DfStatement;
 use iceberg::spec::Transform;
@@ -375,29 +373,37 @@ fn functions_plan(state: &SessionState, like: Option<String>) -> Result<LogicalP
         description: String,
         function: Option<Function<'a>>,
     }
-    let entry = |name: &String, kind, signature: &Signature, doc: Option<&Documentation>| Entry {
-        name: name.clone(),
-        kind,
-        deterministic: signature.volatility == Volatility::Immutable,
-        description: doc.map(|d| d.description.clone()).unwrap_or_default(),
-        function: None,
-    };
+    fn registered<'a>(name: &str, function: Function<'a>) -> Entry<'a> {
+        Entry {
+            name: name.to_string(),
+            kind: function.kind(),
+            deterministic: function.signature().volatility == Volatility::Immutable,
+            description: function
+                .documentation()
+                .map(|d| d.description.clone())
+                .unwrap_or_default(),
+            function: Some(function),
+        }
+    }
     let mut entries: Vec<Entry<'_>> = Vec::new();
-    for (name, f) in state.scalar_functions() {
-        let mut e = entry(name, "scalar", f.signature(), f.documentation());
-        e.function = Some(Function::Scalar(f));
-        entries.push(e);
-    }
-    for (name, f) in state.aggregate_functions() {
-        let mut e = entry(name, "aggregate", f.signature(), f.documentation());
-        e.function = Some(Function::Aggregate(f));
-        entries.push(e);
-    }
-    for (name, f) in state.window_functions() {
-        let mut e = entry(name, "window", f.signature(), f.documentation());
-        e.function = Some(Function::Window(f));
-        entries.push(e);
-    }
+    entries.extend(
+        state
+            .scalar_functions()
+            .iter()
+            .map(|(name, f)| registered(name, Function::Scalar(f))),
+    );
+    entries.extend(
+        state
+            .aggregate_functions()
+            .iter()
+            .map(|(name, f)| registered(name, Function::Aggregate(f))),
+    );
+    entries.extend(
+        state
+            .window_functions()
+            .iter()
+            .map(|(name, f)| registered(name, Function::Window(f))),
+    );
     // Trino's functions that are rewritten into DataFusion's while planning.
     for (name, aggregate, description) in crate::dialect::spellings::listed() {
         if !entries.iter().any(|e| e.name == name) {
@@ -410,7 +416,7 @@ fn functions_plan(state: &SessionState, like: Option<String>) -> Result<LogicalP
             });
         }
     }
-    // Only the functions asked for are asked for their signatures.
+    // LIKE keeps its functions here, before their signatures are asked for.
     if let Some(pattern) = &like {
         let names = StringArray::from_iter_values(entries.iter().map(|e| e.name.as_str()));
         let pattern = StringArray::new_scalar(pattern.as_str());
@@ -468,6 +474,6 @@ fn functions_plan(state: &SessionState, like: Option<String>) -> Result<LogicalP
             ("Description", text(&|(e, _)| Some(e.description.clone()))),
         ],
         "Function",
-        like,
+        None,
     )
 }

@@ -18,7 +18,9 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue};
 use iceberg::scan::FileScanTask;
-use iceberg::spec::{DataFile, Datum, ManifestContentType, PrimitiveLiteral, PrimitiveType};
+use iceberg::spec::{
+    DataFile, Datum, ManifestContentType, ManifestFile, PrimitiveLiteral, PrimitiveType,
+};
 use iceberg::table::Table;
 use moka::sync::Cache;
 
@@ -95,6 +97,17 @@ static MANIFESTS: LazyLock<Cache<String, ManifestBounds>> = LazyLock::new(|| {
         .build()
 });
 
+/// A snapshot's data manifests, by manifest list (a list never changes once written either):
+/// join ordering and the scan both read a snapshot's bounds while one query is planned.
+static DATA_MANIFESTS: LazyLock<Cache<String, Arc<Vec<ManifestFile>>>> = LazyLock::new(|| {
+    Cache::builder()
+        .weigher(|_, manifests: &Arc<Vec<ManifestFile>>| {
+            u32::try_from(manifests.len()).unwrap_or(u32::MAX)
+        })
+        .max_capacity(100_000)
+        .build()
+});
+
 /// The bounds of the live data files of snapshot `snapshot_id` that `tasks` read.
 pub async fn scan_bounds(
     table: &Table,
@@ -117,12 +130,24 @@ pub async fn snapshot_bounds(
     let Some(snapshot) = table.metadata().snapshot_by_id(snapshot_id) else {
         return Ok(ScanBounds::default());
     };
-    let list = table.manifest_list_reader(snapshot).load().await?;
-    let mut files = HashMap::new();
-    for manifest in list.entries() {
-        if manifest.content != ManifestContentType::Data {
-            continue;
+    let list_path = snapshot.manifest_list().to_string();
+    let manifests = match DATA_MANIFESTS.get(&list_path) {
+        Some(manifests) => manifests,
+        None => {
+            let list = table.manifest_list_reader(snapshot).load().await?;
+            let manifests: Arc<Vec<ManifestFile>> = Arc::new(
+                list.entries()
+                    .iter()
+                    .filter(|m| m.content == ManifestContentType::Data)
+                    .cloned()
+                    .collect(),
+            );
+            DATA_MANIFESTS.insert(list_path, Arc::clone(&manifests));
+            manifests
         }
+    };
+    let mut files = HashMap::new();
+    for manifest in manifests.iter() {
         let entries = match MANIFESTS.get(&manifest.manifest_path) {
             Some(entries) => entries,
             None => {
