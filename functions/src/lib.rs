@@ -32,6 +32,7 @@ mod interval_text;
 mod iso8601;
 mod java_format;
 mod json;
+mod json_path;
 mod json_values;
 pub mod lambdas;
 mod list_text;
@@ -49,6 +50,7 @@ mod single_row;
 mod sixteen_bytes;
 mod small_functions;
 mod split_to_map;
+mod sql_json;
 mod statistics;
 mod strings;
 mod subscript;
@@ -213,6 +215,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     functions.extend(udfs(statistics::statistic_functions()));
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
+    functions.extend(udfs(sql_json::sql_json_functions()));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
     functions.extend(udfs(json_values::json_value_functions()));
     functions

@@ -6,6 +6,7 @@ mod calls;
 pub mod functions;
 mod intervals;
 mod joins;
+mod json_clauses;
 mod lambdas;
 pub use lambdas::has_lambdas;
 pub mod logical;
