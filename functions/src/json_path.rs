@@ -38,7 +38,7 @@ pub(crate) enum Number {
 }
 
 impl Number {
-    fn as_f64(self) -> f64 {
+    pub(crate) fn as_f64(self) -> f64 {
         match self {
             Number::Integer(i) => i as f64,
             Number::Decimal(v, s) => v as f64 / 10f64.powi(s as i32),

@@ -5,8 +5,9 @@
 //!
 //! - `json_exists(json, path[, on_error])`, `on_error` one of `FALSE` (the default), `TRUE`,
 //!   `UNKNOWN`, `ERROR`;
-//! - `json_value(json, path[, on_empty, empty_default, on_error, error_default])`, each
-//!   behaviour `NULL` (the default), `ERROR` or `DEFAULT` (then the default's value);
+//! - `json_value(json, path[, on_empty, empty_default, on_error, error_default[, returned]])`,
+//!   each behaviour `NULL` (the default), `ERROR` or `DEFAULT` (then the default's value),
+//!   `returned` a NULL of the type `RETURNING` names (varchar without it);
 //! - `json_query(json, path[, wrapper, quotes, on_empty, on_error])`, the wrapper `WITHOUT`
 //!   (the default), `CONDITIONAL` or `UNCONDITIONAL`, the quotes `KEEP` or `OMIT`, each
 //!   behaviour `NULL`, `ERROR`, `EMPTY ARRAY` or `EMPTY OBJECT`.
@@ -18,9 +19,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, StringArray, StringBuilder,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanBuilder, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
@@ -29,7 +28,7 @@ use datafusion::logical_expr::{
 
 use crate::args::{LastParsed, arrays, is_string, result, strings, unexpected_parameters};
 use crate::error::invalid_argument;
-use crate::json_path::{Item, JsonPath, parse_json};
+use crate::json_path::{Item, JsonPath, Number, parse_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -59,7 +58,8 @@ impl Kind {
     fn full_arity(self) -> usize {
         match self {
             Kind::Exists => 3,
-            Kind::Value | Kind::Query => 6,
+            Kind::Value => 7,
+            Kind::Query => 6,
         }
     }
 }
@@ -94,7 +94,9 @@ impl ScalarUDFImpl for SqlJsonFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let arity_ok = arg_types.len() == 2 || arg_types.len() == self.kind.full_arity();
+        let arity_ok = arg_types.len() == 2
+            || arg_types.len() == self.kind.full_arity()
+            || (self.kind == Kind::Value && arg_types.len() == 6);
         if !arity_ok || !arg_types.iter().take(2).all(is_string) {
             return Err(unexpected_parameters(
                 self.name(),
@@ -102,14 +104,34 @@ impl ScalarUDFImpl for SqlJsonFunction {
                 "(varchar, json path)",
             ));
         }
-        // The clauses are text; json_value's defaults are answered as text.
-        Ok(vec![DataType::Utf8; arg_types.len()])
+        if self.kind != Kind::Value {
+            return Ok(vec![DataType::Utf8; arg_types.len()]);
+        }
+        // json_value's defaults are answered as its returned type: varchar, or the type of the
+        // typed NULL its RETURNING clause was written as.
+        let target = returned_type(arg_types);
+        if !is_returnable(&target) {
+            return Err(datafusion::error::DataFusionError::NotImplemented(format!(
+                "json_value … RETURNING {}",
+                crate::types::trino_type_name(&target)
+            )));
+        }
+        Ok(arg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match i {
+                3 | 5 => target.clone(),
+                6 => t.clone(),
+                _ => DataType::Utf8,
+            })
+            .collect())
     }
 
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::Exists => DataType::Boolean,
-            Kind::Value | Kind::Query => DataType::Utf8,
+            Kind::Value => returned_type(arg_types),
+            Kind::Query => DataType::Utf8,
         })
     }
 
@@ -170,20 +192,23 @@ impl ScalarUDFImpl for SqlJsonFunction {
             Kind::Value => {
                 let on_empty = clause(2, "NULL")?;
                 let on_error = clause(4, "NULL")?;
-                let defaults = |i: usize| -> Result<Option<ArrayRef>> {
-                    columns.get(i).map(strings).transpose()
+                let target = returned_type(
+                    &args
+                        .arg_fields
+                        .iter()
+                        .map(|f| f.data_type().clone())
+                        .collect::<Vec<_>>(),
+                );
+                let default_at = |i: usize, row: usize| -> Result<ScalarValue> {
+                    match columns.get(i) {
+                        Some(array) => ScalarValue::try_from_array(array, row),
+                        None => ScalarValue::try_from(&target),
+                    }
                 };
-                let (empty_default, error_default) = (defaults(3)?, defaults(5)?);
-                let text_at = |array: &Option<ArrayRef>, row: usize| {
-                    array.as_ref().and_then(|a| {
-                        let a: &StringArray = a.as_string::<i32>();
-                        (!a.is_null(row)).then(|| a.value(row).to_string())
-                    })
-                };
-                let mut out = StringBuilder::with_capacity(json.len(), json.len() * 8);
+                let mut out: Vec<ScalarValue> = Vec::with_capacity(json.len());
                 for row in 0..json.len() {
                     let Some(path) = path_of(row)? else {
-                        out.append_null();
+                        out.push(ScalarValue::try_from(&target)?);
                         continue;
                     };
                     let answer = match evaluate(json.value(row), &path) {
@@ -192,24 +217,28 @@ impl ScalarUDFImpl for SqlJsonFunction {
                                 "ERROR" => {
                                     return Err(invalid_argument("JSON path found no items"));
                                 }
-                                "DEFAULT" => Ok(text_at(&empty_default, row)),
-                                _ => Ok(None),
+                                "DEFAULT" => Ok(default_at(3, row)?),
+                                _ => Ok(ScalarValue::try_from(&target)?),
                             },
-                            [item] => scalar_text(item),
+                            [item] => converted(item, &target),
                             _ => Err("JSON path found multiple items".to_string()),
                         },
                         Outcome::Failed(message) => Err(message),
                     };
                     match answer {
-                        Ok(value) => out.append_option(value),
+                        Ok(value) => out.push(value),
                         Err(message) => match on_error.as_str() {
                             "ERROR" => return Err(invalid_argument(message)),
-                            "DEFAULT" => out.append_option(text_at(&error_default, row)),
-                            _ => out.append_null(),
+                            "DEFAULT" => out.push(default_at(5, row)?),
+                            _ => out.push(ScalarValue::try_from(&target)?),
                         },
                     }
                 }
-                Arc::new(out.finish())
+                if out.is_empty() {
+                    datafusion::arrow::array::new_empty_array(&target)
+                } else {
+                    ScalarValue::iter_to_array(out)?
+                }
             }
             Kind::Query => {
                 let wrapper = clause(2, "WITHOUT")?;
@@ -251,17 +280,167 @@ impl ScalarUDFImpl for SqlJsonFunction {
     }
 }
 
-/// `json_value`'s answer for one item: a scalar as SQL text, JSON null as NULL.
-fn scalar_text(item: &Item) -> Result<Option<String>, String> {
-    match item {
-        Item::Null => Ok(None),
-        Item::Bool(b) => Ok(Some(b.to_string())),
-        Item::Number(n) => Ok(Some(n.text())),
-        Item::Text(s) => Ok(Some(s.clone())),
+/// The type `json_value` answers in: its seventh argument's (a typed NULL, written from
+/// `RETURNING`), else varchar.
+fn returned_type(arg_types: &[DataType]) -> DataType {
+    arg_types.get(6).cloned().unwrap_or(DataType::Utf8)
+}
+
+fn is_returnable(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Boolean
+            | DataType::Decimal128(_, _)
+            | DataType::Date32
+    )
+}
+
+/// `json_value`'s answer for one item, as Trino casts the item's SQL value (an integer, a
+/// decimal, a double, text, a boolean) to the returned type: JSON null is NULL; an array or
+/// object, or a value the cast refuses, is an error for `ON ERROR`.
+fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
+    let refused = || {
+        format!(
+            "Cannot cast {} to {}",
+            item.json(),
+            crate::types::trino_type_name(target)
+        )
+    };
+    let number = match item {
+        Item::Null => return ScalarValue::try_from(target).map_err(|e| e.to_string()),
         Item::Array(_) | Item::Object(_) => {
-            Err("JSON path found an item that cannot be converted to an SQL value".to_string())
+            return Err(
+                "JSON path found an item that cannot be converted to an SQL value".to_string(),
+            );
         }
+        Item::Number(n) => Some(*n),
+        _ => None,
+    };
+    let text = match item {
+        Item::Text(t) => Some(t.as_str()),
+        _ => None,
+    };
+    let boolean = match item {
+        Item::Bool(b) => Some(*b),
+        _ => None,
+    };
+    Ok(match target {
+        DataType::Utf8 => ScalarValue::Utf8(Some(match (number, text, boolean) {
+            (Some(n), _, _) => n.text(),
+            (_, Some(t), _) => t.to_string(),
+            (_, _, Some(b)) => b.to_string(),
+            _ => return Err(refused()),
+        })),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            let value: i128 = match (number, text, boolean) {
+                (Some(Number::Integer(i)), _, _) => i128::from(i),
+                (Some(Number::Decimal(v, s)), _, _) => rounded(v, s, 0).ok_or_else(refused)?,
+                (Some(Number::Double(d)), _, _) if d.is_finite() && d.abs() < 1e19 => {
+                    d.round() as i128
+                }
+                (_, Some(t), _) => t.parse::<i64>().map_err(|_| refused())?.into(),
+                (_, _, Some(b)) => i128::from(b),
+                _ => return Err(refused()),
+            };
+            let fits = |min: i128, max: i128| (min..=max).contains(&value);
+            match target {
+                DataType::Int8 if fits(i8::MIN.into(), i8::MAX.into()) => {
+                    ScalarValue::Int8(Some(value as i8))
+                }
+                DataType::Int16 if fits(i16::MIN.into(), i16::MAX.into()) => {
+                    ScalarValue::Int16(Some(value as i16))
+                }
+                DataType::Int32 if fits(i32::MIN.into(), i32::MAX.into()) => {
+                    ScalarValue::Int32(Some(value as i32))
+                }
+                DataType::Int64 if fits(i64::MIN.into(), i64::MAX.into()) => {
+                    ScalarValue::Int64(Some(value as i64))
+                }
+                _ => {
+                    return Err(format!(
+                        "Out of range for {}: {value}",
+                        crate::types::trino_type_name(target)
+                    ));
+                }
+            }
+        }
+        DataType::Float32 | DataType::Float64 => {
+            let value = match (number, text, boolean) {
+                (Some(n), _, _) => n.as_f64(),
+                (_, Some(t), _) => t.trim().parse::<f64>().map_err(|_| refused())?,
+                (_, _, Some(b)) => f64::from(u8::from(b)),
+                _ => return Err(refused()),
+            };
+            if *target == DataType::Float32 {
+                ScalarValue::Float32(Some(value as f32))
+            } else {
+                ScalarValue::Float64(Some(value))
+            }
+        }
+        DataType::Boolean => ScalarValue::Boolean(Some(match (number, text, boolean) {
+            (Some(n), _, _) => n.as_f64() != 0.0,
+            (_, Some(t), _) => match t.to_ascii_lowercase().as_str() {
+                "true" | "t" | "1" => true,
+                "false" | "f" | "0" => false,
+                _ => return Err(refused()),
+            },
+            (_, _, Some(b)) => b,
+            _ => return Err(refused()),
+        })),
+        DataType::Decimal128(precision, scale) => {
+            let scale_u = u32::try_from(*scale).map_err(|_| refused())?;
+            let value = match (number, text, boolean) {
+                (Some(Number::Integer(i)), _, _) => rounded(i128::from(i), 0, scale_u),
+                (Some(Number::Decimal(v, s)), _, _) => rounded(v, s, scale_u),
+                (Some(Number::Double(d)), _, _) if d.is_finite() => {
+                    let scaled = (d * 10f64.powi(*scale as i32)).round();
+                    (scaled.abs() < 1e38).then_some(scaled as i128)
+                }
+                (_, Some(t), _) => match crate::json_path::parse_json(t.trim()) {
+                    Some(Item::Number(Number::Integer(i))) => rounded(i128::from(i), 0, scale_u),
+                    Some(Item::Number(Number::Decimal(v, s))) => rounded(v, s, scale_u),
+                    _ => None,
+                },
+                (_, _, Some(b)) => rounded(i128::from(b), 0, scale_u),
+                _ => None,
+            }
+            .ok_or_else(refused)?;
+            if value.unsigned_abs() >= 10u128.pow(u32::from(*precision)) {
+                return Err(refused());
+            }
+            ScalarValue::Decimal128(Some(value), *precision, *scale)
+        }
+        DataType::Date32 => {
+            let date = text
+                .and_then(|t| chrono::NaiveDate::parse_from_str(t.trim(), "%Y-%m-%d").ok())
+                .ok_or_else(refused)?;
+            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).ok_or_else(refused)?;
+            let days = i32::try_from((date - epoch).num_days()).map_err(|_| refused())?;
+            ScalarValue::Date32(Some(days))
+        }
+        _ => return Err(refused()),
+    })
+}
+
+/// `value × 10^-from` at scale `to`, rounded half away from zero as Trino rounds decimals.
+fn rounded(value: i128, from: u32, to: u32) -> Option<i128> {
+    if to >= from {
+        return value.checked_mul(10i128.checked_pow(to - from)?);
     }
+    let divisor = 10i128.checked_pow(from - to)?;
+    let (quotient, remainder) = (value / divisor, value % divisor);
+    Some(if remainder.abs() * 2 >= divisor {
+        quotient + value.signum()
+    } else {
+        quotient
+    })
 }
 
 /// `json_query`'s `ON EMPTY`/`ON ERROR` behaviour: `None` for NULL, `Err` for ERROR.
@@ -437,6 +616,68 @@ mod tests {
         assert_eq!(
             each(Kind::Value, "lax $.comment", &[]),
             texts(&[Some("nice"), Some("problematic"), Some("knows best")])
+        );
+    }
+
+    #[test]
+    fn items_convert_as_trino_casts_their_values() {
+        let convert =
+            |json: &str, target: DataType| converted(&parse_json(json).expect("JSON"), &target);
+        assert_eq!(
+            convert("1.5", DataType::Int64),
+            Ok(ScalarValue::Int64(Some(2)))
+        );
+        assert_eq!(
+            convert("-2.5", DataType::Int64),
+            Ok(ScalarValue::Int64(Some(-3)))
+        );
+        assert_eq!(
+            convert("2.5e0", DataType::Int32),
+            Ok(ScalarValue::Int32(Some(3)))
+        );
+        assert_eq!(
+            convert("\"12\"", DataType::Int16),
+            Ok(ScalarValue::Int16(Some(12)))
+        );
+        assert_eq!(
+            convert("true", DataType::Int8),
+            Ok(ScalarValue::Int8(Some(1)))
+        );
+        assert!(convert("300", DataType::Int8).is_err());
+        assert!(convert("\"1.5\"", DataType::Int64).is_err());
+        assert_eq!(
+            convert("2.345", DataType::Decimal128(10, 2)),
+            Ok(ScalarValue::Decimal128(Some(235), 10, 2))
+        );
+        assert_eq!(
+            convert("\"-2.345\"", DataType::Decimal128(10, 2)),
+            Ok(ScalarValue::Decimal128(Some(-235), 10, 2))
+        );
+        assert!(convert("1234", DataType::Decimal128(3, 0)).is_err());
+        assert_eq!(
+            convert("\"t\"", DataType::Boolean),
+            Ok(ScalarValue::Boolean(Some(true)))
+        );
+        assert_eq!(
+            convert("0", DataType::Boolean),
+            Ok(ScalarValue::Boolean(Some(false)))
+        );
+        assert_eq!(
+            convert("\"1e2\"", DataType::Float64),
+            Ok(ScalarValue::Float64(Some(100.0)))
+        );
+        assert_eq!(
+            convert("\"2001-08-22\"", DataType::Date32),
+            Ok(ScalarValue::Date32(Some(11556)))
+        );
+        assert_eq!(
+            convert("null", DataType::Int64),
+            Ok(ScalarValue::Int64(None))
+        );
+        assert!(convert("[1]", DataType::Utf8).is_err());
+        assert_eq!(
+            convert("1.50", DataType::Utf8),
+            Ok(ScalarValue::Utf8(Some("1.50".into())))
         );
     }
 

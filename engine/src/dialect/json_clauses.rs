@@ -2,9 +2,10 @@
 //! `json_exists(j, 'lax $.a' UNKNOWN ON ERROR)`, `json_value(j, p DEFAULT 0 ON EMPTY NULL ON
 //! ERROR)`, `json_query(j, p WITH CONDITIONAL ARRAY WRAPPER OMIT QUOTES EMPTY ARRAY ON EMPTY)`.
 //! Each call is written as the function with its clauses as trailing arguments, in the order
-//! `sqe_functions`' `sql_json` module reads them. `FORMAT JSON` after the input and
-//! `RETURNING varchar` are what the functions do anyway; `PASSING` and other `RETURNING` types
-//! are refused as not supported.
+//! `sqe_functions`' `sql_json` module reads them. `json_value`'s `RETURNING type` becomes a last
+//! argument `CAST(NULL AS type)`, whose type the function answers in. `FORMAT JSON` after the
+//! input and `json_query`'s `RETURNING varchar` are what the functions do anyway; `PASSING` and
+//! `json_query`'s other `RETURNING` types are refused as not supported.
 
 use datafusion::sql::sqlparser::tokenizer::{Span, Token, TokenWithSpan};
 
@@ -177,6 +178,18 @@ fn arguments(
                 push(vec![text(behaviour.as_deref().unwrap_or("NULL"))]);
                 push(default.unwrap_or_else(null));
             }
+            // The returned type as a typed NULL: `CAST(NULL AS type)`.
+            if let Some(type_tokens) = clauses.returning {
+                let mut typed_null = vec![
+                    TokenWithSpan::new(Token::make_keyword("CAST"), span),
+                    TokenWithSpan::new(Token::LParen, span),
+                ];
+                typed_null.extend(null());
+                typed_null.push(TokenWithSpan::new(Token::make_keyword("AS"), span));
+                typed_null.extend(type_tokens);
+                typed_null.push(TokenWithSpan::new(Token::RParen, span));
+                push(typed_null);
+            }
         }
         Function::Query => {
             push(vec![text(clauses.wrapper.as_deref().unwrap_or("WITHOUT"))]);
@@ -212,6 +225,8 @@ struct Clauses {
     error_default: Option<Vec<TokenWithSpan>>,
     wrapper: Option<String>,
     omit_quotes: bool,
+    /// `json_value`'s returned type, as written.
+    returning: Option<Vec<TokenWithSpan>>,
 }
 
 fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> Result<Clauses> {
@@ -234,7 +249,44 @@ fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> R
                     "{name} … PASSING (JSON path variables)"
                 )));
             }
-            "RETURNING" if function != Function::Exists => {
+            "RETURNING" if function == Function::Value => {
+                // The type's tokens, up to the next behaviour (`timestamp(3) with time zone`).
+                let start = at + 1;
+                let end = (start..tokens.len())
+                    .find(|&j| {
+                        top[j] && matches!(w(j).as_deref(), Some("NULL" | "ERROR" | "DEFAULT"))
+                    })
+                    .unwrap_or(tokens.len());
+                if end == start {
+                    return Err(unexpected(start));
+                }
+                // Types whose values the function converts to; `char(n)` and `varchar(n)` would
+                // read as a plain varchar, without Trino's padding and length.
+                let first = w(start).unwrap_or_default();
+                let parameterized = tokens
+                    .get(start + 1)
+                    .is_some_and(|t| t.token == Token::LParen);
+                let returnable = match first.as_str() {
+                    "VARCHAR" => !parameterized,
+                    "DECIMAL" | "NUMERIC" => true,
+                    "TINYINT" | "SMALLINT" | "INTEGER" | "INT" | "BIGINT" | "REAL" | "DOUBLE"
+                    | "BOOLEAN" | "DATE" => end == start + 1,
+                    _ => false,
+                };
+                if !returnable {
+                    let written: Vec<String> = tokens[start..end]
+                        .iter()
+                        .map(|t| t.token.to_string())
+                        .collect();
+                    return Err(Error::NotSupported(format!(
+                        "{name} … RETURNING {}",
+                        written.join(" ")
+                    )));
+                }
+                clauses.returning = Some(tokens[start..end].to_vec());
+                at = end;
+            }
+            "RETURNING" if function == Function::Query => {
                 if !(is(at + 1, "VARCHAR")
                     && tokens.get(at + 2).is_none_or(|t| t.token != Token::LParen))
                 {
@@ -373,10 +425,10 @@ mod tests {
             Some("SELECT json_exists ( j , 'strict $.a' , 'UNKNOWN' )")
         );
         assert_eq!(
-            rewritten("SELECT JSON_VALUE(j, 'lax $.a' RETURNING varchar DEFAULT upper(x) ON EMPTY ERROR ON ERROR)")
+            rewritten("SELECT JSON_VALUE(j, 'lax $.a' RETURNING decimal(10, 2) DEFAULT upper(x) ON EMPTY ERROR ON ERROR)")
                 .ok()
                 .as_deref(),
-            Some("SELECT JSON_VALUE ( j , 'lax $.a' , 'DEFAULT' , upper ( x ) , 'ERROR' , NULL )")
+            Some("SELECT JSON_VALUE ( j , 'lax $.a' , 'DEFAULT' , upper ( x ) , 'ERROR' , NULL , CAST ( NULL AS decimal ( 10 , 2 ) ) )")
         );
         assert_eq!(
             rewritten("SELECT json_query(j, 'lax $.a' WITH CONDITIONAL ARRAY WRAPPER OMIT QUOTES ON SCALAR STRING EMPTY OBJECT ON ERROR)")
@@ -403,10 +455,17 @@ mod tests {
             rewritten("SELECT json_value(j, 'lax $a' PASSING 1 AS a)"),
             Err(Error::NotSupported(_))
         ));
-        assert!(matches!(
-            rewritten("SELECT json_value(j, 'lax $.a' RETURNING bigint)"),
-            Err(Error::NotSupported(_))
-        ));
+        for unsupported in [
+            "SELECT json_query(j, 'lax $.a' RETURNING bigint)",
+            "SELECT json_value(j, 'lax $.a' RETURNING char(12))",
+            "SELECT json_value(j, 'lax $.a' RETURNING varchar(3))",
+            "SELECT json_value(j, 'lax $.a' RETURNING timestamp(3) with time zone)",
+        ] {
+            assert!(
+                matches!(rewritten(unsupported), Err(Error::NotSupported(_))),
+                "{unsupported}"
+            );
+        }
         for bad in [
             "SELECT json_exists(j, 'lax $' NULL ON ERROR)",
             "SELECT json_value(j, 'lax $' EMPTY ARRAY ON EMPTY)",

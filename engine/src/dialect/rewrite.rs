@@ -339,6 +339,11 @@ impl VisitorMut for Rewrite {
                 "CAST(strpos($1, $2) AS BIGINT)",
                 &[r#in.as_ref().clone(), needle.as_ref().clone()],
             ),
+            Expr::Function(function)
+                if let Some(refused) = super::spellings::refused_window(function) =>
+            {
+                return ControlFlow::Break(refused);
+            }
             Expr::Function(function) => super::spellings::respelled(function)
                 .or_else(|| super::spellings::listagg(function))
                 .or_else(|| super::spellings::normalize(function))

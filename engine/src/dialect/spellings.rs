@@ -161,6 +161,8 @@ static PARSED: LazyLock<HashMap<(&'static str, usize), Expr>> = LazyLock::new(||
 
 /// The aggregates among [`SPELLINGS`].
 const AGGREGATES: &[&str] = &[
+    "max",
+    "min",
     "count_if",
     "max_by",
     "min_by",
@@ -202,12 +204,14 @@ pub(crate) fn is_respelled(name: &str, arity: usize) -> bool {
     name == "listagg" || SPELLINGS.iter().any(|(n, a, _)| *n == name && *a == arity)
 }
 
-/// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called plainly (no
-/// `OVER`, `FILTER`, `DISTINCT` or ordering of its own).
+/// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called without
+/// `DISTINCT` or ordering of its own; an aggregate's `FILTER` and `OVER` go on the aggregate
+/// its spelling calls (`count_if(x) FILTER (WHERE y)` is `count(CASE …) FILTER (WHERE y)`).
 pub(super) fn respelled(function: &Function) -> Option<Expr> {
+    let name = function.name.to_string().to_ascii_lowercase();
+    let windowed_or_filtered = function.over.is_some() || function.filter.is_some();
     if function.name.0.len() != 1
-        || function.over.is_some()
-        || function.filter.is_some()
+        || (windowed_or_filtered && !AGGREGATES.contains(&name.as_str()))
         || function.null_treatment.is_some()
         || !function.within_group.is_empty()
     {
@@ -227,9 +231,117 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
             _ => None,
         })
         .collect::<Option<_>>()?;
+    let key = (name.as_str(), args.len());
+    let window_template = WINDOW_SPELLINGS
+        .iter()
+        .find(|(n, a, _)| function.over.is_some() && (*n, *a) == key)
+        .and_then(|(_, _, text)| parse(text));
+    let template = match window_template {
+        Some(template) => template,
+        None => PARSED.get(&key)?.clone(),
+    };
+    let mut spelled = substituted(template, &args);
+    if windowed_or_filtered {
+        let _ = spelled.visit(&mut Qualify {
+            filter: function.filter.as_deref(),
+            over: function.over.as_ref(),
+        });
+    }
+    Some(spelled)
+}
+
+/// The refusal of a window function SQE's spelling cannot compute: `max_by`/`min_by` over a
+/// frame that does not start at the partition's first row (their window spelling's aggregate
+/// cannot take rows back out of a sliding frame).
+pub(super) fn refused_window(function: &Function) -> Option<crate::error::Error> {
+    use datafusion::sql::sqlparser::ast::{WindowFrameBound, WindowType};
     let name = function.name.to_string().to_ascii_lowercase();
-    let template = PARSED.get(&(name.as_str(), args.len()))?;
-    Some(substituted(template.clone(), &args))
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let windowed = WINDOW_SPELLINGS
+        .iter()
+        .any(|(n, a, _)| *n == name && *a == list.args.len());
+    let Some(WindowType::WindowSpec(spec)) = &function.over else {
+        return None;
+    };
+    let sliding = spec
+        .window_frame
+        .as_ref()
+        .is_some_and(|frame| !matches!(frame.start_bound, WindowFrameBound::Preceding(None)));
+    (windowed && sliding).then(|| {
+        crate::error::Error::NotSupported(format!(
+            "{name} over a window frame that does not start at the partition's first row"
+        ))
+    })
+}
+
+/// Aggregates spelled otherwise when they are window functions: DataFusion's window
+/// functions take no ordering of their own arguments (`first_value(x ORDER BY y)`).
+const WINDOW_SPELLINGS: &[(&str, usize, &str)] = &[
+    (
+        "max_by",
+        2,
+        "sqe_subscript(sqe_max_by_n($1, $2, 1), 1, 'element_at')",
+    ),
+    (
+        "min_by",
+        2,
+        "sqe_subscript(sqe_min_by_n($1, $2, 1), 1, 'element_at')",
+    ),
+];
+
+/// The aggregates the spellings of [`AGGREGATES`] call.
+const SPELLING_AGGREGATES: &[&str] = &[
+    "sqe_max_n",
+    "sqe_min_n",
+    "sqe_max_by_n",
+    "sqe_min_by_n",
+    "count",
+    "first_value",
+    "approx_distinct",
+    "bool_and",
+    "var_samp",
+    "avg",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+];
+
+/// Puts a call's `FILTER` (with the spelling's own, if any) and `OVER` on the aggregate its
+/// spelling calls. The arguments substituted cannot call aggregates of their own.
+struct Qualify<'a> {
+    filter: Option<&'a Expr>,
+    over: Option<&'a datafusion::sql::sqlparser::ast::WindowType>,
+}
+
+impl VisitorMut for Qualify<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let Expr::Function(function) = expr else {
+            return ControlFlow::Continue(());
+        };
+        let name = function.name.to_string().to_ascii_lowercase();
+        if !SPELLING_AGGREGATES.contains(&name.as_str()) {
+            return ControlFlow::Continue(());
+        }
+        if let Some(filter) = self.filter {
+            let filter = Expr::Nested(Box::new(filter.clone()));
+            function.filter = Some(Box::new(match function.filter.take() {
+                Some(own) => Expr::BinaryOp {
+                    left: Box::new(Expr::Nested(own)),
+                    op: datafusion::sql::sqlparser::ast::BinaryOperator::And,
+                    right: Box::new(filter),
+                },
+                None => filter,
+            }));
+        }
+        if let Some(over) = self.over {
+            function.over = Some(over.clone());
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// `LISTAGG(x [, separator]) WITHIN GROUP (ORDER BY …)` as DataFusion's
@@ -427,5 +539,20 @@ mod tests {
     #[test]
     fn every_spelling_parses() {
         assert_eq!(PARSED.len(), SPELLINGS.len());
+    }
+
+    /// A FILTER or OVER of an aggregate's call must find the aggregate its spelling calls.
+    #[test]
+    fn every_aggregate_spelling_calls_an_aggregate_to_qualify() {
+        let filter = Expr::Identifier(Ident::new("keep"));
+        let aggregates = SPELLINGS.iter().filter(|(n, _, _)| AGGREGATES.contains(n));
+        for (name, _, text) in aggregates.chain(WINDOW_SPELLINGS) {
+            let mut spelled = parse(text).expect("a spelling that parses");
+            let _ = spelled.visit(&mut Qualify {
+                filter: Some(&filter),
+                over: None,
+            });
+            assert!(spelled.to_string().contains("(keep)"), "{name}: {spelled}");
+        }
     }
 }
