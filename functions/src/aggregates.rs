@@ -1,4 +1,5 @@
-//! Trino's aggregates where DataFusion's differ: `approx_percentile(x, percentage)` answers in
+//! Trino's aggregates where DataFusion's differ: `approx_percentile(x, percentage)` (or an array
+//! of percentages, answering an array) answers in
 //! `x`'s own type, as Trino's does (DataFusion's `approx_percentile_cont` always answers a
 //! double), from DataFusion's t-digest (Trino keeps a q-digest: both are estimates); `avg` of a
 //! `decimal(p,s)` answers a `decimal(p,s)` rounded half up, as Trino's does (DataFusion's answers
@@ -11,7 +12,9 @@ use datafusion::arrow::array::{ArrayRef, BooleanArray};
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, ScalarValue, plan_err};
-use datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf;
+use datafusion::functions_aggregate::approx_percentile_cont::{
+    ApproxPercentileAccumulator, approx_percentile_cont_udaf,
+};
 use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
@@ -60,6 +63,20 @@ impl AggregateUDFImpl for ApproxPercentile {
     /// The values keep their type (the answer's); the percentage is a double.
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
+            [value, DataType::List(item)] if value.is_numeric() || value.is_null() => {
+                if !(item.data_type().is_numeric() || item.data_type().is_null()) {
+                    return plan_err!(
+                        "approx_percentile takes an array of numeric percentages, not {}",
+                        item.data_type()
+                    );
+                }
+                let value = if value.is_null() {
+                    DataType::Float64
+                } else {
+                    value.clone()
+                };
+                Ok(vec![value, DataType::new_list(DataType::Float64, true)])
+            }
             [value, percentage] if value.is_numeric() || value.is_null() => {
                 if !(percentage.is_numeric() || percentage.is_null()) {
                     return plan_err!(
@@ -75,20 +92,31 @@ impl AggregateUDFImpl for ApproxPercentile {
             }
             [value, _] => plan_err!("approx_percentile of {value}: it takes numbers"),
             _ => plan_err!(
-                "approx_percentile takes a value and a percentage (weights and arrays of percentages are not supported)"
+                "approx_percentile takes a value and a percentage or an array of them (weights are not supported)"
             ),
         }
     }
 
+    /// The value's type; an array of it for an array of percentages.
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        match arg_types.first() {
-            Some(value) => Ok(value.clone()),
-            None => plan_err!("approx_percentile takes a value and a percentage"),
+        match arg_types {
+            [value, DataType::List(_)] => Ok(DataType::new_list(value.clone(), true)),
+            [value, ..] => Ok(value.clone()),
+            [] => plan_err!("approx_percentile takes a value and a percentage"),
         }
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
-        let inputs = as_doubles(args.input_fields);
+        // One digest, whatever the percentages: its state is that of one percentage's.
+        let inputs: Vec<FieldRef> = as_doubles(args.input_fields)
+            .into_iter()
+            .take(1)
+            .chain(std::iter::once(Arc::new(Field::new(
+                "percentage",
+                DataType::Float64,
+                true,
+            ))))
+            .collect();
         Self::digest().state_fields(StateFieldsArgs {
             name: args.name,
             input_fields: &inputs,
@@ -99,6 +127,16 @@ impl AggregateUDFImpl for ApproxPercentile {
     }
 
     fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+        if let DataType::List(item) = args.return_field.data_type() {
+            let percentages = constant_percentages(args.exprs.get(1))?;
+            return Ok(Box::new(Percentiles {
+                digests: percentages
+                    .into_iter()
+                    .map(|p| ApproxPercentileAccumulator::new(p, DataType::Float64))
+                    .collect(),
+                answer: item.data_type().clone(),
+            }));
+        }
         let inputs = as_doubles(args.expr_fields);
         let inner = Self::digest().accumulator(AccumulatorArgs {
             return_field: Arc::new(Field::new(args.name, DataType::Float64, true)),
@@ -110,6 +148,93 @@ impl AggregateUDFImpl for ApproxPercentile {
             answer: args.return_field.data_type().clone(),
             values_as_doubles: true,
         }))
+    }
+}
+
+/// An array of percentages, each from 0 to 1: a constant, as Trino requires.
+fn constant_percentages(
+    expr: Option<&Arc<dyn datafusion::physical_expr::PhysicalExpr>>,
+) -> Result<Vec<f64>> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::Float64Type;
+    let literal =
+        expr.and_then(|e| e.downcast_ref::<datafusion::physical_expr::expressions::Literal>());
+    let Some(ScalarValue::List(list)) = literal.map(|l| l.value()) else {
+        return plan_err!("approx_percentile's array of percentages must be a constant");
+    };
+    if list.is_empty() || list.is_null(0) {
+        return Err(crate::error::invalid_argument("Percentiles cannot be null"));
+    }
+    let values = cast_with_options(&list.value(0), &DataType::Float64, &CastOptions::default())?;
+    let values = values.as_primitive::<Float64Type>();
+    (0..values.len())
+        .map(|i| {
+            if values.is_null(i) {
+                return Err(crate::error::invalid_argument("Percentile cannot be null"));
+            }
+            let p = values.value(i);
+            if (0.0..=1.0).contains(&p) {
+                Ok(p)
+            } else {
+                Err(crate::error::invalid_argument(
+                    "Percentile must be between 0 and 1",
+                ))
+            }
+        })
+        .collect()
+}
+
+/// `approx_percentile(x, ARRAY[p, …])`: one t-digest per percentage, fed the same values (the
+/// state exchanged is the first's, which every digest merges), each answering its own.
+#[derive(Debug)]
+struct Percentiles {
+    digests: Vec<ApproxPercentileAccumulator>,
+    answer: DataType,
+}
+
+impl Accumulator for Percentiles {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let values = doubles(&values[..1.min(values.len())])?;
+        self.digests
+            .iter_mut()
+            .try_for_each(|d| d.update_batch(&values))
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let mut answers = Vec::with_capacity(self.digests.len());
+        for digest in &mut self.digests {
+            let answer = match digest.evaluate()? {
+                ScalarValue::Float64(None) => {
+                    return ScalarValue::try_from(DataType::new_list(self.answer.clone(), true));
+                }
+                ScalarValue::Float64(Some(v)) if self.answer.is_integer() => {
+                    ScalarValue::Float64(Some(v.round()))
+                }
+                other => other,
+            };
+            answers.push(cast_answer(answer, &self.answer)?);
+        }
+        Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+            &answers,
+            &self.answer,
+        )))
+    }
+
+    fn size(&self) -> usize {
+        self.digests.iter().map(|d| d.size()).sum::<usize>() + size_of::<Self>()
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        match self.digests.first_mut() {
+            Some(first) => first.state(),
+            None => plan_err!("approx_percentile needs at least one percentage"),
+        }
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.digests
+            .iter_mut()
+            .try_for_each(|d| d.merge_batch(states))
     }
 }
 

@@ -242,10 +242,10 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
     };
     let mut spelled = substituted(template, &args);
     if windowed_or_filtered {
-        let _ = spelled.visit(&mut Qualify {
-            filter: function.filter.as_deref(),
-            over: function.over.as_ref(),
-        });
+        let _ = spelled.visit(&mut Qualify::new(
+            function.filter.as_deref(),
+            function.over.as_ref(),
+        ));
     }
     Some(spelled)
 }
@@ -309,37 +309,62 @@ const SPELLING_AGGREGATES: &[&str] = &[
 ];
 
 /// Puts a call's `FILTER` (with the spelling's own, if any) and `OVER` on the aggregate its
-/// spelling calls. The arguments substituted cannot call aggregates of their own.
+/// spelling calls: the outermost aggregate call, not one in the arguments (a window function's
+/// argument may be a group's aggregate: `count_if(avg(x) > 1) OVER ()`).
 struct Qualify<'a> {
     filter: Option<&'a Expr>,
     over: Option<&'a datafusion::sql::sqlparser::ast::WindowType>,
+    /// For each expression being visited, whether it is the qualified call.
+    entered: Vec<bool>,
+}
+
+impl<'a> Qualify<'a> {
+    fn new(
+        filter: Option<&'a Expr>,
+        over: Option<&'a datafusion::sql::sqlparser::ast::WindowType>,
+    ) -> Self {
+        Self {
+            filter,
+            over,
+            entered: Vec::new(),
+        }
+    }
 }
 
 impl VisitorMut for Qualify<'_> {
     type Break = ();
 
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        let Expr::Function(function) = expr else {
-            return ControlFlow::Continue(());
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let inside = self.entered.contains(&true);
+        let qualified = match expr {
+            Expr::Function(function) if !inside => {
+                let name = function.name.to_string().to_ascii_lowercase();
+                SPELLING_AGGREGATES.contains(&name.as_str())
+            }
+            _ => false,
         };
-        let name = function.name.to_string().to_ascii_lowercase();
-        if !SPELLING_AGGREGATES.contains(&name.as_str()) {
-            return ControlFlow::Continue(());
+        if let (true, Expr::Function(function)) = (qualified, &mut *expr) {
+            if let Some(filter) = self.filter {
+                let filter = Expr::Nested(Box::new(filter.clone()));
+                function.filter = Some(Box::new(match function.filter.take() {
+                    Some(own) => Expr::BinaryOp {
+                        left: Box::new(Expr::Nested(own)),
+                        op: datafusion::sql::sqlparser::ast::BinaryOperator::And,
+                        right: Box::new(filter),
+                    },
+                    None => filter,
+                }));
+            }
+            if let Some(over) = self.over {
+                function.over = Some(over.clone());
+            }
         }
-        if let Some(filter) = self.filter {
-            let filter = Expr::Nested(Box::new(filter.clone()));
-            function.filter = Some(Box::new(match function.filter.take() {
-                Some(own) => Expr::BinaryOp {
-                    left: Box::new(Expr::Nested(own)),
-                    op: datafusion::sql::sqlparser::ast::BinaryOperator::And,
-                    right: Box::new(filter),
-                },
-                None => filter,
-            }));
-        }
-        if let Some(over) = self.over {
-            function.over = Some(over.clone());
-        }
+        self.entered.push(qualified);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, _expr: &mut Expr) -> ControlFlow<()> {
+        self.entered.pop();
         ControlFlow::Continue(())
     }
 }
@@ -548,10 +573,7 @@ mod tests {
         let aggregates = SPELLINGS.iter().filter(|(n, _, _)| AGGREGATES.contains(n));
         for (name, _, text) in aggregates.chain(WINDOW_SPELLINGS) {
             let mut spelled = parse(text).expect("a spelling that parses");
-            let _ = spelled.visit(&mut Qualify {
-                filter: Some(&filter),
-                over: None,
-            });
+            let _ = spelled.visit(&mut Qualify::new(Some(&filter), None));
             assert!(spelled.to_string().contains("(keep)"), "{name}: {spelled}");
         }
     }

@@ -278,6 +278,16 @@ async fn trino_aggregates_run_on_the_workers() -> TestResult {
     // l_quantity is 1 to 50, about evenly: its median is near 25.
     let median = column.as_primitive::<Decimal128Type>().value(0);
     assert!((2300..=2700).contains(&median), "{median}");
+    // An array of percentages: one digest per percentage, each merged from the workers'
+    // partial states, answering what each percentage alone answers.
+    let both = "SELECT approx_percentile(l_quantity, ARRAY[0.5, 1]) = \
+                ARRAY[approx_percentile(l_quantity, 0.5), max(l_quantity)] AS same \
+                FROM tpch.lineitem";
+    assert!(is_distributed(&cluster, both).await?, "{both}");
+    assert_eq!(
+        render(&cluster.query(both).await?).matches("true").count(),
+        1
+    );
 
     let names = "SELECT listagg(n_name, ',') WITHIN GROUP (ORDER BY n_name DESC) AS names \
                  FROM tpch.nation WHERE n_regionkey = 0";
