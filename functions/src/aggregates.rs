@@ -1,5 +1,5 @@
-//! Trino's aggregates where DataFusion's differ: `approx_percentile(x, percentage)` (or an array
-//! of percentages, answering an array) answers in
+//! Trino's aggregates where DataFusion's differ: `approx_percentile(x[, weight], percentage)` (or
+//! an array of percentages, answering an array) answers in
 //! `x`'s own type, as Trino's does (DataFusion's `approx_percentile_cont` always answers a
 //! double), from DataFusion's t-digest (Trino keeps a q-digest: both are estimates); `avg` of a
 //! `decimal(p,s)` answers a `decimal(p,s)` rounded half up, as Trino's does (DataFusion's answers
@@ -15,6 +15,7 @@ use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::functions_aggregate::approx_percentile_cont::{
     ApproxPercentileAccumulator, approx_percentile_cont_udaf,
 };
+use datafusion::functions_aggregate::approx_percentile_cont_with_weight::ApproxPercentileWithWeightAccumulator;
 use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
@@ -61,48 +62,52 @@ impl AggregateUDFImpl for ApproxPercentile {
     }
 
     /// The values keep their type (the answer's); the percentage is a double.
+    /// The values keep their type (the answer's); a weight is a bigint; the percentage is a
+    /// double, or an array of them.
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        match arg_types {
-            [value, DataType::List(item)] if value.is_numeric() || value.is_null() => {
-                if !(item.data_type().is_numeric() || item.data_type().is_null()) {
-                    return plan_err!(
-                        "approx_percentile takes an array of numeric percentages, not {}",
-                        item.data_type()
-                    );
-                }
-                let value = if value.is_null() {
-                    DataType::Float64
-                } else {
-                    value.clone()
-                };
-                Ok(vec![value, DataType::new_list(DataType::Float64, true)])
+        let (value, weight, percentage) = match arg_types {
+            [value, percentage] => (value, None, percentage),
+            [value, weight, percentage] => (value, Some(weight), percentage),
+            _ => {
+                return plan_err!(
+                    "approx_percentile takes a value, an optional weight and a percentage or an array of them"
+                );
             }
-            [value, percentage] if value.is_numeric() || value.is_null() => {
-                if !(percentage.is_numeric() || percentage.is_null()) {
-                    return plan_err!(
-                        "approx_percentile takes a numeric percentage, not {percentage}"
-                    );
-                }
-                let value = if value.is_null() {
-                    DataType::Float64
-                } else {
-                    value.clone()
-                };
-                Ok(vec![value, DataType::Float64])
+        };
+        if !(value.is_numeric() || value.is_null()) {
+            return plan_err!("approx_percentile of {value}: it takes numbers");
+        }
+        let value = if value.is_null() {
+            DataType::Float64
+        } else {
+            value.clone()
+        };
+        let percentage = match percentage {
+            DataType::List(item) if item.data_type().is_numeric() || item.data_type().is_null() => {
+                DataType::new_list(DataType::Float64, true)
             }
-            [value, _] => plan_err!("approx_percentile of {value}: it takes numbers"),
-            _ => plan_err!(
-                "approx_percentile takes a value and a percentage or an array of them (weights are not supported)"
-            ),
+            p if p.is_numeric() || p.is_null() => DataType::Float64,
+            other => {
+                return plan_err!(
+                    "approx_percentile takes a numeric percentage or an array of them, not {other}"
+                );
+            }
+        };
+        match weight {
+            None => Ok(vec![value, percentage]),
+            Some(w) if w.is_integer() || w.is_null() => {
+                Ok(vec![value, DataType::Int64, percentage])
+            }
+            Some(w) => plan_err!("approx_percentile takes an integer weight, not {w}"),
         }
     }
 
     /// The value's type; an array of it for an array of percentages.
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        match arg_types {
-            [value, DataType::List(_)] => Ok(DataType::new_list(value.clone(), true)),
-            [value, ..] => Ok(value.clone()),
-            [] => plan_err!("approx_percentile takes a value and a percentage"),
+        match (arg_types.first(), arg_types.last()) {
+            (Some(value), Some(DataType::List(_))) => Ok(DataType::new_list(value.clone(), true)),
+            (Some(value), _) => Ok(value.clone()),
+            _ => plan_err!("approx_percentile takes a value and a percentage"),
         }
     }
 
@@ -127,14 +132,32 @@ impl AggregateUDFImpl for ApproxPercentile {
     }
 
     fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
-        if let DataType::List(item) = args.return_field.data_type() {
-            let percentages = constant_percentages(args.exprs.get(1))?;
+        let weighted = args.exprs.len() == 3;
+        let listed = match args.return_field.data_type() {
+            DataType::List(item) => Some(item.data_type().clone()),
+            _ => None,
+        };
+        if listed.is_some() || weighted {
+            let percentages = constant_percentages(args.exprs.last())?;
+            let digests = percentages
+                .into_iter()
+                .map(|p| {
+                    let digest = ApproxPercentileAccumulator::new(p, DataType::Float64);
+                    if weighted {
+                        Box::new(ApproxPercentileWithWeightAccumulator::new(digest))
+                            as Box<dyn Accumulator>
+                    } else {
+                        Box::new(digest)
+                    }
+                })
+                .collect();
             return Ok(Box::new(Percentiles {
-                digests: percentages
-                    .into_iter()
-                    .map(|p| ApproxPercentileAccumulator::new(p, DataType::Float64))
-                    .collect(),
-                answer: item.data_type().clone(),
+                digests,
+                answer: listed
+                    .clone()
+                    .unwrap_or_else(|| args.return_field.data_type().clone()),
+                weighted,
+                listed: listed.is_some(),
             }));
         }
         let inputs = as_doubles(args.expr_fields);
@@ -151,7 +174,7 @@ impl AggregateUDFImpl for ApproxPercentile {
     }
 }
 
-/// An array of percentages, each from 0 to 1: a constant, as Trino requires.
+/// The percentages, each from 0 to 1: a constant (or an array of them), as Trino requires.
 fn constant_percentages(
     expr: Option<&Arc<dyn datafusion::physical_expr::PhysicalExpr>>,
 ) -> Result<Vec<f64>> {
@@ -159,13 +182,15 @@ fn constant_percentages(
     use datafusion::arrow::datatypes::Float64Type;
     let literal =
         expr.and_then(|e| e.downcast_ref::<datafusion::physical_expr::expressions::Literal>());
-    let Some(ScalarValue::List(list)) = literal.map(|l| l.value()) else {
-        return plan_err!("approx_percentile's array of percentages must be a constant");
+    let values = match literal.map(|l| l.value()) {
+        Some(ScalarValue::List(list)) if !list.is_empty() && !list.is_null(0) => list.value(0),
+        Some(ScalarValue::List(_)) => {
+            return Err(crate::error::invalid_argument("Percentiles cannot be null"));
+        }
+        Some(scalar) => scalar.to_array()?,
+        None => return plan_err!("approx_percentile's percentage must be a constant"),
     };
-    if list.is_empty() || list.is_null(0) {
-        return Err(crate::error::invalid_argument("Percentiles cannot be null"));
-    }
-    let values = cast_with_options(&list.value(0), &DataType::Float64, &CastOptions::default())?;
+    let values = cast_with_options(&values, &DataType::Float64, &CastOptions::default())?;
     let values = values.as_primitive::<Float64Type>();
     (0..values.len())
         .map(|i| {
@@ -184,17 +209,39 @@ fn constant_percentages(
         .collect()
 }
 
-/// `approx_percentile(x, ARRAY[p, …])`: one t-digest per percentage, fed the same values (the
-/// state exchanged is the first's, which every digest merges), each answering its own.
+/// `approx_percentile(x, ARRAY[p, …])` and `approx_percentile(x, w, p)`: one t-digest per
+/// percentage, fed the same values (the state exchanged is the first's, which every digest
+/// merges), each answering its own.
 #[derive(Debug)]
 struct Percentiles {
-    digests: Vec<ApproxPercentileAccumulator>,
+    digests: Vec<Box<dyn Accumulator>>,
+    /// The type of each answer.
     answer: DataType,
+    /// Values come with a weight (a bigint, at least 1).
+    weighted: bool,
+    /// The answer is an array (of percentages), not one value.
+    listed: bool,
 }
 
 impl Accumulator for Percentiles {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        let values = doubles(&values[..1.min(values.len())])?;
+        let taken = if self.weighted { 2 } else { 1 };
+        let mut values = doubles(&values[..taken.min(values.len())])?;
+        if let Some(weights) = values.get_mut(1) {
+            use datafusion::arrow::array::AsArray;
+            use datafusion::arrow::datatypes::Int64Type;
+            if weights
+                .as_primitive::<Int64Type>()
+                .iter()
+                .flatten()
+                .any(|w| w < 1)
+            {
+                return Err(crate::error::invalid_argument(
+                    "approx_percentile's weight must be at least 1",
+                ));
+            }
+            *weights = cast_with_options(weights, &DataType::Float64, &CastOptions::default())?;
+        }
         self.digests
             .iter_mut()
             .try_for_each(|d| d.update_batch(&values))
@@ -204,7 +251,7 @@ impl Accumulator for Percentiles {
         let mut answers = Vec::with_capacity(self.digests.len());
         for digest in &mut self.digests {
             let answer = match digest.evaluate()? {
-                ScalarValue::Float64(None) => {
+                ScalarValue::Float64(None) if self.listed => {
                     return ScalarValue::try_from(DataType::new_list(self.answer.clone(), true));
                 }
                 ScalarValue::Float64(Some(v)) if self.answer.is_integer() => {
@@ -213,6 +260,12 @@ impl Accumulator for Percentiles {
                 other => other,
             };
             answers.push(cast_answer(answer, &self.answer)?);
+        }
+        if !self.listed {
+            return match answers.pop() {
+                Some(answer) => Ok(answer),
+                None => ScalarValue::try_from(&self.answer),
+            };
         }
         Ok(ScalarValue::List(ScalarValue::new_list_nullable(
             &answers,

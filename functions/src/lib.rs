@@ -19,6 +19,7 @@ mod byte_length;
 mod case_mapping;
 mod checked;
 mod checked_cast;
+mod cosine;
 mod date_parse;
 mod datetime;
 mod decimal_range;
@@ -216,6 +217,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sql_json::sql_json_functions()));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(
+        cosine::CosineSimilarity::new(),
+    )));
     functions.extend(udfs(sixteen_bytes::sixteen_byte_functions()));
     functions.extend(udfs(json_values::json_value_functions()));
     functions
