@@ -24,6 +24,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF,
     Signature, Volatility,
 };
+use datafusion_functions_aggregate_common::tdigest::TDigest;
 
 /// `approx_percentile(x, percentage)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -61,7 +62,6 @@ impl AggregateUDFImpl for ApproxPercentile {
         &self.signature
     }
 
-    /// The values keep their type (the answer's); the percentage is a double.
     /// The values keep their type (the answer's); a weight is a bigint; the percentage is a
     /// double, or an array of them.
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
@@ -139,20 +139,16 @@ impl AggregateUDFImpl for ApproxPercentile {
         };
         if listed.is_some() || weighted {
             let percentages = constant_percentages(args.exprs.last())?;
-            let digests = percentages
-                .into_iter()
-                .map(|p| {
-                    let digest = ApproxPercentileAccumulator::new(p, DataType::Float64);
-                    if weighted {
-                        Box::new(ApproxPercentileWithWeightAccumulator::new(digest))
-                            as Box<dyn Accumulator>
-                    } else {
-                        Box::new(digest)
-                    }
-                })
-                .collect();
+            // The digest's own percentage is never asked: each is estimated from its state.
+            let digest = ApproxPercentileAccumulator::new(0.5, DataType::Float64);
+            let digest: Box<dyn Accumulator> = if weighted {
+                Box::new(ApproxPercentileWithWeightAccumulator::new(digest))
+            } else {
+                Box::new(digest)
+            };
             return Ok(Box::new(Percentiles {
-                digests,
+                digest,
+                percentages,
                 answer: listed
                     .clone()
                     .unwrap_or_else(|| args.return_field.data_type().clone()),
@@ -209,12 +205,12 @@ fn constant_percentages(
         .collect()
 }
 
-/// `approx_percentile(x, ARRAY[p, …])` and `approx_percentile(x, w, p)`: one t-digest per
-/// percentage, fed the same values (the state exchanged is the first's, which every digest
-/// merges), each answering its own.
+/// `approx_percentile(x, ARRAY[p, …])` and `approx_percentile(x, w, p)`: one t-digest (weighted
+/// or not), each percentage estimated from it.
 #[derive(Debug)]
 struct Percentiles {
-    digests: Vec<Box<dyn Accumulator>>,
+    digest: Box<dyn Accumulator>,
+    percentages: Vec<f64>,
     /// The type of each answer.
     answer: DataType,
     /// Values come with a weight (a bigint, at least 1).
@@ -242,53 +238,56 @@ impl Accumulator for Percentiles {
             }
             *weights = cast_with_options(weights, &DataType::Float64, &CastOptions::default())?;
         }
-        self.digests
-            .iter_mut()
-            .try_for_each(|d| d.update_batch(&values))
+        self.digest.update_batch(&values)
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let mut answers = Vec::with_capacity(self.digests.len());
-        for digest in &mut self.digests {
-            let answer = match digest.evaluate()? {
-                ScalarValue::Float64(None) if self.listed => {
-                    return ScalarValue::try_from(DataType::new_list(self.answer.clone(), true));
-                }
-                ScalarValue::Float64(Some(v)) if self.answer.is_integer() => {
-                    ScalarValue::Float64(Some(v.round()))
-                }
-                other => other,
+        let digest = TDigest::from_scalar_state(&self.digest.state()?);
+        if digest.count() == 0.0 {
+            let answer = if self.listed {
+                DataType::new_list(self.answer.clone(), true)
+            } else {
+                self.answer.clone()
             };
-            answers.push(cast_answer(answer, &self.answer)?);
+            return ScalarValue::try_from(answer);
         }
-        if !self.listed {
-            return match answers.pop() {
-                Some(answer) => Ok(answer),
-                None => ScalarValue::try_from(&self.answer),
-            };
+        let answers = self
+            .percentages
+            .iter()
+            .map(|p| estimate_in_type(digest.estimate_quantile(*p), &self.answer))
+            .collect::<Result<Vec<_>>>()?;
+        match (self.listed, answers.as_slice()) {
+            (true, _) => Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                &answers,
+                &self.answer,
+            ))),
+            (false, [answer]) => Ok(answer.clone()),
+            (false, _) => plan_err!("approx_percentile takes one percentage or an array of them"),
         }
-        Ok(ScalarValue::List(ScalarValue::new_list_nullable(
-            &answers,
-            &self.answer,
-        )))
     }
 
     fn size(&self) -> usize {
-        self.digests.iter().map(|d| d.size()).sum::<usize>() + size_of::<Self>()
+        self.digest.size() + size_of::<Self>()
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        match self.digests.first_mut() {
-            Some(first) => first.state(),
-            None => plan_err!("approx_percentile needs at least one percentage"),
-        }
+        self.digest.state()
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.digests
-            .iter_mut()
-            .try_for_each(|d| d.merge_batch(states))
+        self.digest.merge_batch(states)
     }
+}
+
+/// A t-digest's estimate in the aggregate's type. An estimate between two integers rounds to
+/// the nearer (half away from zero), as a cast to an integer does in Trino.
+fn estimate_in_type(estimate: f64, answer: &DataType) -> Result<ScalarValue> {
+    let estimate = if answer.is_integer() {
+        estimate.round()
+    } else {
+        estimate
+    };
+    cast_answer(ScalarValue::Float64(Some(estimate)), answer)
 }
 
 /// DataFusion's `avg` answering a decimal argument in the argument's own type, as Trino's, and
@@ -491,13 +490,10 @@ impl Accumulator for AnswerInType {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let answer = match self.inner.evaluate()? {
-            ScalarValue::Float64(Some(v)) if self.answer.is_integer() => {
-                ScalarValue::Float64(Some(v.round()))
-            }
-            other => other,
-        };
-        cast_answer(answer, &self.answer)
+        match self.inner.evaluate()? {
+            ScalarValue::Float64(Some(v)) => estimate_in_type(v, &self.answer),
+            other => cast_answer(other, &self.answer),
+        }
     }
 
     fn size(&self) -> usize {

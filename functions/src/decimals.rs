@@ -100,6 +100,23 @@ impl ScalarUDFImpl for DecimalDivide {
     }
 }
 
+/// A decimal's unscaled `value` at scale `from`, written at scale `to`: exact when the scale
+/// grows, rounded half away from zero (as Trino rounds decimals) when it shrinks; `None` when
+/// the answer or the power of ten does not fit an i128.
+pub(crate) fn rescaled(value: i128, from: u32, to: u32) -> Option<i128> {
+    if to >= from {
+        return value.checked_mul(10i128.checked_pow(to - from)?);
+    }
+    let divisor = 10i128.checked_pow(from - to)?;
+    let (quotient, remainder) = (value / divisor, value % divisor);
+    // Unsigned: twice a remainder below 10^38 does not fit an i128.
+    Some(if remainder.unsigned_abs() * 2 >= divisor.unsigned_abs() {
+        quotient + value.signum()
+    } else {
+        quotient
+    })
+}
+
 /// `a * factor / b` rounded half away from zero, refused when it has more than `precision`
 /// digits.
 fn divide(

@@ -15,6 +15,7 @@
 
 use std::cmp::Ordering;
 
+use crate::decimals::rescaled;
 use crate::real_text::double_text;
 
 /// A JSON item.
@@ -59,8 +60,8 @@ impl Number {
         match (self.as_decimal(), other.as_decimal()) {
             (Some((a, sa)), Some((b, sb))) => {
                 let scale = sa.max(sb);
-                let a = a.checked_mul(10i128.checked_pow(scale - sa)?)?;
-                let b = b.checked_mul(10i128.checked_pow(scale - sb)?)?;
+                let a = rescaled(a, sa, scale)?;
+                let b = rescaled(b, sb, scale)?;
                 Some(a.cmp(&b))
             }
             _ => self.as_f64().partial_cmp(&other.as_f64()),
@@ -141,20 +142,11 @@ impl Item {
     }
 }
 
+/// `s` as a JSON string, escaped by serde_json as SQE writes JSON text elsewhere (`json_format`,
+/// casts to `json`).
 fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    // Serializing text cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 /// Reads JSON text into an item; `None` when it is not one JSON value.
@@ -1243,8 +1235,8 @@ fn arithmetic(op: Arithmetic, a: Number, b: Number) -> Result<Number, Evaluation
         (a.as_decimal(), b.as_decimal(), op)
     {
         let scale = sx.max(sy);
-        let x = x.checked_mul(10i128.pow(scale - sx));
-        let y = y.checked_mul(10i128.pow(scale - sy));
+        let x = rescaled(x, sx, scale);
+        let y = rescaled(y, sy, scale);
         let sum = match (x, y, op) {
             (Some(x), Some(y), Arithmetic::Add) => x.checked_add(y),
             (Some(x), Some(y), _) => x.checked_sub(y),
@@ -1383,6 +1375,9 @@ mod tests {
             Ok(vec!["1.75".into()])
         );
         assert!(eval("lax $.a / 0", r#"{"a":1}"#).is_err());
+        // A scale past 38 digits cannot be aligned: an error, not an overflow of the power of ten.
+        let tiny = r#"{"a":0.0000000000000000000000000000000000000001}"#;
+        assert!(eval("lax $.a + 1", tiny).is_err());
         assert_eq!(
             eval("lax $.keyvalue()", r#"{"a":1}"#),
             Ok(vec![r#"{"name":"a","value":1,"id":0}"#.into()])
@@ -1410,6 +1405,12 @@ mod tests {
         assert_eq!(parse_json("1.50").map(|i| i.json()), Some("1.50".into()));
         assert_eq!(parse_json("-7").map(|i| i.json()), Some("-7".into()));
         assert_eq!(parse_json("1e3").map(|i| i.json()), Some("1000.0".into()));
+        // Control characters in their short escapes where JSON has one, as serde_json (and
+        // Trino's Jackson) write them.
+        assert_eq!(
+            parse_json(r#""a\u0008\n\u0001""#).map(|i| i.json()),
+            Some(r#""a\b\n\u0001""#.into())
+        );
         assert_eq!(
             parse_json(r#" {"a" : "x\"y" } "#).map(|i| i.json()),
             Some(r#"{"a":"x\"y"}"#.into())

@@ -19,6 +19,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::args::{arrays, result};
+use crate::decimals::rescaled;
 
 /// The name the dialect calls: `sqe_round_fraction(value, digits)` rounds a timestamp or time
 /// to `digits` fractional digits of a second, or a decimal to `digits` decimal places,
@@ -114,18 +115,11 @@ fn round_decimal(
     if held <= digits {
         return Ok(Arc::clone(value));
     }
-    let factor = 10_i128.pow(held - digits);
     let rounded = value
         .as_primitive::<Decimal128Type>()
         .try_unary::<_, Decimal128Type, _>(|v| {
-            let (quotient, rest) = (v / factor, v % factor);
-            let quotient = if rest.unsigned_abs() * 2 >= factor.unsigned_abs() {
-                quotient + v.signum()
-            } else {
-                quotient
-            };
-            quotient
-                .checked_mul(factor)
+            rescaled(v, held, digits)
+                .and_then(|kept| rescaled(kept, digits, held))
                 .ok_or_else(|| ArrowError::ComputeError("decimal out of range".to_string()))
         })?
         .with_precision_and_scale(precision, scale)?;

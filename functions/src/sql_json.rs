@@ -19,7 +19,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanBuilder, StringBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanBuilder, StringArray, StringBuilder,
+};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
@@ -27,6 +29,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::args::{LastParsed, arrays, is_string, result, strings, unexpected_parameters};
+use crate::decimals::rescaled;
 use crate::error::invalid_argument;
 use crate::json_path::{Item, JsonPath, Number, parse_json};
 
@@ -156,28 +159,16 @@ impl ScalarUDFImpl for SqlJsonFunction {
         let paths = strings(paths)?;
         let paths = paths.as_string::<i32>();
         let mut parsed = LastParsed::new();
-        let mut path_of = |row: usize| -> Result<Option<JsonPath>> {
-            if json.is_null(row) || paths.is_null(row) {
-                return Ok(None);
-            }
-            parsed
-                .get(paths.value(row), |text| {
-                    JsonPath::parse(text).map_err(|e| {
-                        invalid_argument(format!("Invalid JSON path '{text}': {}", e.0))
-                    })
-                })
-                .map(|p| Some(p.clone()))
-        };
         let array: ArrayRef = match self.kind {
             Kind::Exists => {
                 let on_error = clause(2, "FALSE")?;
                 let mut out = BooleanBuilder::with_capacity(json.len());
                 for row in 0..json.len() {
-                    let Some(path) = path_of(row)? else {
+                    let Some(path) = path_at(&mut parsed, json, paths, row)? else {
                         out.append_null();
                         continue;
                     };
-                    match evaluate(json.value(row), &path) {
+                    match evaluate(json.value(row), path) {
                         Outcome::Items(items) => out.append_value(!items.is_empty()),
                         Outcome::Failed(message) => match on_error.as_str() {
                             "TRUE" => out.append_value(true),
@@ -199,26 +190,27 @@ impl ScalarUDFImpl for SqlJsonFunction {
                         .map(|f| f.data_type().clone())
                         .collect::<Vec<_>>(),
                 );
+                let null = ScalarValue::try_from(&target)?;
                 let default_at = |i: usize, row: usize| -> Result<ScalarValue> {
                     match columns.get(i) {
                         Some(array) => ScalarValue::try_from_array(array, row),
-                        None => ScalarValue::try_from(&target),
+                        None => Ok(null.clone()),
                     }
                 };
                 let mut out: Vec<ScalarValue> = Vec::with_capacity(json.len());
                 for row in 0..json.len() {
-                    let Some(path) = path_of(row)? else {
-                        out.push(ScalarValue::try_from(&target)?);
+                    let Some(path) = path_at(&mut parsed, json, paths, row)? else {
+                        out.push(null.clone());
                         continue;
                     };
-                    let answer = match evaluate(json.value(row), &path) {
+                    let answer = match evaluate(json.value(row), path) {
                         Outcome::Items(items) => match items.as_slice() {
                             [] => match on_empty.as_str() {
                                 "ERROR" => {
                                     return Err(invalid_argument("JSON path found no items"));
                                 }
                                 "DEFAULT" => Ok(default_at(3, row)?),
-                                _ => Ok(ScalarValue::try_from(&target)?),
+                                _ => Ok(null.clone()),
                             },
                             [item] => converted(item, &target),
                             _ => Err("JSON path found multiple items".to_string()),
@@ -230,7 +222,7 @@ impl ScalarUDFImpl for SqlJsonFunction {
                         Err(message) => match on_error.as_str() {
                             "ERROR" => return Err(invalid_argument(message)),
                             "DEFAULT" => out.push(default_at(5, row)?),
-                            _ => out.push(ScalarValue::try_from(&target)?),
+                            _ => out.push(null.clone()),
                         },
                     }
                 }
@@ -247,11 +239,11 @@ impl ScalarUDFImpl for SqlJsonFunction {
                 let on_error = clause(5, "NULL")?;
                 let mut out = StringBuilder::with_capacity(json.len(), json.len() * 16);
                 for row in 0..json.len() {
-                    let Some(path) = path_of(row)? else {
+                    let Some(path) = path_at(&mut parsed, json, paths, row)? else {
                         out.append_null();
                         continue;
                     };
-                    let answer = match evaluate(json.value(row), &path) {
+                    let answer = match evaluate(json.value(row), path) {
                         Outcome::Items(items) if items.is_empty() => {
                             match empty_behaviour(&on_empty) {
                                 Some(Ok(value)) => Ok(value),
@@ -278,6 +270,25 @@ impl ScalarUDFImpl for SqlJsonFunction {
         };
         result(&args, array)
     }
+}
+
+/// The path of `row`, read again only when its text changes; `None` where the input or the
+/// path is NULL.
+fn path_at<'p>(
+    parsed: &'p mut LastParsed<JsonPath>,
+    json: &StringArray,
+    paths: &StringArray,
+    row: usize,
+) -> Result<Option<&'p JsonPath>> {
+    if json.is_null(row) || paths.is_null(row) {
+        return Ok(None);
+    }
+    parsed
+        .get(paths.value(row), |text| {
+            JsonPath::parse(text)
+                .map_err(|e| invalid_argument(format!("Invalid JSON path '{text}': {}", e.0)))
+        })
+        .map(Some)
 }
 
 /// The type `json_value` answers in: its seventh argument's (a typed NULL, written from
@@ -341,7 +352,7 @@ fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
         DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
             let value: i128 = match (number, text, boolean) {
                 (Some(Number::Integer(i)), _, _) => i128::from(i),
-                (Some(Number::Decimal(v, s)), _, _) => rounded(v, s, 0).ok_or_else(refused)?,
+                (Some(Number::Decimal(v, s)), _, _) => rescaled(v, s, 0).ok_or_else(refused)?,
                 (Some(Number::Double(d)), _, _) if d.is_finite() && d.abs() < 1e19 => {
                     d.round() as i128
                 }
@@ -386,29 +397,25 @@ fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
         }
         DataType::Boolean => ScalarValue::Boolean(Some(match (number, text, boolean) {
             (Some(n), _, _) => n.as_f64() != 0.0,
-            (_, Some(t), _) => match t.to_ascii_lowercase().as_str() {
-                "true" | "t" | "1" => true,
-                "false" | "f" | "0" => false,
-                _ => return Err(refused()),
-            },
+            (_, Some(t), _) => crate::text_boolean::boolean_of(t).ok_or_else(refused)?,
             (_, _, Some(b)) => b,
             _ => return Err(refused()),
         })),
         DataType::Decimal128(precision, scale) => {
             let scale_u = u32::try_from(*scale).map_err(|_| refused())?;
             let value = match (number, text, boolean) {
-                (Some(Number::Integer(i)), _, _) => rounded(i128::from(i), 0, scale_u),
-                (Some(Number::Decimal(v, s)), _, _) => rounded(v, s, scale_u),
+                (Some(Number::Integer(i)), _, _) => rescaled(i128::from(i), 0, scale_u),
+                (Some(Number::Decimal(v, s)), _, _) => rescaled(v, s, scale_u),
                 (Some(Number::Double(d)), _, _) if d.is_finite() => {
                     let scaled = (d * 10f64.powi(*scale as i32)).round();
                     (scaled.abs() < 1e38).then_some(scaled as i128)
                 }
                 (_, Some(t), _) => match crate::json_path::parse_json(t.trim()) {
-                    Some(Item::Number(Number::Integer(i))) => rounded(i128::from(i), 0, scale_u),
-                    Some(Item::Number(Number::Decimal(v, s))) => rounded(v, s, scale_u),
+                    Some(Item::Number(Number::Integer(i))) => rescaled(i128::from(i), 0, scale_u),
+                    Some(Item::Number(Number::Decimal(v, s))) => rescaled(v, s, scale_u),
                     _ => None,
                 },
-                (_, _, Some(b)) => rounded(i128::from(b), 0, scale_u),
+                (_, _, Some(b)) => rescaled(i128::from(b), 0, scale_u),
                 _ => None,
             }
             .ok_or_else(refused)?;
@@ -426,20 +433,6 @@ fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
             ScalarValue::Date32(Some(days))
         }
         _ => return Err(refused()),
-    })
-}
-
-/// `value × 10^-from` at scale `to`, rounded half away from zero as Trino rounds decimals.
-fn rounded(value: i128, from: u32, to: u32) -> Option<i128> {
-    if to >= from {
-        return value.checked_mul(10i128.checked_pow(to - from)?);
-    }
-    let divisor = 10i128.checked_pow(from - to)?;
-    let (quotient, remainder) = (value / divisor, value % divisor);
-    Some(if remainder.abs() * 2 >= divisor {
-        quotient + value.signum()
-    } else {
-        quotient
     })
 }
 
@@ -654,6 +647,11 @@ mod tests {
             Ok(ScalarValue::Decimal128(Some(-235), 10, 2))
         );
         assert!(convert("1234", DataType::Decimal128(3, 0)).is_err());
+        // Thirty-eight fraction digits round to an integer without overflowing.
+        assert_eq!(
+            convert("0.99999999999999999999999999999999999999", DataType::Int64),
+            Ok(ScalarValue::Int64(Some(1)))
+        );
         assert_eq!(
             convert("\"t\"", DataType::Boolean),
             Ok(ScalarValue::Boolean(Some(true)))

@@ -35,7 +35,7 @@ impl TextBoolean {
 }
 
 /// Trino's boolean of `text`, `None` when it names none.
-fn boolean_of(text: &str) -> Option<bool> {
+pub(crate) fn boolean_of(text: &str) -> Option<bool> {
     match text.to_ascii_lowercase().as_str() {
         "true" | "t" | "1" => Some(true),
         "false" | "f" | "0" => Some(false),

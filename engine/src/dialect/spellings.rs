@@ -150,14 +150,21 @@ const SPELLINGS: &[(&str, usize, &str)] = &[
     ("bitwise_xor_agg", 1, "CAST(bit_xor($1) AS BIGINT)"),
 ];
 
+type Parsed = HashMap<(&'static str, usize), Expr>;
+
 /// The spellings parsed once, by name and number of arguments.
-static PARSED: LazyLock<HashMap<(&'static str, usize), Expr>> = LazyLock::new(|| {
-    SPELLINGS
+static PARSED: LazyLock<Parsed> = LazyLock::new(|| parsed(SPELLINGS));
+
+/// [`WINDOW_SPELLINGS`] parsed once.
+static WINDOW_PARSED: LazyLock<Parsed> = LazyLock::new(|| parsed(WINDOW_SPELLINGS));
+
+fn parsed(spellings: &[(&'static str, usize, &str)]) -> Parsed {
+    spellings
         .iter()
-        // A spelling that does not parse is a defect the unit test below reports.
+        // A spelling that does not parse is a defect the unit tests below report.
         .filter_map(|(name, arity, text)| parse(text).map(|expr| ((*name, *arity), expr)))
         .collect()
-});
+}
 
 /// The aggregates among [`SPELLINGS`].
 const AGGREGATES: &[&str] = &[
@@ -232,15 +239,9 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
         })
         .collect::<Option<_>>()?;
     let key = (name.as_str(), args.len());
-    let window_template = WINDOW_SPELLINGS
-        .iter()
-        .find(|(n, a, _)| function.over.is_some() && (*n, *a) == key)
-        .and_then(|(_, _, text)| parse(text));
-    let template = match window_template {
-        Some(template) => template,
-        None => PARSED.get(&key)?.clone(),
-    };
-    let mut spelled = substituted(template, &args);
+    let window_template = function.over.as_ref().and_then(|_| WINDOW_PARSED.get(&key));
+    let template = window_template.or_else(|| PARSED.get(&key))?;
+    let mut spelled = substituted(template.clone(), &args);
     if windowed_or_filtered {
         let _ = spelled.visit(&mut Qualify::new(
             function.filter.as_deref(),
@@ -255,16 +256,14 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
 /// cannot take rows back out of a sliding frame).
 pub(super) fn refused_window(function: &Function) -> Option<crate::error::Error> {
     use datafusion::sql::sqlparser::ast::{WindowFrameBound, WindowType};
+    let Some(WindowType::WindowSpec(spec)) = &function.over else {
+        return None;
+    };
     let name = function.name.to_string().to_ascii_lowercase();
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
-    let windowed = WINDOW_SPELLINGS
-        .iter()
-        .any(|(n, a, _)| *n == name && *a == list.args.len());
-    let Some(WindowType::WindowSpec(spec)) = &function.over else {
-        return None;
-    };
+    let windowed = WINDOW_PARSED.contains_key(&(name.as_str(), list.args.len()));
     let sliding = spec
         .window_frame
         .as_ref()
@@ -564,6 +563,7 @@ mod tests {
     #[test]
     fn every_spelling_parses() {
         assert_eq!(PARSED.len(), SPELLINGS.len());
+        assert_eq!(WINDOW_PARSED.len(), WINDOW_SPELLINGS.len());
     }
 
     /// A FILTER or OVER of an aggregate's call must find the aggregate its spelling calls.
