@@ -53,6 +53,36 @@ fn form(length: Option<&ScalarValue>, kind: Option<&ScalarValue>) -> Result<(usi
     }
 }
 
+/// `text` as `varchar(n)` (or `char(n)`, padded) holds it: a string longer than `n` keeps its
+/// first `n` code points; `None` for the text of another value (a number) that is too long.
+pub(crate) fn bounded_text(text: &str, n: usize, char: bool, from_string: bool) -> Option<String> {
+    let count = text.chars().count();
+    let kept = if count <= n {
+        text
+    } else if from_string {
+        let end = text.char_indices().nth(n).map_or(text.len(), |(at, _)| at);
+        &text[..end]
+    } else {
+        return None;
+    };
+    let padding = if char {
+        n.saturating_sub(count.min(n))
+    } else {
+        0
+    };
+    Some(format!("{kept}{}", " ".repeat(padding)))
+}
+
+/// The length and kind (`char`?) of a bounded text type as [`TRINO_TYPE`] names it
+/// (`varchar(3)`, `char(12)`).
+pub(crate) fn bound_of(trino_type: &str) -> Option<(usize, bool)> {
+    let (char, rest) = match trino_type.strip_prefix("varchar(") {
+        Some(rest) => (false, rest),
+        None => (true, trino_type.strip_prefix("char(")?),
+    };
+    Some((rest.strip_suffix(')')?.parse().ok()?, char))
+}
+
 impl ScalarUDFImpl for CastBounded {
     fn name(&self) -> &str {
         CAST_BOUNDED
@@ -102,29 +132,18 @@ impl ScalarUDFImpl for CastBounded {
                 out.append_null();
                 continue;
             };
-            let count = v.chars().count();
-            let kept = if count <= n {
-                v
-            } else if from_string {
-                let end = v.char_indices().nth(n).map_or(v.len(), |(at, _)| at);
-                &v[..end]
-            } else if fallible {
-                out.append_null();
-                continue;
-            } else {
-                return Err(DataFusionError::ArrowError(
-                    Box::new(ArrowError::CastError(format!(
-                        "Value {v} cannot be represented as {target}({n})"
-                    ))),
-                    None,
-                ));
-            };
-            let padding = if char {
-                n.saturating_sub(count.min(n))
-            } else {
-                0
-            };
-            out.append_value(format!("{kept}{}", " ".repeat(padding)));
+            match bounded_text(v, n, char, from_string) {
+                Some(kept) => out.append_value(kept),
+                None if fallible => out.append_null(),
+                None => {
+                    return Err(DataFusionError::ArrowError(
+                        Box::new(ArrowError::CastError(format!(
+                            "Value {v} cannot be represented as {target}({n})"
+                        ))),
+                        None,
+                    ));
+                }
+            }
         }
         let array: Arc<dyn Array> = Arc::new(out.finish());
         result(&args, array)

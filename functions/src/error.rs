@@ -63,3 +63,35 @@ pub(crate) fn value_error_in(e: &DataFusionError) -> Option<(ValueError, String)
     }
     None
 }
+
+/// The errors of Trino's SQL/JSON functions, each a user error of its own name (not caught by
+/// `try`, as in Trino).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonErrorKind {
+    /// A path that does not read (`INVALID_PATH`).
+    InvalidPath,
+    /// An input or a `PASSING … FORMAT JSON` value that is not JSON (`JSON_INPUT_CONVERSION_ERROR`).
+    InputConversion,
+    /// A path whose evaluation failed (`PATH_EVALUATION_ERROR`).
+    PathEvaluation,
+    /// A sequence `json_query` cannot answer as one JSON text (`JSON_OUTPUT_CONVERSION_ERROR`).
+    OutputConversion,
+    /// A sequence `json_value` cannot answer as one SQL value (`JSON_VALUE_RESULT_ERROR`).
+    ValueResult,
+}
+
+/// An SQL/JSON function's error, under `ERROR ON ERROR` (or `ERROR ON EMPTY`), or a path that
+/// does not read.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct JsonError {
+    pub kind: JsonErrorKind,
+    pub message: String,
+}
+
+pub(crate) fn json_error(kind: JsonErrorKind, message: impl Into<String>) -> DataFusionError {
+    DataFusionError::External(Box::new(JsonError {
+        kind,
+        message: message.into(),
+    }))
+}

@@ -33,6 +33,8 @@ mod interval_text;
 mod iso8601;
 mod java_format;
 mod json;
+mod json_constructors;
+mod json_items;
 mod json_path;
 mod json_values;
 pub mod lambdas;
@@ -76,8 +78,9 @@ pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use checked_cast::{CHECKED_CAST, can_fail};
-pub use error::{ValueError, value_error};
+pub use error::{JsonError, JsonErrorKind, ValueError, value_error};
 pub use interval_text::{IntervalText, MixedInterval};
+pub use json_items::json_item_readable;
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
@@ -217,6 +220,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     functions.extend(udfs(urls::url_functions()));
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sql_json::sql_json_functions()));
+    functions.extend(udfs(json_constructors::json_constructors()));
     functions.push(Arc::new(ScalarUDF::new_from_impl(
         cosine::CosineSimilarity::new(),
     )));

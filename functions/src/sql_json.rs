@@ -1,37 +1,40 @@
 //! The SQL/JSON query functions `json_exists`, `json_value` and `json_query` (Trino's, over
 //! [`crate::json_path`]). Their clauses (`… ON EMPTY`, `… ON ERROR`, the array wrapper, the
-//! quotes) reach them as trailing constant arguments, which the dialect writes from Trino's
+//! quotes, `PASSING`) reach them as trailing arguments, which the dialect writes from Trino's
 //! syntax:
 //!
-//! - `json_exists(json, path[, on_error])`, `on_error` one of `FALSE` (the default), `TRUE`,
-//!   `UNKNOWN`, `ERROR`;
-//! - `json_value(json, path[, on_empty, empty_default, on_error, error_default[, returned]])`,
-//!   each behaviour `NULL` (the default), `ERROR` or `DEFAULT` (then the default's value),
-//!   `returned` a NULL of the type `RETURNING` names (varchar without it);
-//! - `json_query(json, path[, wrapper, quotes, on_empty, on_error])`, the wrapper `WITHOUT`
-//!   (the default), `CONDITIONAL` or `UNCONDITIONAL`, the quotes `KEEP` or `OMIT`, each
-//!   behaviour `NULL`, `ERROR`, `EMPTY ARRAY` or `EMPTY OBJECT`.
+//! - `json_exists(json, path[, on_error, passing…])`, `on_error` one of `FALSE` (the default),
+//!   `TRUE`, `UNKNOWN`, `ERROR`;
+//! - `json_value(json, path[, on_empty, empty_default, on_error, error_default[, returned],
+//!   passing…])`, each behaviour `NULL` (the default), `ERROR` or `DEFAULT` (then the default's
+//!   value), `returned` a NULL of the type `RETURNING` names (varchar without it);
+//! - `json_query(json, path[, wrapper, quotes, on_empty, on_error, passing…])`, the wrapper
+//!   `WITHOUT` (the default), `CONDITIONAL` or `UNCONDITIONAL`, the quotes `KEEP` or `OMIT`,
+//!   each behaviour `NULL`, `ERROR`, `EMPTY ARRAY` or `EMPTY OBJECT`;
+//! - `passing…`: for each variable its name, its format (`SQL` or `JSON [encoding]`, see
+//!   [`crate::json_items`]) and its value.
 //!
 //! A NULL input answers NULL. Text that is not JSON and the path's evaluation errors are the
-//! `ON ERROR` clause's to decide, as in Trino; with `ERROR ON ERROR` they are
-//! `INVALID_FUNCTION_ARGUMENT` (Trino names them `JSON_INPUT_CONVERSION_ERROR`,
-//! `PATH_EVALUATION_ERROR` and the like).
+//! `ON ERROR` clause's to decide, as in Trino; with `ERROR ON ERROR` they fail with Trino's
+//! names (JSON_INPUT_CONVERSION_ERROR, PATH_EVALUATION_ERROR, JSON_VALUE_RESULT_ERROR,
+//! JSON_OUTPUT_CONVERSION_ERROR); a path that does not read is INVALID_PATH.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, StringArray, StringBuilder,
 };
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use crate::args::{LastParsed, arrays, is_string, result, strings, unexpected_parameters};
 use crate::decimals::rescaled;
-use crate::error::invalid_argument;
-use crate::json_path::{Item, JsonPath, Number, parse_json};
+use crate::error::{JsonErrorKind, json_error};
+use crate::json_items::{Format, item_at, json_item_readable};
+use crate::json_path::{Item, JsonPath, Number, Variables, parse_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -56,30 +59,135 @@ pub(crate) fn sql_json_functions() -> Vec<SqlJsonFunction> {
         .collect()
 }
 
+/// Where a call's arguments are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Whether `json_value`'s seventh argument is the typed NULL of its `RETURNING`.
+    returning: bool,
+    /// Where the variables' (name, format, value) triples start.
+    passing: usize,
+}
+
 impl Kind {
-    /// The number of arguments with every clause written out.
-    fn full_arity(self) -> usize {
-        match self {
+    /// The layout of a call of `n` arguments, `None` when no call has that many.
+    fn layout(self, n: usize) -> Option<Layout> {
+        let plain = |passing| {
+            Some(Layout {
+                returning: false,
+                passing,
+            })
+        };
+        if n == 2 {
+            return plain(2);
+        }
+        let clauses = match self {
             Kind::Exists => 3,
-            Kind::Value => 7,
-            Kind::Query => 6,
+            Kind::Value | Kind::Query => 6,
+        };
+        match n.checked_sub(clauses).map(|rest| rest % 3) {
+            Some(0) => plain(clauses),
+            Some(1) if self == Kind::Value => Some(Layout {
+                returning: true,
+                passing: clauses + 1,
+            }),
+            _ => None,
         }
     }
 }
 
-/// What the path's sequence, or its failure, is read as.
-enum Outcome {
-    Items(Vec<Item>),
-    Failed(String),
+/// Why a row has no answer of its own: what `ON ERROR` (or `ON EMPTY`) decides about.
+struct Failure {
+    kind: JsonErrorKind,
+    message: String,
 }
 
-fn evaluate(json: &str, path: &JsonPath) -> Outcome {
+impl Failure {
+    fn new(kind: JsonErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    fn error(self) -> DataFusionError {
+        json_error(self.kind, self.message)
+    }
+}
+
+fn evaluate(json: &str, path: &JsonPath, variables: &Variables) -> Result<Vec<Item>, Failure> {
     let Some(item) = parse_json(json) else {
-        return Outcome::Failed(format!("Cannot convert value to JSON: '{json}'"));
+        return Err(Failure::new(
+            JsonErrorKind::InputConversion,
+            format!("conversion to JSON failed: '{json}' is not JSON"),
+        ));
     };
-    match path.evaluate(&item) {
-        Ok(items) => Outcome::Items(items),
-        Err(e) => Outcome::Failed(format!("JSON path evaluation failed: {}", e.0)),
+    path.evaluate(&item, variables).map_err(|e| {
+        Failure::new(
+            JsonErrorKind::PathEvaluation,
+            format!("path evaluation failed: {}", e.0),
+        )
+    })
+}
+
+/// The variables of a call's `PASSING` clause: names, formats, and the values' columns.
+struct Passing<'a> {
+    variables: Vec<(String, Format, &'a ArrayRef, &'a FieldRef)>,
+}
+
+impl<'a> Passing<'a> {
+    fn new(args: &'a ScalarFunctionArgs, columns: &'a [ArrayRef], from: usize) -> Result<Self> {
+        let constant = |i: usize| match args.args.get(i) {
+            Some(ColumnarValue::Scalar(value)) => value.try_as_str().flatten(),
+            _ => None,
+        };
+        let mut variables = Vec::new();
+        for at in (from..columns.len()).step_by(3) {
+            let (Some(name), Some(format)) =
+                (constant(at), constant(at + 1).and_then(Format::named))
+            else {
+                return exec_err!("PASSING takes constant names and formats");
+            };
+            variables.push((
+                name.to_string(),
+                format,
+                &columns[at + 2],
+                &args.arg_fields[at + 2],
+            ));
+        }
+        Ok(Self { variables })
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.variables.iter().map(|(n, ..)| n.as_str()).collect()
+    }
+
+    /// The variables' values at `row`: an SQL NULL is JSON null, a NULL passed as JSON the
+    /// empty sequence; JSON text that does not read is a failure of the row.
+    fn at(&self, row: usize) -> Result<Vec<(String, Vec<Item>)>, Failure> {
+        self.variables
+            .iter()
+            .map(|(name, format, column, field)| {
+                // The types were checked while planning: what fails here is JSON text.
+                let item = item_at(column, field, *format, row).map_err(|e| {
+                    let message = match &e {
+                        DataFusionError::External(inner) => inner
+                            .downcast_ref::<crate::error::JsonError>()
+                            .map(|json| json.message.clone()),
+                        _ => None,
+                    };
+                    Failure::new(
+                        JsonErrorKind::InputConversion,
+                        message.unwrap_or_else(|| e.to_string()),
+                    )
+                })?;
+                let value = match (item, format) {
+                    (Some(item), _) => vec![item],
+                    (None, Format::Sql) => vec![Item::Null],
+                    (None, Format::Json(_)) => vec![],
+                };
+                Ok((name.clone(), value))
+            })
+            .collect()
     }
 }
 
@@ -97,24 +205,20 @@ impl ScalarUDFImpl for SqlJsonFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let arity_ok = arg_types.len() == 2
-            || arg_types.len() == self.kind.full_arity()
-            || (self.kind == Kind::Value && arg_types.len() == 6);
-        if !arity_ok || !arg_types.iter().take(2).all(is_string) {
+        let layout = self.kind.layout(arg_types.len());
+        let Some(layout) = layout.filter(|_| arg_types.iter().take(2).all(is_string)) else {
             return Err(unexpected_parameters(
                 self.name(),
                 arg_types,
                 "(varchar, json path)",
             ));
-        }
-        if self.kind != Kind::Value {
-            return Ok(vec![DataType::Utf8; arg_types.len()]);
-        }
-        // json_value's defaults are answered as its returned type: varchar, or the type of the
-        // typed NULL its RETURNING clause was written as.
-        let target = returned_type(arg_types);
-        if !is_returnable(&target) {
-            return Err(datafusion::error::DataFusionError::NotImplemented(format!(
+        };
+        // The variables' values keep their types; everything else is text, but json_value's
+        // defaults, which are answered as its returned type: varchar, or the type of the typed
+        // NULL its RETURNING clause was written as.
+        let target = returned_type(arg_types, layout);
+        if self.kind == Kind::Value && !is_returnable(&target) {
+            return Err(DataFusionError::NotImplemented(format!(
                 "json_value … RETURNING {}",
                 crate::types::trino_type_name(&target)
             )));
@@ -123,8 +227,9 @@ impl ScalarUDFImpl for SqlJsonFunction {
             .iter()
             .enumerate()
             .map(|(i, t)| match i {
-                3 | 5 => target.clone(),
-                6 => t.clone(),
+                _ if i >= layout.passing && (i - layout.passing) % 3 == 2 => t.clone(),
+                3 | 5 if self.kind == Kind::Value => target.clone(),
+                6 if layout.returning => t.clone(),
                 _ => DataType::Utf8,
             })
             .collect())
@@ -133,9 +238,73 @@ impl ScalarUDFImpl for SqlJsonFunction {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::Exists => DataType::Boolean,
-            Kind::Value => returned_type(arg_types),
+            Kind::Value => match self.kind.layout(arg_types.len()) {
+                Some(layout) => returned_type(arg_types, layout),
+                None => DataType::Utf8,
+            },
             Kind::Query => DataType::Utf8,
         })
+    }
+
+    /// The return type, after reading a constant path (and its variables' names): a path
+    /// that does not read is INVALID_PATH while planning, as in Trino.
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        if let (Some(layout), Some(Some(path))) = (
+            self.kind.layout(types.len()),
+            args.scalar_arguments
+                .get(1)
+                .map(|p| p.and_then(|p| p.try_as_str().flatten())),
+        ) {
+            let names: Vec<&str> = (layout.passing..types.len())
+                .step_by(3)
+                .filter_map(|at| {
+                    args.scalar_arguments
+                        .get(at)
+                        .copied()
+                        .flatten()
+                        .and_then(|name| name.try_as_str().flatten())
+                })
+                .collect();
+            read_path(path, &names)?;
+        }
+        if let Some(layout) = self.kind.layout(types.len()) {
+            for at in (layout.passing..types.len()).step_by(3) {
+                let format = args
+                    .scalar_arguments
+                    .get(at + 1)
+                    .copied()
+                    .flatten()
+                    .and_then(|f| f.try_as_str().flatten())
+                    .unwrap_or("SQL");
+                let value = &args.arg_fields[at + 2];
+                if !json_item_readable(value, format) {
+                    return Err(DataFusionError::NotImplemented(format!(
+                        "{} … PASSING a value of type {}{}",
+                        self.name(),
+                        crate::types::trino_type_name(value.data_type()),
+                        if format == "SQL" { "" } else { " as JSON" }
+                    )));
+                }
+            }
+        }
+        let field =
+            datafusion::arrow::datatypes::Field::new(self.name(), self.return_type(&types)?, true);
+        // `RETURNING varchar(n)` or `char(n)`: the typed NULL's field says which.
+        let bounded = self
+            .kind
+            .layout(types.len())
+            .filter(|layout| layout.returning)
+            .and_then(|_| args.arg_fields.get(6))
+            .filter(|f| bound_of_field(f).is_some());
+        Ok(Arc::new(match bounded {
+            Some(typed) => field.with_metadata(typed.metadata().clone()),
+            None => field,
+        }))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -150,30 +319,41 @@ impl ScalarUDFImpl for SqlJsonFunction {
                 Some(_) => exec_err!("{}'s clauses must be constants", self.name()),
             }
         };
+        let Some(layout) = self.kind.layout(args.args.len()) else {
+            return exec_err!("{} called with {} arguments", self.name(), args.args.len());
+        };
         let columns = arrays(&args)?;
         let (Some(json), Some(paths)) = (columns.first(), columns.get(1)) else {
             return exec_err!("{} takes JSON and a path", self.name());
         };
+        let passing = Passing::new(&args, &columns, layout.passing)?;
+        let names = passing.names();
         let json = strings(json)?;
         let json = json.as_string::<i32>();
         let paths = strings(paths)?;
         let paths = paths.as_string::<i32>();
         let mut parsed = LastParsed::new();
+        // The path's sequence for a row, or its failure; `None` where the input or path is NULL.
+        let mut sequence = |row: usize| -> Result<Option<Result<Vec<Item>, Failure>>> {
+            let Some(path) = path_at(&mut parsed, json, paths, &names, row)? else {
+                return Ok(None);
+            };
+            Ok(Some(passing.at(row).and_then(|variables| {
+                evaluate(json.value(row), path, &variables)
+            })))
+        };
         let array: ArrayRef = match self.kind {
             Kind::Exists => {
                 let on_error = clause(2, "FALSE")?;
                 let mut out = BooleanBuilder::with_capacity(json.len());
                 for row in 0..json.len() {
-                    let Some(path) = path_at(&mut parsed, json, paths, row)? else {
-                        out.append_null();
-                        continue;
-                    };
-                    match evaluate(json.value(row), path) {
-                        Outcome::Items(items) => out.append_value(!items.is_empty()),
-                        Outcome::Failed(message) => match on_error.as_str() {
+                    match sequence(row)? {
+                        None => out.append_null(),
+                        Some(Ok(items)) => out.append_value(!items.is_empty()),
+                        Some(Err(failure)) => match on_error.as_str() {
                             "TRUE" => out.append_value(true),
                             "UNKNOWN" => out.append_null(),
-                            "ERROR" => return Err(invalid_argument(message)),
+                            "ERROR" => return Err(failure.error()),
                             _ => out.append_value(false),
                         },
                     }
@@ -189,38 +369,54 @@ impl ScalarUDFImpl for SqlJsonFunction {
                         .iter()
                         .map(|f| f.data_type().clone())
                         .collect::<Vec<_>>(),
+                    layout,
                 );
                 let null = ScalarValue::try_from(&target)?;
+                let bound = args
+                    .arg_fields
+                    .get(6)
+                    .filter(|_| layout.returning)
+                    .and_then(bound_of_field);
                 let default_at = |i: usize, row: usize| -> Result<ScalarValue> {
-                    match columns.get(i) {
-                        Some(array) => ScalarValue::try_from_array(array, row),
-                        None => Ok(null.clone()),
-                    }
+                    let value = match columns.get(i).filter(|_| layout.passing > i) {
+                        Some(array) => ScalarValue::try_from_array(array, row)?,
+                        None => null.clone(),
+                    };
+                    // A default is text already: kept to the bound, never refused.
+                    Ok(bounded_answer(value.clone(), bound, true).unwrap_or(value))
                 };
+                let result_error =
+                    |message: String| Failure::new(JsonErrorKind::ValueResult, message);
                 let mut out: Vec<ScalarValue> = Vec::with_capacity(json.len());
                 for row in 0..json.len() {
-                    let Some(path) = path_at(&mut parsed, json, paths, row)? else {
-                        out.push(null.clone());
-                        continue;
-                    };
-                    let answer = match evaluate(json.value(row), path) {
-                        Outcome::Items(items) => match items.as_slice() {
+                    let answer = match sequence(row)? {
+                        None => {
+                            out.push(null.clone());
+                            continue;
+                        }
+                        Some(Ok(items)) => match items.as_slice() {
                             [] => match on_empty.as_str() {
                                 "ERROR" => {
-                                    return Err(invalid_argument("JSON path found no items"));
+                                    return Err(
+                                        result_error("JSON path found no items".into()).error()
+                                    );
                                 }
                                 "DEFAULT" => Ok(default_at(3, row)?),
                                 _ => Ok(null.clone()),
                             },
-                            [item] => converted(item, &target),
-                            _ => Err("JSON path found multiple items".to_string()),
+                            [item] => converted(item, &target)
+                                .and_then(|value| {
+                                    bounded_answer(value, bound, matches!(item, Item::Text(_)))
+                                })
+                                .map_err(result_error),
+                            _ => Err(result_error("JSON path found multiple items".into())),
                         },
-                        Outcome::Failed(message) => Err(message),
+                        Some(Err(failure)) => Err(failure),
                     };
                     match answer {
                         Ok(value) => out.push(value),
-                        Err(message) => match on_error.as_str() {
-                            "ERROR" => return Err(invalid_argument(message)),
+                        Err(failure) => match on_error.as_str() {
+                            "ERROR" => return Err(failure.error()),
                             "DEFAULT" => out.push(default_at(5, row)?),
                             _ => out.push(null.clone()),
                         },
@@ -237,30 +433,32 @@ impl ScalarUDFImpl for SqlJsonFunction {
                 let omit_quotes = clause(3, "KEEP")? == "OMIT";
                 let on_empty = clause(4, "NULL")?;
                 let on_error = clause(5, "NULL")?;
+                let output_error =
+                    |message: String| Failure::new(JsonErrorKind::OutputConversion, message);
                 let mut out = StringBuilder::with_capacity(json.len(), json.len() * 16);
                 for row in 0..json.len() {
-                    let Some(path) = path_at(&mut parsed, json, paths, row)? else {
-                        out.append_null();
-                        continue;
-                    };
-                    let answer = match evaluate(json.value(row), path) {
-                        Outcome::Items(items) if items.is_empty() => {
-                            match empty_behaviour(&on_empty) {
-                                Some(Ok(value)) => Ok(value),
-                                Some(Err(())) => {
-                                    return Err(invalid_argument("JSON path found no items"));
-                                }
-                                None => Ok(None),
-                            }
+                    let answer = match sequence(row)? {
+                        None => {
+                            out.append_null();
+                            continue;
                         }
-                        Outcome::Items(items) => wrapped(items, &wrapper, omit_quotes),
-                        Outcome::Failed(message) => Err(message),
+                        Some(Ok(items)) if items.is_empty() => match empty_behaviour(&on_empty) {
+                            Some(Ok(value)) => Ok(value),
+                            Some(Err(())) => {
+                                return Err(output_error("JSON path found no items".into()).error());
+                            }
+                            None => Ok(None),
+                        },
+                        Some(Ok(items)) => {
+                            wrapped(items, &wrapper, omit_quotes).map_err(output_error)
+                        }
+                        Some(Err(failure)) => Err(failure),
                     };
                     match answer {
                         Ok(value) => out.append_option(value),
-                        Err(message) => match empty_behaviour(&on_error) {
+                        Err(failure) => match empty_behaviour(&on_error) {
                             Some(Ok(value)) => out.append_option(value),
-                            Some(Err(())) => return Err(invalid_argument(message)),
+                            Some(Err(())) => return Err(failure.error()),
                             None => out.append_null(),
                         },
                     }
@@ -272,29 +470,59 @@ impl ScalarUDFImpl for SqlJsonFunction {
     }
 }
 
+/// `text` read as a path whose variables are among `passed`; else INVALID_PATH.
+fn read_path(text: &str, passed: &[&str]) -> Result<JsonPath> {
+    let path = JsonPath::parse(text).map_err(|e| {
+        json_error(
+            JsonErrorKind::InvalidPath,
+            format!("Invalid JSON path '{text}': {}", e.0),
+        )
+    })?;
+    if let Some(missing) = path
+        .variables()
+        .iter()
+        .find(|v| !passed.contains(&v.as_str()))
+    {
+        // Unquoted names in PASSING are upper-cased, as Trino's identifiers; the path's are
+        // as written.
+        let hint = if passed.iter().any(|p| p.eq_ignore_ascii_case(missing)) {
+            format!(". Try quoting \"{missing}\" in the PASSING clause to match case")
+        } else {
+            String::new()
+        };
+        return Err(json_error(
+            JsonErrorKind::InvalidPath,
+            format!("no value passed for parameter {missing}{hint}"),
+        ));
+    }
+    Ok(path)
+}
+
 /// The path of `row`, read again only when its text changes; `None` where the input or the
-/// path is NULL.
+/// path is NULL. A path that does not read, or reads a variable `PASSING` does not name, is
+/// INVALID_PATH.
 fn path_at<'p>(
     parsed: &'p mut LastParsed<JsonPath>,
     json: &StringArray,
     paths: &StringArray,
+    passed: &[&str],
     row: usize,
 ) -> Result<Option<&'p JsonPath>> {
     if json.is_null(row) || paths.is_null(row) {
         return Ok(None);
     }
     parsed
-        .get(paths.value(row), |text| {
-            JsonPath::parse(text)
-                .map_err(|e| invalid_argument(format!("Invalid JSON path '{text}': {}", e.0)))
-        })
+        .get(paths.value(row), |text| read_path(text, passed))
         .map(Some)
 }
 
 /// The type `json_value` answers in: its seventh argument's (a typed NULL, written from
 /// `RETURNING`), else varchar.
-fn returned_type(arg_types: &[DataType]) -> DataType {
-    arg_types.get(6).cloned().unwrap_or(DataType::Utf8)
+fn returned_type(arg_types: &[DataType], layout: Layout) -> DataType {
+    match arg_types.get(6) {
+        Some(t) if layout.returning => t.clone(),
+        _ => DataType::Utf8,
+    }
 }
 
 fn is_returnable(t: &DataType) -> bool {
@@ -311,6 +539,36 @@ fn is_returnable(t: &DataType) -> bool {
             | DataType::Decimal128(_, _)
             | DataType::Date32
     )
+}
+
+/// The bound of `RETURNING varchar(n)` or `char(n)`, from its typed NULL's field.
+fn bound_of_field(field: &FieldRef) -> Option<(usize, bool)> {
+    field
+        .metadata()
+        .get(crate::types::TRINO_TYPE)
+        .and_then(|t| crate::bounded::bound_of(t))
+}
+
+/// `value` (text) as a bounded returned type holds it: a JSON string's text truncated to the
+/// length, a number's or boolean's text refused when longer (as Trino's casts of them), a
+/// `char` padded (and not made of a number or boolean, which Trino does not cast to one).
+fn bounded_answer(
+    value: ScalarValue,
+    bound: Option<(usize, bool)>,
+    from_string: bool,
+) -> Result<ScalarValue, String> {
+    let (Some((n, char)), ScalarValue::Utf8(Some(text))) = (bound, &value) else {
+        return Ok(value);
+    };
+    let kind = if char { "char" } else { "varchar" };
+    let refused = || format!("Cannot cast {text} to {kind}({n})");
+    // Trino casts numbers and booleans to varchar(n) but not to char(n).
+    if char && !from_string {
+        return Err(refused());
+    }
+    crate::bounded::bounded_text(text, n, char, from_string)
+        .map(|kept| ScalarValue::Utf8(Some(kept)))
+        .ok_or_else(refused)
 }
 
 /// `json_value`'s answer for one item, as Trino casts the item's SQL value (an integer, a
@@ -679,6 +937,146 @@ mod tests {
         );
     }
 
+    fn kind_of(result: Result<ScalarValue>) -> Option<JsonErrorKind> {
+        match result {
+            Err(DataFusionError::External(e)) => e
+                .downcast_ref::<crate::error::JsonError>()
+                .map(|json| json.kind),
+            _ => None,
+        }
+    }
+
+    /// `json_query(input, path PASSING value AS name … on_empty ON EMPTY)`.
+    fn query_passing(
+        path: &str,
+        variables: &[(&str, &str, ScalarValue)],
+        on_empty: &str,
+    ) -> Result<ScalarValue> {
+        let mut args = vec![
+            text(r#"["a", "b"]"#),
+            text(path),
+            text("WITHOUT"),
+            text("KEEP"),
+            text(on_empty),
+            text("NULL"),
+        ];
+        for (name, format, value) in variables {
+            args.extend([text(name), text(format), value.clone()]);
+        }
+        call(Kind::Query, args)
+    }
+
+    #[test]
+    fn passing_gives_the_paths_variables_their_values() {
+        // Trino's TestJsonQueryFunction.testPassingClause and testNullInput.
+        let five = ScalarValue::Int32(Some(5));
+        assert_eq!(
+            query_passing(
+                "lax $number + 1",
+                &[("number", "SQL", five.clone())],
+                "NULL"
+            )
+            .ok(),
+            Some(text("6"))
+        );
+        let unquoted = query_passing(
+            "lax $number + 1",
+            &[("NUMBER", "SQL", five.clone())],
+            "NULL",
+        );
+        assert!(
+            unquoted
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("Try quoting \"number\"")),
+            "{unquoted:?}"
+        );
+        assert_eq!(kind_of(unquoted), Some(JsonErrorKind::InvalidPath));
+        assert_eq!(
+            query_passing(
+                "lax $array[0]",
+                &[("array", "JSON", text("[1, 2, 3]"))],
+                "NULL"
+            )
+            .ok(),
+            Some(text("1"))
+        );
+        assert_eq!(
+            query_passing("lax $array[0]", &[("array", "JSON", text("[..."))], "NULL").ok(),
+            Some(ScalarValue::Utf8(None))
+        );
+        assert_eq!(
+            query_passing("lax $[$number]", &[("number", "SQL", five)], "NULL").ok(),
+            Some(ScalarValue::Utf8(None))
+        );
+        assert_eq!(
+            query_passing(
+                "lax $var",
+                &[("var", "SQL", ScalarValue::Utf8(None))],
+                "NULL"
+            )
+            .ok(),
+            Some(text("null"))
+        );
+        assert_eq!(
+            query_passing(
+                "lax $var",
+                &[("var", "JSON", ScalarValue::Utf8(None))],
+                "EMPTY ARRAY"
+            )
+            .ok(),
+            Some(text("[]"))
+        );
+    }
+
+    /// `json_value(json, path ERROR ON ERROR)`.
+    fn value_error_on_error(json: &str, path: &str) -> Result<ScalarValue> {
+        call(
+            Kind::Value,
+            vec![
+                text(json),
+                text(path),
+                text("NULL"),
+                ScalarValue::Utf8(None),
+                text("ERROR"),
+                ScalarValue::Utf8(None),
+            ],
+        )
+    }
+
+    #[test]
+    fn errors_carry_trinos_names() {
+        assert_eq!(
+            kind_of(value_error_on_error("[1, 2]", "lax $[*]")),
+            Some(JsonErrorKind::ValueResult)
+        );
+        assert_eq!(
+            kind_of(value_error_on_error("[1, 2", "lax $")),
+            Some(JsonErrorKind::InputConversion)
+        );
+        assert_eq!(
+            kind_of(value_error_on_error("[1, 2]", "strict $[5]")),
+            Some(JsonErrorKind::PathEvaluation)
+        );
+        assert_eq!(
+            kind_of(value_error_on_error("[1, 2]", "$[5]")),
+            Some(JsonErrorKind::InvalidPath)
+        );
+        assert_eq!(
+            kind_of(call(
+                Kind::Query,
+                vec![
+                    text("[1, 2]"),
+                    text("lax $[*]"),
+                    text("WITHOUT"),
+                    text("KEEP"),
+                    text("NULL"),
+                    text("ERROR"),
+                ],
+            )),
+            Some(JsonErrorKind::OutputConversion)
+        );
+    }
+
     #[test]
     fn errors_follow_the_on_error_clause() {
         // Not JSON: false by default, an error when asked.
@@ -692,23 +1090,10 @@ mod tests {
             call(Kind::Value, vec![text("[1,2]"), text("lax $[*]")]).ok(),
             Some(ScalarValue::Utf8(None))
         );
-        let error_on_error = |json: &str, path: &str| {
-            call(
-                Kind::Value,
-                vec![
-                    text(json),
-                    text(path),
-                    text("NULL"),
-                    ScalarValue::Utf8(None),
-                    text("ERROR"),
-                    ScalarValue::Utf8(None),
-                ],
-            )
-        };
-        assert!(error_on_error(r#"{"a":{}}"#, "lax $.a").is_err());
-        assert!(error_on_error("[1,2]", "lax $[*]").is_err());
+        assert!(value_error_on_error(r#"{"a":{}}"#, "lax $.a").is_err());
+        assert!(value_error_on_error("[1,2]", "lax $[*]").is_err());
         assert_eq!(
-            error_on_error(r#"{"a":1.50}"#, "lax $.a").ok(),
+            value_error_on_error(r#"{"a":1.50}"#, "lax $.a").ok(),
             Some(ScalarValue::Utf8(Some("1.50".into())))
         );
         // A NULL input answers NULL whatever the clauses; a path Trino refuses is an error.

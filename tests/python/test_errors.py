@@ -47,6 +47,13 @@ CASES = [
     # A function's refusal in the workers' tasks (read through the coordinator on the Trino
     # port, at the workers over Flight SQL).
     ("SELECT from_base64(l_comment) FROM tpch.lineitem", "INVALID_FUNCTION_ARGUMENT", Status.INVALID_ARGUMENT),
+    # The SQL/JSON functions' own names, and a refusal of a value, from the workers' tasks.
+    (
+        "SELECT json_value(l_comment, 'lax $' ERROR ON ERROR) FROM tpch.lineitem",
+        "JSON_INPUT_CONVERSION_ERROR",
+        Status.INVALID_ARGUMENT,
+    ),
+    ("SELECT json_object(l_returnflag : 1, 'A' : 2) FROM tpch.lineitem", "NOT_SUPPORTED", Status.NOT_IMPLEMENTED),
     ("CREATE EXTERNAL TABLE x STORED AS PARQUET LOCATION '/tmp/x'", "NOT_SUPPORTED", Status.NOT_IMPLEMENTED),
     (ENDLESS, "EXCEEDED_TIME_LIMIT", Status.TIMEOUT),
     (HUNGRY, "EXCEEDED_GLOBAL_MEMORY_LIMIT", None),

@@ -638,6 +638,93 @@ fn sixteen_bytes_cast(
     ))
 }
 
+/// The number of leading clause constants of a JSON constructor (`sqe_functions`'
+/// `json_constructors`), `None` for other functions.
+fn json_constructor_clauses(name: &str) -> Option<usize> {
+    match name {
+        "json_array" => Some(2),
+        "json_object" => Some(3),
+        _ => None,
+    }
+}
+
+/// A JSON constructor's values as Trino takes them: one of a type an item is read from as
+/// it is, any other that casts to varchar as its text (a date, a uuid, a timestamp), the rest
+/// (arrays, maps, rows, varbinary without `FORMAT JSON`) NOT_SUPPORTED; a key is text.
+fn json_constructor(
+    call: ScalarFunction,
+    clauses: usize,
+    schema: &DFSchema,
+) -> Result<Transformed<Expr>> {
+    let name = call.func.name().to_string();
+    // A value's arguments: its format and itself, after its key for an object.
+    let stride = if name == "json_object" { 3 } else { 2 };
+    let constant = |e: &Expr| match e {
+        Expr::Literal(value, _) => value.try_as_str().flatten().map(str::to_string),
+        _ => None,
+    };
+    let mut args = call.args;
+    let mut changed = false;
+    for at in (clauses..args.len()).step_by(stride) {
+        let value_at = at + stride - 1;
+        let (Some(format), Some(value)) = (
+            args.get(value_at - 1).and_then(constant),
+            args.get(value_at),
+        ) else {
+            break;
+        };
+        if name == "json_object" {
+            let key_type = args[at].get_type(schema)?;
+            if !is_text(&key_type) && key_type != DataType::Null {
+                return Err(refused(
+                    ErrorCode::TypeMismatch,
+                    format!(
+                        "Invalid type of JSON object key: {}",
+                        type_name(&args[at], schema)?
+                    ),
+                ));
+            }
+        }
+        let (_, field) = value.to_field(schema)?;
+        if sqe_functions::json_item_readable(&field, &format) {
+            continue;
+        }
+        let source = field.data_type();
+        let castable_to_text = format == "SQL"
+            && !source.is_nested()
+            && !matches!(
+                source,
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+            )
+            && (sqe_functions::SixteenBytes::of_field(&field).is_some()
+                || castable(source, &DataType::Utf8));
+        if !castable_to_text {
+            let read_as = if format == "SQL" {
+                String::new()
+            } else {
+                " using formatting JSON".to_string()
+            };
+            return Err(refused(
+                ErrorCode::NotSupported,
+                format!(
+                    "Unsupported type {} for {} value{read_as}",
+                    type_name(value, schema)?,
+                    name.to_uppercase()
+                ),
+            ));
+        }
+        let text = datafusion::logical_expr::cast(value.clone(), DataType::Utf8);
+        args[value_at] = trino_cast(text, schema)?.data;
+        changed = true;
+    }
+    let rebuilt = Expr::ScalarFunction(ScalarFunction::new_udf(call.func, args));
+    Ok(if changed {
+        Transformed::yes(rebuilt)
+    } else {
+        Transformed::no(rebuilt)
+    })
+}
+
 /// The cast with its input replaced by what `f` makes of it.
 fn with_input(
     cast: Expr,
@@ -756,6 +843,9 @@ fn is_list(t: &DataType) -> bool {
 }
 
 fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    if let Some(clauses) = json_constructor_clauses(call.func.name()) {
+        return json_constructor(call, clauses, schema);
+    }
     let types = call
         .args
         .iter()

@@ -2,10 +2,17 @@
 //! `json_exists(j, 'lax $.a' UNKNOWN ON ERROR)`, `json_value(j, p DEFAULT 0 ON EMPTY NULL ON
 //! ERROR)`, `json_query(j, p WITH CONDITIONAL ARRAY WRAPPER OMIT QUOTES EMPTY ARRAY ON EMPTY)`.
 //! Each call is written as the function with its clauses as trailing arguments, in the order
-//! `sqe_functions`' `sql_json` module reads them. `json_value`'s `RETURNING type` becomes a last
-//! argument `CAST(NULL AS type)`, whose type the function answers in. `FORMAT JSON` after the
-//! input and `json_query`'s `RETURNING varchar` are what the functions do anyway; `PASSING` and
-//! `json_query`'s other `RETURNING` types are refused as not supported.
+//! `sqe_functions`' `sql_json` module reads them. `json_value`'s `RETURNING type` becomes an
+//! argument `CAST(NULL AS type)`, whose type the function answers in; `PASSING v AS name`
+//! becomes the variables' (name, format, value) triples after the clauses. `FORMAT JSON` after
+//! the input and `json_query`'s `RETURNING varchar` are what the functions do anyway; its
+//! `RETURNING varchar(n)` or `char(n)` is a cast of its result, as in Trino.
+//!
+//! The constructors `json_array(v, … [NULL|ABSENT ON NULL] [RETURNING t])` and
+//! `json_object(k : v, …` (or `[KEY] k VALUE v`) `… [WITH|WITHOUT UNIQUE KEYS] [RETURNING t])`
+//! are written with their clauses as leading constants and each value's format before it
+//! (`SQL`, or `JSON [encoding]` for `v FORMAT JSON [ENCODING e]` and for a nested call of a
+//! function that returns JSON).
 
 use datafusion::sql::sqlparser::tokenizer::{Span, Token, TokenWithSpan};
 
@@ -17,6 +24,8 @@ enum Function {
     Exists,
     Value,
     Query,
+    Array,
+    Object,
 }
 
 impl Function {
@@ -25,6 +34,8 @@ impl Function {
             "json_exists" => Some(Function::Exists),
             "json_value" => Some(Function::Value),
             "json_query" => Some(Function::Query),
+            "json_array" => Some(Function::Array),
+            "json_object" => Some(Function::Object),
             _ => None,
         }
     }
@@ -34,7 +45,14 @@ impl Function {
             Function::Exists => "json_exists",
             Function::Value => "json_value",
             Function::Query => "json_query",
+            Function::Array => "json_array",
+            Function::Object => "json_object",
         }
+    }
+
+    /// Whether the function returns JSON text (a value the constructors take as JSON).
+    fn returns_json(self) -> bool {
+        matches!(self, Function::Query | Function::Array | Function::Object)
     }
 }
 
@@ -60,10 +78,22 @@ pub(super) fn json_clauses(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSp
         };
         let close = closing(&tokens, open)?;
         let inner = json_clauses(tokens[open + 1..close].to_vec())?;
-        out.push(tokens[i].clone());
-        out.push(tokens[open].clone());
-        out.extend(arguments(function, inner, tokens[open].span)?);
-        out.push(tokens[close].clone());
+        let span = tokens[open].span;
+        match function {
+            Function::Array | Function::Object => {
+                out.extend(constructor(function, inner, span)?);
+            }
+            _ => {
+                let (arguments, cast_to) = arguments(function, inner, span)?;
+                let mut call = vec![tokens[i].clone(), tokens[open].clone()];
+                call.extend(arguments);
+                call.push(tokens[close].clone());
+                out.extend(match cast_to {
+                    Some(type_tokens) => cast(call, type_tokens, span),
+                    None => call,
+                });
+            }
+        }
         i = close + 1;
     }
     Ok(out)
@@ -118,20 +148,15 @@ const CLAUSE_WORDS: [&str; 13] = [
     "UNKNOWN",
 ];
 
-/// The call's arguments: input, path, then its clauses as constants (and `json_value`'s
-/// defaults as the expressions they are).
-fn arguments(
-    function: Function,
-    inner: Vec<TokenWithSpan>,
-    span: Span,
-) -> Result<Vec<TokenWithSpan>> {
+/// `inner` without whitespace, and for each token whether it is at the call's top level
+/// (not inside parentheses or brackets; a closing one is not).
+fn significant(inner: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<bool>) {
     let tokens: Vec<TokenWithSpan> = inner
         .into_iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)))
         .collect();
-    // Top-level positions: the depth before each token.
     let mut depth = 0i32;
-    let top: Vec<bool> = tokens
+    let top = tokens
         .iter()
         .map(|t| {
             let at_top = depth == 0;
@@ -143,8 +168,57 @@ fn arguments(
             at_top && !matches!(t.token, Token::RParen | Token::RBracket)
         })
         .collect();
+    (tokens, top)
+}
+
+/// The ranges between top-level commas.
+fn top_level_items(tokens: &[TokenWithSpan], top: &[bool]) -> Vec<std::ops::Range<usize>> {
+    let mut items = Vec::new();
+    let mut start = 0;
+    for (j, token) in tokens.iter().enumerate() {
+        if top[j] && token.token == Token::Comma {
+            items.push(start..j);
+            start = j + 1;
+        }
+    }
+    if start < tokens.len() {
+        items.push(start..tokens.len());
+    }
+    items
+}
+
+fn text_token(s: &str, span: Span) -> TokenWithSpan {
+    TokenWithSpan::new(Token::SingleQuotedString(s.to_string()), span)
+}
+
+/// `CAST(call AS type)`.
+fn cast(
+    call: Vec<TokenWithSpan>,
+    type_tokens: Vec<TokenWithSpan>,
+    span: Span,
+) -> Vec<TokenWithSpan> {
+    let mut out = vec![
+        TokenWithSpan::new(Token::make_keyword("CAST"), span),
+        TokenWithSpan::new(Token::LParen, span),
+    ];
+    out.extend(call);
+    out.push(TokenWithSpan::new(Token::make_keyword("AS"), span));
+    out.extend(type_tokens);
+    out.push(TokenWithSpan::new(Token::RParen, span));
+    out
+}
+
+/// The call's arguments: input, path, then its clauses as constants (and `json_value`'s
+/// defaults as the expressions they are), then the `PASSING` variables; and the type its
+/// result is cast to (`json_query … RETURNING varchar(n)`).
+fn arguments(
+    function: Function,
+    inner: Vec<TokenWithSpan>,
+    span: Span,
+) -> Result<(Vec<TokenWithSpan>, Option<Vec<TokenWithSpan>>)> {
+    let (tokens, top) = significant(inner);
     let Some(comma) = (0..tokens.len()).find(|&j| top[j] && tokens[j].token == Token::Comma) else {
-        return Ok(tokens);
+        return Ok((tokens, None));
     };
     let mut input = tokens[..comma].to_vec();
     strip_format_json(&mut input);
@@ -155,10 +229,10 @@ fn arguments(
         .unwrap_or(tokens.len());
     let path = tokens[comma + 1..clauses_at].to_vec();
     if clauses_at == tokens.len() {
-        return Ok(tokens);
+        return Ok((tokens, None));
     }
-    let clauses = read_clauses(function, &tokens[clauses_at..], &top[clauses_at..])?;
-    let text = |s: &str| TokenWithSpan::new(Token::SingleQuotedString(s.to_string()), span);
+    let mut clauses = read_clauses(function, &tokens[clauses_at..], &top[clauses_at..])?;
+    let text = |s: &str| text_token(s, span);
     let comma = || TokenWithSpan::new(Token::Comma, span);
     let null = || vec![TokenWithSpan::new(Token::make_keyword("NULL"), span)];
     let mut out = input;
@@ -179,16 +253,8 @@ fn arguments(
                 push(default.unwrap_or_else(null));
             }
             // The returned type as a typed NULL: `CAST(NULL AS type)`.
-            if let Some(type_tokens) = clauses.returning {
-                let mut typed_null = vec![
-                    TokenWithSpan::new(Token::make_keyword("CAST"), span),
-                    TokenWithSpan::new(Token::LParen, span),
-                ];
-                typed_null.extend(null());
-                typed_null.push(TokenWithSpan::new(Token::make_keyword("AS"), span));
-                typed_null.extend(type_tokens);
-                typed_null.push(TokenWithSpan::new(Token::RParen, span));
-                push(typed_null);
+            if let Some(type_tokens) = clauses.returning.take() {
+                push(cast(null(), type_tokens, span));
             }
         }
         Function::Query => {
@@ -201,19 +267,297 @@ fn arguments(
             push(vec![text(clauses.on_empty.as_deref().unwrap_or("NULL"))]);
             push(vec![text(clauses.on_error.as_deref().unwrap_or("NULL"))]);
         }
+        Function::Array | Function::Object => {}
     }
-    Ok(out)
+    for variable in clauses.passing {
+        push(vec![text(&variable.name)]);
+        push(vec![text(&variable.format)]);
+        push(variable.value);
+    }
+    let cast_to = match function {
+        Function::Query => clauses.returning,
+        _ => None,
+    };
+    Ok((out, cast_to))
 }
 
-/// `FORMAT JSON [ENCODING …]` after the input: JSON text is what the functions read.
-fn strip_format_json(input: &mut Vec<TokenWithSpan>) {
-    let n = input.len();
-    let words: Vec<Option<String>> = input.iter().map(|t| word(Some(t))).collect();
+/// The format a value is read in: `JSON [encoding]` for `v FORMAT JSON [ENCODING e]` (the
+/// words removed from `value`) and for a call of a function that returns JSON, else `SQL`;
+/// and whether the format was written.
+fn value_format(value: &mut Vec<TokenWithSpan>) -> (String, bool) {
+    if let Some(encoding) = strip_format_json(value) {
+        let format = match encoding {
+            Some(encoding) => format!("JSON {encoding}"),
+            None => "JSON".to_string(),
+        };
+        return (format, true);
+    }
+    let returns_json = match (value.first(), value.get(1)) {
+        (Some(first), Some(open)) if open.token == Token::LParen => {
+            let called = match &first.token {
+                Token::Word(w) if w.quote_style.is_none() => Function::named(&w.value),
+                _ => None,
+            };
+            called.is_some_and(Function::returns_json)
+                && closing(value, 1).is_ok_and(|close| close + 1 == value.len())
+        }
+        _ => false,
+    };
+    let format = if returns_json { "JSON" } else { "SQL" };
+    (format.to_string(), false)
+}
+
+/// Removes `FORMAT JSON [ENCODING e]` from the end of `value`: `None` when it has none, else
+/// the encoding named, if one is.
+fn strip_format_json(value: &mut Vec<TokenWithSpan>) -> Option<Option<String>> {
+    let n = value.len();
+    let words: Vec<Option<String>> = value.iter().map(|t| word(Some(t))).collect();
     let at = |j: usize, w: &str| words.get(j).and_then(|x| x.as_deref()) == Some(w);
     if n >= 4 && at(n - 4, "FORMAT") && at(n - 3, "JSON") && at(n - 2, "ENCODING") {
-        input.truncate(n - 4);
+        let encoding = words[n - 1].clone();
+        value.truncate(n - 4);
+        Some(encoding)
     } else if n >= 2 && at(n - 2, "FORMAT") && at(n - 1, "JSON") {
-        input.truncate(n - 2);
+        value.truncate(n - 2);
+        Some(None)
+    } else {
+        None
+    }
+}
+
+/// A constructor's clauses.
+struct ConstructorClauses {
+    absent_on_null: bool,
+    unique_keys: bool,
+    /// `VARCHAR` or `VARBINARY <encoding>`.
+    returning: String,
+    /// What the result is then made into: a cast (`varchar(n)`, `char(n)`), or `json_parse`
+    /// for `json`.
+    output: Output,
+}
+
+enum Output {
+    AsIs,
+    Cast(Vec<TokenWithSpan>),
+    Json,
+}
+
+/// `json_array(…)` or `json_object(…)` written as the function reads it (see the module
+/// documentation), with its `RETURNING` applied.
+fn constructor(
+    function: Function,
+    inner: Vec<TokenWithSpan>,
+    span: Span,
+) -> Result<Vec<TokenWithSpan>> {
+    let name = function.name();
+    let (tokens, top) = significant(inner);
+    let items = top_level_items(&tokens, &top);
+    // The clauses follow the last element (or stand alone: `json_object(RETURNING varchar)`).
+    let clauses_at = items.last().and_then(|last| {
+        last.clone().find(|&j| {
+            let w = |k: usize| word(tokens.get(k));
+            let is = |k: usize, s: &str| w(k).as_deref() == Some(s);
+            let first_of_item = j == last.start;
+            top[j]
+                && (is(j, "RETURNING")
+                    || (!first_of_item
+                        && ((is(j, "NULL") || is(j, "ABSENT"))
+                            && is(j + 1, "ON")
+                            && is(j + 2, "NULL")
+                            || (function == Function::Object
+                                && (is(j, "WITH") || is(j, "WITHOUT"))
+                                && is(j + 1, "UNIQUE")))))
+        })
+    });
+    let clauses =
+        read_constructor_clauses(function, &tokens[clauses_at.unwrap_or(tokens.len())..])?;
+    let elements: Vec<std::ops::Range<usize>> = items
+        .into_iter()
+        .map(|item| item.start..clauses_at.map_or(item.end, |at| item.end.min(at)))
+        .filter(|item| !item.is_empty())
+        .collect();
+    let text = |s: &str| text_token(s, span);
+    let comma = || TokenWithSpan::new(Token::Comma, span);
+    let mut call = vec![
+        TokenWithSpan::new(Token::make_word(name, None), span),
+        TokenWithSpan::new(Token::LParen, span),
+        text(if clauses.absent_on_null {
+            "ABSENT"
+        } else {
+            "NULL"
+        }),
+    ];
+    if function == Function::Object {
+        call.push(comma());
+        call.push(text(if clauses.unique_keys {
+            "WITH"
+        } else {
+            "WITHOUT"
+        }));
+    }
+    call.push(comma());
+    call.push(text(&clauses.returning));
+    let mut any_formatted = false;
+    for element in elements {
+        let element_tokens = tokens[element.clone()].to_vec();
+        let element_top = &top[element];
+        let (key, mut value) = match function {
+            Function::Object => key_and_value(element_tokens, element_top)?,
+            _ => (None, element_tokens),
+        };
+        let (format, written) = value_format(&mut value);
+        any_formatted |= written;
+        if value.is_empty() || key.as_ref().is_some_and(Vec::is_empty) {
+            return Err(syntax(format!("an element of {name} is empty")));
+        }
+        if let Some(key) = key {
+            call.push(comma());
+            call.extend(key);
+        }
+        call.push(comma());
+        call.push(text(&format));
+        call.push(comma());
+        call.extend(value);
+    }
+    if clauses.unique_keys && any_formatted {
+        return Err(Error::NotSupported(
+            "WITH UNIQUE KEYS behavior is not supported for JSON_OBJECT function when input \
+             expression has FORMAT"
+                .to_string(),
+        ));
+    }
+    call.push(TokenWithSpan::new(Token::RParen, span));
+    Ok(match clauses.output {
+        Output::AsIs => call,
+        Output::Cast(type_tokens) => cast(call, type_tokens, span),
+        Output::Json => {
+            let mut out = vec![
+                TokenWithSpan::new(Token::make_word("json_parse", None), span),
+                TokenWithSpan::new(Token::LParen, span),
+            ];
+            out.extend(call);
+            out.push(TokenWithSpan::new(Token::RParen, span));
+            out
+        }
+    })
+}
+
+/// An object member's key and value: `[KEY] k VALUE v` or `k : v`.
+fn key_and_value(
+    tokens: Vec<TokenWithSpan>,
+    top: &[bool],
+) -> Result<(Option<Vec<TokenWithSpan>>, Vec<TokenWithSpan>)> {
+    let value_word =
+        (1..tokens.len()).find(|&j| top[j] && word(tokens.get(j)).as_deref() == Some("VALUE"));
+    let colon = (1..tokens.len()).find(|&j| top[j] && tokens[j].token == Token::Colon);
+    let (key_end, value_start) = match (value_word, colon) {
+        (Some(v), _) => (v, v + 1),
+        (None, Some(c)) => (c, c + 1),
+        (None, None) => {
+            return Err(syntax(
+                "a member of json_object is written key : value or KEY key VALUE value",
+            ));
+        }
+    };
+    let key_start =
+        usize::from(value_word.is_some() && word(tokens.first()).as_deref() == Some("KEY"));
+    Ok((
+        Some(tokens[key_start..key_end].to_vec()),
+        tokens[value_start..].to_vec(),
+    ))
+}
+
+/// The clauses after a constructor's last element.
+fn read_constructor_clauses(
+    function: Function,
+    tokens: &[TokenWithSpan],
+) -> Result<ConstructorClauses> {
+    let name = function.name();
+    let mut clauses = ConstructorClauses {
+        // json_array leaves NULLs out by default; json_object writes them as JSON null.
+        absent_on_null: function == Function::Array,
+        unique_keys: false,
+        returning: "VARCHAR".to_string(),
+        output: Output::AsIs,
+    };
+    let w = |j: usize| word(tokens.get(j));
+    let is = |j: usize, s: &str| w(j).as_deref() == Some(s);
+    let unexpected = |j: usize| unexpected(tokens, name, j);
+    let mut at = 0;
+    while at < tokens.len() {
+        if (is(at, "NULL") || is(at, "ABSENT")) && is(at + 1, "ON") && is(at + 2, "NULL") {
+            clauses.absent_on_null = is(at, "ABSENT");
+            at += 3;
+        } else if function == Function::Object
+            && (is(at, "WITH") || is(at, "WITHOUT"))
+            && is(at + 1, "UNIQUE")
+        {
+            clauses.unique_keys = is(at, "WITH");
+            at += 2;
+            if is(at, "KEYS") {
+                at += 1;
+            }
+        } else if is(at, "RETURNING") {
+            let start = at + 1;
+            let end = (start..tokens.len())
+                .find(|&j| is(j, "FORMAT"))
+                .unwrap_or(tokens.len());
+            let mut format = tokens[end..].to_vec();
+            let encoding = match strip_format_json(&mut format) {
+                Some(encoding) if format.is_empty() => encoding,
+                None if format.is_empty() => None,
+                _ => return Err(unexpected(end)),
+            };
+            (clauses.returning, clauses.output) =
+                returned(name, &tokens[start..end], encoding.as_deref())?;
+            at = tokens.len();
+        } else {
+            return Err(unexpected(at));
+        }
+    }
+    Ok(clauses)
+}
+
+/// The `RETURNING` constant and what the text is made into for the type `type_tokens` name.
+fn returned(
+    name: &str,
+    type_tokens: &[TokenWithSpan],
+    encoding: Option<&str>,
+) -> Result<(String, Output)> {
+    let first = word(type_tokens.first()).unwrap_or_default();
+    let parameterized = type_tokens.get(1).is_some_and(|t| t.token == Token::LParen);
+    let written = || {
+        type_tokens
+            .iter()
+            .map(|t| t.token.to_string())
+            .collect::<Vec<_>>()
+            .join("")
+    };
+    let refused = || {
+        Error::NotSupported(format!(
+            "{name} … RETURNING {}: cannot output JSON value as {} using formatting JSON{}",
+            written(),
+            written(),
+            encoding.map_or(String::new(), |e| format!(" ENCODING {e}"))
+        ))
+    };
+    match first.as_str() {
+        "VARBINARY" if type_tokens.len() == 1 => {
+            let encoding = encoding.unwrap_or("UTF8");
+            if !matches!(encoding, "UTF8" | "UTF16" | "UTF32") {
+                return Err(refused());
+            }
+            Ok((format!("VARBINARY {encoding}"), Output::AsIs))
+        }
+        _ if encoding.is_some() => Err(refused()),
+        "VARCHAR" if !parameterized && type_tokens.len() == 1 => {
+            Ok(("VARCHAR".to_string(), Output::AsIs))
+        }
+        "VARCHAR" | "CHAR" => Ok(("VARCHAR".to_string(), Output::Cast(type_tokens.to_vec()))),
+        "JSON" if type_tokens.len() == 1 && name != "json_query" => {
+            Ok(("VARCHAR".to_string(), Output::Json))
+        }
+        _ => Err(refused()),
     }
 }
 
@@ -225,8 +569,26 @@ struct Clauses {
     error_default: Option<Vec<TokenWithSpan>>,
     wrapper: Option<String>,
     omit_quotes: bool,
-    /// `json_value`'s returned type, as written.
+    /// `json_value`'s returned type, or the type `json_query`'s result is cast to, as written.
     returning: Option<Vec<TokenWithSpan>>,
+    passing: Vec<Variable>,
+}
+
+/// A path variable of `PASSING value [FORMAT JSON] AS name`.
+struct Variable {
+    /// As Trino names it: an unquoted name upper-cased, a quoted one as written.
+    name: String,
+    /// `SQL` or `JSON [encoding]`.
+    format: String,
+    value: Vec<TokenWithSpan>,
+}
+
+/// The syntax error of the token at `j` of a call's clauses (or of their end).
+fn unexpected(tokens: &[TokenWithSpan], name: &str, j: usize) -> Error {
+    match tokens.get(j) {
+        Some(t) => syntax(format!("unexpected {} in {name}", t.token)),
+        None => syntax(format!("{name}'s clauses end too early")),
+    }
 }
 
 fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> Result<Clauses> {
@@ -235,19 +597,44 @@ fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> R
     let mut at = 0;
     let w = |j: usize| word(tokens.get(j));
     let is = |j: usize, s: &str| w(j).as_deref() == Some(s);
-    let unexpected = |j: usize| -> Error {
-        match tokens.get(j) {
-            Some(t) => syntax(format!("unexpected {} in {name}", t.token)),
-            None => syntax(format!("{name}'s clauses end too early")),
-        }
-    };
+    let unexpected = |j: usize| unexpected(tokens, name, j);
     while at < tokens.len() {
         let first = w(at).ok_or_else(|| unexpected(at))?;
         match first.as_str() {
             "PASSING" => {
-                return Err(Error::NotSupported(format!(
-                    "{name} … PASSING (JSON path variables)"
-                )));
+                at += 1;
+                loop {
+                    let as_at = (at..tokens.len())
+                        .find(|&j| top[j] && is(j, "AS"))
+                        .ok_or_else(|| unexpected(tokens.len()))?;
+                    let mut value = tokens[at..as_at].to_vec();
+                    if value.is_empty() {
+                        return Err(unexpected(as_at));
+                    }
+                    let (format, _) = value_format(&mut value);
+                    let name = match tokens.get(as_at + 1).map(|t| &t.token) {
+                        Some(Token::Word(w)) if w.quote_style.is_some() => w.value.clone(),
+                        Some(Token::Word(w)) => w.value.to_uppercase(),
+                        _ => return Err(unexpected(as_at + 1)),
+                    };
+                    if clauses.passing.iter().any(|v| v.name == name) {
+                        return Err(syntax(format!(
+                            "{name} is passed twice to {}",
+                            function.name()
+                        )));
+                    }
+                    clauses.passing.push(Variable {
+                        name,
+                        format,
+                        value,
+                    });
+                    at = as_at + 2;
+                    if tokens.get(at).is_some_and(|t| t.token == Token::Comma) && top[at] {
+                        at += 1;
+                    } else {
+                        break;
+                    }
+                }
             }
             "RETURNING" if function == Function::Value => {
                 // The type's tokens, up to the next behaviour (`timestamp(3) with time zone`).
@@ -260,14 +647,12 @@ fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> R
                 if end == start {
                     return Err(unexpected(start));
                 }
-                // Types whose values the function converts to; `char(n)` and `varchar(n)` would
-                // read as a plain varchar, without Trino's padding and length.
+                // Types whose values the function converts to.
                 let first = w(start).unwrap_or_default();
-                let parameterized = tokens
-                    .get(start + 1)
-                    .is_some_and(|t| t.token == Token::LParen);
                 let returnable = match first.as_str() {
-                    "VARCHAR" => !parameterized,
+                    // A bounded text type: the function keeps a string to its length (and
+                    // pads a char), as Trino's cast of the item's value.
+                    "VARCHAR" | "CHAR" => true,
                     "DECIMAL" | "NUMERIC" => true,
                     "TINYINT" | "SMALLINT" | "INTEGER" | "INT" | "BIGINT" | "REAL" | "DOUBLE"
                     | "BOOLEAN" | "DATE" => end == start + 1,
@@ -287,21 +672,43 @@ fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> R
                 at = end;
             }
             "RETURNING" if function == Function::Query => {
-                if !(is(at + 1, "VARCHAR")
-                    && tokens.get(at + 2).is_none_or(|t| t.token != Token::LParen))
-                {
-                    let type_name = tokens
-                        .get(at + 1)
-                        .map_or(String::new(), |t| t.token.to_string());
-                    return Err(Error::NotSupported(format!(
-                        "{name} … RETURNING {type_name} (it returns varchar: cast its result)"
-                    )));
-                }
-                at += 2;
+                // The type's tokens, up to its format or the next clause.
+                let start = at + 1;
+                let end = (start..tokens.len())
+                    .find(|&j| {
+                        top[j]
+                            && w(j).is_some_and(|w| {
+                                w == "FORMAT" || (j > start && CLAUSE_WORDS.contains(&w.as_str()))
+                            })
+                    })
+                    .unwrap_or(tokens.len());
+                at = end;
+                let mut encoding = None;
                 if is(at, "FORMAT") && is(at + 1, "JSON") {
                     at += 2;
                     if is(at, "ENCODING") {
+                        encoding = w(at + 1);
                         at += 2;
+                    }
+                }
+                // Text as the function answers it, cast to a bounded text type, or its UTF-8
+                // bytes (`CAST(… AS varbinary)`).
+                let (returning, output) = returned(name, &tokens[start..end], encoding.as_deref())?;
+                match output {
+                    Output::AsIs if returning == "VARCHAR" => {}
+                    Output::AsIs if returning == "VARBINARY UTF8" => {
+                        clauses.returning = Some(tokens[start..end].to_vec());
+                    }
+                    Output::Cast(type_tokens) => clauses.returning = Some(type_tokens),
+                    _ => {
+                        return Err(Error::NotSupported(format!(
+                            "{name} … RETURNING {}",
+                            tokens[start..end]
+                                .iter()
+                                .map(|t| t.token.to_string())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        )));
                     }
                 }
             }
@@ -450,15 +857,77 @@ mod tests {
     }
 
     #[test]
-    fn clauses_trino_does_not_read_and_ones_sqe_does_not_do() {
+    fn passing_becomes_named_formatted_values() {
+        assert_eq!(
+            rewritten(
+                "SELECT json_query(j, 'lax $a + $B' PASSING x + 1 AS a, '[1]' FORMAT JSON AS \"B\")"
+            )
+            .ok()
+            .as_deref(),
+            Some(
+                "SELECT json_query ( j , 'lax $a + $B' , 'WITHOUT' , 'KEEP' , 'NULL' , 'NULL' , 'A' , 'SQL' , x + 1 , 'B' , 'JSON' , '[1]' )"
+            )
+        );
+        assert_eq!(
+            rewritten("SELECT json_value(j, 'lax $v' PASSING CAST(y AS varchar) AS \"v\" RETURNING bigint ERROR ON ERROR)")
+                .ok()
+                .as_deref(),
+            Some("SELECT json_value ( j , 'lax $v' , 'NULL' , NULL , 'ERROR' , NULL , CAST ( NULL AS bigint ) , 'v' , 'SQL' , CAST ( y AS varchar ) )")
+        );
+        assert_eq!(
+            rewritten("SELECT json_query(j, 'lax $' RETURNING char(10))")
+                .ok()
+                .as_deref(),
+            Some(
+                "SELECT CAST ( json_query ( j , 'lax $' , 'WITHOUT' , 'KEEP' , 'NULL' , 'NULL' ) AS char ( 10 ) )"
+            )
+        );
+    }
+
+    #[test]
+    fn constructors_write_their_clauses_and_formats() {
+        assert_eq!(
+            rewritten("SELECT json_array()").ok().as_deref(),
+            Some("SELECT json_array ( 'ABSENT' , 'VARCHAR' )")
+        );
+        assert_eq!(
+            rewritten("SELECT json_array(true, null, '[1]' FORMAT JSON NULL ON NULL RETURNING varbinary FORMAT JSON ENCODING UTF16)")
+                .ok()
+                .as_deref(),
+            Some("SELECT json_array ( 'NULL' , 'VARBINARY UTF16' , 'SQL' , true , 'SQL' , null , 'JSON' , '[1]' )")
+        );
+        assert_eq!(
+            rewritten("SELECT json_object(KEY 'a' VALUE 1, 'b' : json_array(x) ABSENT ON NULL WITH UNIQUE KEYS RETURNING varchar(100))")
+                .ok()
+                .as_deref(),
+            Some("SELECT CAST ( json_object ( 'ABSENT' , 'WITH' , 'VARCHAR' , 'a' , 'SQL' , 1 , 'b' , 'JSON' , json_array ( 'ABSENT' , 'VARCHAR' , 'SQL' , x ) ) AS varchar ( 100 ) )")
+        );
+        assert_eq!(
+            rewritten("SELECT json_object('a' VALUE null NULL ON NULL RETURNING json)")
+                .ok()
+                .as_deref(),
+            Some(
+                "SELECT json_parse ( json_object ( 'NULL' , 'WITHOUT' , 'VARCHAR' , 'a' , 'SQL' , null ) )"
+            )
+        );
         assert!(matches!(
-            rewritten("SELECT json_value(j, 'lax $a' PASSING 1 AS a)"),
+            rewritten("SELECT json_object('a' : '{}' FORMAT JSON WITH UNIQUE KEYS)"),
             Err(Error::NotSupported(_))
         ));
+        assert!(matches!(
+            rewritten("SELECT json_array(1 RETURNING bigint)"),
+            Err(Error::NotSupported(_))
+        ));
+        assert!(matches!(
+            rewritten("SELECT json_object('a' 1)"),
+            Err(Error::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn clauses_trino_does_not_read_and_ones_sqe_does_not_do() {
         for unsupported in [
             "SELECT json_query(j, 'lax $.a' RETURNING bigint)",
-            "SELECT json_value(j, 'lax $.a' RETURNING char(12))",
-            "SELECT json_value(j, 'lax $.a' RETURNING varchar(3))",
             "SELECT json_value(j, 'lax $.a' RETURNING timestamp(3) with time zone)",
         ] {
             assert!(

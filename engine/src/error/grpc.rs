@@ -28,6 +28,11 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::InvalidProcedureArgument
         | ErrorCode::MergeTargetRowMultipleMatches
         | ErrorCode::SubqueryMultipleRows
+        | ErrorCode::InvalidPath
+        | ErrorCode::JsonInputConversionError
+        | ErrorCode::JsonOutputConversionError
+        | ErrorCode::PathEvaluationError
+        | ErrorCode::JsonValueResultError
         | ErrorCode::InvalidView
         | ErrorCode::ViewIsRecursive
         | ErrorCode::ExpressionNotScalar => Code::InvalidArgument,

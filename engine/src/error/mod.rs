@@ -144,6 +144,12 @@ pub enum ErrorCode {
     MergeTargetRowMultipleMatches,
     /// A scalar subquery returned more than one row.
     SubqueryMultipleRows,
+    /// A JSON path that does not read (SQL/JSON functions).
+    InvalidPath,
+    JsonInputConversionError,
+    JsonOutputConversionError,
+    PathEvaluationError,
+    JsonValueResultError,
     /// A view that cannot be read: its SQL no longer reads as a query.
     InvalidView,
     /// A view reads itself, directly or through others (Trino's `VIEW_IS_RECURSIVE`).
@@ -208,6 +214,11 @@ impl ErrorCode {
             ErrorCode::IcebergCommitError => "ICEBERG_COMMIT_ERROR",
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
             ErrorCode::SubqueryMultipleRows => "SUBQUERY_MULTIPLE_ROWS",
+            ErrorCode::InvalidPath => "INVALID_PATH",
+            ErrorCode::JsonInputConversionError => "JSON_INPUT_CONVERSION_ERROR",
+            ErrorCode::JsonOutputConversionError => "JSON_OUTPUT_CONVERSION_ERROR",
+            ErrorCode::PathEvaluationError => "PATH_EVALUATION_ERROR",
+            ErrorCode::JsonValueResultError => "JSON_VALUE_RESULT_ERROR",
             ErrorCode::InvalidView => "INVALID_VIEW",
             ErrorCode::ViewIsRecursive => "VIEW_IS_RECURSIVE",
             ErrorCode::ExpressionNotScalar => "EXPRESSION_NOT_SCALAR",
@@ -267,7 +278,12 @@ impl ErrorCode {
             | ErrorCode::InvalidArguments
             | ErrorCode::InvalidProcedureArgument
             | ErrorCode::MergeTargetRowMultipleMatches
-            | ErrorCode::SubqueryMultipleRows => ErrorKind::User,
+            | ErrorCode::SubqueryMultipleRows
+            | ErrorCode::InvalidPath
+            | ErrorCode::JsonInputConversionError
+            | ErrorCode::JsonOutputConversionError
+            | ErrorCode::PathEvaluationError
+            | ErrorCode::JsonValueResultError => ErrorKind::User,
         }
     }
 }
@@ -528,6 +544,11 @@ fn carried_value_error(context: &str) -> Option<Error> {
         ErrorCode::NumericValueOutOfRange,
         ErrorCode::InvalidFunctionArgument,
         ErrorCode::SubqueryMultipleRows,
+        ErrorCode::InvalidPath,
+        ErrorCode::JsonInputConversionError,
+        ErrorCode::JsonOutputConversionError,
+        ErrorCode::PathEvaluationError,
+        ErrorCode::JsonValueResultError,
     ]
     .into_iter()
     .find(|code| code.name() == name)?;
@@ -580,6 +601,17 @@ fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error>
             ErrorCode::SubqueryMultipleRows,
             rows.to_string(),
         ));
+    }
+    if let Some(json) = e.downcast_ref::<sqe_functions::JsonError>() {
+        use sqe_functions::JsonErrorKind;
+        let code = match json.kind {
+            JsonErrorKind::InvalidPath => ErrorCode::InvalidPath,
+            JsonErrorKind::InputConversion => ErrorCode::JsonInputConversionError,
+            JsonErrorKind::OutputConversion => ErrorCode::JsonOutputConversionError,
+            JsonErrorKind::PathEvaluation => ErrorCode::PathEvaluationError,
+            JsonErrorKind::ValueResult => ErrorCode::JsonValueResultError,
+        };
+        return Some(Error::invalid(code, json.message.clone()));
     }
     e.downcast_ref::<tonic::Status>().map(classify_status)
 }
