@@ -340,7 +340,8 @@ impl VisitorMut for Rewrite {
                 &[r#in.as_ref().clone(), needle.as_ref().clone()],
             ),
             Expr::Function(function)
-                if let Some(refused) = super::spellings::refused_window(function) =>
+                if let Some(refused) = super::spellings::refused_window(function)
+                    .or_else(|| super::spellings::refused_distinct(function)) =>
             {
                 return ControlFlow::Break(refused);
             }

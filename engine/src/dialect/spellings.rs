@@ -9,8 +9,9 @@ use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments, Ident,
-    ObjectName, UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut,
+    DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
+    FunctionArguments, Ident, ObjectName, UnaryOperator, Value, ValueWithSpan, VisitMut,
+    VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -211,9 +212,62 @@ pub(crate) fn is_respelled(name: &str, arity: usize) -> bool {
     name == "listagg" || SPELLINGS.iter().any(|(n, a, _)| *n == name && *a == arity)
 }
 
+/// What `DISTINCT` does to an aggregate of [`AGGREGATES`] (by name and number of arguments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Distinct {
+    /// Nothing: the answer is the same over the distinct values (`max_by`, `every`).
+    Same,
+    /// The aggregate its spelling calls takes it (`count_if(DISTINCT x)` is
+    /// `count(DISTINCT CASE …)`).
+    Passed,
+    /// SQE's own aggregate of the spelling does not take it.
+    Refused,
+}
+
+fn distinct(name: &str, arity: usize) -> Distinct {
+    match (name, arity) {
+        ("max" | "min", 2) | ("max_by" | "min_by", 3) => Distinct::Refused,
+        (
+            "max_by" | "min_by" | "approx_distinct" | "every" | "arbitrary" | "any_value"
+            | "bitwise_and_agg" | "bitwise_or_agg",
+            _,
+        ) => Distinct::Same,
+        _ => Distinct::Passed,
+    }
+}
+
+/// Whether `function` is an aggregate of [`AGGREGATES`] called with `DISTINCT`.
+fn is_distinct_call(function: &Function) -> bool {
+    matches!(
+        &function.args,
+        FunctionArguments::List(list)
+            if matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct))
+    )
+}
+
+/// The refusal of `DISTINCT` in a respelled aggregate whose spelling is SQE's own aggregate,
+/// which would not honour it (`max(DISTINCT x, 2)`).
+pub(super) fn refused_distinct(function: &Function) -> Option<crate::error::Error> {
+    let name = function.name.to_string().to_ascii_lowercase();
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let respelled = PARSED.contains_key(&(name.as_str(), list.args.len()));
+    (respelled
+        && is_distinct_call(function)
+        && distinct(&name, list.args.len()) == Distinct::Refused)
+        .then(|| {
+            crate::error::Error::NotSupported(format!(
+                "{name}(DISTINCT …) with {} arguments",
+                list.args.len()
+            ))
+        })
+}
+
 /// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called without
-/// `DISTINCT` or ordering of its own; an aggregate's `FILTER` and `OVER` go on the aggregate
-/// its spelling calls (`count_if(x) FILTER (WHERE y)` is `count(CASE …) FILTER (WHERE y)`).
+/// ordering of its own (and with `DISTINCT` only if it is an aggregate); an aggregate's
+/// `FILTER`, `OVER` and `DISTINCT` go on the aggregate its spelling calls
+/// (`count_if(x) FILTER (WHERE y)` is `count(CASE …) FILTER (WHERE y)`).
 pub(super) fn respelled(function: &Function) -> Option<Expr> {
     let name = function.name.to_string().to_ascii_lowercase();
     let windowed_or_filtered = function.over.is_some() || function.filter.is_some();
@@ -227,7 +281,8 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
-    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+    let distinct_call = is_distinct_call(function);
+    if (distinct_call && !AGGREGATES.contains(&name.as_str())) || !list.clauses.is_empty() {
         return None;
     }
     let args: Vec<Expr> = list
@@ -242,10 +297,12 @@ pub(super) fn respelled(function: &Function) -> Option<Expr> {
     let window_template = function.over.as_ref().and_then(|_| WINDOW_PARSED.get(&key));
     let template = window_template.or_else(|| PARSED.get(&key))?;
     let mut spelled = substituted(template.clone(), &args);
-    if windowed_or_filtered {
+    let pass_distinct = distinct_call && distinct(&name, args.len()) == Distinct::Passed;
+    if windowed_or_filtered || pass_distinct {
         let _ = spelled.visit(&mut Qualify::new(
             function.filter.as_deref(),
             function.over.as_ref(),
+            pass_distinct,
         ));
     }
     Some(spelled)
@@ -307,12 +364,13 @@ const SPELLING_AGGREGATES: &[&str] = &[
     "bit_xor",
 ];
 
-/// Puts a call's `FILTER` (with the spelling's own, if any) and `OVER` on the aggregate its
-/// spelling calls: the outermost aggregate call, not one in the arguments (a window function's
+/// Puts a call's `FILTER` (with the spelling's own, if any), `OVER` and `DISTINCT` on the
+/// aggregate its spelling calls: the outermost aggregate call, not one in the arguments (a window function's
 /// argument may be a group's aggregate: `count_if(avg(x) > 1) OVER ()`).
 struct Qualify<'a> {
     filter: Option<&'a Expr>,
     over: Option<&'a datafusion::sql::sqlparser::ast::WindowType>,
+    distinct: bool,
     /// For each expression being visited, whether it is the qualified call.
     entered: Vec<bool>,
 }
@@ -321,10 +379,12 @@ impl<'a> Qualify<'a> {
     fn new(
         filter: Option<&'a Expr>,
         over: Option<&'a datafusion::sql::sqlparser::ast::WindowType>,
+        distinct: bool,
     ) -> Self {
         Self {
             filter,
             over,
+            distinct,
             entered: Vec::new(),
         }
     }
@@ -356,6 +416,9 @@ impl VisitorMut for Qualify<'_> {
             }
             if let Some(over) = self.over {
                 function.over = Some(over.clone());
+            }
+            if let (true, FunctionArguments::List(list)) = (self.distinct, &mut function.args) {
+                list.duplicate_treatment = Some(DuplicateTreatment::Distinct);
             }
         }
         self.entered.push(qualified);
@@ -573,8 +636,12 @@ mod tests {
         let aggregates = SPELLINGS.iter().filter(|(n, _, _)| AGGREGATES.contains(n));
         for (name, _, text) in aggregates.chain(WINDOW_SPELLINGS) {
             let mut spelled = parse(text).expect("a spelling that parses");
-            let _ = spelled.visit(&mut Qualify::new(Some(&filter), None));
+            let _ = spelled.visit(&mut Qualify::new(Some(&filter), None, true));
             assert!(spelled.to_string().contains("(keep)"), "{name}: {spelled}");
+            assert!(
+                spelled.to_string().contains("(DISTINCT "),
+                "{name}: {spelled}"
+            );
         }
     }
 }
