@@ -161,8 +161,8 @@ impl<'a> Passing<'a> {
         self.variables.iter().map(|(n, ..)| n.as_str()).collect()
     }
 
-    /// The variables' values at `row`: an SQL NULL is JSON null, a NULL passed as JSON the
-    /// empty sequence; JSON text that does not read is a failure of the row.
+    /// The variables' values at `row`: an SQL NULL is JSON null, a NULL passed as JSON (or
+    /// of type json) the empty sequence; JSON text that does not read is a failure of the row.
     fn at(&self, row: usize) -> Result<Vec<(String, Vec<Item>)>, Failure> {
         self.variables
             .iter()
@@ -180,10 +180,11 @@ impl<'a> Passing<'a> {
                         message.unwrap_or_else(|| e.to_string()),
                     )
                 })?;
+                // A NULL read as JSON (written FORMAT JSON, or of type json) is no item.
                 let value = match (item, format) {
                     (Some(item), _) => vec![item],
-                    (None, Format::Sql) => vec![Item::Null],
-                    (None, Format::Json(_)) => vec![],
+                    (None, Format::Sql) if !crate::is_json(field) => vec![Item::Null],
+                    (None, _) => vec![],
                 };
                 Ok((name.clone(), value))
             })

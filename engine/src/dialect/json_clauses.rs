@@ -77,14 +77,16 @@ pub(super) fn json_clauses(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSp
             continue;
         };
         let close = closing(&tokens, open)?;
-        let inner = json_clauses(tokens[open + 1..close].to_vec())?;
+        let raw = tokens[open + 1..close].to_vec();
         let span = tokens[open].span;
         match function {
+            // Its elements are read as written (a nested call of a JSON function is JSON),
+            // then rewritten one by one.
             Function::Array | Function::Object => {
-                out.extend(constructor(function, inner, span)?);
+                out.extend(constructor(function, raw, span)?);
             }
             _ => {
-                let (arguments, cast_to) = arguments(function, inner, span)?;
+                let (arguments, cast_to) = arguments(function, json_clauses(raw)?, span)?;
                 let mut call = vec![tokens[i].clone(), tokens[open].clone()];
                 call.extend(arguments);
                 call.push(tokens[close].clone());
@@ -292,19 +294,24 @@ fn value_format(value: &mut Vec<TokenWithSpan>) -> (String, bool) {
         };
         return (format, true);
     }
-    let returns_json = match (value.first(), value.get(1)) {
-        (Some(first), Some(open)) if open.token == Token::LParen => {
-            let called = match &first.token {
-                Token::Word(w) if w.quote_style.is_none() => Function::named(&w.value),
-                _ => None,
-            };
-            called.is_some_and(Function::returns_json)
-                && closing(value, 1).is_ok_and(|close| close + 1 == value.len())
-        }
-        _ => false,
-    };
-    let format = if returns_json { "JSON" } else { "SQL" };
+    let format = if is_json_call(value) { "JSON" } else { "SQL" };
     (format.to_string(), false)
+}
+
+/// Whether `value` is one call of a function that returns JSON text: `json_query(…)`,
+/// `json_array(…)`, `json_object(…)` as the user wrote it (before this module rewrites it: a
+/// `CAST` of one the user wrote is text, as in Trino).
+fn is_json_call(value: &[TokenWithSpan]) -> bool {
+    let (Some(first), Some(open)) = (value.first(), value.get(1)) else {
+        return false;
+    };
+    let called = match &first.token {
+        Token::Word(w) if w.quote_style.is_none() => Function::named(&w.value),
+        _ => None,
+    };
+    open.token == Token::LParen
+        && called.is_some_and(Function::returns_json)
+        && closing(value, 1).is_ok_and(|close| close + 1 == value.len())
 }
 
 /// Removes `FORMAT JSON [ENCODING e]` from the end of `value`: `None` when it has none, else
@@ -410,6 +417,8 @@ fn constructor(
         if value.is_empty() || key.as_ref().is_some_and(Vec::is_empty) {
             return Err(syntax(format!("an element of {name} is empty")));
         }
+        let value = json_clauses(value)?;
+        let key = key.map(json_clauses).transpose()?;
         if let Some(key) = key {
             call.push(comma());
             call.extend(key);
@@ -442,28 +451,32 @@ fn constructor(
     })
 }
 
-/// An object member's key and value: `[KEY] k VALUE v` or `k : v`.
+/// An object member's key and value: `[KEY] k VALUE v` or `k : v`, split at whichever comes
+/// first at the top level (`key`, `value` and `t.value` may be columns: Trino's words are not
+/// reserved).
 fn key_and_value(
     tokens: Vec<TokenWithSpan>,
     top: &[bool],
 ) -> Result<(Option<Vec<TokenWithSpan>>, Vec<TokenWithSpan>)> {
-    let value_word =
-        (1..tokens.len()).find(|&j| top[j] && word(tokens.get(j)).as_deref() == Some("VALUE"));
-    let colon = (1..tokens.len()).find(|&j| top[j] && tokens[j].token == Token::Colon);
-    let (key_end, value_start) = match (value_word, colon) {
-        (Some(v), _) => (v, v + 1),
-        (None, Some(c)) => (c, c + 1),
-        (None, None) => {
-            return Err(syntax(
-                "a member of json_object is written key : value or KEY key VALUE value",
-            ));
-        }
+    let separator = (1..tokens.len()).find(|&j| {
+        top[j]
+            && (tokens[j].token == Token::Colon
+                || (word(tokens.get(j)).as_deref() == Some("VALUE")
+                    && tokens[j - 1].token != Token::Period))
+    });
+    let Some(at) = separator else {
+        return Err(syntax(
+            "a member of json_object is written key : value or KEY key VALUE value",
+        ));
     };
-    let key_start =
-        usize::from(value_word.is_some() && word(tokens.first()).as_deref() == Some("KEY"));
+    // `KEY k VALUE v`: the word KEY goes, unless it is the key itself (`key VALUE v`).
+    let keyword = tokens[at].token != Token::Colon
+        && at > 1
+        && word(tokens.first()).as_deref() == Some("KEY");
+    let key_start = usize::from(keyword);
     Ok((
-        Some(tokens[key_start..key_end].to_vec()),
-        tokens[value_start..].to_vec(),
+        Some(tokens[key_start..at].to_vec()),
+        tokens[at + 1..].to_vec(),
     ))
 }
 

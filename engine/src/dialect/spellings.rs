@@ -245,23 +245,29 @@ fn is_distinct_call(function: &Function) -> bool {
     )
 }
 
-/// The refusal of `DISTINCT` in a respelled aggregate whose spelling is SQE's own aggregate,
-/// which would not honour it (`max(DISTINCT x, 2)`).
+/// The refusal of `DISTINCT` in a respelled aggregate as a window function (as Trino refuses
+/// it) or whose spelling is SQE's own aggregate, which would not honour it
+/// (`max(DISTINCT x, 2)`).
 pub(super) fn refused_distinct(function: &Function) -> Option<crate::error::Error> {
     let name = function.name.to_string().to_ascii_lowercase();
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
     let respelled = PARSED.contains_key(&(name.as_str(), list.args.len()));
-    (respelled
-        && is_distinct_call(function)
-        && distinct(&name, list.args.len()) == Distinct::Refused)
-        .then(|| {
-            crate::error::Error::NotSupported(format!(
-                "{name}(DISTINCT …) with {} arguments",
-                list.args.len()
-            ))
-        })
+    if !respelled || !is_distinct_call(function) {
+        return None;
+    }
+    if function.over.is_some() {
+        return Some(crate::error::Error::NotSupported(
+            "DISTINCT in window function parameters".to_string(),
+        ));
+    }
+    (distinct(&name, list.args.len()) == Distinct::Refused).then(|| {
+        crate::error::Error::NotSupported(format!(
+            "{name}(DISTINCT …) with {} arguments",
+            list.args.len()
+        ))
+    })
 }
 
 /// DataFusion's spelling of `function`, if it is one of [`SPELLINGS`] called without
