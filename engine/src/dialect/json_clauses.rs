@@ -173,8 +173,12 @@ fn significant(inner: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<bool>) {
     (tokens, top)
 }
 
-/// The ranges between top-level commas.
+/// The ranges between top-level commas (none for no tokens; an empty one where two commas
+/// meet or one ends the list).
 fn top_level_items(tokens: &[TokenWithSpan], top: &[bool]) -> Vec<std::ops::Range<usize>> {
+    if tokens.is_empty() {
+        return Vec::new();
+    }
     let mut items = Vec::new();
     let mut start = 0;
     for (j, token) in tokens.iter().enumerate() {
@@ -183,9 +187,7 @@ fn top_level_items(tokens: &[TokenWithSpan], top: &[bool]) -> Vec<std::ops::Rang
             start = j + 1;
         }
     }
-    if start < tokens.len() {
-        items.push(start..tokens.len());
-    }
+    items.push(start..tokens.len());
     items
 }
 
@@ -378,6 +380,13 @@ fn constructor(
     });
     let clauses =
         read_constructor_clauses(function, &tokens[clauses_at.unwrap_or(tokens.len())..])?;
+    // Every element is written (`json_array(1,)` is an error); only clauses may stand alone.
+    let clauses_alone = items
+        .last()
+        .is_some_and(|last| clauses_at == Some(last.start));
+    if items.iter().any(|item| item.is_empty()) || (clauses_alone && items.len() > 1) {
+        return Err(syntax(format!("an element of {name} is missing")));
+    }
     let elements: Vec<std::ops::Range<usize>> = items
         .into_iter()
         .map(|item| item.start..clauses_at.map_or(item.end, |at| item.end.min(at)))
@@ -931,10 +940,21 @@ mod tests {
             rewritten("SELECT json_array(1 RETURNING bigint)"),
             Err(Error::NotSupported(_))
         ));
-        assert!(matches!(
-            rewritten("SELECT json_object('a' 1)"),
-            Err(Error::Syntax { .. })
-        ));
+        for bad in [
+            "SELECT json_object('a' 1)",
+            "SELECT json_array(,)",
+            "SELECT json_array(1,)",
+            "SELECT json_array(1,, 2)",
+            "SELECT json_object('a' : 1, RETURNING varchar)",
+        ] {
+            assert!(matches!(rewritten(bad), Err(Error::Syntax { .. })), "{bad}");
+        }
+        assert_eq!(
+            rewritten("SELECT json_object(RETURNING varchar)")
+                .ok()
+                .as_deref(),
+            Some("SELECT json_object ( 'NULL' , 'WITHOUT' , 'VARCHAR' )")
+        );
     }
 
     #[test]
