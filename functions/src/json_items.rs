@@ -3,12 +3,17 @@
 //! by its type (a boolean, a number, text), or, written `FORMAT JSON`, as JSON text (a varchar,
 //! or a varbinary in the encoding named); a `json` value is read as the JSON it holds.
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder};
 use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
     Int64Type, UInt8Type, UInt16Type, UInt32Type,
 };
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::{DataFusionError, Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
 
 use crate::error::{JsonErrorKind, json_error};
 use crate::json_path::{Item, Number, parse_json};
@@ -229,10 +234,64 @@ pub(crate) fn not_convertible(field: &Field) -> DataFusionError {
     ))
 }
 
+/// The name the dialect calls for `json_query … RETURNING varbinary FORMAT JSON ENCODING e`:
+/// `sqe_encoded_text(text, 'UTF16')`, the text's bytes in the encoding.
+pub const ENCODED_TEXT: &str = "sqe_encoded_text";
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct EncodedText {
+    signature: Signature,
+}
+
+impl EncodedText {
+    pub(crate) fn new() -> Self {
+        Self {
+            signature: Signature::exact(
+                vec![DataType::Utf8, DataType::Utf8],
+                Volatility::Immutable,
+            ),
+        }
+    }
+}
+
+impl ScalarUDFImpl for EncodedText {
+    fn name(&self) -> &str {
+        ENCODED_TEXT
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Binary)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let encoding = match args.args.get(1) {
+            Some(ColumnarValue::Scalar(name)) => {
+                name.try_as_str().flatten().and_then(Encoding::named)
+            }
+            _ => None,
+        };
+        let Some(encoding) = encoding else {
+            return exec_err!("{ENCODED_TEXT} takes text and a constant encoding");
+        };
+        let columns = crate::args::arrays(&args)?;
+        let Some(text) = columns.first() else {
+            return exec_err!("{ENCODED_TEXT} takes text and a constant encoding");
+        };
+        let text = text.as_string::<i32>();
+        let mut out = BinaryBuilder::with_capacity(text.len(), 0);
+        for value in text.iter() {
+            out.append_option(value.map(|v| encoding.encoded(v)));
+        }
+        crate::args::result(&args, Arc::new(out.finish()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use datafusion::arrow::array::{BinaryArray, Decimal128Array, Float32Array, StringArray};
 
     use super::*;

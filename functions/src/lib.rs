@@ -80,7 +80,7 @@ pub use checked::IntegerOperation;
 pub use checked_cast::{CHECKED_CAST, can_fail};
 pub use error::{JsonError, JsonErrorKind, ValueError, value_error};
 pub use interval_text::{IntervalText, MixedInterval};
-pub use json_items::json_item_readable;
+pub use json_items::{ENCODED_TEXT, json_item_readable};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
@@ -221,6 +221,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sql_json::sql_json_functions()));
     functions.extend(udfs(json_constructors::json_constructors()));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(
+        json_items::EncodedText::new(),
+    )));
     functions.push(Arc::new(ScalarUDF::new_from_impl(
         cosine::CosineSimilarity::new(),
     )));

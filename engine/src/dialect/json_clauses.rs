@@ -86,14 +86,11 @@ pub(super) fn json_clauses(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSp
                 out.extend(constructor(function, raw, span)?);
             }
             _ => {
-                let (arguments, cast_to) = arguments(function, json_clauses(raw)?, span)?;
+                let (arguments, output) = arguments(function, json_clauses(raw)?, span)?;
                 let mut call = vec![tokens[i].clone(), tokens[open].clone()];
                 call.extend(arguments);
                 call.push(tokens[close].clone());
-                out.extend(match cast_to {
-                    Some(type_tokens) => cast(call, type_tokens, span),
-                    None => call,
-                });
+                out.extend(made_into(call, output.unwrap_or(Output::AsIs), span));
             }
         }
         i = close + 1;
@@ -213,13 +210,13 @@ fn cast(
 }
 
 /// The call's arguments: input, path, then its clauses as constants (and `json_value`'s
-/// defaults as the expressions they are), then the `PASSING` variables; and the type its
-/// result is cast to (`json_query … RETURNING varchar(n)`).
+/// defaults as the expressions they are), then the `PASSING` variables; and what its result
+/// is made into (`json_query … RETURNING varchar(n)`).
 fn arguments(
     function: Function,
     inner: Vec<TokenWithSpan>,
     span: Span,
-) -> Result<(Vec<TokenWithSpan>, Option<Vec<TokenWithSpan>>)> {
+) -> Result<(Vec<TokenWithSpan>, Option<Output>)> {
     let (tokens, top) = significant(inner);
     let Some(comma) = (0..tokens.len()).find(|&j| top[j] && tokens[j].token == Token::Comma) else {
         return Ok((tokens, None));
@@ -278,11 +275,11 @@ fn arguments(
         push(vec![text(&variable.format)]);
         push(variable.value);
     }
-    let cast_to = match function {
-        Function::Query => clauses.returning,
+    let output = match function {
+        Function::Query => clauses.query_output,
         _ => None,
     };
-    Ok((out, cast_to))
+    Ok((out, output))
 }
 
 /// The format a value is read in: `JSON [encoding]` for `v FORMAT JSON [ENCODING e]` (the
@@ -349,6 +346,31 @@ enum Output {
     AsIs,
     Cast(Vec<TokenWithSpan>),
     Json,
+    /// Text's bytes in an encoding (`sqe_encoded_text(text, 'UTF16')`).
+    Encoded(String),
+}
+
+/// `call` (text) made into what its `RETURNING` asks.
+fn made_into(call: Vec<TokenWithSpan>, output: Output, span: Span) -> Vec<TokenWithSpan> {
+    let wrapped = |function: &str, constant: Option<&str>| {
+        let mut out = vec![
+            TokenWithSpan::new(Token::make_word(function, None), span),
+            TokenWithSpan::new(Token::LParen, span),
+        ];
+        out.extend(call.clone());
+        if let Some(constant) = constant {
+            out.push(TokenWithSpan::new(Token::Comma, span));
+            out.push(text_token(constant, span));
+        }
+        out.push(TokenWithSpan::new(Token::RParen, span));
+        out
+    };
+    match output {
+        Output::AsIs => call,
+        Output::Cast(type_tokens) => cast(call, type_tokens, span),
+        Output::Json => wrapped("json_parse", None),
+        Output::Encoded(encoding) => wrapped(sqe_functions::ENCODED_TEXT, Some(&encoding)),
+    }
 }
 
 /// `json_array(…)` or `json_object(…)` written as the function reads it (see the module
@@ -445,19 +467,7 @@ fn constructor(
         ));
     }
     call.push(TokenWithSpan::new(Token::RParen, span));
-    Ok(match clauses.output {
-        Output::AsIs => call,
-        Output::Cast(type_tokens) => cast(call, type_tokens, span),
-        Output::Json => {
-            let mut out = vec![
-                TokenWithSpan::new(Token::make_word("json_parse", None), span),
-                TokenWithSpan::new(Token::LParen, span),
-            ];
-            out.extend(call);
-            out.push(TokenWithSpan::new(Token::RParen, span));
-            out
-        }
-    })
+    Ok(made_into(call, clauses.output, span))
 }
 
 /// An object member's key and value: `[KEY] k VALUE v` or `k : v`, split at whichever comes
@@ -564,12 +574,18 @@ fn returned(
         ))
     };
     match first.as_str() {
+        // The constructors write the bytes themselves; json_query's text is encoded after.
         "VARBINARY" if type_tokens.len() == 1 => {
             let encoding = encoding.unwrap_or("UTF8");
             if !matches!(encoding, "UTF8" | "UTF16" | "UTF32") {
                 return Err(refused());
             }
-            Ok((format!("VARBINARY {encoding}"), Output::AsIs))
+            let output = if name == "json_query" {
+                Output::Encoded(encoding.to_string())
+            } else {
+                Output::AsIs
+            };
+            Ok((format!("VARBINARY {encoding}"), output))
         }
         _ if encoding.is_some() => Err(refused()),
         "VARCHAR" if !parameterized && type_tokens.len() == 1 => {
@@ -591,8 +607,10 @@ struct Clauses {
     error_default: Option<Vec<TokenWithSpan>>,
     wrapper: Option<String>,
     omit_quotes: bool,
-    /// `json_value`'s returned type, or the type `json_query`'s result is cast to, as written.
+    /// `json_value`'s returned type, as written.
     returning: Option<Vec<TokenWithSpan>>,
+    /// What `json_query`'s text is made into for its `RETURNING`.
+    query_output: Option<Output>,
     passing: Vec<Variable>,
 }
 
@@ -713,26 +731,19 @@ fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> R
                         at += 2;
                     }
                 }
-                // Text as the function answers it, cast to a bounded text type, or its UTF-8
-                // bytes (`CAST(… AS varbinary)`).
-                let (returning, output) = returned(name, &tokens[start..end], encoding.as_deref())?;
-                match output {
-                    Output::AsIs if returning == "VARCHAR" => {}
-                    Output::AsIs if returning == "VARBINARY UTF8" => {
-                        clauses.returning = Some(tokens[start..end].to_vec());
-                    }
-                    Output::Cast(type_tokens) => clauses.returning = Some(type_tokens),
-                    _ => {
-                        return Err(Error::NotSupported(format!(
-                            "{name} … RETURNING {}",
-                            tokens[start..end]
-                                .iter()
-                                .map(|t| t.token.to_string())
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        )));
-                    }
+                // Text as the function answers it, cast to a bounded text type, or its bytes.
+                let (_, output) = returned(name, &tokens[start..end], encoding.as_deref())?;
+                if matches!(output, Output::Json) {
+                    return Err(Error::NotSupported(format!(
+                        "{name} … RETURNING {}",
+                        tokens[start..end]
+                            .iter()
+                            .map(|t| t.token.to_string())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )));
                 }
+                clauses.query_output = Some(output);
             }
             "WITHOUT" | "WITH" if function == Function::Query => {
                 let mut kind = if first == "WITHOUT" {
@@ -895,6 +906,16 @@ mod tests {
                 .ok()
                 .as_deref(),
             Some("SELECT json_value ( j , 'lax $v' , 'NULL' , NULL , 'ERROR' , NULL , CAST ( NULL AS bigint ) , 'v' , 'SQL' , CAST ( y AS varchar ) )")
+        );
+        assert_eq!(
+            rewritten(
+                "SELECT json_query(j, 'lax $' RETURNING varbinary FORMAT JSON ENCODING UTF16)"
+            )
+            .ok()
+            .as_deref(),
+            Some(
+                "SELECT sqe_encoded_text ( json_query ( j , 'lax $' , 'WITHOUT' , 'KEEP' , 'NULL' , 'NULL' ) , 'UTF16' )"
+            )
         );
         assert_eq!(
             rewritten("SELECT json_query(j, 'lax $' RETURNING char(10))")
