@@ -16,9 +16,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BinaryBuilder, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{DataFusionError, Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
@@ -68,12 +68,10 @@ pub(crate) fn json_constructors() -> Vec<JsonConstructor> {
         .collect()
 }
 
-/// The type the result is returned in: varchar, or varbinary in an encoding.
-fn returning(constant: Option<&ScalarValue>) -> Result<Option<Encoding>> {
-    let text = constant
-        .and_then(|c| c.try_as_str().flatten())
-        .unwrap_or("");
-    let mut words = text.split_whitespace();
+/// The type the result is returned in, from its constant: varchar, or varbinary in an
+/// encoding.
+fn returning(constant: &str) -> Result<Option<Encoding>> {
+    let mut words = constant.split_whitespace();
     match (words.next(), words.next()) {
         (Some("VARCHAR"), None) => Ok(None),
         (Some("VARBINARY"), Some(encoding)) => match Encoding::named(encoding) {
@@ -84,6 +82,18 @@ fn returning(constant: Option<&ScalarValue>) -> Result<Option<Encoding>> {
             plan_err!("a JSON constructor's RETURNING constant is VARCHAR or VARBINARY <encoding>")
         }
     }
+}
+
+/// The arguments of a JSON constructor the dialect writes, by its name: the number of leading
+/// clause constants, and the number of arguments of each element (a format and a value, after
+/// a key for an object). `None` for other functions.
+pub fn json_constructor_layout(name: &str) -> Option<(usize, usize)> {
+    let kind = match name {
+        "json_array" => Kind::Array,
+        "json_object" => Kind::Object,
+        _ => return None,
+    };
+    Some((kind.clauses(), kind.stride()))
 }
 
 impl ScalarUDFImpl for JsonConstructor {
@@ -117,7 +127,12 @@ impl ScalarUDFImpl for JsonConstructor {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
         let position = self.kind.clauses() - 1;
-        let returned = returning(args.scalar_arguments.get(position).copied().flatten())?;
+        let constant = args.scalar_arguments.get(position).copied().flatten();
+        let returned = returning(
+            constant
+                .and_then(|c| c.try_as_str().flatten())
+                .unwrap_or(""),
+        )?;
         let data_type = if returned.is_some() {
             DataType::Binary
         } else {
@@ -139,13 +154,21 @@ impl ScalarUDFImpl for JsonConstructor {
         let absent_on_null = constant(0)? == "ABSENT";
         let unique_keys = self.kind == Kind::Object && constant(1)? == "WITH";
         let clauses = self.kind.clauses();
-        let returned = returning(Some(&ScalarValue::Utf8(Some(constant(clauses - 1)?))))?;
+        let returned = returning(&constant(clauses - 1)?)?;
         let columns = arrays(&args)?;
         let stride = self.kind.stride();
         // Each element: its key's column (objects), its format, its value's column and field.
         let mut elements = Vec::new();
-        for at in (clauses..columns.len()).step_by(stride) {
-            let key = (self.kind == Kind::Object).then(|| &columns[at]);
+        // Keys are text (the dialect checks their type while planning), read as one column.
+        let keys: Vec<Option<ArrayRef>> = (clauses..columns.len())
+            .step_by(stride)
+            .map(|at| match self.kind {
+                Kind::Object => key_column(&columns[at]).map(Some),
+                Kind::Array => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        for (at, key) in (clauses..columns.len()).step_by(stride).zip(&keys) {
+            let key = key.as_ref().map(|keys| keys.as_string::<i32>());
             let value_at = at + stride - 1;
             let format = Format::named(&constant(value_at - 1)?).ok_or_else(|| {
                 DataFusionError::Execution(format!("{}: unknown value format", self.name()))
@@ -158,14 +181,12 @@ impl ScalarUDFImpl for JsonConstructor {
             let mut keys = Vec::with_capacity(elements.len());
             for (key, format, values, field) in &elements {
                 let key = match key {
-                    Some(keys) => match key_at(keys, row)? {
-                        Some(key) => Some(key),
-                        None => {
-                            return Err(invalid_argument(
-                                "null value passed for JSON object key to JSON_OBJECT function",
-                            ));
-                        }
-                    },
+                    Some(keys) if keys.is_null(row) => {
+                        return Err(invalid_argument(
+                            "null value passed for JSON object key to JSON_OBJECT function",
+                        ));
+                    }
+                    Some(keys) => Some(keys.value(row).to_string()),
                     None => None,
                 };
                 let item = match item_at(values, field, *format, row)? {
@@ -196,15 +217,15 @@ impl ScalarUDFImpl for JsonConstructor {
     }
 }
 
-fn key_at(keys: &ArrayRef, row: usize) -> Result<Option<String>> {
-    match ScalarValue::try_from_array(keys, row)? {
-        ScalarValue::Utf8(key) | ScalarValue::LargeUtf8(key) | ScalarValue::Utf8View(key) => {
-            Ok(key)
+/// A column of keys as `Utf8` (NULL keys are an error of the row that has one).
+fn key_column(keys: &ArrayRef) -> Result<ArrayRef> {
+    match keys.data_type() {
+        DataType::Null | DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            Ok(datafusion::arrow::compute::cast(keys, &DataType::Utf8)?)
         }
-        ScalarValue::Null => Ok(None),
         other => exec_err!(
             "a JSON object key must be text, not {}",
-            crate::types::trino_type_name(&other.data_type())
+            crate::types::trino_type_name(other)
         ),
     }
 }

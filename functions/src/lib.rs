@@ -80,6 +80,7 @@ pub use checked::IntegerOperation;
 pub use checked_cast::{CHECKED_CAST, can_fail};
 pub use error::{JsonError, JsonErrorKind, ValueError, value_error};
 pub use interval_text::{IntervalText, MixedInterval};
+pub use json_constructors::json_constructor_layout;
 pub use json_items::{ENCODED_TEXT, json_item_readable};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};

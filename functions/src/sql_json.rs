@@ -255,53 +255,46 @@ impl ScalarUDFImpl for SqlJsonFunction {
             .iter()
             .map(|f| f.data_type().clone())
             .collect();
-        if let (Some(layout), Some(Some(path))) = (
-            self.kind.layout(types.len()),
+        let Some(layout) = self.kind.layout(types.len()) else {
+            return self.return_type(&types).map(|t| {
+                Arc::new(datafusion::arrow::datatypes::Field::new(
+                    self.name(),
+                    t,
+                    true,
+                ))
+            });
+        };
+        let constant = |i: usize| {
             args.scalar_arguments
-                .get(1)
-                .map(|p| p.and_then(|p| p.try_as_str().flatten())),
-        ) {
-            let names: Vec<&str> = (layout.passing..types.len())
-                .step_by(3)
-                .filter_map(|at| {
-                    args.scalar_arguments
-                        .get(at)
-                        .copied()
-                        .flatten()
-                        .and_then(|name| name.try_as_str().flatten())
-                })
-                .collect();
+                .get(i)
+                .copied()
+                .flatten()
+                .and_then(|value| value.try_as_str().flatten())
+        };
+        let variables = (layout.passing..types.len()).step_by(3);
+        if let Some(path) = constant(1) {
+            let names: Vec<&str> = variables.clone().filter_map(constant).collect();
             read_path(path, &names)?;
         }
-        if let Some(layout) = self.kind.layout(types.len()) {
-            for at in (layout.passing..types.len()).step_by(3) {
-                let format = args
-                    .scalar_arguments
-                    .get(at + 1)
-                    .copied()
-                    .flatten()
-                    .and_then(|f| f.try_as_str().flatten())
-                    .unwrap_or("SQL");
-                let value = &args.arg_fields[at + 2];
-                if !json_item_readable(value, format) {
-                    return Err(DataFusionError::NotImplemented(format!(
-                        "{} … PASSING a value of type {}{}",
-                        self.name(),
-                        crate::types::trino_type_name(value.data_type()),
-                        if format == "SQL" { "" } else { " as JSON" }
-                    )));
-                }
+        for at in variables {
+            let format = constant(at + 1).unwrap_or("SQL");
+            let value = &args.arg_fields[at + 2];
+            if !json_item_readable(value, format) {
+                return Err(DataFusionError::NotImplemented(format!(
+                    "{} … PASSING a value of type {}{}",
+                    self.name(),
+                    crate::types::trino_type_name(value.data_type()),
+                    if format == "SQL" { "" } else { " as JSON" }
+                )));
             }
         }
         let field =
             datafusion::arrow::datatypes::Field::new(self.name(), self.return_type(&types)?, true);
         // `RETURNING varchar(n)` or `char(n)`: the typed NULL's field says which.
-        let bounded = self
-            .kind
-            .layout(types.len())
-            .filter(|layout| layout.returning)
-            .and_then(|_| args.arg_fields.get(6))
-            .filter(|f| bound_of_field(f).is_some());
+        let bounded = args
+            .arg_fields
+            .get(6)
+            .filter(|f| layout.returning && bound_of_field(f).is_some());
         Ok(Arc::new(match bounded {
             Some(typed) => field.with_metadata(typed.metadata().clone()),
             None => field,

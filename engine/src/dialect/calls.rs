@@ -638,27 +638,15 @@ fn sixteen_bytes_cast(
     ))
 }
 
-/// The number of leading clause constants of a JSON constructor (`sqe_functions`'
-/// `json_constructors`), `None` for other functions.
-fn json_constructor_clauses(name: &str) -> Option<usize> {
-    match name {
-        "json_array" => Some(2),
-        "json_object" => Some(3),
-        _ => None,
-    }
-}
-
 /// A JSON constructor's values as Trino takes them: one of a type an item is read from as
 /// it is, any other that casts to varchar as its text (a date, a uuid, a timestamp), the rest
 /// (arrays, maps, rows, varbinary without `FORMAT JSON`) NOT_SUPPORTED; a key is text.
 fn json_constructor(
     call: ScalarFunction,
-    clauses: usize,
+    (clauses, stride): (usize, usize),
     schema: &DFSchema,
 ) -> Result<Transformed<Expr>> {
     let name = call.func.name().to_string();
-    // A value's arguments: its format and itself, after its key for an object.
-    let stride = if name == "json_object" { 3 } else { 2 };
     let constant = |e: &Expr| match e {
         Expr::Literal(value, _) => value.try_as_str().flatten().map(str::to_string),
         _ => None,
@@ -843,8 +831,8 @@ fn is_list(t: &DataType) -> bool {
 }
 
 fn function(call: ScalarFunction, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    if let Some(clauses) = json_constructor_clauses(call.func.name()) {
-        return json_constructor(call, clauses, schema);
+    if let Some(layout) = sqe_functions::json_constructor_layout(call.func.name()) {
+        return json_constructor(call, layout, schema);
     }
     let types = call
         .args
