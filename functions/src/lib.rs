@@ -36,6 +36,7 @@ mod json;
 mod json_constructors;
 mod json_items;
 mod json_path;
+mod json_table;
 mod json_values;
 pub mod lambdas;
 mod list_text;
@@ -82,6 +83,10 @@ pub use error::{JsonError, JsonErrorKind, ValueError, value_error};
 pub use interval_text::{IntervalText, MixedInterval};
 pub use json_constructors::json_constructor_layout;
 pub use json_items::{ENCODED_TEXT, json_item_readable};
+pub use json_table::{
+    Behaviour as JsonTableBehaviour, JSON_TABLE, JsonTableColumn, JsonTablePath, JsonTableSpec,
+    SiblingPlan,
+};
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
@@ -222,6 +227,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
     functions.extend(udfs(json::json_functions()));
     functions.extend(udfs(sql_json::sql_json_functions()));
     functions.extend(udfs(json_constructors::json_constructors()));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(
+        json_table::JsonTableFunction::new(),
+    )));
     functions.push(Arc::new(ScalarUDF::new_from_impl(
         json_items::EncodedText::new(),
     )));

@@ -96,20 +96,20 @@ impl Kind {
 }
 
 /// Why a row has no answer of its own: what `ON ERROR` (or `ON EMPTY`) decides about.
-struct Failure {
+pub(crate) struct Failure {
     kind: JsonErrorKind,
     message: String,
 }
 
 impl Failure {
-    fn new(kind: JsonErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: JsonErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
         }
     }
 
-    fn error(self) -> DataFusionError {
+    pub(crate) fn error(self) -> DataFusionError {
         json_error(self.kind, self.message)
     }
 }
@@ -130,12 +130,16 @@ fn evaluate(json: &str, path: &JsonPath, variables: &Variables) -> Result<Vec<It
 }
 
 /// The variables of a call's `PASSING` clause: names, formats, and the values' columns.
-struct Passing<'a> {
+pub(crate) struct Passing<'a> {
     variables: Vec<(String, Format, &'a ArrayRef, &'a FieldRef)>,
 }
 
 impl<'a> Passing<'a> {
-    fn new(args: &'a ScalarFunctionArgs, columns: &'a [ArrayRef], from: usize) -> Result<Self> {
+    pub(crate) fn new(
+        args: &'a ScalarFunctionArgs,
+        columns: &'a [ArrayRef],
+        from: usize,
+    ) -> Result<Self> {
         let constant = |i: usize| match args.args.get(i) {
             Some(ColumnarValue::Scalar(value)) => value.try_as_str().flatten(),
             _ => None,
@@ -157,13 +161,13 @@ impl<'a> Passing<'a> {
         Ok(Self { variables })
     }
 
-    fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.variables.iter().map(|(n, ..)| n.as_str()).collect()
     }
 
     /// The variables' values at `row`: an SQL NULL is JSON null, a NULL passed as JSON (or
     /// of type json) the empty sequence; JSON text that does not read is a failure of the row.
-    fn at(&self, row: usize) -> Result<Vec<(String, Vec<Item>)>, Failure> {
+    pub(crate) fn at(&self, row: usize) -> Result<Vec<(String, Vec<Item>)>, Failure> {
         self.variables
             .iter()
             .map(|(name, format, column, field)| {
@@ -465,7 +469,7 @@ impl ScalarUDFImpl for SqlJsonFunction {
 }
 
 /// `text` read as a path whose variables are among `passed`; else INVALID_PATH.
-fn read_path(text: &str, passed: &[&str]) -> Result<JsonPath> {
+pub(crate) fn read_path(text: &str, passed: &[&str]) -> Result<JsonPath> {
     let path = JsonPath::parse(text).map_err(|e| {
         json_error(
             JsonErrorKind::InvalidPath,
@@ -519,7 +523,7 @@ fn returned_type(arg_types: &[DataType], layout: Layout) -> DataType {
     }
 }
 
-fn is_returnable(t: &DataType) -> bool {
+pub(crate) fn is_returnable(t: &DataType) -> bool {
     matches!(
         t,
         DataType::Utf8
@@ -536,7 +540,7 @@ fn is_returnable(t: &DataType) -> bool {
 }
 
 /// The bound of `RETURNING varchar(n)` or `char(n)`, from its typed NULL's field.
-fn bound_of_field(field: &FieldRef) -> Option<(usize, bool)> {
+pub(crate) fn bound_of_field(field: &FieldRef) -> Option<(usize, bool)> {
     field
         .metadata()
         .get(crate::types::TRINO_TYPE)
@@ -546,7 +550,7 @@ fn bound_of_field(field: &FieldRef) -> Option<(usize, bool)> {
 /// `value` (text) as a bounded returned type holds it: a JSON string's text truncated to the
 /// length, a number's or boolean's text refused when longer (as Trino's casts of them), a
 /// `char` padded (and not made of a number or boolean, which Trino does not cast to one).
-fn bounded_answer(
+pub(crate) fn bounded_answer(
     value: ScalarValue,
     bound: Option<(usize, bool)>,
     from_string: bool,
@@ -568,7 +572,7 @@ fn bounded_answer(
 /// `json_value`'s answer for one item, as Trino casts the item's SQL value (an integer, a
 /// decimal, a double, text, a boolean) to the returned type: JSON null is NULL; an array or
 /// object, or a value the cast refuses, is an error for `ON ERROR`.
-fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
+pub(crate) fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
     let refused = || {
         format!(
             "Cannot cast {} to {}",
@@ -689,7 +693,7 @@ fn converted(item: &Item, target: &DataType) -> Result<ScalarValue, String> {
 }
 
 /// `json_query`'s `ON EMPTY`/`ON ERROR` behaviour: `None` for NULL, `Err` for ERROR.
-fn empty_behaviour(behaviour: &str) -> Option<Result<Option<String>, ()>> {
+pub(crate) fn empty_behaviour(behaviour: &str) -> Option<Result<Option<String>, ()>> {
     match behaviour {
         "ERROR" => Some(Err(())),
         "EMPTY ARRAY" => Some(Ok(Some("[]".to_string()))),
@@ -699,7 +703,11 @@ fn empty_behaviour(behaviour: &str) -> Option<Result<Option<String>, ()>> {
 }
 
 /// `json_query`'s answer for a non-empty sequence under its wrapper and quotes clauses.
-fn wrapped(items: Vec<Item>, wrapper: &str, omit_quotes: bool) -> Result<Option<String>, String> {
+pub(crate) fn wrapped(
+    items: Vec<Item>,
+    wrapper: &str,
+    omit_quotes: bool,
+) -> Result<Option<String>, String> {
     let single_structure = matches!(items.as_slice(), [Item::Array(_) | Item::Object(_)]);
     let wrap = match wrapper {
         "UNCONDITIONAL" => true,

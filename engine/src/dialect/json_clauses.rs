@@ -20,7 +20,7 @@ use super::parse::next_significant;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Function {
+pub(super) enum Function {
     Exists,
     Value,
     Query,
@@ -98,7 +98,7 @@ pub(super) fn json_clauses(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSp
     Ok(out)
 }
 
-fn closing(tokens: &[TokenWithSpan], open: usize) -> Result<usize> {
+pub(super) fn closing(tokens: &[TokenWithSpan], open: usize) -> Result<usize> {
     let mut depth = 0usize;
     for (j, token) in tokens.iter().enumerate().skip(open) {
         match token.token {
@@ -115,7 +115,7 @@ fn closing(tokens: &[TokenWithSpan], open: usize) -> Result<usize> {
     Err(syntax("a JSON function call is not closed"))
 }
 
-fn syntax(message: impl Into<String>) -> Error {
+pub(super) fn syntax(message: impl Into<String>) -> Error {
     Error::Syntax {
         message: message.into(),
         location: None,
@@ -123,7 +123,7 @@ fn syntax(message: impl Into<String>) -> Error {
 }
 
 /// The unquoted word of `token`, upper-cased.
-fn word(token: Option<&TokenWithSpan>) -> Option<String> {
+pub(super) fn word(token: Option<&TokenWithSpan>) -> Option<String> {
     match token.map(|t| &t.token) {
         Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
         _ => None,
@@ -149,7 +149,7 @@ const CLAUSE_WORDS: [&str; 13] = [
 
 /// `inner` without whitespace, and for each token whether it is at the call's top level
 /// (not inside parentheses or brackets; a closing one is not).
-fn significant(inner: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<bool>) {
+pub(super) fn significant(inner: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<bool>) {
     let tokens: Vec<TokenWithSpan> = inner
         .into_iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)))
@@ -172,7 +172,10 @@ fn significant(inner: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<bool>) {
 
 /// The ranges between top-level commas (none for no tokens; an empty one where two commas
 /// meet or one ends the list).
-fn top_level_items(tokens: &[TokenWithSpan], top: &[bool]) -> Vec<std::ops::Range<usize>> {
+pub(super) fn top_level_items(
+    tokens: &[TokenWithSpan],
+    top: &[bool],
+) -> Vec<std::ops::Range<usize>> {
     if tokens.is_empty() {
         return Vec::new();
     }
@@ -188,12 +191,12 @@ fn top_level_items(tokens: &[TokenWithSpan], top: &[bool]) -> Vec<std::ops::Rang
     items
 }
 
-fn text_token(s: &str, span: Span) -> TokenWithSpan {
+pub(super) fn text_token(s: &str, span: Span) -> TokenWithSpan {
     TokenWithSpan::new(Token::SingleQuotedString(s.to_string()), span)
 }
 
 /// `CAST(call AS type)`.
-fn cast(
+pub(super) fn cast(
     call: Vec<TokenWithSpan>,
     type_tokens: Vec<TokenWithSpan>,
     span: Span,
@@ -315,7 +318,7 @@ fn is_json_call(value: &[TokenWithSpan]) -> bool {
 
 /// Removes `FORMAT JSON [ENCODING e]` from the end of `value`: `None` when it has none, else
 /// the encoding named, if one is.
-fn strip_format_json(value: &mut Vec<TokenWithSpan>) -> Option<Option<String>> {
+pub(super) fn strip_format_json(value: &mut Vec<TokenWithSpan>) -> Option<Option<String>> {
     let n = value.len();
     let words: Vec<Option<String>> = value.iter().map(|t| word(Some(t))).collect();
     let at = |j: usize, w: &str| words.get(j).and_then(|x| x.as_deref()) == Some(w);
@@ -342,7 +345,7 @@ struct ConstructorClauses {
     output: Output,
 }
 
-enum Output {
+pub(super) enum Output {
     AsIs,
     Cast(Vec<TokenWithSpan>),
     Json,
@@ -600,27 +603,27 @@ fn returned(
 }
 
 #[derive(Default)]
-struct Clauses {
-    on_empty: Option<String>,
-    empty_default: Option<Vec<TokenWithSpan>>,
-    on_error: Option<String>,
-    error_default: Option<Vec<TokenWithSpan>>,
-    wrapper: Option<String>,
-    omit_quotes: bool,
+pub(super) struct Clauses {
+    pub(super) on_empty: Option<String>,
+    pub(super) empty_default: Option<Vec<TokenWithSpan>>,
+    pub(super) on_error: Option<String>,
+    pub(super) error_default: Option<Vec<TokenWithSpan>>,
+    pub(super) wrapper: Option<String>,
+    pub(super) omit_quotes: bool,
     /// `json_value`'s returned type, as written.
-    returning: Option<Vec<TokenWithSpan>>,
+    pub(super) returning: Option<Vec<TokenWithSpan>>,
     /// What `json_query`'s text is made into for its `RETURNING`.
-    query_output: Option<Output>,
-    passing: Vec<Variable>,
+    pub(super) query_output: Option<Output>,
+    pub(super) passing: Vec<Variable>,
 }
 
 /// A path variable of `PASSING value [FORMAT JSON] AS name`.
-struct Variable {
+pub(super) struct Variable {
     /// As Trino names it: an unquoted name upper-cased, a quoted one as written.
-    name: String,
+    pub(super) name: String,
     /// `SQL` or `JSON [encoding]`.
-    format: String,
-    value: Vec<TokenWithSpan>,
+    pub(super) format: String,
+    pub(super) value: Vec<TokenWithSpan>,
 }
 
 /// The syntax error of the token at `j` of a call's clauses (or of their end).
@@ -631,7 +634,11 @@ fn unexpected(tokens: &[TokenWithSpan], name: &str, j: usize) -> Error {
     }
 }
 
-fn read_clauses(function: Function, tokens: &[TokenWithSpan], top: &[bool]) -> Result<Clauses> {
+pub(super) fn read_clauses(
+    function: Function,
+    tokens: &[TokenWithSpan],
+    top: &[bool],
+) -> Result<Clauses> {
     let name = function.name();
     let mut clauses = Clauses::default();
     let mut at = 0;

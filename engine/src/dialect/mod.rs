@@ -7,6 +7,7 @@ pub mod functions;
 mod intervals;
 mod joins;
 mod json_clauses;
+mod json_table;
 mod lambdas;
 pub use lambdas::has_lambdas;
 pub mod logical;

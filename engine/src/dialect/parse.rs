@@ -100,7 +100,9 @@ fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>> {
             message: e.to_string(),
             location: None,
         })?;
-    let tokens = super::json_clauses::json_clauses(super::lambdas::as_calls(tokens)?)?;
+    let tokens = super::json_clauses::json_clauses(super::json_table::json_tables(
+        super::lambdas::as_calls(tokens)?,
+    )?)?;
     super::periods::fold_query_periods(demote_index_words(parenthesize_values(
         rewrite_type_syntax(call_niladic_functions(ipaddress_literals(
             super::views::view_clauses_as_options(set_properties_as_options(tokens)),

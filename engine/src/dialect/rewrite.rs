@@ -277,7 +277,10 @@ impl VisitorMut for Rewrite {
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Error> {
         self.queries += 1;
-        match fetch_as_limit(query).and_then(|()| lateral_unnest(query)) {
+        match fetch_as_limit(query)
+            .and_then(|()| super::json_table::lateral(query))
+            .and_then(|()| lateral_unnest(query))
+        {
             Ok(()) => ControlFlow::Continue(()),
             Err(error) => ControlFlow::Break(error),
         }
@@ -454,15 +457,7 @@ fn lateral_unnest(query: &mut Query) -> Result<()> {
         let Some(at) = from.joins.iter().position(lateral) else {
             continue;
         };
-        let name = match &from.relation {
-            _ if at > 0 => None,
-            TableFactor::Table { alias: Some(a), .. }
-            | TableFactor::Derived { alias: Some(a), .. } => Some(a.name.clone()),
-            TableFactor::Table {
-                name, alias: None, ..
-            } => name.0.last().and_then(|p| p.as_ident()).cloned(),
-            _ => None,
-        };
+        let name = relation_name(&from.relation).filter(|_| at == 0);
         let Some(name) = name else {
             // Arrays of constants are DataFusion's to join; arrays of another relation's
             // columns it cannot plan (and would say so in a dump of its plan).
@@ -539,12 +534,26 @@ fn lateral_unnest(query: &mut Query) -> Result<()> {
     Ok(())
 }
 
+/// The name a single table or aliased subquery's columns are qualified with: what a lateral
+/// relation after it is written into.
+pub(super) fn relation_name(factor: &TableFactor) -> Option<Ident> {
+    match factor {
+        TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => {
+            Some(a.name.clone())
+        }
+        TableFactor::Table {
+            name, alias: None, ..
+        } => name.0.last().and_then(|p| p.as_ident()).cloned(),
+        _ => None,
+    }
+}
+
 /// `u.x` as `t.x` for each (u, t) of `renames`, in the query's own clauses only: a subquery
 /// may name a relation of its own `u` (its references to the outer `u` then fail by name
 /// instead of reading another relation).
-struct RenameQualifiers {
-    renames: Vec<(String, Ident)>,
-    subqueries: usize,
+pub(super) struct RenameQualifiers {
+    pub(super) renames: Vec<(String, Ident)>,
+    pub(super) subqueries: usize,
 }
 
 impl VisitorMut for RenameQualifiers {
@@ -576,7 +585,7 @@ impl VisitorMut for RenameQualifiers {
 }
 
 /// Whether `factor` reads a column (of its own or of another relation).
-fn mentions_columns(factor: &TableFactor) -> bool {
+pub(super) fn mentions_columns(factor: &TableFactor) -> bool {
     datafusion::sql::sqlparser::ast::visit_expressions(factor, |expr| match expr {
         Expr::Identifier(_) | Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
         _ => ControlFlow::Continue(()),

@@ -33,6 +33,9 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::JsonOutputConversionError
         | ErrorCode::PathEvaluationError
         | ErrorCode::JsonValueResultError
+        | ErrorCode::DuplicateColumnOrPathName
+        | ErrorCode::MissingPathName
+        | ErrorCode::InvalidPlan
         | ErrorCode::InvalidView
         | ErrorCode::ViewIsRecursive
         | ErrorCode::ExpressionNotScalar => Code::InvalidArgument,

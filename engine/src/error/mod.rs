@@ -150,6 +150,12 @@ pub enum ErrorCode {
     JsonOutputConversionError,
     PathEvaluationError,
     JsonValueResultError,
+    /// A `json_table` naming two of its columns or paths alike.
+    DuplicateColumnOrPathName,
+    /// A `json_table` whose specific `PLAN` needs a path's name it was not given.
+    MissingPathName,
+    /// A `json_table`'s specific `PLAN` that does not match its paths.
+    InvalidPlan,
     /// A view that cannot be read: its SQL no longer reads as a query.
     InvalidView,
     /// A view reads itself, directly or through others (Trino's `VIEW_IS_RECURSIVE`).
@@ -215,6 +221,9 @@ impl ErrorCode {
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
             ErrorCode::SubqueryMultipleRows => "SUBQUERY_MULTIPLE_ROWS",
             ErrorCode::InvalidPath => "INVALID_PATH",
+            ErrorCode::DuplicateColumnOrPathName => "DUPLICATE_COLUMN_OR_PATH_NAME",
+            ErrorCode::MissingPathName => "MISSING_PATH_NAME",
+            ErrorCode::InvalidPlan => "INVALID_PLAN",
             ErrorCode::JsonInputConversionError => "JSON_INPUT_CONVERSION_ERROR",
             ErrorCode::JsonOutputConversionError => "JSON_OUTPUT_CONVERSION_ERROR",
             ErrorCode::PathEvaluationError => "PATH_EVALUATION_ERROR",
@@ -283,7 +292,10 @@ impl ErrorCode {
             | ErrorCode::JsonInputConversionError
             | ErrorCode::JsonOutputConversionError
             | ErrorCode::PathEvaluationError
-            | ErrorCode::JsonValueResultError => ErrorKind::User,
+            | ErrorCode::JsonValueResultError
+            | ErrorCode::DuplicateColumnOrPathName
+            | ErrorCode::MissingPathName
+            | ErrorCode::InvalidPlan => ErrorKind::User,
         }
     }
 }

@@ -508,3 +508,54 @@ async fn map_aggregates_merge_across_workers() -> TestResult {
     cluster.stop().await;
     Ok(())
 }
+
+/// `json_table` beside a distributed table: its rows per input row, joined laterally, computed
+/// in the workers' tasks (which must know `sqe_json_table` and the row type its definition
+/// gives), as the same values read without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn json_table_answers_over_distributed_tables() -> TestResult {
+    let cluster = TestCluster::start(2, 0.01).await?;
+    cluster.sql("CREATE SCHEMA docs").await?;
+    cluster
+        .sql(
+            "CREATE TABLE docs.orders AS SELECT o_orderkey AS k, \
+             json_object('key' : o_orderkey, 'items' : json_array(o_custkey, o_shippriority, NULL), \
+             'note' : CASE WHEN o_orderkey % 3 = 0 THEN o_comment END) AS doc FROM tpch.orders",
+        )
+        .await?;
+    let sql = "SELECT sum(x) AS s, count(*) AS n, count(o) AS numbered, count(note) AS notes \
+               FROM docs.orders AS d, json_table(d.doc, 'lax $' COLUMNS (key bigint PATH 'lax $.key', \
+               note varchar PATH 'lax $.note', NESTED PATH 'lax $.items[*]' COLUMNS (o FOR ORDINALITY, \
+               x bigint PATH 'lax $'))) AS jt WHERE jt.key = d.k";
+    assert!(is_distributed(&cluster, sql).await?, "not distributed");
+    let before = cluster.tasks_per_worker();
+    let rows = cluster.query(sql).await?;
+    let after = cluster.tasks_per_worker();
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| a > b),
+        "a worker ran no task: before {before:?}, after {after:?}"
+    );
+    let expected = cluster
+        .query(
+            "SELECT sum(o_custkey + o_shippriority) AS s, 2 * count(*) AS n, 2 * count(*) AS numbered, \
+             2 * count(CASE WHEN o_orderkey % 3 = 0 THEN o_comment END) AS notes FROM tpch.orders",
+        )
+        .await?;
+    assert_eq!(render(&rows), render(&expected));
+    // LEFT JOIN keeps the rows json_table has none for; a CROSS JOIN drops them.
+    for (join, kept) in [("LEFT JOIN", "count(*)"), ("CROSS JOIN", "0 * count(*)")] {
+        let on = if join == "LEFT JOIN" { " ON TRUE" } else { "" };
+        let rows = cluster
+            .query(&format!(
+                "SELECT count(*) AS n FROM docs.orders AS d {join} json_table(d.doc, 'lax $.nothing[*]' \
+                 COLUMNS (x bigint PATH 'lax $')) AS jt{on}"
+            ))
+            .await?;
+        let expected = cluster
+            .query(&format!("SELECT {kept} AS n FROM tpch.orders"))
+            .await?;
+        assert_eq!(render(&rows), render(&expected), "{join}");
+    }
+    cluster.stop().await;
+    Ok(())
+}
