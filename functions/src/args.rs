@@ -9,6 +9,11 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
 /// The arguments as arrays of one length (scalars repeated).
+/// The types of `fields` (a planned call's arguments).
+pub(crate) fn data_types(fields: &[datafusion::arrow::datatypes::FieldRef]) -> Vec<DataType> {
+    fields.iter().map(|f| f.data_type().clone()).collect()
+}
+
 pub(crate) fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
     args.args
         .iter()

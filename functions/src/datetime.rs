@@ -112,7 +112,7 @@ impl Clock {
     }
 
     /// Nanoseconds per stored unit.
-    fn unit_nanos(&self) -> i64 {
+    pub(crate) fn unit_nanos(&self) -> i64 {
         match &self.data_type {
             DataType::Timestamp(TimeUnit::Second, _) => 1_000_000_000,
             DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000_000,
@@ -237,6 +237,17 @@ fn months_between(start: NaiveDateTime, end: NaiveDateTime) -> i64 {
         months -= 1;
     }
     months
+}
+
+/// `x` moved by `months` (a date's or a timestamp's stored value), the day kept to the
+/// month's last as Trino's `plusMonths`; None past the representable range.
+pub(crate) fn plus_months(clock: &Clock, months: i64, x: i64) -> Option<i64> {
+    add(clock, Unit::Month, months, x)
+}
+
+/// Whole months from `a` to `b`, as Trino's `date_diff('month', a, b)` counts them.
+pub(crate) fn months_diff(clock: &Clock, a: i64, b: i64) -> Option<i64> {
+    diff(clock, Unit::Month, a, b)
 }
 
 /// Whole units from `a` to `b` (negative when `b` is earlier).

@@ -475,11 +475,7 @@ impl ScalarUDFImpl for JsonFunction {
         Ok(Arc::new(match self.kind {
             Kind::Extract | Kind::ArrayGet => crate::json_values::json_field(self.name()),
             _ => {
-                let types: Vec<DataType> = args
-                    .arg_fields
-                    .iter()
-                    .map(|f| f.data_type().clone())
-                    .collect();
+                let types = crate::args::data_types(args.arg_fields);
                 Field::new(self.name(), self.return_type(&types)?, true)
             }
         }))

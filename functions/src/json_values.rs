@@ -143,11 +143,7 @@ impl ScalarUDFImpl for JsonValues {
         if self.kind == Kind::CastTo && args.arg_fields.len() != 1 {
             return Err(unexpected_parameters(
                 self.name(),
-                &args
-                    .arg_fields
-                    .iter()
-                    .map(|f| f.data_type().clone())
-                    .collect::<Vec<_>>(),
+                &crate::args::data_types(args.arg_fields),
                 "(T)",
             ));
         }

@@ -135,11 +135,7 @@ impl AggregateUDFImpl for MapAggregate {
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
-        let types: Vec<DataType> = args
-            .input_fields
-            .iter()
-            .map(|f| f.data_type().clone())
-            .collect();
+        let types = crate::args::data_types(args.input_fields);
         let (key, value) = self.entry_types(&types)?;
         Ok(vec![
             Arc::new(Field::new(
@@ -160,11 +156,7 @@ impl AggregateUDFImpl for MapAggregate {
         if args.is_distinct {
             return not_impl_err!("{}(DISTINCT …) beside other aggregates", self.name());
         }
-        let types: Vec<DataType> = args
-            .expr_fields
-            .iter()
-            .map(|f| f.data_type().clone())
-            .collect();
+        let types = crate::args::data_types(args.expr_fields);
         let (key_type, value_type) = self.entry_types(&types)?;
         Ok(Box::new(MapAccumulator {
             kind: self.kind,

@@ -454,11 +454,7 @@ impl ScalarUDFImpl for SmallFunction {
 
     /// `soundex` is Trino's `varchar(4)`.
     fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
-        let types: Vec<DataType> = args
-            .arg_fields
-            .iter()
-            .map(|f| f.data_type().clone())
-            .collect();
+        let types = crate::args::data_types(args.arg_fields);
         let field = Field::new(self.name(), self.return_type(&types)?, true);
         if self.kind != Small::Soundex {
             return Ok(Arc::new(field));

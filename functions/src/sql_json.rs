@@ -254,11 +254,7 @@ impl ScalarUDFImpl for SqlJsonFunction {
     /// The return type, after reading a constant path (and its variables' names): a path
     /// that does not read is INVALID_PATH while planning, as in Trino.
     fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
-        let types: Vec<DataType> = args
-            .arg_fields
-            .iter()
-            .map(|f| f.data_type().clone())
-            .collect();
+        let types = crate::args::data_types(args.arg_fields);
         let Some(layout) = self.kind.layout(types.len()) else {
             return self.return_type(&types).map(|t| {
                 Arc::new(datafusion::arrow::datatypes::Field::new(
@@ -361,14 +357,7 @@ impl ScalarUDFImpl for SqlJsonFunction {
             Kind::Value => {
                 let on_empty = clause(2, "NULL")?;
                 let on_error = clause(4, "NULL")?;
-                let target = returned_type(
-                    &args
-                        .arg_fields
-                        .iter()
-                        .map(|f| f.data_type().clone())
-                        .collect::<Vec<_>>(),
-                    layout,
-                );
+                let target = returned_type(&crate::args::data_types(&args.arg_fields), layout);
                 let null = ScalarValue::try_from(&target)?;
                 let bound = args
                     .arg_fields

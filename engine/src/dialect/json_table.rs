@@ -788,15 +788,28 @@ pub(super) fn lateral(query: &mut Query) -> Result<()> {
     let SetExpr::Select(select) = query.body.as_mut() else {
         return Ok(());
     };
-    // `FROM t, json_table(…)`: a CROSS JOIN.
+    // `FROM t, json_table(…)`: a CROSS JOIN. After inner joins (`t JOIN u ON …, json_table(t.j
+    // …)`) it may join first, which changes no answer; after outer ones it would, so there it
+    // joins last (and is refused below, as after any join).
     if select.from.len() == 2
         && select.from[1].joins.is_empty()
         && is_json_table(&select.from[1].relation)
         && mentions_columns(&select.from[1].relation)
     {
         let relation = select.from.remove(1).relation;
+        let inner_only = select.from[0].joins.iter().all(|join| {
+            matches!(
+                join.join_operator,
+                JoinOperator::CrossJoin(_) | JoinOperator::Join(_) | JoinOperator::Inner(_)
+            )
+        });
+        let at = if inner_only {
+            0
+        } else {
+            select.from[0].joins.len()
+        };
         select.from[0].joins.insert(
-            0,
+            at,
             datafusion::sql::sqlparser::ast::Join {
                 relation,
                 global: false,
