@@ -253,6 +253,12 @@ pub(crate) fn months_diff(clock: &Clock, a: i64, b: i64) -> Option<i64> {
 /// Whole units from `a` to `b` (negative when `b` is earlier).
 fn diff(clock: &Clock, unit: Unit, a: i64, b: i64) -> Option<i64> {
     match unit.millis() {
+        // Days and weeks of a zoned timestamp are its wall clock's (Joda's zoned day field):
+        // the 23 hours over a spring-forward change are a day.
+        Some(millis) if unit.is_calendar() && clock.zone.is_some() => {
+            let elapsed = clock.local(b)? - clock.local(a)?;
+            Some(elapsed.num_milliseconds() / millis)
+        }
         Some(millis) => {
             let nanos = (i128::from(b) - i128::from(a)) * i128::from(clock.unit_nanos());
             i64::try_from(nanos / (i128::from(millis) * 1_000_000)).ok()

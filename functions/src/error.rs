@@ -12,6 +12,12 @@ pub(crate) fn invalid_argument(message: impl Into<String>) -> DataFusionError {
     DataFusionError::External(Box::new(InvalidArgument(message.into())))
 }
 
+/// A function's output past the size Trino allows it (`listagg`'s 1 MiB): Trino's
+/// `EXCEEDED_FUNCTION_MEMORY_LIMIT`, which `try` does not catch.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FunctionMemoryLimit(pub String);
+
 /// The refusal of a pattern by the regex library, when `e` is one: DataFusion's
 /// `regexp_replace` hands it on as it is.
 pub(crate) fn invalid_pattern(e: &(dyn std::error::Error + 'static)) -> Option<String> {

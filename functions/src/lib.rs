@@ -19,6 +19,7 @@ mod byte_length;
 mod case_mapping;
 mod checked;
 mod checked_cast;
+mod checksum;
 mod cosine;
 mod date_parse;
 mod datetime;
@@ -40,6 +41,7 @@ mod json_table;
 mod json_values;
 pub mod lambdas;
 mod list_text;
+mod listagg;
 mod map_aggregates;
 mod map_building;
 mod map_constructor;
@@ -79,7 +81,7 @@ pub use args::{UnexpectedParameters, recording_refusals};
 pub use bounded::{CAST_BOUNDED, TRINO_TYPE};
 pub use checked::IntegerOperation;
 pub use checked_cast::{CHECKED_CAST, can_fail};
-pub use error::{JsonError, JsonErrorKind, ValueError, value_error};
+pub use error::{FunctionMemoryLimit, JsonError, JsonErrorKind, ValueError, value_error};
 pub use interval_text::{IntervalText, MixedInterval};
 pub use json_constructors::json_constructor_layout;
 pub use json_items::{ENCODED_TEXT, json_item_readable};
@@ -88,6 +90,7 @@ pub use json_table::{
     SiblingPlan,
 };
 pub use json_values::{CAST_TO_JSON, JSON_TO_TEXT, canonical_json, is_json, json_field};
+pub use listagg::LISTAGG_OUTPUT;
 pub use precision::{ROUND_FRACTION, lowered_digits, round_fraction};
 pub use real_text::{REAL_DECIMAL, REAL_TEXT, double_text, real_text};
 pub use single_row::{SCALAR_SUBQUERY, SubqueryMultipleRows};
@@ -231,6 +234,9 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         json_table::JsonTableFunction::new(),
     )));
     functions.push(Arc::new(ScalarUDF::new_from_impl(
+        listagg::ListaggOutput::new(),
+    )));
+    functions.push(Arc::new(ScalarUDF::new_from_impl(
         json_items::EncodedText::new(),
     )));
     functions.push(Arc::new(ScalarUDF::new_from_impl(
@@ -287,6 +293,7 @@ fn own_aggregate_functions() -> Vec<Arc<AggregateUDF>> {
         Arc::new(AggregateUDF::new_from_impl(sums::Sum::new())),
         Arc::new(AggregateUDF::new_from_impl(top_n::TopN::largest())),
         Arc::new(AggregateUDF::new_from_impl(top_n::TopN::smallest())),
+        Arc::new(AggregateUDF::new_from_impl(checksum::Checksum::new())),
         Arc::new(AggregateUDF::new_from_impl(moments::ShapeAggregate::new(
             moments::Shape::Skewness,
         ))),

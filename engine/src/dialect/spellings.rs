@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
     DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
-    FunctionArguments, Ident, ObjectName, UnaryOperator, Value, ValueWithSpan, VisitMut,
-    VisitorMut,
+    FunctionArguments, Ident, ListAggOnOverflow, ObjectName, UnaryOperator, Value, ValueWithSpan,
+    VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -200,8 +200,9 @@ pub(crate) fn listed() -> impl Iterator<Item = (&'static str, bool, String)> {
         .chain(std::iter::once((
             "listagg",
             true,
-            "Trino's listagg(x, separator) WITHIN GROUP (ORDER BY ...): \
-             string_agg(x, separator ORDER BY ...)"
+            "Trino's listagg(x, separator [ON OVERFLOW ...]) WITHIN GROUP (ORDER BY ...): \
+             string_agg(x, separator ORDER BY ...), or array_agg for ON OVERFLOW TRUNCATE, \
+             held to Trino's 1 MiB"
                 .to_string(),
         )))
 }
@@ -437,9 +438,11 @@ impl VisitorMut for Qualify<'_> {
     }
 }
 
-/// `LISTAGG(x [, separator]) WITHIN GROUP (ORDER BY …)` as DataFusion's
-/// `string_agg(x, separator ORDER BY …)` (Trino's separator is `''` unless given). `None` for
-/// anything else; `ON OVERFLOW` (Trino's limit on the result's length) is not taken.
+/// `LISTAGG(x [, separator] [ON OVERFLOW …]) WITHIN GROUP (ORDER BY …)` (Trino's separator is
+/// `''` unless given) as DataFusion's `string_agg(x, separator ORDER BY …)` held to Trino's
+/// limit on the output, or, `ON OVERFLOW TRUNCATE [filler] {WITH | WITHOUT} COUNT`, the
+/// ordered values (`array_agg`) cut where the limit falls (`sqe_listagg_output`). `None` for
+/// anything else.
 pub(super) fn listagg(function: &Function) -> Option<Expr> {
     if !function.name.to_string().eq_ignore_ascii_case("listagg")
         || function.within_group.is_empty()
@@ -451,29 +454,57 @@ pub(super) fn listagg(function: &Function) -> Option<Expr> {
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
-    if !list.clauses.is_empty() {
-        return None;
-    }
+    let overflow = match list.clauses.as_slice() {
+        [] => None,
+        [FunctionArgumentClause::OnOverflow(overflow)] => Some(overflow.clone()),
+        _ => return None,
+    };
     let mut args = list.args.clone();
     if args.len() == 1 {
         args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
             Value::SingleQuotedString(String::new()).into(),
         ))));
     }
-    if args.len() != 2 {
+    let [
+        value,
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(separator)),
+    ] = args.as_slice()
+    else {
         return None;
+    };
+    let aggregate = |name: &str, args: Vec<FunctionArg>| {
+        let mut list = list.clone();
+        list.args = args;
+        list.clauses = vec![FunctionArgumentClause::OrderBy(
+            function.within_group.clone(),
+        )];
+        Expr::Function(Function {
+            name: ObjectName::from(vec![Ident::new(name)]),
+            args: FunctionArguments::List(list),
+            within_group: Vec::new(),
+            ..function.clone()
+        })
+    };
+    match overflow {
+        None | Some(ListAggOnOverflow::Error) => spelled(
+            &format!("{}($1)", sqe_functions::LISTAGG_OUTPUT),
+            &[aggregate("string_agg", args.clone())],
+        ),
+        Some(ListAggOnOverflow::Truncate { filler, with_count }) => {
+            let filler = filler
+                .map(|f| *f)
+                .unwrap_or_else(|| Expr::Value(Value::SingleQuotedString("...".into()).into()));
+            spelled(
+                &format!("{}($1, $2, $3, $4)", sqe_functions::LISTAGG_OUTPUT),
+                &[
+                    aggregate("array_agg", vec![value.clone()]),
+                    separator.clone(),
+                    filler,
+                    Expr::Value(Value::Boolean(with_count).into()),
+                ],
+            )
+        }
     }
-    let mut list = list.clone();
-    list.args = args;
-    list.clauses = vec![FunctionArgumentClause::OrderBy(
-        function.within_group.clone(),
-    )];
-    Some(Expr::Function(Function {
-        name: ObjectName::from(vec![Ident::new("string_agg")]),
-        args: FunctionArguments::List(list),
-        within_group: Vec::new(),
-        ..function.clone()
-    }))
 }
 
 /// `normalize(s [, form])` as `sqe_normalize(s, 'FORM')`: Trino's form is a bare word (`NFD`,

@@ -33,6 +33,7 @@ pub fn grpc_code(code: ErrorCode) -> Code {
         | ErrorCode::JsonOutputConversionError
         | ErrorCode::PathEvaluationError
         | ErrorCode::JsonValueResultError
+        | ErrorCode::ExceededFunctionMemoryLimit
         | ErrorCode::DuplicateColumnOrPathName
         | ErrorCode::MissingPathName
         | ErrorCode::InvalidPlan

@@ -150,6 +150,8 @@ pub enum ErrorCode {
     JsonOutputConversionError,
     PathEvaluationError,
     JsonValueResultError,
+    /// A function's output past the size Trino allows it (`listagg`'s 1 MiB).
+    ExceededFunctionMemoryLimit,
     /// A `json_table` naming two of its columns or paths alike.
     DuplicateColumnOrPathName,
     /// A `json_table` whose specific `PLAN` needs a path's name it was not given.
@@ -221,6 +223,7 @@ impl ErrorCode {
             ErrorCode::MergeTargetRowMultipleMatches => "MERGE_TARGET_ROW_MULTIPLE_MATCHES",
             ErrorCode::SubqueryMultipleRows => "SUBQUERY_MULTIPLE_ROWS",
             ErrorCode::InvalidPath => "INVALID_PATH",
+            ErrorCode::ExceededFunctionMemoryLimit => "EXCEEDED_FUNCTION_MEMORY_LIMIT",
             ErrorCode::DuplicateColumnOrPathName => "DUPLICATE_COLUMN_OR_PATH_NAME",
             ErrorCode::MissingPathName => "MISSING_PATH_NAME",
             ErrorCode::InvalidPlan => "INVALID_PLAN",
@@ -293,6 +296,7 @@ impl ErrorCode {
             | ErrorCode::JsonOutputConversionError
             | ErrorCode::PathEvaluationError
             | ErrorCode::JsonValueResultError
+            | ErrorCode::ExceededFunctionMemoryLimit
             | ErrorCode::DuplicateColumnOrPathName
             | ErrorCode::MissingPathName
             | ErrorCode::InvalidPlan => ErrorKind::User,
@@ -561,6 +565,7 @@ fn carried_value_error(context: &str) -> Option<Error> {
         ErrorCode::JsonOutputConversionError,
         ErrorCode::PathEvaluationError,
         ErrorCode::JsonValueResultError,
+        ErrorCode::ExceededFunctionMemoryLimit,
     ]
     .into_iter()
     .find(|code| code.name() == name)?;
@@ -612,6 +617,12 @@ fn classify_by_reference(e: &(dyn std::error::Error + 'static)) -> Option<Error>
         return Some(Error::invalid(
             ErrorCode::SubqueryMultipleRows,
             rows.to_string(),
+        ));
+    }
+    if let Some(limit) = e.downcast_ref::<sqe_functions::FunctionMemoryLimit>() {
+        return Some(Error::invalid(
+            ErrorCode::ExceededFunctionMemoryLimit,
+            limit.to_string(),
         ));
     }
     if let Some(json) = e.downcast_ref::<sqe_functions::JsonError>() {

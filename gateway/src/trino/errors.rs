@@ -87,6 +87,7 @@ pub(crate) fn trino_code(code: ErrorCode) -> TrinoErrorCode {
         ErrorCode::JsonOutputConversionError => (115, USER),
         ErrorCode::PathEvaluationError => (116, USER),
         ErrorCode::JsonValueResultError => (118, USER),
+        ErrorCode::ExceededFunctionMemoryLimit => (37, USER),
         ErrorCode::DuplicateColumnOrPathName => (127, USER),
         ErrorCode::MissingPathName => (128, USER),
         ErrorCode::InvalidPlan => (129, USER),

@@ -296,6 +296,38 @@ async fn trino_aggregates_run_on_the_workers() -> TestResult {
         listed.contains("MOZAMBIQUE,MOROCCO,KENYA,ETHIOPIA,ALGERIA"),
         "{listed}"
     );
+    // listagg past Trino's 1 MiB fails with Trino's name; TRUNCATE keeps what fits.
+    let comments = "SELECT listagg(l_comment, ',') WITHIN GROUP (ORDER BY l_orderkey) AS c \
+                    FROM tpch.lineitem";
+    let refused = cluster
+        .query(comments)
+        .await
+        .err()
+        .ok_or("1 MiB of listagg")?;
+    assert_eq!(
+        refused.code(),
+        sqe_engine::error::ErrorCode::ExceededFunctionMemoryLimit,
+        "{refused}"
+    );
+    let kept = "SELECT length(listagg(l_comment, ',' ON OVERFLOW TRUNCATE '~' WITHOUT COUNT) \
+                WITHIN GROUP (ORDER BY l_orderkey)) BETWEEN 1048000 AND 1048578 AS near \
+                FROM tpch.lineitem";
+    assert_eq!(
+        render(&cluster.query(kept).await?).matches("true").count(),
+        1
+    );
+
+    // checksum's partial sums from the workers add up to what one process sums.
+    let checksum = "SELECT checksum(l_orderkey) AS a, checksum(l_comment) AS b, \
+                    checksum(l_extendedprice) AS c, checksum(l_shipdate) AS d FROM tpch.lineitem";
+    assert!(is_distributed(&cluster, checksum).await?, "{checksum}");
+    let alone = sqe_tests::cluster::coordinator_alone(SessionSettings::default())?;
+    let prepared = cluster.engine().prepare(&alone, checksum).await?;
+    assert!(prepared.plan().is_some_and(|p| !p.is::<DistributedExec>()));
+    assert_eq!(
+        render(&cluster.query(checksum).await?),
+        render(&rows_of(&cluster, prepared, "checksum").await?)
+    );
     cluster.stop().await;
     Ok(())
 }
