@@ -8,12 +8,12 @@ use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
-/// The arguments as arrays of one length (scalars repeated).
 /// The types of `fields` (a planned call's arguments).
 pub(crate) fn data_types(fields: &[datafusion::arrow::datatypes::FieldRef]) -> Vec<DataType> {
     fields.iter().map(|f| f.data_type().clone()).collect()
 }
 
+/// The arguments as arrays of one length (scalars repeated).
 pub(crate) fn arrays(args: &ScalarFunctionArgs) -> Result<Vec<ArrayRef>> {
     args.args
         .iter()

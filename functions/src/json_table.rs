@@ -287,13 +287,19 @@ fn named(typed: &FieldRef, name: &str) -> FieldRef {
     )
 }
 
-/// The spec of a call, from its constant second argument.
-fn spec_of(text: Option<&str>) -> Result<JsonTableSpec> {
+/// The spec of a call of `arguments` arguments, from its constant second argument; one whose
+/// variables are not whole (name, format, value) triples is refused.
+fn spec_of(text: Option<&str>, arguments: usize) -> Result<JsonTableSpec> {
     let Some(text) = text else {
         return exec_err!("json_table's definition must be a constant");
     };
-    serde_json::from_str(text)
-        .map_err(|e| DataFusionError::Internal(format!("json_table's definition: {e}")))
+    let spec: JsonTableSpec = serde_json::from_str(text)
+        .map_err(|e| DataFusionError::Internal(format!("json_table's definition: {e}")))?;
+    if spec.passing < 2 || spec.passing > arguments || !(arguments - spec.passing).is_multiple_of(3)
+    {
+        return exec_err!("json_table's definition does not fit its {arguments} arguments");
+    }
+    Ok(spec)
 }
 
 fn list_type(fields: Vec<FieldRef>) -> DataType {
@@ -430,7 +436,11 @@ fn column_value(
             let behave = |behaviour: &Behaviour, failure: Failure| match behaviour {
                 Behaviour::Null => Ok(null.clone()),
                 Behaviour::Error => Err(Stop::Query(failure.error())),
-                Behaviour::Default(at) => inputs.argument(*at),
+                // The dialect casts a default to the column's type; text may be another
+                // Arrow text type than the column's.
+                Behaviour::Default(at) => inputs
+                    .argument(*at)
+                    .and_then(|value| value.cast_to(target).map_err(Stop::Query)),
             };
             let answer = match path.evaluate(item, &inputs.variables) {
                 Err(e) => Err(path_failure(e.0)),
@@ -539,7 +549,7 @@ impl ScalarUDFImpl for JsonTableFunction {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
-        let spec = spec_of(constant_text(&args, 1))?;
+        let spec = spec_of(constant_text(&args, 1), args.arg_fields.len())?;
         let variables = (spec.passing..args.arg_fields.len()).step_by(3);
         let passed: Vec<&str> = variables
             .clone()
@@ -570,10 +580,13 @@ impl ScalarUDFImpl for JsonTableFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let spec = spec_of(match args.args.get(1) {
-            Some(ColumnarValue::Scalar(value)) => value.try_as_str().flatten(),
-            _ => None,
-        })?;
+        let spec = spec_of(
+            match args.args.get(1) {
+                Some(ColumnarValue::Scalar(value)) => value.try_as_str().flatten(),
+                _ => None,
+            },
+            args.args.len(),
+        )?;
         let columns = arrays(&args)?;
         let passing = Passing::new(&args, &columns, spec.passing)?;
         let (root, fields) = compile(&spec, &args.arg_fields, &passing.names())?;
@@ -621,6 +634,9 @@ impl ScalarUDFImpl for JsonTableFunction {
             }
             lengths.push(rows.len() - before);
         }
+        if i32::try_from(rows.len()).is_err() {
+            return exec_err!("json_table made more rows than one batch holds");
+        }
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(fields.len());
         for (at, field) in fields.iter().enumerate() {
             let array = if rows.is_empty() {
@@ -645,5 +661,36 @@ impl ScalarUDFImpl for JsonTableFunction {
             None,
         )?;
         result(&args, Arc::new(list))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_definition_must_fit_its_arguments() {
+        let spec = JsonTableSpec {
+            input_format: "JSON".into(),
+            root: JsonTablePath {
+                path: "lax $".into(),
+                name: None,
+                columns: vec![JsonTableColumn::Ordinality { name: "o".into() }],
+                inner: false,
+                siblings: None,
+            },
+            error_on_error: false,
+            outer: false,
+            passing: 2,
+        };
+        let text = serde_json::to_string(&spec).unwrap_or_default();
+        assert!(spec_of(Some(&text), 2).is_ok());
+        assert!(spec_of(Some(&text), 5).is_ok());
+        // A variable without its value, or variables before the definition: refused, not a
+        // panic on the missing argument.
+        assert!(spec_of(Some(&text), 4).is_err());
+        assert!(spec_of(Some(&text), 1).is_err());
+        assert!(spec_of(Some("{}"), 2).is_err());
+        assert!(spec_of(None, 2).is_err());
     }
 }

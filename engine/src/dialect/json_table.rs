@@ -11,9 +11,12 @@
 //!   json_table laterally (`, json_table(…)`, `CROSS JOIN`, `JOIN … ON TRUE`, and
 //!   `LEFT JOIN … ON TRUE`, which keeps a row without json_table rows).
 
+use std::ops::ControlFlow;
+
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, Ident, JoinConstraint, JoinOperator, ObjectNamePart, Query,
-    SelectItem, SetExpr, TableAlias, TableFactor, Value,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    JoinConstraint, JoinOperator, ObjectNamePart, Query, Select, SelectItem, SetExpr, TableAlias,
+    TableFactor, Value, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::tokenizer::{Span, Token, TokenWithSpan};
 use sqe_functions::{
@@ -168,6 +171,9 @@ fn arguments(inner: Vec<TokenWithSpan>, span: Span) -> Result<Vec<Vec<TokenWithS
             &tokens[at..columns_at],
             &top[at..columns_at],
         )?;
+        if clauses.on_empty.is_some() || clauses.on_error.is_some() || clauses.returning.is_some() {
+            return Err(syntax("json_table takes PASSING and then COLUMNS"));
+        }
         clauses.passing
     } else {
         Vec::new()
@@ -181,7 +187,7 @@ fn arguments(inner: Vec<TokenWithSpan>, span: Span) -> Result<Vec<Vec<TokenWithS
         list: vec![input, Vec::new()],
         span,
     };
-    let columns = columns(&tokens[open + 1..close], &mut arguments, &mut names)?;
+    let columns = columns(&tokens[open + 1..close], &mut arguments, &mut names, 0)?;
     let mut root = JsonTablePath {
         path: root_path,
         name: root_name,
@@ -216,7 +222,7 @@ fn arguments(inner: Vec<TokenWithSpan>, span: Span) -> Result<Vec<Vec<TokenWithS
             default_plan(&mut root, inner, cross);
         }
         Some((false, words)) => {
-            let (plan, end) = read_plan(words, 0)?;
+            let (plan, end) = read_plan(words, 0, 0)?;
             if end != words.len() {
                 return Err(syntax(format!(
                     "unexpected {} in json_table's PLAN",
@@ -246,6 +252,10 @@ fn arguments(inner: Vec<TokenWithSpan>, span: Span) -> Result<Vec<Vec<TokenWithS
     Ok(arguments.list)
 }
 
+/// How deep NESTED paths and a plan's parentheses may go (deeper input is refused rather
+/// than read by ever deeper recursion).
+const MAX_DEPTH: usize = 32;
+
 /// Words that end a column's type.
 const AFTER_TYPE: [&str; 10] = [
     "FORMAT", "PATH", "ERROR", "NULL", "DEFAULT", "WITH", "WITHOUT", "KEEP", "OMIT", "EMPTY",
@@ -256,7 +266,13 @@ fn columns(
     list: &[TokenWithSpan],
     arguments: &mut Arguments,
     names: &mut Names,
+    depth: usize,
 ) -> Result<Vec<JsonTableColumn>> {
+    if depth > MAX_DEPTH {
+        return Err(syntax(format!(
+            "json_table's NESTED paths go deeper than {MAX_DEPTH} levels"
+        )));
+    }
     let (list, top) = significant(list.to_vec());
     let mut columns = Vec::new();
     for range in top_level_items(&list, &top) {
@@ -288,7 +304,7 @@ fn columns(
                     tokens[close + 1].token
                 )));
             }
-            let nested = self::columns(&tokens[at + 2..close], arguments, names)?;
+            let nested = self::columns(&tokens[at + 2..close], arguments, names, depth + 1)?;
             columns.push(JsonTableColumn::Nested(JsonTablePath {
                 path,
                 name,
@@ -480,12 +496,17 @@ fn invalid_plan(message: impl Into<String>) -> Error {
 }
 
 /// A plan from `tokens[at..]`, and where it ends.
-fn read_plan(tokens: &[TokenWithSpan], at: usize) -> Result<(Plan, usize)> {
-    let (first, mut at) = read_primary(tokens, at)?;
+fn read_plan(tokens: &[TokenWithSpan], at: usize, depth: usize) -> Result<(Plan, usize)> {
+    if depth > MAX_DEPTH {
+        return Err(syntax(format!(
+            "json_table's PLAN nests deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    let (first, mut at) = read_primary(tokens, at, depth)?;
     let next = word(tokens.get(at));
     match (next.as_deref(), &first) {
         (Some(kind @ ("INNER" | "OUTER")), Plan::Path(parent)) => {
-            let (child, end) = read_primary(tokens, at + 1)?;
+            let (child, end) = read_primary(tokens, at + 1, depth)?;
             Ok((
                 Plan::Join {
                     parent: parent.clone(),
@@ -498,7 +519,7 @@ fn read_plan(tokens: &[TokenWithSpan], at: usize) -> Result<(Plan, usize)> {
         (Some(kind @ ("UNION" | "CROSS")), _) => {
             let mut parts = vec![first];
             while word(tokens.get(at)).as_deref() == Some(kind) {
-                let (part, end) = read_primary(tokens, at + 1)?;
+                let (part, end) = read_primary(tokens, at + 1, depth)?;
                 parts.push(part);
                 at = end;
             }
@@ -515,11 +536,11 @@ fn read_plan(tokens: &[TokenWithSpan], at: usize) -> Result<(Plan, usize)> {
     }
 }
 
-fn read_primary(tokens: &[TokenWithSpan], at: usize) -> Result<(Plan, usize)> {
+fn read_primary(tokens: &[TokenWithSpan], at: usize, depth: usize) -> Result<(Plan, usize)> {
     match tokens.get(at).map(|t| &t.token) {
         Some(Token::LParen) => {
             let close = closing(tokens, at)?;
-            let (plan, end) = read_plan(tokens, at + 1)?;
+            let (plan, end) = read_plan(tokens, at + 1, depth + 1)?;
             if end != close {
                 return Err(syntax("unexpected words in json_table's PLAN"));
             }
@@ -654,15 +675,18 @@ fn column_names(path: &JsonTablePath, out: &mut Vec<String>) {
     }
 }
 
-/// A json_table factor as SQL: the call, its row's fields and the names its columns take.
+/// A json_table factor as the function call it becomes, its row's fields and the names its
+/// columns take.
 struct Call {
-    text: String,
+    call: Expr,
     fields: Vec<String>,
     /// The fields' names, or the alias's column list.
-    names: Vec<String>,
+    names: Vec<Ident>,
 }
 
-/// A json_table factor's call, with `outer` written into its definition.
+/// A json_table factor's call, with `outer` written into its definition. Built from the
+/// factor's own syntax tree (never its text written out and read again, which would not
+/// keep every quote of its strings).
 fn call_of(factor: &TableFactor, outer: bool) -> Result<Option<Call>> {
     let TableFactor::Table {
         name,
@@ -679,12 +703,14 @@ fn call_of(factor: &TableFactor, outer: bool) -> Result<Option<Call>> {
         return Ok(None);
     }
     let Some(mut spec) = spec_of(&args.args) else {
-        return Err(Error::Internal("json_table without its definition".into()));
+        return Err(Error::NotSupported(format!(
+            "{JSON_TABLE} without a json_table's definition: write json_table(…)"
+        )));
     };
     spec.outer = outer;
     let mut fields = Vec::new();
     column_names(&spec.root, &mut fields);
-    let mut names = fields.clone();
+    let mut names: Vec<Ident> = fields.iter().map(|f| Ident::with_quote('"', f)).collect();
     if let Some(alias) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
         if alias.columns.len() != names.len() {
             return Err(Error::invalid(
@@ -696,45 +722,120 @@ fn call_of(factor: &TableFactor, outer: bool) -> Result<Option<Call>> {
                 ),
             ));
         }
-        names = alias.columns.iter().map(|c| c.name.value.clone()).collect();
+        // Unquoted names fold as every unquoted name does; quoted ones are folded already.
+        names = alias
+            .columns
+            .iter()
+            .map(|c| match c.name.quote_style {
+                None => Ident::with_quote('"', c.name.value.to_lowercase()),
+                Some(_) => Ident::with_quote('"', &c.name.value),
+            })
+            .collect();
     }
     let spec = serde_json::to_string(&spec)
         .map_err(|e| Error::Internal(format!("json_table's definition: {e}")))?;
-    let mut arguments: Vec<String> = args.args.iter().map(ToString::to_string).collect();
-    if let Some(definition) = arguments.get_mut(1) {
-        *definition = Value::SingleQuotedString(spec).to_string();
+    let mut arguments = args.args.clone();
+    if let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(definition)))) =
+        arguments.get_mut(1)
+    {
+        definition.value = Value::SingleQuotedString(spec);
+    }
+    let mut call = parse_expr(&format!("{JSON_TABLE}()"))?;
+    if let Expr::Function(function) = &mut call {
+        function.args = FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: arguments,
+            clauses: Vec::new(),
+        });
     }
     Ok(Some(Call {
-        text: format!("{JSON_TABLE}({})", arguments.join(", ")),
+        call,
         fields,
         names,
     }))
 }
 
 /// `get_field(row, 'a') AS "a", …` for the call's columns.
-fn fields(call: &Call) -> String {
+fn field_items(call: &Call) -> Result<Vec<SelectItem>> {
     call.fields
         .iter()
         .zip(&call.names)
         .map(|(field, name)| {
-            format!(
-                "get_field({ROWS}, {}) AS {}",
-                Value::SingleQuotedString(field.clone()),
-                Ident::with_quote('"', name)
-            )
+            let mut expr = parse_expr(&format!("get_field({ROWS}, 'field')"))?;
+            if let Expr::Function(function) = &mut expr
+                && let FunctionArguments::List(list) = &mut function.args
+                && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) =
+                    list.args.get_mut(1)
+            {
+                value.value = Value::SingleQuotedString(field.clone());
+            }
+            Ok(SelectItem::ExprWithAlias {
+                expr,
+                alias: name.clone(),
+            })
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
-fn parse_query(text: &str) -> Result<Query> {
+fn parser_error(e: impl std::fmt::Display) -> Error {
+    Error::Internal(format!("json_table as a subquery: {e}"))
+}
+
+fn parse_expr(text: &str) -> Result<Expr> {
     datafusion::sql::sqlparser::parser::Parser::new(
         &datafusion::sql::sqlparser::dialect::GenericDialect {},
     )
     .try_with_sql(text)
+    .and_then(|mut parser| parser.parse_expr())
+    .map_err(parser_error)
+}
+
+/// A subquery of SQE's own words, `CALL` and `FIELDS` standing for the call and its fields'
+/// items and `RELATION` for the relation the call reads.
+fn subquery(template: &str, call: &Call, relation: Option<TableFactor>) -> Result<Query> {
+    let mut query = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::GenericDialect {},
+    )
+    .try_with_sql(template)
     .and_then(|mut parser| parser.parse_query())
-    .map(|query| *query)
-    .map_err(|e| Error::Internal(format!("json_table as a subquery: {e}")))
+    .map_err(parser_error)?;
+    let items = field_items(call)?;
+    struct Fill<'a> {
+        call: &'a Expr,
+        items: &'a [SelectItem],
+        relation: Option<TableFactor>,
+    }
+    impl VisitorMut for Fill<'_> {
+        type Break = ();
+        fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+            if let Some(at) = select.projection.iter().position(|item| {
+                matches!(item, SelectItem::UnnamedExpr(Expr::Identifier(i)) if i.value == "FIELDS")
+            }) {
+                select.projection.splice(at..=at, self.items.iter().cloned());
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            if matches!(factor, TableFactor::Table { name, .. } if name.to_string() == "RELATION")
+                && let Some(relation) = self.relation.take()
+            {
+                *factor = relation;
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if matches!(expr, Expr::Identifier(i) if i.value == "CALL") {
+                *expr = self.call.clone();
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = query.visit(&mut Fill {
+        call: &call.call,
+        items: &items,
+        relation,
+    });
+    Ok(*query)
 }
 
 fn derived(query: Query, alias: Option<TableAlias>) -> TableFactor {
@@ -748,15 +849,17 @@ fn derived(query: Query, alias: Option<TableAlias>) -> TableFactor {
 
 /// The subquery of a json_table that reads no other relation: its rows for its constant input.
 fn standalone(factor: &mut TableFactor) -> Result<bool> {
+    if is_json_table(factor) && mentions_columns(factor) {
+        return Err(Error::NotSupported(LATERAL_PLACES.to_string()));
+    }
     let Some(call) = call_of(factor, false)? else {
         return Ok(false);
     };
-    let text = format!(
-        "SELECT {} FROM (SELECT unnest({}) AS {ROWS})",
-        fields(&call),
-        call.text
-    );
-    let query = parse_query(&text)?;
+    let query = subquery(
+        &format!("SELECT FIELDS FROM (SELECT unnest(CALL) AS {ROWS})"),
+        &call,
+        None,
+    )?;
     let alias = match factor {
         TableFactor::Table { alias, .. } => alias.take().map(|mut a| {
             a.columns.clear();
@@ -767,6 +870,10 @@ fn standalone(factor: &mut TableFactor) -> Result<bool> {
     *factor = derived(query, alias);
     Ok(true)
 }
+
+/// Where a json_table reading other relations' columns may be.
+const LATERAL_PLACES: &str = "json_table reading another relation's columns joins a single table or aliased subquery \
+     right after it, as `t, json_table(…)`, CROSS JOIN, JOIN … ON TRUE or LEFT JOIN … ON TRUE";
 
 fn is_json_table(factor: &TableFactor) -> bool {
     matches!(factor, TableFactor::Table { name, args: Some(_), .. }
@@ -785,9 +892,35 @@ fn joins_every_row(constraint: &JoinConstraint) -> bool {
 
 /// Rewrites the json_table factors of `query`'s FROM clause (see the module documentation).
 pub(super) fn lateral(query: &mut Query) -> Result<()> {
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return Ok(());
-    };
+    let mut renames = Vec::new();
+    lateral_in(query.body.as_mut(), &mut renames)?;
+    if let (false, Some(order_by)) = (renames.is_empty(), &mut query.order_by) {
+        let mut rename = RenameQualifiers {
+            renames,
+            subqueries: 0,
+        };
+        let _ = datafusion::sql::sqlparser::ast::VisitMut::visit(order_by, &mut rename);
+    }
+    Ok(())
+}
+
+/// The json_tables of a query's body (each branch of a set operation): `renames` gets the
+/// qualifiers a top-level select's `ORDER BY` must now read by.
+fn lateral_in(body: &mut SetExpr, renames: &mut Vec<(String, Ident)>) -> Result<()> {
+    match body {
+        SetExpr::SetOperation { left, right, .. } => {
+            lateral_in(left, &mut Vec::new())?;
+            lateral_in(right, &mut Vec::new())
+        }
+        SetExpr::Select(select) => {
+            *renames = lateral_select(select)?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn lateral_select(select: &mut Select) -> Result<Vec<(String, Ident)>> {
     // `FROM t, json_table(…)`: a CROSS JOIN. After inner joins (`t JOIN u ON …, json_table(t.j
     // …)`) it may join first, which changes no answer; after outer ones it would, so there it
     // joins last (and is refused below, as after any join).
@@ -839,31 +972,23 @@ pub(super) fn lateral(query: &mut Query) -> Result<()> {
                     false
                 }
                 JoinOperator::Left(c) | JoinOperator::LeftOuter(c) if joins_every_row(c) => true,
-                _ => {
-                    return Err(Error::NotSupported(
-                        "json_table reading another relation's columns joins it as CROSS JOIN, JOIN … ON TRUE or LEFT JOIN … ON TRUE"
-                            .to_string(),
-                    ));
-                }
+                _ => return Err(Error::NotSupported(LATERAL_PLACES.to_string())),
             };
             let Some(name) = relation_name(&from.relation).filter(|_| at == 0) else {
-                return Err(Error::NotSupported(
-                    "json_table reading another relation's columns is supported right after a single table or aliased subquery"
-                        .to_string(),
-                ));
+                return Err(Error::NotSupported(LATERAL_PLACES.to_string()));
             };
             let join = from.joins.remove(at);
             let Some(call) = call_of(&join.relation, outer)? else {
                 continue;
             };
-            let text = format!(
-                "SELECT * EXCLUDE ({ROWS}), {} FROM (SELECT *, unnest({}) AS {ROWS} FROM {}) AS {}",
-                fields(&call),
-                call.text,
-                from.relation,
-                name
-            );
-            let query = parse_query(&text)?;
+            let relation = from.relation.clone();
+            let query = subquery(
+                &format!(
+                    "SELECT * EXCLUDE ({ROWS}), FIELDS FROM (SELECT *, unnest(CALL) AS {ROWS} FROM RELATION) AS t"
+                ),
+                &call,
+                Some(relation),
+            )?;
             from.relation = derived(
                 query,
                 Some(TableAlias {
@@ -882,7 +1007,7 @@ pub(super) fn lateral(query: &mut Query) -> Result<()> {
         }
     }
     if renames.is_empty() {
-        return Ok(());
+        return Ok(renames);
     }
     if select
         .projection
@@ -898,11 +1023,8 @@ pub(super) fn lateral(query: &mut Query) -> Result<()> {
         renames,
         subqueries: 0,
     };
-    let _ = datafusion::sql::sqlparser::ast::VisitMut::visit(select.as_mut(), &mut rename);
-    if let Some(order_by) = &mut query.order_by {
-        let _ = datafusion::sql::sqlparser::ast::VisitMut::visit(order_by, &mut rename);
-    }
-    Ok(())
+    let _ = datafusion::sql::sqlparser::ast::VisitMut::visit(select, &mut rename);
+    Ok(rename.renames)
 }
 
 #[cfg(test)]
@@ -971,6 +1093,23 @@ mod tests {
             spec("SELECT * FROM json_table(j, 'lax $' COLUMNS(a int PATH 'lax 1') PLAN (\"r\"))");
         assert!(matches!(unnamed, Err(e) if e.code() == ErrorCode::MissingPathName));
         Ok(())
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_recursed_into() {
+        let mut columns = "a int PATH 'lax 1'".to_string();
+        for _ in 0..40 {
+            columns = format!("NESTED PATH 'lax $' COLUMNS({columns})");
+        }
+        let deep = spec(&format!(
+            "SELECT * FROM json_table(j, 'lax $' COLUMNS({columns}))"
+        ));
+        assert!(matches!(deep, Err(e) if e.code() == ErrorCode::SyntaxError));
+        let parens = format!("{}\"r\"{}", "(".repeat(100), ")".repeat(100));
+        let plan = spec(&format!(
+            "SELECT * FROM json_table(j, 'lax $' AS \"r\" COLUMNS(a int PATH 'lax 1') PLAN ({parens}))"
+        ));
+        assert!(matches!(plan, Err(e) if e.code() == ErrorCode::SyntaxError));
     }
 
     #[test]

@@ -12,10 +12,10 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::sql::sqlparser::ast::{
     CastKind, CharacterLength, DataType, ExactNumberInfo, Expr, FunctionArg, FunctionArgExpr,
-    GroupByExpr, Ident, Interval, JoinConstraint, JoinOperator, LimitClause, NamedWindowExpr,
-    ObjectName, OrderByKind, Query, Select, SelectItem, Set, SetExpr, Statement, TableAlias,
-    TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, ValueWithSpan, Visit, VisitMut,
-    Visitor, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
+    FunctionArguments, GroupByExpr, Ident, Interval, JoinConstraint, JoinOperator, LimitClause,
+    NamedWindowExpr, ObjectName, OrderByKind, Query, Select, SelectItem, Set, SetExpr, Statement,
+    TableAlias, TableFactor, TimezoneInfo, TypedString, UnaryOperator, Value, ValueWithSpan, Visit,
+    VisitMut, Visitor, VisitorMut, WindowFrameBound, WindowSpec, WindowType,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -483,20 +483,43 @@ fn lateral_unnest(query: &mut Query) -> Result<()> {
                     .to_string(),
             ));
         };
-        let items: Vec<String> = array_exprs
-            .iter()
-            .zip(&alias.columns)
-            .map(|(array, column)| format!("unnest({array}) AS {}", column.name))
-            .collect();
+        // Built from the statement's own syntax trees: its text written out and read again
+        // would not keep every quote of its strings (a backslash before a quote).
+        let parser = |text: &str| {
+            datafusion::sql::sqlparser::parser::Parser::new(
+                &datafusion::sql::sqlparser::dialect::GenericDialect {},
+            )
+            .try_with_sql(text)
+        };
+        let internal = |e: datafusion::sql::sqlparser::parser::ParserError| {
+            Error::Internal(format!("CROSS JOIN UNNEST as a select list: {e}"))
+        };
+        let mut items = Vec::with_capacity(array_exprs.len());
+        for (array, column) in array_exprs.iter().zip(&alias.columns) {
+            let mut unnest = parser("unnest(1)")
+                .and_then(|mut p| p.parse_expr())
+                .map_err(internal)?;
+            if let Expr::Function(function) = &mut unnest
+                && let FunctionArguments::List(list) = &mut function.args
+            {
+                list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(array.clone()))];
+            }
+            items.push(SelectItem::ExprWithAlias {
+                expr: unnest,
+                alias: column.name.clone(),
+            });
+        }
         // `*`, not `t.*`: the subquery reads one relation, and DataFusion plans a qualified
         // wildcard beside `unnest` as an unknown function.
-        let text = format!("SELECT *, {} FROM {}", items.join(", "), from.relation);
-        let subquery = datafusion::sql::sqlparser::parser::Parser::new(
-            &datafusion::sql::sqlparser::dialect::GenericDialect {},
-        )
-        .try_with_sql(&text)
-        .and_then(|mut parser| parser.parse_query())
-        .map_err(|e| Error::Internal(format!("CROSS JOIN UNNEST as a select list: {e}")))?;
+        let mut subquery = parser("SELECT * FROM t")
+            .and_then(|mut p| p.parse_query())
+            .map_err(internal)?;
+        if let SetExpr::Select(select) = subquery.body.as_mut()
+            && let Some(first) = select.from.first_mut()
+        {
+            select.projection.extend(items);
+            first.relation = from.relation.clone();
+        }
         from.relation = TableFactor::Derived {
             lateral: false,
             subquery,
