@@ -52,6 +52,7 @@ mod real_text;
 mod refusing;
 mod refusing_aggregates;
 mod regex;
+mod sequences;
 mod single_row;
 mod sixteen_bytes;
 mod small_functions;
@@ -158,7 +159,7 @@ fn own_scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(arrays::Ngrams::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Cardinality::new())),
         Arc::new(ScalarUDF::new_from_impl(arrays::Slice::new())),
-        Arc::new(ScalarUDF::new_from_impl(arrays::Sequence::new())),
+        Arc::new(ScalarUDF::new_from_impl(sequences::Sequence::new())),
         Arc::new(ScalarUDF::new_from_impl(datetime::DateAdd::new())),
         Arc::new(ScalarUDF::new_from_impl(bounded::CastBounded::new())),
         real_text_function(),

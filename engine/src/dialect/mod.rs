@@ -8,6 +8,7 @@ mod intervals;
 mod joins;
 mod json_clauses;
 mod json_table;
+mod json_table_lateral;
 mod lambdas;
 pub use lambdas::has_lambdas;
 pub mod logical;

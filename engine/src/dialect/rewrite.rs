@@ -278,7 +278,7 @@ impl VisitorMut for Rewrite {
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Error> {
         self.queries += 1;
         match fetch_as_limit(query)
-            .and_then(|()| super::json_table::lateral(query))
+            .and_then(|()| super::json_table_lateral::lateral(query))
             .and_then(|()| lateral_unnest(query))
         {
             Ok(()) => ControlFlow::Continue(()),
