@@ -2,14 +2,16 @@
 //! `to_base64url`, `from_base64url` (varbinary and its text), `is_nan`, `is_finite`,
 //! `is_infinite` (of a double), `bitwise_left_shift`, `bitwise_right_shift`,
 //! `bitwise_right_shift_arithmetic` (of an integer, in its type), `luhn_check` (of digits),
-//! `width_bucket(x, bound1, bound2, n)` and `soundex` (American Soundex, as Trino's).
+//! `width_bucket(x, bound1, bound2, n)` and `width_bucket(x, bins)`, and `soundex` (American
+//! Soundex, as Trino's).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, Int64Builder, StringArray, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, Float64Array, Int64Builder, StringArray,
+    StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type};
@@ -297,6 +299,72 @@ fn integer_bits(t: &DataType) -> u32 {
     }
 }
 
+/// `width_bucket(x, bins)` of each row.
+fn width_buckets_of_bins(values: &ArrayRef, bins: &ArrayRef) -> Result<ArrayRef> {
+    let values = cast(values, &DataType::Float64)?;
+    let values = values.as_primitive::<Float64Type>();
+    let bins = cast(bins, &DataType::new_list(DataType::Float64, true))?;
+    let bins = bins.as_list::<i32>();
+    let mut out = Int64Builder::with_capacity(values.len());
+    for i in 0..values.len() {
+        if values.is_null(i) || bins.is_null(i) {
+            out.append_null();
+            continue;
+        }
+        let row = bins.value(i);
+        out.append_value(bucket_among(
+            values.value(i),
+            row.as_primitive::<Float64Type>(),
+        )?);
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+/// Trino's `width_bucket(x, bins)`: how many of the ascending `bins` are at most `operand`,
+/// found by bisection as Trino finds it, so bins out of order are refused only where the
+/// search meets them (`[1.0, 2.3, 2.0]` answers for 1.5). A NULL bin is refused.
+fn bucket_among(operand: f64, bins: &Float64Array) -> Result<i64> {
+    if bins.is_empty() {
+        return Err(invalid_argument("Bins cannot be an empty array"));
+    }
+    if operand.is_nan() {
+        return Err(invalid_argument("Operand cannot be NaN"));
+    }
+    let bin = |k: usize| {
+        if bins.is_null(k) {
+            Err(invalid_argument("Bin values cannot be NULL"))
+        } else {
+            Ok(bins.value(k))
+        }
+    };
+    let (mut lower, mut upper) = (0, bins.len());
+    while lower < upper {
+        if bin(lower)? > bin(upper - 1)? {
+            return Err(invalid_argument(
+                "Bin values are not sorted in ascending order",
+            ));
+        }
+        let index = (lower + upper) / 2;
+        let value = bin(index)?;
+        if !value.is_finite() {
+            let java = match value {
+                v if v.is_nan() => "NaN",
+                v if v > 0.0 => "Infinity",
+                _ => "-Infinity",
+            };
+            return Err(invalid_argument(format!(
+                "Bin value must be finite, got {java}"
+            )));
+        }
+        if operand < value {
+            upper = index;
+        } else {
+            lower = index + 1;
+        }
+    }
+    Ok(lower as i64)
+}
+
 /// Trino's `width_bucket`: the bucket of `count` equal ones between the bounds `operand` falls
 /// in, 0 below them and `count + 1` above (counted from `bound1`, which may be the upper one).
 fn width_bucket(operand: f64, bound1: f64, bound2: f64, count: i64) -> Result<i64> {
@@ -430,6 +498,15 @@ impl ScalarUDFImpl for SmallFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if let (Small::WidthBucket, [value, DataType::List(bins)]) = (self.kind, arg_types)
+            && (value.is_numeric() || *value == DataType::Null)
+            && (bins.data_type().is_numeric() || *bins.data_type() == DataType::Null)
+        {
+            return Ok(vec![
+                DataType::Float64,
+                DataType::new_list(DataType::Float64, true),
+            ]);
+        }
         let (takes, _, expected) = self.kind.types();
         if !self.kind.takes(arg_types) {
             return Err(unexpected_parameters(self.name(), arg_types, expected));
@@ -465,7 +542,10 @@ impl ScalarUDFImpl for SmallFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let columns = arrays(&args)?;
-        let answer = self.kind.invoke(&columns)?;
+        let answer = match (self.kind, columns.as_slice()) {
+            (Small::WidthBucket, [values, bins]) => width_buckets_of_bins(values, bins)?,
+            _ => self.kind.invoke(&columns)?,
+        };
         result(&args, answer)
     }
 }
@@ -473,6 +553,21 @@ impl ScalarUDFImpl for SmallFunction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bins_are_bisected_as_trino_bisects_them() -> Result<()> {
+        let bins = |v: &[f64]| Float64Array::from(v.to_vec());
+        assert_eq!(bucket_among(3.5, &bins(&[0.0, 2.0, 4.0]))?, 2);
+        assert_eq!(bucket_among(4.0, &bins(&[0.0, 2.0, 4.0]))?, 3);
+        assert_eq!(bucket_among(-1.0, &bins(&[0.0, 2.0, 4.0]))?, 0);
+        // Unsorted where the search does not look: answered, as in Trino.
+        assert_eq!(bucket_among(1.5, &bins(&[1.0, 2.3, 2.0]))?, 1);
+        assert!(bucket_among(3.0, &bins(&[1.0, 0.0])).is_err());
+        assert!(bucket_among(f64::NAN, &bins(&[1.0])).is_err());
+        assert!(bucket_among(1.0, &bins(&[])).is_err());
+        assert!(bucket_among(1.0, &Float64Array::from(vec![Some(0.0), None])).is_err());
+        Ok(())
+    }
     use datafusion::arrow::array::{BinaryArray, Float64Array, Int64Array, StringArray};
 
     #[test]
