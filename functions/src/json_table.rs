@@ -600,15 +600,7 @@ impl ScalarUDFImpl for JsonTableFunction {
         let mut rows: Vec<Row> = Vec::new();
         for row in 0..args.number_rows {
             let before = rows.len();
-            let item = item_at(input, input_field, format, row).map_err(|e| match e {
-                DataFusionError::External(inner) => match inner
-                    .downcast::<crate::error::JsonError>()
-                {
-                    Ok(json) => Failure::new(json.kind, json.message),
-                    Err(other) => Failure::new(JsonErrorKind::InputConversion, other.to_string()),
-                },
-                other => Failure::new(JsonErrorKind::InputConversion, other.to_string()),
-            });
+            let item = item_at(input, input_field, format, row).map_err(Failure::input_conversion);
             let produced = match item {
                 Ok(None) => Ok(Vec::new()),
                 Ok(Some(item)) => passing.at(row).map_err(Stop::Table).and_then(|variables| {

@@ -109,6 +109,20 @@ impl Failure {
         }
     }
 
+    /// `item_at`'s refusal of JSON text, as the failure `ON ERROR` decides about.
+    pub(crate) fn input_conversion(e: DataFusionError) -> Self {
+        let message = match &e {
+            DataFusionError::External(inner) => inner
+                .downcast_ref::<crate::error::JsonError>()
+                .map(|json| json.message.clone()),
+            _ => None,
+        };
+        Failure::new(
+            JsonErrorKind::InputConversion,
+            message.unwrap_or_else(|| e.to_string()),
+        )
+    }
+
     pub(crate) fn error(self) -> DataFusionError {
         json_error(self.kind, self.message)
     }
@@ -172,18 +186,8 @@ impl<'a> Passing<'a> {
             .iter()
             .map(|(name, format, column, field)| {
                 // The types were checked while planning: what fails here is JSON text.
-                let item = item_at(column, field, *format, row).map_err(|e| {
-                    let message = match &e {
-                        DataFusionError::External(inner) => inner
-                            .downcast_ref::<crate::error::JsonError>()
-                            .map(|json| json.message.clone()),
-                        _ => None,
-                    };
-                    Failure::new(
-                        JsonErrorKind::InputConversion,
-                        message.unwrap_or_else(|| e.to_string()),
-                    )
-                })?;
+                let item =
+                    item_at(column, field, *format, row).map_err(Failure::input_conversion)?;
                 // A NULL read as JSON (written FORMAT JSON, or of type json) is no item.
                 let value = match (item, format) {
                     (Some(item), _) => vec![item],

@@ -95,6 +95,21 @@ fn path_literal(token: Option<&TokenWithSpan>) -> Result<String> {
     }
 }
 
+/// A path's `AS name` at `at`, if written (the name taken), and where the tokens go on.
+fn path_name(
+    tokens: &[TokenWithSpan],
+    at: usize,
+    names: &mut Names,
+) -> Result<(Option<String>, usize)> {
+    if word(tokens.get(at)).as_deref() != Some("AS") {
+        return Ok((None, at));
+    }
+    let name = identifier(tokens.get(at + 1))
+        .ok_or_else(|| syntax("a json_table path's name must be an identifier"))?;
+    names.take(&name)?;
+    Ok((Some(name), at + 2))
+}
+
 fn duplicate(name: &str) -> Error {
     Error::invalid(
         ErrorCode::DuplicateColumnOrPathName,
@@ -132,17 +147,8 @@ fn arguments(inner: Vec<TokenWithSpan>, span: Span) -> Result<Vec<Vec<TokenWithS
         _ => "JSON".to_string(),
     };
     let mut names = Names::default();
-    let mut at = comma + 1;
-    let root_path = path_literal(tokens.get(at))?;
-    at += 1;
-    let mut root_name = None;
-    if is(at, "AS") {
-        let name = identifier(tokens.get(at + 1))
-            .ok_or_else(|| syntax("json_table's path name must be an identifier"))?;
-        names.take(&name)?;
-        root_name = Some(name);
-        at += 2;
-    }
+    let root_path = path_literal(tokens.get(comma + 1))?;
+    let (root_name, mut at) = path_name(&tokens, comma + 2, &mut names)?;
     let columns_at = (at..tokens.len())
         .find(|&j| top[j] && is(j, "COLUMNS"))
         .ok_or_else(|| syntax("json_table needs COLUMNS (…)"))?;
@@ -270,17 +276,9 @@ fn columns(
             return Err(syntax("json_table has an empty column definition"));
         }
         if is(0, "NESTED") {
-            let mut at = 1 + usize::from(is(1, "PATH"));
+            let at = 1 + usize::from(is(1, "PATH"));
             let path = path_literal(tokens.get(at))?;
-            at += 1;
-            let mut name = None;
-            if is(at, "AS") {
-                let named = identifier(tokens.get(at + 1))
-                    .ok_or_else(|| syntax("a NESTED path's name must be an identifier"))?;
-                names.take(&named)?;
-                name = Some(named);
-                at += 2;
-            }
+            let (name, at) = path_name(tokens, at + 1, names)?;
             if !is(at, "COLUMNS") || tokens.get(at + 1).map(|t| &t.token) != Some(&Token::LParen) {
                 return Err(syntax("NESTED PATH needs COLUMNS (…)"));
             }

@@ -59,7 +59,6 @@ struct Call {
 /// keep every quote of its strings).
 fn call_of(factor: &TableFactor, outer: bool) -> Result<Option<Call>> {
     let TableFactor::Table {
-        name,
         args: Some(args),
         alias,
         ..
@@ -67,9 +66,7 @@ fn call_of(factor: &TableFactor, outer: bool) -> Result<Option<Call>> {
     else {
         return Ok(None);
     };
-    let is_json_table = name.0.len() == 1
-        && matches!(&name.0[0], ObjectNamePart::Identifier(i) if i.value.eq_ignore_ascii_case(JSON_TABLE));
-    if !is_json_table {
+    if !is_json_table(factor) {
         return Ok(None);
     }
     let Some(mut spec) = spec_of(&args.args) else {

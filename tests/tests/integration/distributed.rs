@@ -225,14 +225,7 @@ async fn trino_functions_run_on_the_workers() -> TestResult {
     let sql = "SELECT substr(c_name, -3) AS tail, split_part(c_phone, '-', 5) IS NULL AS past, \
                count(*) AS n FROM tpch.customer JOIN tpch.orders ON c_custkey = o_custkey \
                GROUP BY 1, 2 ORDER BY 1, 2";
-    assert!(is_distributed(&cluster, sql).await?, "not distributed");
-    let before = cluster.tasks_per_worker();
-    let rows = cluster.query(sql).await?;
-    let after = cluster.tasks_per_worker();
-    assert!(
-        before.iter().zip(&after).all(|(b, a)| a > b),
-        "a worker ran no task: before {before:?}, after {after:?}"
-    );
+    let rows = rows_on_every_worker(&cluster, sql).await?;
     // DataFusion's own spelling of the same question: the last three characters; a phone
     // number has four fields, so the fifth is always missing.
     let expected = baseline
@@ -247,6 +240,25 @@ async fn trino_functions_run_on_the_workers() -> TestResult {
     assert_eq!(render(&rows), render(&expected));
     cluster.stop().await;
     Ok(())
+}
+
+/// The rows of `sql`, which must be planned distributed and run a task on every worker.
+async fn rows_on_every_worker(
+    cluster: &TestCluster,
+    sql: &str,
+) -> Result<Vec<datafusion::arrow::array::RecordBatch>, Box<dyn std::error::Error + Send + Sync>> {
+    assert!(
+        is_distributed(cluster, sql).await?,
+        "not distributed: {sql}"
+    );
+    let before = cluster.tasks_per_worker();
+    let rows = cluster.query(sql).await?;
+    let after = cluster.tasks_per_worker();
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| a > b),
+        "a worker ran no task: before {before:?}, after {after:?}"
+    );
+    Ok(rows)
 }
 
 /// Whether `sql`, planned now with the default session, runs on the workers.
@@ -559,14 +571,7 @@ async fn json_table_answers_over_distributed_tables() -> TestResult {
                FROM docs.orders AS d, json_table(d.doc, 'lax $' COLUMNS (key bigint PATH 'lax $.key', \
                note varchar PATH 'lax $.note', NESTED PATH 'lax $.items[*]' COLUMNS (o FOR ORDINALITY, \
                x bigint PATH 'lax $'))) AS jt WHERE jt.key = d.k";
-    assert!(is_distributed(&cluster, sql).await?, "not distributed");
-    let before = cluster.tasks_per_worker();
-    let rows = cluster.query(sql).await?;
-    let after = cluster.tasks_per_worker();
-    assert!(
-        before.iter().zip(&after).all(|(b, a)| a > b),
-        "a worker ran no task: before {before:?}, after {after:?}"
-    );
+    let rows = rows_on_every_worker(&cluster, sql).await?;
     let expected = cluster
         .query(
             "SELECT sum(o_custkey + o_shippriority) AS s, 2 * count(*) AS n, 2 * count(*) AS numbered, \
