@@ -6,7 +6,13 @@ one core, then two workers on one core each, every answer checked against DuckDB
 On a machine of C cores, the one-worker cluster pins its worker to the last core and the
 coordinator to the others; the two-worker cluster pins its workers to the last two cores and
 leaves the coordinator unpinned (on two cores it shares them with the workers: what it does for
-a query, such as a final sort or aggregation, competes with them).
+a query, such as a final sort or aggregation, competes with them). After each layout the CPU
+seconds each process spent are printed: the coordinator's is work that did not run on workers.
+With one worker that is all of it: every stage then has one task, and datafusion-distributed
+removes a network boundary between one task and one task, down to the coordinator's head stage,
+so the one-worker layout measures SQE in one process on one core. `--target-partitions` fixes
+the partitions per task the coordinator plans (by default it takes its own cores: one when
+pinned beside a single worker, two when unpinned).
 
     cargo build --release --bin sqe
     .venv/bin/python benches/scale_out.py --sqe target/release/sqe --scale-factor 10 --runs 2
@@ -76,20 +82,30 @@ def pinned(cpus, command, log):
     )
 
 
-def start_cluster(binary, data_dir, worker_cpus, coordinator_cpus, run_dir, worker_memory):
+def cpu_seconds(process):
+    """User and system CPU seconds `process` has spent so far (Linux)."""
+    with open(f"/proc/{process.pid}/stat") as f:
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_cluster(binary, data_dir, worker_cpus, coordinator_cpus, run_dir, worker_memory, partitions):
     """A coordinator and one worker per entry of `worker_cpus`, each a process pinned to its
     CPUs; their processes and the coordinator's Trino address."""
     os.makedirs(run_dir, exist_ok=True)
     log = open(os.path.join(run_dir, "cluster.log"), "a")
     processes = []
     try:
-        return start_processes(binary, data_dir, worker_cpus, coordinator_cpus, run_dir, worker_memory, log, processes)
+        return start_processes(
+            binary, data_dir, worker_cpus, coordinator_cpus, run_dir, worker_memory, partitions, log, processes,
+        )
     except Exception:
         stop(processes)  # what did start does not outlive the failure
         raise
 
 
-def start_processes(binary, data_dir, worker_cpus, coordinator_cpus, run_dir, worker_memory, log, processes):
+def start_processes(binary, data_dir, worker_cpus, coordinator_cpus, run_dir, worker_memory, partitions, log, processes):
     ports = [tpch.free_port() for _ in worker_cpus]
     for i, (cpu, port) in enumerate(zip(worker_cpus, ports)):
         config = os.path.join(run_dir, f"worker-{i}.toml")
@@ -108,7 +124,8 @@ def start_processes(binary, data_dir, worker_cpus, coordinator_cpus, run_dir, wo
         f.write(
             f'[coordinator]\nnode_id = "coordinator"\nbind_address = "127.0.0.1"\n'
             f"worker_urls = [{urls}]\nallow_unauthenticated_workers = true\n"
-            f"flight_sql_port = {flight}\ntrino_http_port = {trino_port}\n\n"
+            f"flight_sql_port = {flight}\ntrino_http_port = {trino_port}\n"
+            f"target_partitions = {partitions}\n\n"
             f'[catalog]\ntype = "sql"\nname = "iceberg"\n'
             f'uri = "{os.path.join(data_dir, "catalog.db")}"\n'
             f'warehouse = "{os.path.join(data_dir, "warehouse")}"\n'
@@ -133,6 +150,10 @@ def main():
     parser.add_argument("--data-dir", default="sqe-scale-out", help="where the generated data is kept")
     parser.add_argument("--runs", type=int, default=2, help="timed runs per query after a warm-up (best kept)")
     parser.add_argument("--worker-memory", default="8GB", help="each worker's memory_limit, the same in both layouts")
+    parser.add_argument(
+        "--target-partitions", type=int, default=0,
+        help="partitions per task the coordinator plans in both layouts (0: the coordinator's own cores)",
+    )
     args = parser.parse_args()
 
     cpus = cores()
@@ -151,13 +172,16 @@ def main():
         print(f"\n{name}: workers on CPUs {worker_cpus}, coordinator on {coordinator_cpus}", flush=True)
         processes, address = start_cluster(
             args.sqe, data_dir, worker_cpus, coordinator_cpus, os.path.join(data_dir, name.replace(" ", "-")),
-            args.worker_memory,
+            args.worker_memory, args.target_partitions,
         )
         try:
             failures, times = tpch.report(
                 address, warehouse, args.runs, coordinator=False,
                 out=lambda line: print(line, flush=True),
             )
+            *workers, coordinator = processes
+            spent = ", ".join(f"worker {i} {cpu_seconds(w):.1f} s" for i, w in enumerate(workers))
+            print(f"CPU time spent in the layout: coordinator {cpu_seconds(coordinator):.1f} s, {spent}", flush=True)
         finally:
             stop(processes)
         failed.update(failures)

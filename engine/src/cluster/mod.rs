@@ -2,6 +2,7 @@
 //! that keeps it current, and the routing of each stage's tasks.
 
 mod compression;
+mod head;
 mod joins;
 mod progress;
 mod registry;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use datafusion_distributed::ChannelResolver;
 
 pub use compression::IpcCompression;
+pub use head::head_on_workers;
 pub use joins::WholeBuildSides;
 pub use progress::{
     ProgressPoller, QueryProgress, StageProgress, TaskProgressReport, TaskProgressSource,

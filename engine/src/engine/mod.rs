@@ -1599,6 +1599,7 @@ async fn physical_plan(
         .create_physical_plan(logical)
         .instrument(span.clone())
         .await?;
+    let plan = crate::cluster::head_on_workers(plan, state.config_options())?;
     span.record("distributed", plan.is::<DistributedExec>());
     Ok(plan)
 }

@@ -242,6 +242,45 @@ async fn trino_functions_run_on_the_workers() -> TestResult {
     Ok(())
 }
 
+/// The coordinator is a gateway: with one worker (every stage one task, which
+/// datafusion-distributed would fold into the coordinator's own stage) the query still runs
+/// on the worker, and with two a join that must stay in one task (`LEFT JOIN`) runs on one of
+/// them; either way the answer is the coordinator's alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_coordinator_hands_its_work_to_the_workers() -> TestResult {
+    // TPC-H's Q13.
+    let q13 = "SELECT c_count, count(*) AS custdist FROM (SELECT c_custkey, count(o_orderkey) \
+               AS c_count FROM tpch.customer LEFT OUTER JOIN tpch.orders ON c_custkey = o_custkey \
+               AND o_comment NOT LIKE '%special%requests%' GROUP BY c_custkey) AS c_orders \
+               GROUP BY c_count ORDER BY custdist DESC, c_count DESC";
+    let join = "SELECT o_orderpriority, count(*) AS lines FROM tpch.orders \
+                JOIN tpch.lineitem ON o_orderkey = l_orderkey GROUP BY o_orderpriority \
+                ORDER BY o_orderpriority";
+    for workers in [1, 2] {
+        let cluster = TestCluster::start(workers, 0.01).await?;
+        let (_, session) = tpch_baseline(&cluster).await?;
+        let alone = sqe_tests::cluster::coordinator_alone(session.clone())?;
+        for sql in [q13, join] {
+            let prepared = cluster.engine().prepare(&session, sql).await?;
+            let plan = prepared.plan().ok_or("a query has a plan")?;
+            assert!(plan.is::<DistributedExec>(), "{workers} worker(s): {sql}");
+            let before: u64 = cluster.tasks_per_worker().iter().sum();
+            let rows = rows_of(&cluster, prepared, sql).await?;
+            let after: u64 = cluster.tasks_per_worker().iter().sum();
+            assert!(after > before, "{workers} worker(s) ran no task of {sql}");
+            let prepared = cluster.engine().prepare(&alone, sql).await?;
+            let expected = rows_of(&cluster, prepared, sql).await?;
+            assert_eq!(
+                render(&rows),
+                render(&expected),
+                "{workers} worker(s): {sql}"
+            );
+        }
+        cluster.stop().await;
+    }
+    Ok(())
+}
+
 /// The rows of `sql`, which must be planned distributed and run a task on every worker.
 async fn rows_on_every_worker(
     cluster: &TestCluster,
