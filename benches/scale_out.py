@@ -8,11 +8,10 @@ coordinator to the others; the two-worker cluster pins its workers to the last t
 leaves the coordinator unpinned (on two cores it shares them with the workers: what it does for
 a query, such as a final sort or aggregation, competes with them). After each layout the CPU
 seconds each process spent are printed: the coordinator's is work that did not run on workers.
-With one worker that is all of it: every stage then has one task, and datafusion-distributed
-removes a network boundary between one task and one task, down to the coordinator's head stage,
-so the one-worker layout measures SQE in one process on one core. `--target-partitions` fixes
-the partitions per task the coordinator plans (by default it takes its own cores: one when
-pinned beside a single worker, two when unpinned).
+Before the coordinator handed its own stage's work to a worker, with one worker that was all
+of it (benches/README.md, 2026-12-08). `--target-partitions` fixes
+the partitions per task the coordinator plans (by default its own cores; a distributed plan
+takes at least two).
 
     cargo build --release --bin sqe
     .venv/bin/python benches/scale_out.py --sqe target/release/sqe --scale-factor 10 --runs 2

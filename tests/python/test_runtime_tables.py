@@ -82,8 +82,9 @@ class RuntimeTables(unittest.TestCase):
         self.assertEqual(len(found), tasks)
         self.assertEqual(len({r[2] for r in found}), 2, f"tasks on both workers: {found}")
         self.assertTrue(all(r[3] == "FINISHED" for r in found), found)
-        # The leaf stage's tasks read every row exactly once between them.
-        leaf = max(r[0] for r in found)
+        # The leaf stage's tasks read every row exactly once between them (stages are numbered
+        # from the leaves up).
+        leaf = min(r[0] for r in found)
         self.assertEqual(sum(r[4] for r in found if r[0] == leaf), LINEITEM_ROWS, found)
         # The bytes the leaf tasks' scans read are the query's (no scan ran on the coordinator).
         task_bytes = rows("SELECT sum(bytes_scanned) FROM system.runtime.tasks WHERE query_id = ?", [query_id], "admin")

@@ -780,12 +780,27 @@ impl Engine {
             .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(catalog, schema);
-        let partitions = properties
+        let distributed = distributable
+            && properties.distributed_execution != Some(false)
+            && !self.workers.reachable_urls().is_empty();
+        let partitions = match properties
             .task_concurrency
-            .unwrap_or(self.settings.target_partitions);
-        if partitions > 0 {
-            config = config.with_target_partitions(partitions);
-        }
+            .unwrap_or(self.settings.target_partitions)
+        {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        };
+        // With one partition DataFusion plans no repartitioning: an aggregate or join then
+        // relies on seeing the whole input in its one partition, while datafusion-distributed
+        // still splits the scans under it over tasks, and each task answered for its share
+        // alone (TPC-H Q15 found two suppliers of the top revenue). Two keep those operators
+        // behind an exchange.
+        let partitions = if distributed {
+            partitions.max(2)
+        } else {
+            partitions
+        };
+        config = config.with_target_partitions(partitions);
         // Trino's session zone (UTC unless the client names one): what `now()` and
         // `current_timezone()` answer in, and the zone `timestamp with time zone` casts take.
         let zone = session.time_zone.clone().unwrap_or_else(|| "UTC".into());
@@ -831,9 +846,6 @@ impl Engine {
             }
             JoinReordering::EliminateCrossJoins | JoinReordering::None => builder,
         };
-        let distributed = distributable
-            && properties.distributed_execution != Some(false)
-            && !self.workers.reachable_urls().is_empty();
         let builder = if distributed {
             builder
                 .with_distributed_worker_resolver(PoolResolver(Arc::clone(&self.workers)))

@@ -281,6 +281,40 @@ async fn the_coordinator_hands_its_work_to_the_workers() -> TestResult {
     Ok(())
 }
 
+/// One partition per task (`task_concurrency = 1`, or a coordinator with one core) must not
+/// let tasks answer for their share of a grouping alone: TPC-H's Q15 (the suppliers of the
+/// top revenue) found two suppliers where there is one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_partition_per_task_still_groups_across_tasks() -> TestResult {
+    let q15 = "WITH revenue AS (SELECT l_suppkey AS supplier_no, \
+               sum(l_extendedprice * (1 - l_discount)) AS total_revenue FROM tpch.lineitem \
+               GROUP BY l_suppkey) SELECT supplier_no, total_revenue FROM revenue \
+               WHERE total_revenue = (SELECT max(total_revenue) FROM revenue) ORDER BY supplier_no";
+    let cluster = TestCluster::start(2, 0.01).await?;
+    let (_, session) = tpch_baseline(&cluster).await?;
+    let mut narrow = session.clone();
+    narrow.properties.set(
+        "task_concurrency",
+        "1",
+        &sqe_engine::PropertyLimits::default(),
+    )?;
+    let alone = sqe_tests::cluster::coordinator_alone(session)?;
+    let prepared = cluster.engine().prepare(&narrow, q15).await?;
+    let plan = prepared.plan().ok_or("a query has a plan")?;
+    assert!(plan.is::<DistributedExec>(), "not distributed");
+    let distributed = rows_of(&cluster, prepared, "Q15").await?;
+    let expected = rows_of(
+        &cluster,
+        cluster.engine().prepare(&alone, q15).await?,
+        "Q15",
+    )
+    .await?;
+    assert_eq!(expected.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+    assert_eq!(render(&distributed), render(&expected));
+    cluster.stop().await;
+    Ok(())
+}
+
 /// The rows of `sql`, which must be planned distributed and run a task on every worker.
 async fn rows_on_every_worker(
     cluster: &TestCluster,
