@@ -163,6 +163,16 @@ impl Default for EngineSettings {
     }
 }
 
+impl EngineSettings {
+    /// Threads per query: `target_partitions`, or the cores when it is 0.
+    fn partitions(&self) -> usize {
+        match self.target_partitions {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        }
+    }
+}
+
 /// The storage properties by name only: they hold the store's keys.
 impl std::fmt::Debug for EngineSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -584,11 +594,7 @@ impl Engine {
         let codec = SqeCodec::new(settings.storage_props.clone());
         // Twice the threads a query uses: a CPU-bound query that does not yield (nested-loop
         // joins) leaves threads for the next small one; the OS time-slices them.
-        let threads = 2 * if settings.target_partitions > 0 {
-            settings.target_partitions
-        } else {
-            std::thread::available_parallelism().map_or(1, usize::from)
-        };
+        let threads = 2 * settings.partitions();
         let query_runtime = QueryRuntime::new("sqe-query", threads)
             .map_err(|e| Error::Internal(format!("cannot start the query runtime: {e}")))?;
         Ok(Arc::new(Self {
@@ -746,11 +752,7 @@ impl Engine {
             retry_policy: self.settings.retry_policy,
             query_retry_attempts: self.settings.query_retry_attempts,
             exchange_compression: self.settings.exchange_compression,
-            default_concurrency: if self.settings.target_partitions > 0 {
-                self.settings.target_partitions
-            } else {
-                std::thread::available_parallelism().map_or(1, usize::from)
-            },
+            default_concurrency: self.settings.partitions(),
         }
     }
 
@@ -783,13 +785,9 @@ impl Engine {
         let distributed = distributable
             && properties.distributed_execution != Some(false)
             && !self.workers.reachable_urls().is_empty();
-        let partitions = match properties
+        let partitions = properties
             .task_concurrency
-            .unwrap_or(self.settings.target_partitions)
-        {
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
-            n => n,
-        };
+            .unwrap_or_else(|| self.settings.partitions());
         // With one partition DataFusion plans no repartitioning: an aggregate or join then
         // relies on seeing the whole input in its one partition, while datafusion-distributed
         // still splits the scans under it over tasks, and each task answered for its share

@@ -22,17 +22,9 @@ async fn tpch_distributed_equals_the_coordinator_alone() -> TestResult {
     let (_, session) = tpch_baseline(&cluster).await?;
     let alone = sqe_tests::cluster::coordinator_alone(session.clone())?;
     for (number, sql) in QUERIES {
-        let prepared = cluster.engine().prepare(&session, sql).await?;
-        let plan = prepared.plan().ok_or("a query has a plan")?;
-        assert!(
-            plan.is::<DistributedExec>(),
-            "Q{number} was not distributed:\n{}",
-            sqe_engine::engine::render_plan(plan, false)
-        );
-        let distributed = rows_of(&cluster, prepared, &format!("Q{number}")).await?;
-        let prepared = cluster.engine().prepare(&alone, sql).await?;
-        assert!(prepared.plan().is_some_and(|p| !p.is::<DistributedExec>()));
-        let expected = rows_of(&cluster, prepared, &format!("Q{number}")).await?;
+        let what = format!("Q{number}");
+        let (distributed, expected) =
+            distributed_and_alone(&cluster, &session, &alone, sql, &what).await?;
         let rows: usize = expected.iter().map(|b| b.num_rows()).sum();
         assert!(
             rows > 0,
@@ -261,15 +253,12 @@ async fn the_coordinator_hands_its_work_to_the_workers() -> TestResult {
         let (_, session) = tpch_baseline(&cluster).await?;
         let alone = sqe_tests::cluster::coordinator_alone(session.clone())?;
         for sql in [q13, join] {
-            let prepared = cluster.engine().prepare(&session, sql).await?;
-            let plan = prepared.plan().ok_or("a query has a plan")?;
-            assert!(plan.is::<DistributedExec>(), "{workers} worker(s): {sql}");
+            let what = format!("{workers} worker(s): {sql}");
             let before: u64 = cluster.tasks_per_worker().iter().sum();
-            let rows = rows_of(&cluster, prepared, sql).await?;
+            let (rows, expected) =
+                distributed_and_alone(&cluster, &session, &alone, sql, &what).await?;
             let after: u64 = cluster.tasks_per_worker().iter().sum();
             assert!(after > before, "{workers} worker(s) ran no task of {sql}");
-            let prepared = cluster.engine().prepare(&alone, sql).await?;
-            let expected = rows_of(&cluster, prepared, sql).await?;
             assert_eq!(
                 render(&rows),
                 render(&expected),
@@ -299,16 +288,8 @@ async fn one_partition_per_task_still_groups_across_tasks() -> TestResult {
         &sqe_engine::PropertyLimits::default(),
     )?;
     let alone = sqe_tests::cluster::coordinator_alone(session)?;
-    let prepared = cluster.engine().prepare(&narrow, q15).await?;
-    let plan = prepared.plan().ok_or("a query has a plan")?;
-    assert!(plan.is::<DistributedExec>(), "not distributed");
-    let distributed = rows_of(&cluster, prepared, "Q15").await?;
-    let expected = rows_of(
-        &cluster,
-        cluster.engine().prepare(&alone, q15).await?,
-        "Q15",
-    )
-    .await?;
+    let (distributed, expected) =
+        distributed_and_alone(&cluster, &narrow, &alone, q15, "Q15").await?;
     assert_eq!(expected.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
     assert_eq!(render(&distributed), render(&expected));
     cluster.stop().await;
@@ -511,6 +492,38 @@ async fn tpch_baseline(
 }
 
 /// The rows `prepared` (named `what` in errors) answers.
+/// The rows of `sql` planned with `session`, which must distribute it, and with `alone`, which
+/// must keep it on the coordinator.
+async fn distributed_and_alone(
+    cluster: &TestCluster,
+    session: &SessionSettings,
+    alone: &SessionSettings,
+    sql: &str,
+    what: &str,
+) -> Result<
+    (
+        Vec<datafusion::arrow::array::RecordBatch>,
+        Vec<datafusion::arrow::array::RecordBatch>,
+    ),
+    Box<dyn std::error::Error + Send + Sync>,
+> {
+    let prepared = cluster.engine().prepare(session, sql).await?;
+    let plan = prepared.plan().ok_or("a query has a plan")?;
+    assert!(
+        plan.is::<DistributedExec>(),
+        "{what} was not distributed:\n{}",
+        sqe_engine::engine::render_plan(plan, false)
+    );
+    let distributed = rows_of(cluster, prepared, what).await?;
+    let prepared = cluster.engine().prepare(alone, sql).await?;
+    assert!(
+        prepared.plan().is_some_and(|p| !p.is::<DistributedExec>()),
+        "{what} was distributed on the coordinator alone"
+    );
+    let expected = rows_of(cluster, prepared, what).await?;
+    Ok((distributed, expected))
+}
+
 async fn rows_of(
     cluster: &TestCluster,
     prepared: sqe_engine::engine::Prepared,
